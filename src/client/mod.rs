@@ -1,0 +1,220 @@
+//! The client trait recipes are written against, and its implementations.
+//!
+//! # The contract every `Zk` implementation keeps
+//!
+//! * **Validation first.** Every path is checked by [`crate::path::validate_op`]
+//!   before anything is sent; a bad path is `Err(BadArguments)` and nothing
+//!   reaches a server.
+//! * **FIFO.** Calls issued one after another on one handle are answered in
+//!   issue order. A failed write does not stop later ones; only `multi` is
+//!   atomic.
+//! * **Replies.** `Ok(Reply)` of the variant matching the `Op`; a failed
+//!   `multi` is `Ok(Reply::Multi(results))` with the failing op's code inside
+//!   (see [`Reply::multi_error`]). An empty multi answers `Ok(Multi([]))`
+//!   without contacting the server.
+//! * **Watches** are one-shot and per session: `watch: true` on
+//!   exists/get_data/get_children registers the session's watch on that
+//!   path (exists on a missing node registers an exist watch; get_data and
+//!   get_children on a missing node register nothing). One server event is
+//!   delivered once per session, however many reads armed it
+//!   (ZK_SEMANTICS.md §2.3, as the Java client's default watcher). A watch
+//!   event is in the event stream before the reply of any call issued after
+//!   the write that fired it has returned: after any call returns, every
+//!   event that precedes its reply can be taken with [`Zk::try_next_event`].
+//! * **ConnectionLoss** means the outcome is unknown: the request may or may
+//!   not have been applied. No implementation retries a request by itself.
+//! * **SessionExpired**: once a handle has seen `SessionEvent::Expired` (or
+//!   `Closed`), every later call fails with `SessionExpired` and the handle
+//!   is dead; recovery means a new handle (a new session).
+//!
+//! # Where the implementations differ (client flavours)
+//!
+//! ZooKeeper has two client behaviours worth reproducing, and recipes must
+//! be correct under both:
+//!
+//! * **java** (the Java client, ZK_SEMANTICS.md §3.3): while disconnected it
+//!   queues new requests and sends them after reconnecting; it never decides
+//!   on expiry itself and learns `Expired` only when it reconnects.
+//! * **rust** (the `zookeeper-client` crate, which [`real::RealZk`] wraps):
+//!   while disconnected, requests fail at once with `ConnectionLoss`; it
+//!   expires the session locally after about 7/5 of the negotiated timeout
+//!   without a connection; a SessionMoved from the server is reported as
+//!   expiry. The real-server conformance tests pin these down.
+
+pub mod real;
+
+use std::future::Future;
+
+use crate::proto::{
+    ClientEvent, CreateMode, MultiOp, MultiResult, Op, Reply, SessionId, Stat, ZkError,
+};
+
+/// An asynchronous ZooKeeper session handle. See the module docs for the
+/// contract.
+pub trait Zk {
+    /// The session this handle is bound to.
+    fn session_id(&self) -> SessionId;
+
+    /// The negotiated session timeout.
+    fn session_timeout_ms(&self) -> u64;
+
+    /// Sends one request and waits for its reply.
+    fn call(&self, op: Op) -> impl Future<Output = Result<Reply, ZkError>> + Send;
+
+    /// Waits for the next watch or session event.
+    fn next_event(&self) -> impl Future<Output = ClientEvent> + Send;
+
+    /// Takes the next event that has already arrived, without waiting.
+    fn try_next_event(&self) -> Option<ClientEvent>;
+
+    /// Closes the session: its ephemerals are deleted at once (if the close
+    /// reaches the server); the handle is dead afterwards.
+    fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send;
+}
+
+fn unexpected(reply: Reply) -> ZkError {
+    // A reply of the wrong variant is a broken implementation, not a
+    // ZooKeeper outcome: fail loudly in tests, degrade in release.
+    debug_assert!(false, "reply does not match its op: {reply:?}");
+    ZkError::SystemError
+}
+
+/// Typed conveniences over [`Zk::call`].
+pub trait ZkExt: Zk + Sync {
+    /// Creates a node; returns the created name (with any sequence suffix).
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send {
+        let op = Op::Create {
+            path: path.to_owned(),
+            data: data.to_vec(),
+            mode,
+        };
+        async move {
+            match self.call(op).await? {
+                Reply::Create { path, stat } => Ok((path, stat)),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    fn delete(&self, path: &str, version: i32) -> impl Future<Output = Result<(), ZkError>> + Send {
+        let op = Op::Delete {
+            path: path.to_owned(),
+            version,
+        };
+        async move {
+            match self.call(op).await? {
+                Reply::Delete => Ok(()),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    fn exists(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send {
+        let op = Op::Exists {
+            path: path.to_owned(),
+            watch,
+        };
+        async move {
+            match self.call(op).await? {
+                Reply::Exists(stat) => Ok(stat),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    fn get_data(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
+        let op = Op::GetData {
+            path: path.to_owned(),
+            watch,
+        };
+        async move {
+            match self.call(op).await? {
+                Reply::GetData { data, stat } => Ok((data, stat)),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: i32,
+    ) -> impl Future<Output = Result<Stat, ZkError>> + Send {
+        let op = Op::SetData {
+            path: path.to_owned(),
+            data: data.to_vec(),
+            version,
+        };
+        async move {
+            match self.call(op).await? {
+                Reply::SetData(stat) => Ok(stat),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    fn get_children(
+        &self,
+        path: &str,
+        watch: bool,
+    ) -> impl Future<Output = Result<(Vec<String>, Stat), ZkError>> + Send {
+        let op = Op::GetChildren {
+            path: path.to_owned(),
+            watch,
+        };
+        async move {
+            match self.call(op).await? {
+                Reply::GetChildren { children, stat } => Ok((children, stat)),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    fn sync(&self, path: &str) -> impl Future<Output = Result<(), ZkError>> + Send {
+        let op = Op::Sync {
+            path: path.to_owned(),
+        };
+        async move {
+            match self.call(op).await? {
+                Reply::Sync => Ok(()),
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+
+    /// Runs a multi; a failed multi is `Err` with the first failing code
+    /// (the per-op results are in [`Zk::call`]'s reply).
+    fn multi(
+        &self,
+        ops: Vec<MultiOp>,
+    ) -> impl Future<Output = Result<Vec<MultiResult>, ZkError>> + Send {
+        async move {
+            match self.call(Op::Multi(ops)).await? {
+                reply @ Reply::Multi(_) => match reply.multi_error() {
+                    Some(e) => Err(e),
+                    None => match reply {
+                        Reply::Multi(results) => Ok(results),
+                        _ => unreachable!(),
+                    },
+                },
+                other => Err(unexpected(other)),
+            }
+        }
+    }
+}
+
+impl<T: Zk + Sync> ZkExt for T {}

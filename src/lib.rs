@@ -1,0 +1,12 @@
+//! zoosim: ZooKeeper's recipes, made correct under failure and proven so.
+//!
+//! The pure core — [`proto`], [`path`], [`tree`] — knows nothing of
+//! runtimes, sockets, files or clocks. [`client`] holds the async `Zk` trait
+//! recipes use and its implementations; [`real_server`] starts real
+//! ZooKeeper servers for tests.
+
+pub mod client;
+pub mod path;
+pub mod proto;
+pub mod real_server;
+pub mod tree;
