@@ -157,8 +157,12 @@ pub enum CreateMode {
     Container,
     /// Needs `zookeeper.extendedTypesEnabled=true` on the server; otherwise
     /// the create fails with Unimplemented.
-    PersistentWithTtl { ttl_ms: i64 },
-    PersistentSequentialWithTtl { ttl_ms: i64 },
+    PersistentWithTtl {
+        ttl_ms: i64,
+    },
+    PersistentSequentialWithTtl {
+        ttl_ms: i64,
+    },
 }
 
 impl CreateMode {
@@ -173,7 +177,10 @@ impl CreateMode {
 
     /// Owned by a session and removed with it.
     pub fn is_ephemeral(self) -> bool {
-        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+        matches!(
+            self,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        )
     }
 
     pub fn ttl_ms(self) -> Option<i64> {
@@ -292,10 +299,7 @@ impl Op {
     pub fn is_write(&self) -> bool {
         matches!(
             self,
-            Op::Create { .. }
-                | Op::Delete { .. }
-                | Op::SetData { .. }
-                | Op::Multi(_)
+            Op::Create { .. } | Op::Delete { .. } | Op::SetData { .. } | Op::Multi(_)
         )
     }
 

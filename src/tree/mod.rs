@@ -1,1 +1,457 @@
-//! placeholder, being written
+//! ZooKeeper's data tree, pure and deterministic (ZK_SEMANTICS.md §1–2).
+//!
+//! Two parts:
+//! * [`DataTree`], the replicated state: znodes, the session table, and the
+//!   last applied zxid. Writes go through [`DataTree::prepare`] (the leader's
+//!   prep, deciding a [`Txn`]) and [`DataTree::apply`] (every replica).
+//!   Applying returns the watch triggers of the change. Times and session
+//!   ids are inputs; nothing here reads a clock or draws randomness.
+//! * [`WatchTable`], which belongs to one server and its connections: it
+//!   turns triggers into per-connection events, deduplicated as the server
+//!   does, and replays SetWatches after a reconnect.
+//!
+//! Paths are validated at the client boundary ([`crate::path`]), not here.
+
+mod txn;
+mod watch;
+
+pub use txn::{sequence_suffix, Txn, TxnBody, TxnOp};
+pub use watch::WatchTable;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::path::{basename, join};
+use crate::proto::{
+    EventType, MultiResult, Op, Reply, SessionId, Stat, WatchEvent, WatchKind, ZkError, Zxid,
+};
+use txn::parent_of;
+
+/// Who a znode belongs to (its stored ephemeralOwner).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Owner {
+    Persistent,
+    Ephemeral(SessionId),
+    Container,
+    Ttl(i64),
+}
+
+/// One znode. `child_creates` is ZooKeeper's stored cversion: the parent's
+/// sequence counter, bumped by every child create and never by deletes.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Node {
+    pub data: Vec<u8>,
+    pub czxid: Zxid,
+    pub mzxid: Zxid,
+    pub pzxid: Zxid,
+    pub ctime: i64,
+    pub mtime: i64,
+    pub version: i32,
+    pub aversion: i32,
+    pub child_creates: i32,
+    pub owner: Owner,
+    pub children: BTreeSet<String>,
+}
+
+impl Node {
+    fn new(data: Vec<u8>, zxid: Zxid, time_ms: i64, owner: Owner) -> Node {
+        Node {
+            data,
+            czxid: zxid,
+            mzxid: zxid,
+            pzxid: zxid,
+            ctime: time_ms,
+            mtime: time_ms,
+            version: 0,
+            aversion: 0,
+            child_creates: 0,
+            owner,
+            children: BTreeSet::new(),
+        }
+    }
+
+    /// The Stat a client sees (DataNode.copyStat).
+    pub fn stat(&self) -> Stat {
+        let num_children = self.children.len() as i32;
+        Stat {
+            czxid: self.czxid,
+            mzxid: self.mzxid,
+            ctime: self.ctime,
+            mtime: self.mtime,
+            version: self.version,
+            // creates + deletes = 2·creates − live children.
+            cversion: self
+                .child_creates
+                .wrapping_mul(2)
+                .wrapping_sub(num_children),
+            aversion: self.aversion,
+            ephemeral_owner: match self.owner {
+                Owner::Ephemeral(s) => s.0,
+                // The server hides the container and TTL markers.
+                Owner::Persistent | Owner::Container | Owner::Ttl(_) => 0,
+            },
+            data_length: self.data.len() as i32,
+            num_children,
+            pzxid: self.pzxid,
+        }
+    }
+}
+
+/// Server settings that change what the tree accepts.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct TreeConfig {
+    /// `zookeeper.extendedTypesEnabled`: TTL nodes allowed (off by default,
+    /// as on the Debian server; TTL creates then fail with Unimplemented).
+    pub extended_types: bool,
+}
+
+/// What applying a txn produced: the reply for the client that sent it
+/// (`None` for session txns) and the watch triggers, in order.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Applied {
+    pub reply: Option<Result<Reply, ZkError>>,
+    pub triggers: Vec<WatchEvent>,
+}
+
+/// The replicated data tree. `Clone + Eq + Hash`: models hold it as state.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct DataTree {
+    nodes: BTreeMap<String, Node>,
+    /// Live sessions and their timeouts (createSession/closeSession txns).
+    sessions: BTreeMap<SessionId, u64>,
+    /// Each session's ephemerals (DataTree.ephemerals).
+    ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
+    last_zxid: Zxid,
+    config: TreeConfig,
+}
+
+impl Default for DataTree {
+    fn default() -> Self {
+        DataTree::new(TreeConfig::default())
+    }
+}
+
+impl DataTree {
+    /// A fresh tree: `/`, `/zookeeper`, `/zookeeper/quota` and
+    /// `/zookeeper/config`, added without touching any counter.
+    pub fn new(config: TreeConfig) -> DataTree {
+        let mut nodes = BTreeMap::new();
+        let mut root = Node::new(Vec::new(), 0, 0, Owner::Persistent);
+        root.children.insert("zookeeper".into());
+        let mut zk = Node::new(Vec::new(), 0, 0, Owner::Persistent);
+        zk.children.insert("quota".into());
+        zk.children.insert("config".into());
+        nodes.insert("/".to_owned(), root);
+        nodes.insert("/zookeeper".to_owned(), zk);
+        nodes.insert(
+            "/zookeeper/quota".to_owned(),
+            Node::new(Vec::new(), 0, 0, Owner::Persistent),
+        );
+        nodes.insert(
+            "/zookeeper/config".to_owned(),
+            Node::new(Vec::new(), 0, 0, Owner::Persistent),
+        );
+        DataTree {
+            nodes,
+            sessions: BTreeMap::new(),
+            ephemerals: BTreeMap::new(),
+            last_zxid: 0,
+            config,
+        }
+    }
+
+    pub fn config(&self) -> TreeConfig {
+        self.config
+    }
+
+    /// The zxid of the last applied txn.
+    pub fn last_zxid(&self) -> Zxid {
+        self.last_zxid
+    }
+
+    /// The zxid a standalone server would give its next txn.
+    pub fn next_zxid(&self) -> Zxid {
+        self.last_zxid + 1
+    }
+
+    pub fn node(&self, path: &str) -> Option<&Node> {
+        self.nodes.get(path)
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn has_session(&self, session: SessionId) -> bool {
+        self.sessions.contains_key(&session)
+    }
+
+    /// Live sessions in id order, with their timeouts.
+    pub fn sessions(&self) -> impl Iterator<Item = (SessionId, u64)> + '_ {
+        self.sessions.iter().map(|(s, t)| (*s, *t))
+    }
+
+    /// A session's ephemerals, in path order.
+    pub fn ephemerals(&self, session: SessionId) -> impl Iterator<Item = &str> + '_ {
+        self.ephemerals
+            .get(&session)
+            .into_iter()
+            .flat_map(|s| s.iter().map(String::as_str))
+    }
+
+    /// Serves a read from this replica's state. Returns the reply and the
+    /// watch the server registers with it, if any (ZK_SEMANTICS.md §2.1).
+    /// Children come in name order; the simulator shuffles them.
+    pub fn read(&self, op: &Op) -> (Result<Reply, ZkError>, Option<(WatchKind, String)>) {
+        match op {
+            Op::Exists { path, watch } => {
+                let stat = self.nodes.get(path).map(Node::stat);
+                // An exist watch on a missing node sits in the data table.
+                let w = watch.then(|| (WatchKind::Data, path.clone()));
+                (Ok(Reply::Exists(stat)), w)
+            }
+            Op::GetData { path, watch } => match self.nodes.get(path) {
+                Some(n) => (
+                    Ok(Reply::GetData {
+                        data: n.data.clone(),
+                        stat: n.stat(),
+                    }),
+                    watch.then(|| (WatchKind::Data, path.clone())),
+                ),
+                None => (Err(ZkError::NoNode), None),
+            },
+            Op::GetChildren { path, watch } => match self.nodes.get(path) {
+                Some(n) => (
+                    Ok(Reply::GetChildren {
+                        children: n.children.iter().cloned().collect(),
+                        stat: n.stat(),
+                    }),
+                    watch.then(|| (WatchKind::Child, path.clone())),
+                ),
+                None => (Err(ZkError::NoNode), None),
+            },
+            // On a standalone server (or the leader) sync is an ordered no-op.
+            Op::Sync { .. } => (Ok(Reply::Sync), None),
+            Op::Create { .. } | Op::Delete { .. } | Op::SetData { .. } | Op::Multi(_) => {
+                panic!("read() takes reads only, got {}", op.name())
+            }
+        }
+    }
+
+    /// Applies a txn decided by [`DataTree::prepare`] (or its session
+    /// variants). zxids must strictly increase.
+    pub fn apply(&mut self, txn: &Txn) -> Applied {
+        assert!(
+            txn.zxid > self.last_zxid,
+            "txn zxid {:#x} not after last applied {:#x}",
+            txn.zxid,
+            self.last_zxid
+        );
+        self.last_zxid = txn.zxid;
+        let mut triggers = Vec::new();
+        let reply = match &txn.body {
+            TxnBody::CreateSession { timeout_ms } => {
+                let fresh = self.sessions.insert(txn.session, *timeout_ms).is_none();
+                assert!(fresh, "session {} created twice", txn.session);
+                None
+            }
+            TxnBody::CloseSession { ephemerals } => {
+                for path in ephemerals {
+                    let op = TxnOp::Delete { path: path.clone() };
+                    self.apply_op(txn, &op, &mut triggers);
+                }
+                self.sessions.remove(&txn.session);
+                let left = self.ephemerals.remove(&txn.session);
+                assert!(
+                    left.as_ref().is_none_or(|s| s.is_empty()),
+                    "closeSession {} left ephemerals behind: {left:?}",
+                    txn.session
+                );
+                None
+            }
+            TxnBody::Op(op) => Some(Ok(match self.apply_op(txn, op, &mut triggers) {
+                MultiResult::Create { path, stat } => Reply::Create { path, stat },
+                MultiResult::Delete => Reply::Delete,
+                MultiResult::SetData { stat } => Reply::SetData(stat),
+                other => unreachable!("single op applied as {other:?}"),
+            })),
+            TxnBody::Multi(ops) => {
+                let results = ops
+                    .iter()
+                    .map(|op| self.apply_op(txn, op, &mut triggers))
+                    .collect();
+                Some(Ok(Reply::Multi(results)))
+            }
+            TxnBody::Error(e) => Some(Err(*e)),
+            TxnBody::MultiError(results) => Some(Ok(Reply::Multi(results.clone()))),
+        };
+        Applied { reply, triggers }
+    }
+
+    /// Applies one decided change (its result in multi form). Prep
+    /// guaranteed it is valid here; a violation means replicas diverged, so
+    /// it panics.
+    fn apply_op(&mut self, txn: &Txn, op: &TxnOp, triggers: &mut Vec<WatchEvent>) -> MultiResult {
+        match op {
+            TxnOp::Create { path, data, owner } => {
+                let parent_path = parent_of(path);
+                let parent = self
+                    .nodes
+                    .get_mut(parent_path)
+                    .unwrap_or_else(|| panic!("create {path}: parent missing at apply"));
+                assert!(
+                    !matches!(parent.owner, Owner::Ephemeral(_)),
+                    "create {path}: parent is ephemeral"
+                );
+                let fresh = parent.children.insert(basename(path).to_owned());
+                assert!(fresh, "create {path}: already a child at apply");
+                parent.child_creates = parent.child_creates.wrapping_add(1);
+                parent.pzxid = txn.zxid;
+                let node = Node::new(data.clone(), txn.zxid, txn.time_ms, *owner);
+                let stat = node.stat();
+                let old = self.nodes.insert(path.clone(), node);
+                assert!(old.is_none(), "create {path}: node exists at apply");
+                if let Owner::Ephemeral(s) = owner {
+                    assert!(
+                        self.sessions.contains_key(s),
+                        "ephemeral {path} of unknown session {s}"
+                    );
+                    self.ephemerals.entry(*s).or_default().insert(path.clone());
+                }
+                triggers.push(event(EventType::NodeCreated, path));
+                triggers.push(event(EventType::NodeChildrenChanged, parent_path));
+                MultiResult::Create {
+                    path: path.clone(),
+                    stat,
+                }
+            }
+            TxnOp::Delete { path } => {
+                let node = self
+                    .nodes
+                    .remove(path)
+                    .unwrap_or_else(|| panic!("delete {path}: missing at apply"));
+                assert!(node.children.is_empty(), "delete {path}: has children");
+                if let Owner::Ephemeral(s) = node.owner {
+                    let set = self.ephemerals.get_mut(&s);
+                    let known = set.is_some_and(|set| set.remove(path));
+                    assert!(known, "ephemeral {path} missing from its session's index");
+                }
+                let parent_path = parent_of(path);
+                let parent = self
+                    .nodes
+                    .get_mut(parent_path)
+                    .unwrap_or_else(|| panic!("delete {path}: parent missing at apply"));
+                let was_child = parent.children.remove(basename(path));
+                assert!(was_child, "delete {path}: not its parent's child");
+                // A delete moves pzxid only forward (DataTree.deleteNode).
+                parent.pzxid = parent.pzxid.max(txn.zxid);
+                triggers.push(event(EventType::NodeDeleted, path));
+                triggers.push(event(EventType::NodeChildrenChanged, parent_path));
+                MultiResult::Delete
+            }
+            TxnOp::SetData {
+                path,
+                data,
+                version,
+            } => {
+                let node = self
+                    .nodes
+                    .get_mut(path)
+                    .unwrap_or_else(|| panic!("setData {path}: missing at apply"));
+                assert_eq!(
+                    *version,
+                    node.version.wrapping_add(1),
+                    "setData {path}: version skew"
+                );
+                node.data.clone_from(data);
+                node.version = *version;
+                node.mzxid = txn.zxid;
+                node.mtime = txn.time_ms;
+                triggers.push(event(EventType::NodeDataChanged, path));
+                MultiResult::SetData { stat: node.stat() }
+            }
+            TxnOp::Check { path } => {
+                assert!(
+                    self.nodes.contains_key(path),
+                    "check {path}: missing at apply"
+                );
+                MultiResult::Check
+            }
+        }
+    }
+
+    /// Prepares and applies in one step, with the next zxid: a standalone
+    /// server's write path.
+    pub fn execute(&mut self, time_ms: i64, session: SessionId, op: &Op) -> Applied {
+        let txn = self.prepare(self.next_zxid(), time_ms, session, op);
+        self.apply(&txn)
+    }
+
+    /// createSession on a standalone server.
+    pub fn create_session(&mut self, time_ms: i64, session: SessionId, timeout_ms: u64) {
+        let txn = self.prepare_create_session(self.next_zxid(), time_ms, session, timeout_ms);
+        self.apply(&txn);
+    }
+
+    /// closeSession on a standalone server; returns the deletions' triggers.
+    pub fn close_session(&mut self, time_ms: i64, session: SessionId) -> Vec<WatchEvent> {
+        let txn = self.prepare_close_session(self.next_zxid(), time_ms, session);
+        self.apply(&txn).triggers
+    }
+
+    /// Checks every structural invariant; for tests and the simulator's
+    /// post-run checks (it walks the whole tree).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut seen_ephemerals: BTreeMap<SessionId, BTreeSet<String>> = BTreeMap::new();
+        for (path, node) in &self.nodes {
+            if path != "/" {
+                let parent = self
+                    .nodes
+                    .get(parent_of(path))
+                    .ok_or_else(|| format!("{path}: parent missing"))?;
+                if !parent.children.contains(basename(path)) {
+                    return Err(format!("{path}: not listed by its parent"));
+                }
+            }
+            for child in &node.children {
+                if !self.nodes.contains_key(&join(path, child)) {
+                    return Err(format!("{path}: lists missing child {child}"));
+                }
+            }
+            if node.mzxid < node.czxid || node.pzxid < node.czxid {
+                return Err(format!("{path}: mzxid/pzxid before czxid"));
+            }
+            if node.czxid > self.last_zxid || node.mzxid > self.last_zxid {
+                return Err(format!("{path}: zxid from the future"));
+            }
+            if let Owner::Ephemeral(s) = node.owner {
+                if !node.children.is_empty() {
+                    return Err(format!("ephemeral {path} has children"));
+                }
+                if !self.sessions.contains_key(&s) {
+                    return Err(format!("ephemeral {path} of dead session {s}"));
+                }
+                seen_ephemerals.entry(s).or_default().insert(path.clone());
+            }
+        }
+        let indexed: BTreeMap<_, _> = self
+            .ephemerals
+            .iter()
+            .filter(|(_, set)| !set.is_empty())
+            .map(|(s, set)| (*s, set.clone()))
+            .collect();
+        if indexed != seen_ephemerals {
+            return Err("ephemeral index disagrees with node owners".into());
+        }
+        Ok(())
+    }
+}
+
+fn event(event_type: EventType, path: &str) -> WatchEvent {
+    WatchEvent {
+        event_type,
+        path: path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,560 @@
+//! Unit tests of the tree against the facts of ZK_SEMANTICS.md §1–2.
+
+use super::*;
+use crate::proto::{CreateMode, MultiOp};
+
+const S1: SessionId = SessionId(0x100);
+const S2: SessionId = SessionId(0x200);
+
+fn tree() -> DataTree {
+    let mut t = DataTree::default();
+    t.create_session(0, S1, 30_000);
+    t.create_session(0, S2, 30_000);
+    t
+}
+
+fn create(t: &mut DataTree, path: &str, mode: CreateMode) -> Result<String, ZkError> {
+    let op = Op::Create {
+        path: path.into(),
+        data: b"d".to_vec(),
+        mode,
+    };
+    match t.execute(7, S1, &op).reply.unwrap() {
+        Ok(Reply::Create { path, .. }) => Ok(path),
+        Ok(other) => panic!("{other:?}"),
+        Err(e) => Err(e),
+    }
+}
+
+fn write(t: &mut DataTree, session: SessionId, op: Op) -> Result<Reply, ZkError> {
+    let r = t.execute(9, session, &op).reply.unwrap();
+    t.check_invariants().unwrap();
+    r
+}
+
+fn stat(t: &DataTree, path: &str) -> Stat {
+    t.node(path).unwrap().stat()
+}
+
+#[test]
+fn fresh_tree_has_builtin_nodes() {
+    let t = DataTree::default();
+    let (r, _) = t.read(&Op::GetChildren {
+        path: "/".into(),
+        watch: false,
+    });
+    assert_eq!(
+        r,
+        Ok(Reply::GetChildren {
+            children: vec!["zookeeper".into()],
+            stat: stat(&t, "/"),
+        })
+    );
+    assert_eq!(stat(&t, "/").cversion, -1);
+    assert!(t.node("/zookeeper/quota").is_some());
+    assert!(t.node("/zookeeper/config").is_some());
+    t.check_invariants().unwrap();
+}
+
+#[test]
+fn sequence_numbers_follow_the_parent_counter() {
+    // The [EXP] sequence of ZK_SEMANTICS.md §1.3.
+    let mut t = tree();
+    create(&mut t, "/p", CreateMode::Persistent).unwrap();
+    let a = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
+    let b = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
+    assert_eq!(
+        (a.as_str(), b.as_str()),
+        ("/p/x-0000000000", "/p/x-0000000001")
+    );
+    write(
+        &mut t,
+        S1,
+        Op::Delete {
+            path: a,
+            version: -1,
+        },
+    )
+    .unwrap();
+    let c = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
+    assert_eq!(c, "/p/x-0000000002");
+    create(&mut t, "/p/y", CreateMode::Persistent).unwrap();
+    let d = create(&mut t, "/p/", CreateMode::PersistentSequential).unwrap();
+    assert_eq!(d, "/p/0000000004");
+    // 5 creates + 1 delete.
+    assert_eq!(stat(&t, "/p").cversion, 6);
+    assert_eq!(stat(&t, "/p").num_children, 4);
+}
+
+#[test]
+fn failed_creates_use_no_number_but_use_a_zxid() {
+    let mut t = tree();
+    create(&mut t, "/p", CreateMode::Persistent).unwrap();
+    let before = t.last_zxid();
+    assert_eq!(
+        create(&mut t, "/missing/x-", CreateMode::PersistentSequential),
+        Err(ZkError::NoNode)
+    );
+    assert_eq!(t.last_zxid(), before + 1);
+    let a = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
+    assert_eq!(a, "/p/x-0000000000");
+}
+
+#[test]
+fn sequence_counter_wraps_to_negative() {
+    let mut t = tree();
+    create(&mut t, "/p", CreateMode::Persistent).unwrap();
+    t.nodes.get_mut("/p").unwrap().child_creates = i32::MAX;
+    let a = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
+    let b = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
+    assert_eq!(a, "/p/x-2147483647");
+    assert_eq!(b, "/p/x--2147483648");
+    assert_eq!(sequence_suffix(-5), "-000000005");
+}
+
+#[test]
+fn first_sequential_child_of_root_is_zero() {
+    let mut t = tree();
+    assert_eq!(
+        create(&mut t, "/", CreateMode::PersistentSequential).unwrap(),
+        "/0000000000"
+    );
+    assert_eq!(
+        create(&mut t, "/", CreateMode::Persistent),
+        Err(ZkError::NodeExists)
+    );
+}
+
+#[test]
+fn stat_fields_track_changes() {
+    let mut t = tree();
+    create(&mut t, "/a", CreateMode::Persistent).unwrap();
+    let s = stat(&t, "/a");
+    assert_eq!((s.czxid, s.mzxid, s.pzxid), (s.czxid, s.czxid, s.czxid));
+    assert_eq!((s.ctime, s.mtime, s.version, s.data_length), (7, 7, 0, 1));
+    let r = write(
+        &mut t,
+        S1,
+        Op::SetData {
+            path: "/a".into(),
+            data: b"xyz".to_vec(),
+            version: 0,
+        },
+    )
+    .unwrap();
+    let s2 = stat(&t, "/a");
+    assert_eq!(r, Reply::SetData(s2));
+    assert_eq!((s2.version, s2.data_length, s2.mtime), (1, 3, 9));
+    assert!(s2.mzxid > s.mzxid);
+    assert_eq!(s2.pzxid, s.pzxid, "setData does not touch pzxid");
+    create(&mut t, "/a/b", CreateMode::Persistent).unwrap();
+    let s3 = stat(&t, "/a");
+    assert_eq!(s3.pzxid, stat(&t, "/a/b").czxid);
+    assert_eq!(s3.mzxid, s2.mzxid, "child ops leave mzxid alone");
+    write(
+        &mut t,
+        S1,
+        Op::Delete {
+            path: "/a/b".into(),
+            version: -1,
+        },
+    )
+    .unwrap();
+    let s4 = stat(&t, "/a");
+    assert_eq!(s4.pzxid, t.last_zxid());
+    assert_eq!((s4.cversion, s4.num_children), (2, 0));
+}
+
+#[test]
+fn versions_check_and_wrap() {
+    let mut t = tree();
+    create(&mut t, "/a", CreateMode::Persistent).unwrap();
+    let set = |version| Op::SetData {
+        path: "/a".into(),
+        data: vec![],
+        version,
+    };
+    assert_eq!(write(&mut t, S1, set(5)), Err(ZkError::BadVersion));
+    write(&mut t, S1, set(0)).unwrap();
+    write(&mut t, S1, set(-1)).unwrap();
+    assert_eq!(stat(&t, "/a").version, 2);
+    t.nodes.get_mut("/a").unwrap().version = i32::MAX;
+    write(&mut t, S1, set(i32::MAX)).unwrap();
+    assert_eq!(stat(&t, "/a").version, i32::MIN);
+}
+
+#[test]
+fn delete_checks_in_server_order() {
+    let mut t = tree();
+    create(&mut t, "/a", CreateMode::Persistent).unwrap();
+    create(&mut t, "/a/b", CreateMode::Persistent).unwrap();
+    let del = |p: &str, version| Op::Delete {
+        path: p.into(),
+        version,
+    };
+    // BadVersion beats NotEmpty.
+    assert_eq!(write(&mut t, S1, del("/a", 3)), Err(ZkError::BadVersion));
+    assert_eq!(write(&mut t, S1, del("/a", 0)), Err(ZkError::NotEmpty));
+    assert_eq!(write(&mut t, S1, del("/x/y", 0)), Err(ZkError::NoNode));
+    for special in ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
+        assert_eq!(
+            write(&mut t, S1, del(special, -1)),
+            Err(ZkError::BadArguments)
+        );
+    }
+}
+
+#[test]
+fn ephemerals_cannot_have_children_and_node_exists_wins() {
+    let mut t = tree();
+    create(&mut t, "/e", CreateMode::Ephemeral).unwrap();
+    assert_eq!(
+        create(&mut t, "/e/c", CreateMode::Persistent),
+        Err(ZkError::NoChildrenForEphemerals)
+    );
+    assert_eq!(
+        create(&mut t, "/e", CreateMode::Ephemeral),
+        Err(ZkError::NodeExists)
+    );
+    assert_eq!(stat(&t, "/e").ephemeral_owner, S1.0);
+}
+
+#[test]
+fn containers_and_ttl_hide_their_owner_marker() {
+    let mut t = tree();
+    create(&mut t, "/c", CreateMode::Container).unwrap();
+    assert_eq!(stat(&t, "/c").ephemeral_owner, 0);
+    create(&mut t, "/c/e", CreateMode::Ephemeral).unwrap();
+    assert_eq!(
+        create(&mut t, "/t", CreateMode::PersistentWithTtl { ttl_ms: 100 }),
+        Err(ZkError::Unimplemented)
+    );
+    let mut t = DataTree::new(TreeConfig {
+        extended_types: true,
+    });
+    t.create_session(0, S1, 30_000);
+    create(&mut t, "/t", CreateMode::PersistentWithTtl { ttl_ms: 100 }).unwrap();
+    assert_eq!(stat(&t, "/t").ephemeral_owner, 0);
+    assert_eq!(
+        create(&mut t, "/t2", CreateMode::PersistentWithTtl { ttl_ms: 0 }),
+        Err(ZkError::BadArguments)
+    );
+}
+
+#[test]
+fn close_session_deletes_its_ephemerals_at_one_zxid() {
+    let mut t = tree();
+    create(&mut t, "/p", CreateMode::Persistent).unwrap();
+    create(&mut t, "/p/e1", CreateMode::Ephemeral).unwrap();
+    create(&mut t, "/p/e2-", CreateMode::EphemeralSequential).unwrap();
+    write(
+        &mut t,
+        S2,
+        Op::Create {
+            path: "/p/other".into(),
+            data: vec![],
+            mode: CreateMode::Ephemeral,
+        },
+    )
+    .unwrap();
+    let triggers = t.close_session(20, S1);
+    assert_eq!(triggers.len(), 4, "{triggers:?}");
+    let p = stat(&t, "/p");
+    assert_eq!(p.num_children, 1);
+    assert_eq!(p.pzxid, t.last_zxid());
+    assert!(!t.has_session(S1));
+    assert_eq!(t.ephemerals(S2).collect::<Vec<_>>(), vec!["/p/other"]);
+    t.check_invariants().unwrap();
+    // A closed session's writes fail.
+    assert_eq!(
+        write(
+            &mut t,
+            S1,
+            Op::Create {
+                path: "/q".into(),
+                data: vec![],
+                mode: CreateMode::Persistent
+            }
+        ),
+        Err(ZkError::SessionExpired)
+    );
+}
+
+#[test]
+fn multi_commits_atomically_at_one_zxid() {
+    let mut t = tree();
+    let ops = vec![
+        MultiOp::Create {
+            path: "/a".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        },
+        MultiOp::Create {
+            path: "/a/s-".into(),
+            data: vec![],
+            mode: CreateMode::PersistentSequential,
+        },
+        MultiOp::Create {
+            path: "/a/s-".into(),
+            data: vec![],
+            mode: CreateMode::PersistentSequential,
+        },
+        MultiOp::SetData {
+            path: "/a".into(),
+            data: b"v".to_vec(),
+            version: 0,
+        },
+        MultiOp::Check {
+            path: "/a".into(),
+            version: 1,
+        },
+        MultiOp::Delete {
+            path: "/a/s-0000000000".into(),
+            version: 0,
+        },
+    ];
+    let applied = t.execute(5, S1, &Op::Multi(ops));
+    let Some(Ok(Reply::Multi(results))) = applied.reply else {
+        panic!("{applied:?}")
+    };
+    let z = t.last_zxid();
+    assert!(
+        matches!(&results[1], MultiResult::Create { path, stat } if path == "/a/s-0000000000" && stat.czxid == z)
+    );
+    assert!(matches!(&results[2], MultiResult::Create { path, .. } if path == "/a/s-0000000001"));
+    assert!(matches!(&results[3], MultiResult::SetData { stat } if stat.version == 1));
+    assert_eq!(results[4], MultiResult::Check);
+    assert_eq!(results[5], MultiResult::Delete);
+    assert_eq!(stat(&t, "/a").czxid, z);
+    assert_eq!(applied.triggers.len(), 9);
+    t.check_invariants().unwrap();
+}
+
+#[test]
+fn failed_multi_changes_nothing_but_uses_a_zxid() {
+    let mut t = tree();
+    create(&mut t, "/p", CreateMode::Persistent).unwrap();
+    let before = t.clone();
+    let ops = vec![
+        MultiOp::Create {
+            path: "/p/s-".into(),
+            data: vec![],
+            mode: CreateMode::PersistentSequential,
+        },
+        MultiOp::Create {
+            path: "/p".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        },
+        MultiOp::Delete {
+            path: "/p".into(),
+            version: -1,
+        },
+    ];
+    let applied = t.execute(5, S1, &Op::Multi(ops));
+    assert_eq!(
+        applied.reply,
+        Some(Ok(Reply::Multi(vec![
+            MultiResult::RolledBack,
+            MultiResult::Failed(ZkError::NodeExists),
+            MultiResult::Failed(ZkError::RuntimeInconsistency),
+        ])))
+    );
+    assert!(applied.triggers.is_empty());
+    assert_eq!(t.last_zxid(), before.last_zxid() + 1);
+    assert_eq!(t.node("/p"), before.node("/p"), "counter restored");
+    assert_eq!(
+        create(&mut t, "/p/s-", CreateMode::PersistentSequential).unwrap(),
+        "/p/s-0000000000"
+    );
+}
+
+#[test]
+fn multi_sees_its_own_earlier_ops() {
+    let mut t = tree();
+    create(&mut t, "/p", CreateMode::Persistent).unwrap();
+    create(&mut t, "/p/c", CreateMode::Persistent).unwrap();
+    // Deleting the child first makes the parent deletable in the same multi.
+    let ops = vec![
+        MultiOp::Delete {
+            path: "/p/c".into(),
+            version: -1,
+        },
+        MultiOp::Delete {
+            path: "/p".into(),
+            version: -1,
+        },
+        MultiOp::Check {
+            path: "/p".into(),
+            version: -1,
+        },
+    ];
+    let r = write(&mut t, S1, Op::Multi(ops)).unwrap();
+    assert_eq!(r.multi_error(), Some(ZkError::NoNode));
+    assert!(t.node("/p/c").is_some());
+}
+
+#[test]
+fn reads_and_the_watches_they_set() {
+    let mut t = tree();
+    create(&mut t, "/a", CreateMode::Persistent).unwrap();
+    let (r, w) = t.read(&Op::Exists {
+        path: "/nope".into(),
+        watch: true,
+    });
+    assert_eq!(r, Ok(Reply::Exists(None)));
+    assert_eq!(w, Some((WatchKind::Data, "/nope".into())));
+    let (r, w) = t.read(&Op::GetData {
+        path: "/nope".into(),
+        watch: true,
+    });
+    assert_eq!((r, w), (Err(ZkError::NoNode), None));
+    let (_, w) = t.read(&Op::GetChildren {
+        path: "/a".into(),
+        watch: true,
+    });
+    assert_eq!(w, Some((WatchKind::Child, "/a".into())));
+    let (_, w) = t.read(&Op::GetData {
+        path: "/a".into(),
+        watch: false,
+    });
+    assert_eq!(w, None);
+}
+
+#[test]
+fn watch_table_fires_once_per_connection() {
+    let mut t = tree();
+    let mut w: WatchTable<u32> = WatchTable::new();
+    create(&mut t, "/a", CreateMode::Persistent).unwrap();
+    w.register(1, WatchKind::Data, "/a");
+    w.register(1, WatchKind::Data, "/a");
+    w.register(1, WatchKind::Child, "/a");
+    w.register(2, WatchKind::Child, "/a");
+    w.register(3, WatchKind::Child, "/");
+    let applied = t.execute(
+        1,
+        S1,
+        &Op::Delete {
+            path: "/a".into(),
+            version: -1,
+        },
+    );
+    let events = w.fire_all(&applied.triggers);
+    let deleted = |c| {
+        (
+            c,
+            WatchEvent {
+                event_type: EventType::NodeDeleted,
+                path: "/a".into(),
+            },
+        )
+    };
+    assert_eq!(
+        events,
+        vec![
+            deleted(1),
+            deleted(2),
+            (
+                3,
+                WatchEvent {
+                    event_type: EventType::NodeChildrenChanged,
+                    path: "/".into()
+                }
+            )
+        ]
+    );
+    assert!(w.is_empty(), "one-shot");
+}
+
+#[test]
+fn watch_table_drops_a_connection() {
+    let mut w: WatchTable<u32> = WatchTable::new();
+    w.register(1, WatchKind::Data, "/a");
+    w.register(2, WatchKind::Data, "/a");
+    w.remove_connection(1);
+    assert!(!w.is_watching(1, WatchKind::Data, "/a"));
+    assert!(w.is_watching(2, WatchKind::Data, "/a"));
+    assert_eq!(w.len(), 1);
+}
+
+#[test]
+fn set_watches_replays_what_was_missed() {
+    let mut t = tree();
+    for p in ["/same", "/changed", "/deleted", "/kids", "/recreated"] {
+        create(&mut t, p, CreateMode::Persistent).unwrap();
+    }
+    let seen = t.last_zxid();
+    let set = |p: &str| Op::SetData {
+        path: p.into(),
+        data: vec![],
+        version: -1,
+    };
+    let del = |p: &str| Op::Delete {
+        path: p.into(),
+        version: -1,
+    };
+    write(&mut t, S1, set("/changed")).unwrap();
+    write(&mut t, S1, del("/deleted")).unwrap();
+    create(&mut t, "/kids/k", CreateMode::Persistent).unwrap();
+    write(&mut t, S1, del("/recreated")).unwrap();
+    create(&mut t, "/recreated", CreateMode::Persistent).unwrap();
+    create(&mut t, "/born", CreateMode::Persistent).unwrap();
+    create(&mut t, "/brief", CreateMode::Persistent).unwrap();
+    write(&mut t, S1, del("/brief")).unwrap();
+    let mut w: WatchTable<u32> = WatchTable::new();
+    let s = |v: &[&str]| v.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    let events = w.set_watches(
+        7,
+        &t,
+        seen,
+        &s(&["/same", "/changed", "/deleted", "/recreated"]),
+        &s(&["/born", "/brief"]),
+        &s(&["/kids", "/same"]),
+    );
+    let ev = |e, p: &str| WatchEvent {
+        event_type: e,
+        path: p.into(),
+    };
+    assert_eq!(
+        events,
+        vec![
+            ev(EventType::NodeDataChanged, "/changed"),
+            ev(EventType::NodeDeleted, "/deleted"),
+            // Deleted and re-created while away: a data change, not a delete.
+            ev(EventType::NodeDataChanged, "/recreated"),
+            ev(EventType::NodeCreated, "/born"),
+            ev(EventType::NodeChildrenChanged, "/kids"),
+        ]
+    );
+    assert!(w.is_watching(7, WatchKind::Data, "/same"));
+    assert!(w.is_watching(7, WatchKind::Child, "/same"));
+    // Created and deleted while away: no event, the watch stays.
+    assert!(w.is_watching(7, WatchKind::Data, "/brief"));
+    assert_eq!(w.len(), 3);
+}
+
+#[test]
+fn prepare_does_not_change_the_tree() {
+    let t = tree();
+    let before = t.clone();
+    let txn = t.prepare(
+        t.next_zxid(),
+        0,
+        S1,
+        &Op::Create {
+            path: "/a".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        },
+    );
+    assert_eq!(t, before);
+    assert!(matches!(txn.body, TxnBody::Op(TxnOp::Create { .. })));
+}
+
+#[test]
+#[should_panic(expected = "not after last applied")]
+fn zxids_must_increase() {
+    let mut t = tree();
+    let txn = t.prepare_create_session(1, 0, SessionId(9), 1000);
+    t.apply(&txn);
+}

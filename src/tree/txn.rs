@@ -1,0 +1,410 @@
+//! Transactions: what the leader's prep stage makes of a write, and what
+//! every replica applies (ZooKeeper's PrepRequestProcessor → Txn →
+//! DataTree.processTxn).
+//!
+//! Prep runs against the latest proposed state and decides everything a
+//! replica needs: the final name of a sequential create, the new parent
+//! counter, the new version, or the error. Applying a txn is then the same on
+//! every replica, whatever its watches or connections.
+
+use std::collections::BTreeMap;
+
+use super::{DataTree, Owner};
+use crate::path::{self, validate_path};
+use crate::proto::{CreateMode, MultiOp, MultiResult, Op, SessionId, ZkError, Zxid};
+
+/// A sequenced change to the replicated tree.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Txn {
+    pub zxid: Zxid,
+    /// The leader's clock at prep (ctime/mtime of what it creates/changes).
+    pub time_ms: i64,
+    pub session: SessionId,
+    pub body: TxnBody,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum TxnBody {
+    CreateSession {
+        timeout_ms: u64,
+    },
+    /// Deletes every listed ephemeral at this one zxid (the session's
+    /// ephemerals as prep saw them, in-flight creates included).
+    CloseSession {
+        ephemerals: Vec<String>,
+    },
+    Op(TxnOp),
+    /// A committed multi: every op applied at one zxid, in order.
+    Multi(Vec<TxnOp>),
+    /// A failed write: nothing changes, but the zxid is used.
+    Error(ZkError),
+    /// A failed multi: nothing changes; the per-op results go back.
+    MultiError(Vec<MultiResult>),
+}
+
+/// One state change, fully decided at prep.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum TxnOp {
+    Create {
+        path: String,
+        data: Vec<u8>,
+        owner: Owner,
+    },
+    Delete {
+        path: String,
+    },
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        /// The version after this change.
+        version: i32,
+    },
+    /// A multi's check: no change.
+    Check {
+        path: String,
+    },
+}
+
+/// A client write as prep sees it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WriteRef<'a> {
+    Create {
+        path: &'a str,
+        data: &'a [u8],
+        mode: CreateMode,
+    },
+    Delete {
+        path: &'a str,
+        version: i32,
+    },
+    SetData {
+        path: &'a str,
+        data: &'a [u8],
+        version: i32,
+    },
+    Check {
+        path: &'a str,
+        version: i32,
+    },
+}
+
+impl<'a> WriteRef<'a> {
+    pub(crate) fn from_multi(op: &'a MultiOp) -> Self {
+        match op {
+            MultiOp::Create { path, data, mode } => WriteRef::Create {
+                path,
+                data,
+                mode: *mode,
+            },
+            MultiOp::Delete { path, version } => WriteRef::Delete {
+                path,
+                version: *version,
+            },
+            MultiOp::SetData {
+                path,
+                data,
+                version,
+            } => WriteRef::SetData {
+                path,
+                data,
+                version: *version,
+            },
+            MultiOp::Check { path, version } => WriteRef::Check {
+                path,
+                version: *version,
+            },
+        }
+    }
+}
+
+/// What prep needs to know of a node, as left by earlier ops of the same
+/// multi (ZooKeeper's ChangeRecord).
+#[derive(Clone, Copy, Debug)]
+struct NodeView {
+    version: i32,
+    /// Child creates so far (the parent's sequence counter).
+    child_creates: i32,
+    num_children: i32,
+    owner: Owner,
+}
+
+/// Pending changes of a multi in preparation, on top of the tree.
+#[derive(Default)]
+struct Overlay {
+    nodes: BTreeMap<String, Option<NodeView>>,
+}
+
+/// The largest ttl ZooKeeper accepts (EphemeralType.TTL: 40 bits).
+const TTL_MAX_MS: i64 = (1 << 40) - 1;
+
+/// Paths the server refuses to delete (DataTree.isSpecialPath).
+pub(crate) fn is_special(path: &str) -> bool {
+    matches!(
+        path,
+        "/" | "/zookeeper" | "/zookeeper/quota" | "/zookeeper/config"
+    )
+}
+
+/// The parent of a path as the server computes it (`substring(0,
+/// lastSlash)`, with "" meaning the root).
+fn server_parent(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
+}
+
+/// Java's `String.format("%010d", n)` for an int.
+pub fn sequence_suffix(counter: i32) -> String {
+    format!("{counter:010}")
+}
+
+impl DataTree {
+    fn view(&self, overlay: &Overlay, path: &str) -> Option<NodeView> {
+        if let Some(v) = overlay.nodes.get(path) {
+            return *v;
+        }
+        self.node(path).map(|n| NodeView {
+            version: n.version,
+            child_creates: n.child_creates,
+            num_children: n.children.len() as i32,
+            owner: n.owner,
+        })
+    }
+
+    /// Decides one write against the tree plus `overlay`, in the server's
+    /// order of checks (ZK_SEMANTICS.md §1.6): the first failure wins.
+    fn prep_one(
+        &self,
+        overlay: &mut Overlay,
+        session: SessionId,
+        op: WriteRef<'_>,
+    ) -> Result<TxnOp, ZkError> {
+        match op {
+            WriteRef::Create { path, data, mode } => {
+                if let Some(ttl) = mode.ttl_ms() {
+                    if !self.config.extended_types {
+                        return Err(ZkError::Unimplemented);
+                    }
+                    if !(1..=TTL_MAX_MS).contains(&ttl) {
+                        return Err(ZkError::BadArguments);
+                    }
+                }
+                self.check_session(session)?;
+                let parent_path = server_parent(path);
+                let mut parent = self.view(overlay, parent_path).ok_or(ZkError::NoNode)?;
+                let name = if mode.is_sequential() {
+                    let full = format!("{path}{}", sequence_suffix(parent.child_creates));
+                    validate_path(&full, false)?;
+                    full
+                } else {
+                    path.to_owned()
+                };
+                if self.view(overlay, &name).is_some() {
+                    return Err(ZkError::NodeExists);
+                }
+                if let Owner::Ephemeral(_) = parent.owner {
+                    return Err(ZkError::NoChildrenForEphemerals);
+                }
+                let owner = match mode {
+                    CreateMode::Persistent | CreateMode::PersistentSequential => Owner::Persistent,
+                    CreateMode::Ephemeral | CreateMode::EphemeralSequential => {
+                        Owner::Ephemeral(session)
+                    }
+                    CreateMode::Container => Owner::Container,
+                    CreateMode::PersistentWithTtl { ttl_ms }
+                    | CreateMode::PersistentSequentialWithTtl { ttl_ms } => Owner::Ttl(ttl_ms),
+                };
+                parent.child_creates = parent.child_creates.wrapping_add(1);
+                parent.num_children += 1;
+                overlay.nodes.insert(parent_path.to_owned(), Some(parent));
+                overlay.nodes.insert(
+                    name.clone(),
+                    Some(NodeView {
+                        version: 0,
+                        child_creates: 0,
+                        num_children: 0,
+                        owner,
+                    }),
+                );
+                Ok(TxnOp::Create {
+                    path: name,
+                    data: data.to_vec(),
+                    owner,
+                })
+            }
+            WriteRef::Delete { path, version } => {
+                self.check_session(session)?;
+                if is_special(path) {
+                    return Err(ZkError::BadArguments);
+                }
+                let parent_path = server_parent(path);
+                let mut parent = self.view(overlay, parent_path).ok_or(ZkError::NoNode)?;
+                let node = self.view(overlay, path).ok_or(ZkError::NoNode)?;
+                if version != -1 && version != node.version {
+                    return Err(ZkError::BadVersion);
+                }
+                if node.num_children > 0 {
+                    return Err(ZkError::NotEmpty);
+                }
+                parent.num_children -= 1;
+                overlay.nodes.insert(parent_path.to_owned(), Some(parent));
+                overlay.nodes.insert(path.to_owned(), None);
+                Ok(TxnOp::Delete {
+                    path: path.to_owned(),
+                })
+            }
+            WriteRef::SetData {
+                path,
+                data,
+                version,
+            } => {
+                self.check_session(session)?;
+                let mut node = self.view(overlay, path).ok_or(ZkError::NoNode)?;
+                if version != -1 && version != node.version {
+                    return Err(ZkError::BadVersion);
+                }
+                node.version = node.version.wrapping_add(1);
+                overlay.nodes.insert(path.to_owned(), Some(node));
+                Ok(TxnOp::SetData {
+                    path: path.to_owned(),
+                    data: data.to_vec(),
+                    version: node.version,
+                })
+            }
+            WriteRef::Check { path, version } => {
+                self.check_session(session)?;
+                let node = self.view(overlay, path).ok_or(ZkError::NoNode)?;
+                if version != -1 && version != node.version {
+                    return Err(ZkError::BadVersion);
+                }
+                Ok(TxnOp::Check {
+                    path: path.to_owned(),
+                })
+            }
+        }
+    }
+
+    fn check_session(&self, session: SessionId) -> Result<(), ZkError> {
+        if self.sessions.contains_key(&session) {
+            Ok(())
+        } else {
+            Err(ZkError::SessionExpired)
+        }
+    }
+
+    /// Prep of a client write: decides its txn against this (proposed)
+    /// state without changing it. Reads are not txns: pass only writes.
+    pub fn prepare(&self, zxid: Zxid, time_ms: i64, session: SessionId, op: &Op) -> Txn {
+        let body = match op {
+            Op::Create { path, data, mode } => self.prep_single(
+                session,
+                WriteRef::Create {
+                    path,
+                    data,
+                    mode: *mode,
+                },
+            ),
+            Op::Delete { path, version } => self.prep_single(
+                session,
+                WriteRef::Delete {
+                    path,
+                    version: *version,
+                },
+            ),
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => self.prep_single(
+                session,
+                WriteRef::SetData {
+                    path,
+                    data,
+                    version: *version,
+                },
+            ),
+            Op::Multi(ops) => self.prep_multi(session, ops),
+            Op::Exists { .. } | Op::GetData { .. } | Op::GetChildren { .. } | Op::Sync { .. } => {
+                panic!("prepare() takes writes only, got {}", op.name())
+            }
+        };
+        Txn {
+            zxid,
+            time_ms,
+            session,
+            body,
+        }
+    }
+
+    fn prep_single(&self, session: SessionId, op: WriteRef<'_>) -> TxnBody {
+        match self.prep_one(&mut Overlay::default(), session, op) {
+            Ok(op) => TxnBody::Op(op),
+            Err(e) => TxnBody::Error(e),
+        }
+    }
+
+    /// Each op is checked against the state the earlier ones leave; the
+    /// first failure aborts the whole multi (ZK_SEMANTICS.md §1.7).
+    fn prep_multi(&self, session: SessionId, ops: &[MultiOp]) -> TxnBody {
+        let mut overlay = Overlay::default();
+        let mut txn_ops = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            match self.prep_one(&mut overlay, session, WriteRef::from_multi(op)) {
+                Ok(t) => txn_ops.push(t),
+                Err(e) => {
+                    let mut results = vec![MultiResult::RolledBack; i];
+                    results.push(MultiResult::Failed(e));
+                    results.resize(
+                        ops.len(),
+                        MultiResult::Failed(ZkError::RuntimeInconsistency),
+                    );
+                    return TxnBody::MultiError(results);
+                }
+            }
+        }
+        TxnBody::Multi(txn_ops)
+    }
+
+    /// Prep of createSession.
+    pub fn prepare_create_session(
+        &self,
+        zxid: Zxid,
+        time_ms: i64,
+        session: SessionId,
+        timeout_ms: u64,
+    ) -> Txn {
+        assert!(session.0 != 0, "session ids are non-zero");
+        Txn {
+            zxid,
+            time_ms,
+            session,
+            body: TxnBody::CreateSession { timeout_ms },
+        }
+    }
+
+    /// Prep of closeSession (explicit close or expiry): collects the
+    /// session's ephemerals in this proposed state.
+    pub fn prepare_close_session(&self, zxid: Zxid, time_ms: i64, session: SessionId) -> Txn {
+        let ephemerals = self
+            .ephemerals
+            .get(&session)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        Txn {
+            zxid,
+            time_ms,
+            session,
+            body: TxnBody::CloseSession { ephemerals },
+        }
+    }
+}
+
+/// The parent of a node path (the root for top-level nodes).
+pub(crate) fn parent_of(path: &str) -> &str {
+    if path == "/" {
+        "/"
+    } else {
+        path::parent(path)
+    }
+}

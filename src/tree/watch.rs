@@ -1,0 +1,153 @@
+//! One server's watch table (ZooKeeper's WatchManager, data and child
+//! tables), keyed by connection (ZK_SEMANTICS.md §2.1–2.5).
+//!
+//! A connection is any `Ord + Copy` key the server chooses. Per path there
+//! is a *set* of connections, so however often a connection registers on one
+//! (path, kind) it gets one event. Watches are one-shot: firing removes them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::DataTree;
+use crate::path;
+use crate::proto::{EventType, WatchEvent, WatchKind, Zxid};
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct WatchTable<C: Ord + Copy> {
+    data: BTreeMap<String, BTreeSet<C>>,
+    child: BTreeMap<String, BTreeSet<C>>,
+}
+
+impl<C: Ord + Copy> Default for WatchTable<C> {
+    fn default() -> Self {
+        WatchTable {
+            data: BTreeMap::new(),
+            child: BTreeMap::new(),
+        }
+    }
+}
+
+impl<C: Ord + Copy> WatchTable<C> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn table(&mut self, kind: WatchKind) -> &mut BTreeMap<String, BTreeSet<C>> {
+        match kind {
+            WatchKind::Data => &mut self.data,
+            WatchKind::Child => &mut self.child,
+        }
+    }
+
+    /// Registers `conn`'s watch of `kind` on `path` (idempotent).
+    pub fn register(&mut self, conn: C, kind: WatchKind, path: &str) {
+        self.table(kind)
+            .entry(path.to_owned())
+            .or_default()
+            .insert(conn);
+    }
+
+    /// Whether `conn` has a watch of `kind` on `path`.
+    pub fn is_watching(&self, conn: C, kind: WatchKind, path: &str) -> bool {
+        let table = match kind {
+            WatchKind::Data => &self.data,
+            WatchKind::Child => &self.child,
+        };
+        table.get(path).is_some_and(|s| s.contains(&conn))
+    }
+
+    /// The number of (connection, kind, path) watches held.
+    pub fn len(&self) -> usize {
+        self.data
+            .values()
+            .chain(self.child.values())
+            .map(BTreeSet::len)
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty() && self.child.is_empty()
+    }
+
+    /// Fires the watches a trigger reaches and removes them. Returns one
+    /// event per connection, in connection order (WatchManager.triggerWatch):
+    /// NodeDeleted consults both tables but reaches each connection once.
+    pub fn fire(&mut self, trigger: &WatchEvent) -> Vec<(C, WatchEvent)> {
+        let path = trigger.path.as_str();
+        let conns: BTreeSet<C> = match trigger.event_type {
+            EventType::NodeCreated | EventType::NodeDataChanged => {
+                self.data.remove(path).unwrap_or_default()
+            }
+            EventType::NodeChildrenChanged => self.child.remove(path).unwrap_or_default(),
+            EventType::NodeDeleted => {
+                let mut conns = self.data.remove(path).unwrap_or_default();
+                conns.extend(self.child.remove(path).unwrap_or_default());
+                conns
+            }
+        };
+        conns.into_iter().map(|c| (c, trigger.clone())).collect()
+    }
+
+    /// Fires every trigger of one txn in order.
+    pub fn fire_all(&mut self, triggers: &[WatchEvent]) -> Vec<(C, WatchEvent)> {
+        triggers.iter().flat_map(|t| self.fire(t)).collect()
+    }
+
+    /// Drops every watch of a connection (it closed or broke).
+    pub fn remove_connection(&mut self, conn: C) {
+        for table in [&mut self.data, &mut self.child] {
+            table.retain(|_, conns| {
+                conns.remove(&conn);
+                !conns.is_empty()
+            });
+        }
+    }
+
+    /// SetWatches after a reconnect: for each path the client still
+    /// watches, either an event for what it missed since `relative_zxid`
+    /// (one-shot: not re-registered) or a fresh registration
+    /// (ZK_SEMANTICS.md §2.5). Events come in the order data, exist, child.
+    pub fn set_watches(
+        &mut self,
+        conn: C,
+        tree: &DataTree,
+        relative_zxid: Zxid,
+        data: &[String],
+        exist: &[String],
+        child: &[String],
+    ) -> Vec<WatchEvent> {
+        let mut events = Vec::new();
+        let mut emit = |event_type, path: &str| {
+            events.push(WatchEvent {
+                event_type,
+                path: path.to_owned(),
+            })
+        };
+        for p in data {
+            match tree.node(p) {
+                None => emit(EventType::NodeDeleted, p),
+                Some(n) if n.mzxid > relative_zxid => emit(EventType::NodeDataChanged, p),
+                Some(_) => self.register(conn, WatchKind::Data, p),
+            }
+        }
+        for p in exist {
+            match tree.node(p) {
+                Some(_) => emit(EventType::NodeCreated, p),
+                None => self.register(conn, WatchKind::Data, p),
+            }
+        }
+        for p in child {
+            match tree.node(p) {
+                None => emit(EventType::NodeDeleted, p),
+                Some(n) if n.pzxid > relative_zxid => emit(EventType::NodeChildrenChanged, p),
+                Some(_) => self.register(conn, WatchKind::Child, p),
+            }
+        }
+        debug_assert!(
+            events
+                .iter()
+                .all(|e| path::validate_path(&e.path, false).is_ok()),
+            "replayed an invalid path"
+        );
+        events
+    }
+}
