@@ -41,6 +41,7 @@
 //!   without a connection; a SessionMoved from the server is reported as
 //!   expiry. The real-server conformance tests pin these down.
 
+pub mod local;
 pub mod real;
 
 use std::future::Future;

@@ -1,0 +1,308 @@
+//! An in-process standalone ZooKeeper: the data tree and one watch table
+//! behind the [`Zk`] trait. No network, no faults, no wall clock (a logical
+//! clock ticks once per txn), so it is deterministic: the model side of the
+//! conformance tests, and a quick server for recipe unit tests.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use super::Zk;
+use crate::path::validate_op;
+use crate::proto::{ClientEvent, Op, Reply, SessionEvent, SessionId, ZkError};
+use crate::tree::{DataTree, TreeConfig, WatchTable};
+
+/// Session timeout bounds, as the server negotiates them (2 and 20 ticks).
+#[derive(Clone, Copy, Debug)]
+pub struct LocalConfig {
+    pub tick_ms: u64,
+    pub min_session_timeout_ms: u64,
+    pub max_session_timeout_ms: u64,
+    pub tree: TreeConfig,
+}
+
+impl Default for LocalConfig {
+    /// Matches the real-server fixture (tickTime=500, maxSessionTimeout=60000).
+    fn default() -> Self {
+        LocalConfig {
+            tick_ms: 500,
+            min_session_timeout_ms: 1000,
+            max_session_timeout_ms: 60_000,
+            tree: TreeConfig::default(),
+        }
+    }
+}
+
+struct Session {
+    events: VecDeque<ClientEvent>,
+    notify: Arc<Notify>,
+    /// Closed handles fail every call with SessionExpired, client-side.
+    closed: bool,
+}
+
+struct State {
+    tree: DataTree,
+    watches: WatchTable<SessionId>,
+    sessions: BTreeMap<SessionId, Session>,
+    next_session: i64,
+    clock_ms: i64,
+    config: LocalConfig,
+}
+
+impl State {
+    fn tick(&mut self) -> i64 {
+        self.clock_ms += 1;
+        self.clock_ms
+    }
+
+    fn deliver(&mut self, fired: Vec<(SessionId, crate::proto::WatchEvent)>) {
+        for (sid, event) in fired {
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                s.events.push_back(ClientEvent::Watch(event));
+                s.notify.notify_one();
+            }
+        }
+    }
+}
+
+/// The server; clone it to share. Each [`LocalServer::connect`] opens a
+/// session.
+#[derive(Clone)]
+pub struct LocalServer {
+    state: Arc<Mutex<State>>,
+}
+
+impl Default for LocalServer {
+    fn default() -> Self {
+        LocalServer::new(LocalConfig::default())
+    }
+}
+
+impl LocalServer {
+    pub fn new(config: LocalConfig) -> LocalServer {
+        LocalServer {
+            state: Arc::new(Mutex::new(State {
+                tree: DataTree::new(config.tree),
+                watches: WatchTable::new(),
+                sessions: BTreeMap::new(),
+                next_session: 0,
+                clock_ms: 0,
+                config,
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock is already a failed test; keep
+        // serving so the panic, not a poison error, is what gets reported.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Opens a session (a createSession txn) with the negotiated timeout.
+    pub fn connect(&self, session_timeout_ms: u64) -> LocalZk {
+        let mut st = self.lock();
+        st.next_session += 1;
+        let session = SessionId(st.next_session);
+        let timeout_ms = session_timeout_ms.clamp(
+            st.config.min_session_timeout_ms,
+            st.config.max_session_timeout_ms,
+        );
+        let time = st.tick();
+        st.tree.create_session(time, session, timeout_ms);
+        let notify = Arc::new(Notify::new());
+        let mut events = VecDeque::new();
+        events.push_back(ClientEvent::Session(SessionEvent::Connected));
+        st.sessions.insert(
+            session,
+            Session {
+                events,
+                notify: notify.clone(),
+                closed: false,
+            },
+        );
+        LocalZk {
+            server: self.clone(),
+            session,
+            timeout_ms,
+            notify,
+        }
+    }
+
+    /// A snapshot of the tree.
+    pub fn tree(&self) -> DataTree {
+        self.lock().tree.clone()
+    }
+}
+
+/// One session on a [`LocalServer`].
+pub struct LocalZk {
+    server: LocalServer,
+    session: SessionId,
+    timeout_ms: u64,
+    notify: Arc<Notify>,
+}
+
+impl LocalZk {
+    fn call_now(&self, op: &Op) -> Result<Reply, ZkError> {
+        validate_op(op)?;
+        let mut guard = self.server.lock();
+        let st = &mut *guard;
+        if st.sessions.get(&self.session).is_none_or(|s| s.closed) {
+            return Err(ZkError::SessionExpired);
+        }
+        if let Op::Multi(ops) = op {
+            if ops.is_empty() {
+                // The client answers an empty multi without a round trip.
+                return Ok(Reply::Multi(Vec::new()));
+            }
+        }
+        if op.is_write() {
+            let time = st.tick();
+            let applied = st.tree.execute(time, self.session, op);
+            let fired = st.watches.fire_all(&applied.triggers);
+            st.deliver(fired);
+            applied.reply.expect("a client write always has a reply")
+        } else {
+            let (reply, watch) = st.tree.read(op);
+            if let Some((kind, path)) = watch {
+                st.watches.register(self.session, kind, &path);
+            }
+            reply
+        }
+    }
+}
+
+impl Zk for LocalZk {
+    fn session_id(&self) -> SessionId {
+        self.session
+    }
+
+    fn session_timeout_ms(&self) -> u64 {
+        self.timeout_ms
+    }
+
+    fn call(&self, op: Op) -> impl std::future::Future<Output = Result<Reply, ZkError>> + Send {
+        let result = self.call_now(&op);
+        async move { result }
+    }
+
+    fn next_event(&self) -> impl std::future::Future<Output = ClientEvent> + Send {
+        async move {
+            loop {
+                if let Some(e) = self.try_next_event() {
+                    return e;
+                }
+                self.notify.notified().await;
+            }
+        }
+    }
+
+    fn try_next_event(&self) -> Option<ClientEvent> {
+        self.server
+            .lock()
+            .sessions
+            .get_mut(&self.session)
+            .and_then(|s| s.events.pop_front())
+    }
+
+    fn close(&self) -> impl std::future::Future<Output = Result<(), ZkError>> + Send {
+        let mut guard = self.server.lock();
+        let st = &mut *guard;
+        let result = match st.sessions.get_mut(&self.session) {
+            Some(s) if !s.closed => {
+                s.closed = true;
+                s.events
+                    .push_back(ClientEvent::Session(SessionEvent::Closed));
+                s.notify.notify_one();
+                // The closing connection's watches go before the txn fires.
+                st.watches.remove_connection(self.session);
+                let time = st.tick();
+                let triggers = st.tree.close_session(time, self.session);
+                let fired = st.watches.fire_all(&triggers);
+                st.deliver(fired);
+                Ok(())
+            }
+            _ => Err(ZkError::SessionExpired),
+        };
+        drop(guard);
+        async move { result }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ZkExt;
+    use crate::proto::{CreateMode, EventType, WatchEvent};
+
+    fn block<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn watches_fire_once_per_session() {
+        block(async {
+            let server = LocalServer::default();
+            let a = server.connect(5000);
+            let b = server.connect(5000);
+            assert_eq!(
+                a.try_next_event(),
+                Some(ClientEvent::Session(SessionEvent::Connected))
+            );
+            assert_eq!(
+                b.try_next_event(),
+                Some(ClientEvent::Session(SessionEvent::Connected))
+            );
+            a.create("/x", b"", CreateMode::Persistent).await.unwrap();
+            a.exists("/x", true).await.unwrap();
+            a.get_data("/x", true).await.unwrap();
+            a.get_children("/x", true).await.unwrap();
+            b.exists("/x", true).await.unwrap();
+            b.delete("/x", -1).await.unwrap();
+            let deleted = ClientEvent::Watch(WatchEvent {
+                event_type: EventType::NodeDeleted,
+                path: "/x".into(),
+            });
+            assert_eq!(a.try_next_event(), Some(deleted.clone()));
+            assert_eq!(a.try_next_event(), None);
+            assert_eq!(b.next_event().await, deleted);
+        });
+    }
+
+    #[test]
+    fn close_removes_ephemerals_and_kills_the_handle() {
+        block(async {
+            let server = LocalServer::default();
+            let a = server.connect(100_000);
+            assert_eq!(a.session_timeout_ms(), 60_000, "clamped to the maximum");
+            a.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
+            a.close().await.unwrap();
+            assert_eq!(a.exists("/e", false).await, Err(ZkError::SessionExpired));
+            assert!(server.tree().node("/e").is_none());
+            assert_eq!(a.close().await, Err(ZkError::SessionExpired));
+        });
+    }
+
+    #[test]
+    fn bad_paths_fail_at_the_boundary() {
+        block(async {
+            let server = LocalServer::default();
+            let a = server.connect(5000);
+            let zxid = server.tree().last_zxid();
+            assert_eq!(a.exists("a", false).await, Err(ZkError::BadArguments));
+            assert_eq!(
+                a.create("/a/", b"", CreateMode::Persistent).await,
+                Err(ZkError::BadArguments)
+            );
+            assert_eq!(
+                server.tree().last_zxid(),
+                zxid,
+                "nothing reached the server"
+            );
+        });
+    }
+}
