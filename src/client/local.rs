@@ -187,14 +187,12 @@ impl Zk for LocalZk {
         async move { result }
     }
 
-    fn next_event(&self) -> impl std::future::Future<Output = ClientEvent> + Send {
-        async move {
-            loop {
-                if let Some(e) = self.try_next_event() {
-                    return e;
-                }
-                self.notify.notified().await;
+    async fn next_event(&self) -> ClientEvent {
+        loop {
+            if let Some(e) = self.try_next_event() {
+                return e;
             }
+            self.notify.notified().await;
         }
     }
 
