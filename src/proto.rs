@@ -249,6 +249,18 @@ pub enum MultiOp {
 }
 
 impl MultiOp {
+    /// The same op with its path rewritten (e.g. under a chroot).
+    pub fn map_path(&self, f: impl Fn(&str) -> String) -> MultiOp {
+        let mut op = self.clone();
+        match &mut op {
+            MultiOp::Create { path, .. }
+            | MultiOp::Delete { path, .. }
+            | MultiOp::SetData { path, .. }
+            | MultiOp::Check { path, .. } => *path = f(path),
+        }
+        op
+    }
+
     pub fn path(&self) -> &str {
         match self {
             MultiOp::Create { path, .. }
@@ -295,6 +307,27 @@ pub enum Op {
 }
 
 impl Op {
+    /// The same op with every path rewritten (e.g. under a chroot).
+    pub fn map_paths(&self, f: impl Fn(&str) -> String) -> Op {
+        match self {
+            Op::Multi(ops) => Op::Multi(ops.iter().map(|o| o.map_path(&f)).collect()),
+            other => {
+                let mut op = other.clone();
+                match &mut op {
+                    Op::Create { path, .. }
+                    | Op::Delete { path, .. }
+                    | Op::Exists { path, .. }
+                    | Op::GetData { path, .. }
+                    | Op::SetData { path, .. }
+                    | Op::GetChildren { path, .. }
+                    | Op::Sync { path } => *path = f(path),
+                    Op::Multi(_) => unreachable!(),
+                }
+                op
+            }
+        }
+    }
+
     /// Writes are sequenced by the leader and use a zxid, even when they fail.
     pub fn is_write(&self) -> bool {
         matches!(
