@@ -52,9 +52,11 @@ fn forbidden(c: char) -> bool {
 }
 
 /// Validates every path an op carries, as the Java client does before it
-/// sends anything.
+/// sends anything. Creating `/` itself (in any mode, in a multi or not) is
+/// refused too: the Rust client refuses it, so every driver does.
 pub fn validate_op(op: &Op) -> Result<(), ZkError> {
     match op {
+        Op::Create { path, .. } if path == "/" => Err(ZkError::BadArguments),
         Op::Create { path, mode, .. } => validate_path(path, mode.is_sequential()),
         Op::Delete { path, .. }
         | Op::Exists { path, .. }
@@ -63,6 +65,7 @@ pub fn validate_op(op: &Op) -> Result<(), ZkError> {
         | Op::GetChildren { path, .. }
         | Op::Sync { path } => validate_path(path, false),
         Op::Multi(ops) => ops.iter().try_for_each(|op| match op {
+            MultiOp::Create { path, .. } if path == "/" => Err(ZkError::BadArguments),
             MultiOp::Create { path, mode, .. } => validate_path(path, mode.is_sequential()),
             other => validate_path(other.path(), false),
         }),
@@ -143,6 +146,25 @@ mod tests {
         assert_eq!(validate_path("/", true), Ok(()));
         assert_eq!(validate_path("/p/", false), Err(ZkError::BadArguments));
         assert_eq!(validate_path("//", true), Err(ZkError::BadArguments));
+    }
+
+    #[test]
+    fn creating_the_root_is_refused() {
+        use crate::proto::CreateMode;
+        for mode in [CreateMode::Persistent, CreateMode::PersistentSequential] {
+            let op = Op::Create {
+                path: "/".into(),
+                data: vec![],
+                mode,
+            };
+            assert_eq!(validate_op(&op), Err(ZkError::BadArguments));
+        }
+        let multi = Op::Multi(vec![MultiOp::Create {
+            path: "/".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        }]);
+        assert_eq!(validate_op(&multi), Err(ZkError::BadArguments));
     }
 
     #[test]

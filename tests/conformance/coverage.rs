@@ -1,0 +1,126 @@
+//! Counts (operation × outcome) pairs over a run, so a green suite shows
+//! that the interesting outcomes really happened.
+
+use std::collections::BTreeMap;
+
+use zoosim::proto::{EventType, Op, Reply, ZkError};
+
+use crate::gen::Step;
+use crate::harness::Trace;
+
+#[derive(Default, Debug)]
+pub struct Coverage {
+    pub counts: BTreeMap<String, u64>,
+}
+
+/// The pairs a run must reach at least `min` times each.
+pub const REQUIRED: &[&str] = &[
+    "create ok",
+    "create ok sequential",
+    "create ok ephemeral",
+    "create NodeExists",
+    "create NoNode",
+    "create NoChildrenForEphemerals",
+    "create BadArguments",
+    "create Unimplemented",
+    "delete ok",
+    "delete NoNode",
+    "delete BadVersion",
+    "delete NotEmpty",
+    "set_data ok",
+    "set_data NoNode",
+    "set_data BadVersion",
+    "exists some",
+    "exists none",
+    "get_data ok",
+    "get_data NoNode",
+    "get_children ok",
+    "get_children NoNode",
+    "sync ok",
+    "multi ok",
+    "multi empty",
+    "multi aborted",
+    "close ok",
+    "any SessionExpired",
+    "event NodeCreated",
+    "event NodeDeleted",
+    "event NodeDataChanged",
+    "event NodeChildrenChanged",
+];
+
+fn outcome(op: &Op, reply: &Result<Reply, ZkError>) -> Vec<String> {
+    let name = op.name();
+    let mut out = Vec::new();
+    match reply {
+        Err(ZkError::SessionExpired) => out.push("any SessionExpired".into()),
+        Err(e) => out.push(format!("{name} {e:?}")),
+        Ok(Reply::Exists(s)) => out.push(format!(
+            "exists {}",
+            if s.is_some() { "some" } else { "none" }
+        )),
+        Ok(r @ Reply::Multi(results)) => match r.multi_error() {
+            Some(e) => {
+                out.push("multi aborted".into());
+                out.push(format!("multi aborted {e:?}"));
+            }
+            None if results.is_empty() => out.push("multi empty".into()),
+            None => out.push("multi ok".into()),
+        },
+        Ok(_) => {
+            out.push(format!("{name} ok"));
+            if let Op::Create { mode, .. } = op {
+                if mode.is_sequential() {
+                    out.push("create ok sequential".into());
+                }
+                if mode.is_ephemeral() {
+                    out.push("create ok ephemeral".into());
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Coverage {
+    pub fn add(&mut self, steps: &[Step], trace: &Trace) {
+        let offset = trace.steps.len() - steps.len();
+        for (step, st) in steps.iter().zip(&trace.steps[offset..]) {
+            let keys = match step {
+                Step::Op { op, .. } => outcome(op, &st.reply),
+                Step::Close { .. } => vec![match &st.reply {
+                    Ok(_) => "close ok".to_owned(),
+                    Err(e) => format!("close {e:?}"),
+                }],
+            };
+            for k in keys {
+                *self.counts.entry(k).or_default() += 1;
+            }
+            for e in st.events.iter().flatten() {
+                let key = match e.event_type {
+                    EventType::NodeCreated => "event NodeCreated",
+                    EventType::NodeDeleted => "event NodeDeleted",
+                    EventType::NodeDataChanged => "event NodeDataChanged",
+                    EventType::NodeChildrenChanged => "event NodeChildrenChanged",
+                };
+                *self.counts.entry(key.into()).or_default() += 1;
+            }
+        }
+    }
+
+    /// Prints the table; fails naming every required pair below `min`.
+    pub fn check(&self, min: u64) -> Result<(), String> {
+        eprintln!("conformance coverage (operation × outcome: count):");
+        for (k, v) in &self.counts {
+            eprintln!("  {k:<36} {v:>6}");
+        }
+        let low: Vec<_> = REQUIRED
+            .iter()
+            .filter(|k| self.counts.get(**k).copied().unwrap_or(0) < min)
+            .collect();
+        if low.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("coverage below {min} for: {low:?}"))
+        }
+    }
+}
