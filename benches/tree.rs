@@ -5,7 +5,7 @@
 //! simple operations per second (create+delete pairs, exists, get_data).
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use zoosim::proto::{CreateMode, Op, SessionId};
+use zoosim::proto::{CreateMode, Op, Reply, SessionId};
 use zoosim::tree::DataTree;
 
 const S: SessionId = SessionId(1);
@@ -82,12 +82,15 @@ fn wide(c: &mut Criterion) {
         b.iter(|| black_box(t.read(&list)))
     });
     let seq = create("/p/s-", CreateMode::EphemeralSequential);
-    g.bench_function("sequential ephemeral create", |b| {
-        b.iter_batched_ref(
-            || t.clone(),
-            |t| black_box(t.execute(1, S, &seq)),
-            BatchSize::LargeInput,
-        )
+    g.throughput(Throughput::Elements(2));
+    g.bench_function("sequential ephemeral create+delete pair", |b| {
+        b.iter(|| {
+            let applied = t.execute(1, S, &seq);
+            let Some(Ok(Reply::Create { path, .. })) = applied.reply else {
+                panic!("{applied:?}")
+            };
+            black_box(t.execute(1, S, &delete(&path)));
+        })
     });
     let deletes: Vec<_> = (0..10_000)
         .map(|i| delete(&format!("/p/c{i:05}")))
@@ -106,7 +109,6 @@ fn wide(c: &mut Criterion) {
         )
     });
     g.finish();
-    let _ = &mut t;
 }
 
 /// Half reads, half writes over 1,000 nodes, as a server sees them.

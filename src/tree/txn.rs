@@ -128,10 +128,27 @@ struct NodeView {
     owner: Owner,
 }
 
-/// Pending changes of a multi in preparation, on top of the tree.
+/// Pending changes of a multi in preparation, on top of the tree. A single
+/// op needs none, so an inactive overlay records nothing (the hot path).
 #[derive(Default)]
 struct Overlay {
+    active: bool,
     nodes: BTreeMap<String, Option<NodeView>>,
+}
+
+impl Overlay {
+    fn for_multi() -> Overlay {
+        Overlay {
+            active: true,
+            nodes: BTreeMap::new(),
+        }
+    }
+
+    fn record(&mut self, path: &str, view: Option<NodeView>) {
+        if self.active {
+            self.nodes.insert(path.to_owned(), view);
+        }
+    }
 }
 
 /// The largest ttl ZooKeeper accepts (EphemeralType.TTL: 40 bits).
@@ -217,9 +234,9 @@ impl DataTree {
                 };
                 parent.child_creates = parent.child_creates.wrapping_add(1);
                 parent.num_children += 1;
-                overlay.nodes.insert(parent_path.to_owned(), Some(parent));
-                overlay.nodes.insert(
-                    name.clone(),
+                overlay.record(parent_path, Some(parent));
+                overlay.record(
+                    &name,
                     Some(NodeView {
                         version: 0,
                         child_creates: 0,
@@ -248,8 +265,8 @@ impl DataTree {
                     return Err(ZkError::NotEmpty);
                 }
                 parent.num_children -= 1;
-                overlay.nodes.insert(parent_path.to_owned(), Some(parent));
-                overlay.nodes.insert(path.to_owned(), None);
+                overlay.record(parent_path, Some(parent));
+                overlay.record(path, None);
                 Ok(TxnOp::Delete {
                     path: path.to_owned(),
                 })
@@ -265,7 +282,7 @@ impl DataTree {
                     return Err(ZkError::BadVersion);
                 }
                 node.version = node.version.wrapping_add(1);
-                overlay.nodes.insert(path.to_owned(), Some(node));
+                overlay.record(path, Some(node));
                 Ok(TxnOp::SetData {
                     path: path.to_owned(),
                     data: data.to_vec(),
@@ -347,7 +364,7 @@ impl DataTree {
     /// Each op is checked against the state the earlier ones leave; the
     /// first failure aborts the whole multi (ZK_SEMANTICS.md §1.7).
     fn prep_multi(&self, session: SessionId, ops: &[MultiOp]) -> TxnBody {
-        let mut overlay = Overlay::default();
+        let mut overlay = Overlay::for_multi();
         let mut txn_ops = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             match self.prep_one(&mut overlay, session, WriteRef::from_multi(op)) {
