@@ -10,6 +10,7 @@ mod coverage;
 mod gen;
 mod handwritten;
 mod harness;
+mod replay;
 
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
