@@ -52,11 +52,15 @@ fn forbidden(c: char) -> bool {
 }
 
 /// Validates every path an op carries, as the Java client does before it
-/// sends anything. Creating `/` itself (in any mode, in a multi or not) is
-/// refused too: the Rust client refuses it, so every driver does.
+/// sends anything. Creating or deleting `/` itself (in a multi or not) is
+/// refused too: the Rust client refuses both without a round trip, so every
+/// driver does (the server would answer BadArguments to the delete as well,
+/// but after using a zxid).
 pub fn validate_op(op: &Op) -> Result<(), ZkError> {
     match op {
-        Op::Create { path, .. } if path == "/" => Err(ZkError::BadArguments),
+        Op::Create { path, .. } | Op::Delete { path, .. } if path == "/" => {
+            Err(ZkError::BadArguments)
+        }
         Op::Create { path, mode, .. } => validate_path(path, mode.is_sequential()),
         Op::Delete { path, .. }
         | Op::Exists { path, .. }
@@ -65,20 +69,22 @@ pub fn validate_op(op: &Op) -> Result<(), ZkError> {
         | Op::GetChildren { path, .. }
         | Op::Sync { path } => validate_path(path, false),
         Op::Multi(ops) => ops.iter().try_for_each(|op| match op {
-            MultiOp::Create { path, .. } if path == "/" => Err(ZkError::BadArguments),
+            MultiOp::Create { path, .. } | MultiOp::Delete { path, .. } if path == "/" => {
+                Err(ZkError::BadArguments)
+            }
             MultiOp::Create { path, mode, .. } => validate_path(path, mode.is_sequential()),
             other => validate_path(other.path(), false),
         }),
     }
 }
 
-/// The parent of a valid path other than `/`.
+/// The parent of a path as the server computes it (`substring(0,
+/// lastSlash)`, "" being the root): `/` for `/` itself and for top-level
+/// nodes.
 pub fn parent(path: &str) -> &str {
-    debug_assert!(path.len() > 1 && path.starts_with('/'));
     match path.rfind('/') {
-        Some(0) => "/",
+        Some(0) | None => "/",
         Some(i) => &path[..i],
-        None => unreachable!("validated paths start with '/'"),
     }
 }
 
@@ -165,11 +171,17 @@ mod tests {
             mode: CreateMode::Persistent,
         }]);
         assert_eq!(validate_op(&multi), Err(ZkError::BadArguments));
+        let delete = Op::Delete {
+            path: "/".into(),
+            version: -1,
+        };
+        assert_eq!(validate_op(&delete), Err(ZkError::BadArguments));
     }
 
     #[test]
     fn parent_and_basename() {
         assert_eq!(parent("/a"), "/");
+        assert_eq!(parent("/"), "/");
         assert_eq!(parent("/a/b/c"), "/a/b");
         assert_eq!(basename("/a/b"), "b");
         assert_eq!(basename("/a"), "a");

@@ -214,7 +214,9 @@ impl Zk for LocalZk {
                 s.events
                     .push_back(ClientEvent::Session(SessionEvent::Closed));
                 s.notify.notify_one();
-                // The closing connection's watches go before the txn fires.
+                // What a closing handle still receives of its own close's
+                // events is unverified (the server sends them before it
+                // closes the connection); the handle is dead, so drop them.
                 st.watches.remove_connection(self.session);
                 let time = st.tick();
                 let triggers = st.tree.close_session(time, self.session);

@@ -20,11 +20,10 @@ pub use watch::WatchTable;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::path::{basename, join};
+use crate::path::{basename, join, parent};
 use crate::proto::{
     EventType, MultiResult, Op, Reply, SessionId, Stat, WatchEvent, WatchKind, ZkError, Zxid,
 };
-use txn::parent_of;
 
 /// Who a znode belongs to (its stored ephemeralOwner).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -146,10 +145,11 @@ impl DataTree {
             "/zookeeper/quota".to_owned(),
             Node::new(Vec::new(), 0, 0, Owner::Persistent),
         );
-        nodes.insert(
-            "/zookeeper/config".to_owned(),
-            Node::new(Vec::new(), 0, 0, Owner::Persistent),
-        );
+        // A 3.8.0 server shows aversion -1 on the config node (found by
+        // conformance; its ACL is set apart from the others).
+        let mut config_node = Node::new(Vec::new(), 0, 0, Owner::Persistent);
+        config_node.aversion = -1;
+        nodes.insert("/zookeeper/config".to_owned(), config_node);
         DataTree {
             nodes,
             sessions: BTreeMap::new(),
@@ -262,7 +262,7 @@ impl DataTree {
                 self.sessions.remove(&txn.session);
                 let left = self.ephemerals.remove(&txn.session);
                 assert!(
-                    left.as_ref().is_none_or(|s| s.is_empty()),
+                    left.is_none(),
                     "closeSession {} left ephemerals behind: {left:?}",
                     txn.session
                 );
@@ -307,8 +307,13 @@ impl DataTree {
     /// it panics.
     fn apply_op(&mut self, txn: &Txn, op: &TxnOp, triggers: &mut Vec<WatchEvent>) -> MultiResult {
         match op {
-            TxnOp::Create { path, data, owner } => {
-                let parent_path = parent_of(path);
+            TxnOp::Create {
+                path,
+                data,
+                owner,
+                parent_cversion,
+            } => {
+                let parent_path = parent(path);
                 let parent = self
                     .nodes
                     .get_mut(parent_path)
@@ -319,8 +324,11 @@ impl DataTree {
                 );
                 let fresh = parent.children.insert(basename(path).to_owned());
                 assert!(fresh, "create {path}: already a child at apply");
-                parent.child_creates = parent.child_creates.wrapping_add(1);
-                parent.pzxid = txn.zxid;
+                // DataTree.createNode: counter and pzxid move only forward.
+                if *parent_cversion > parent.child_creates {
+                    parent.child_creates = *parent_cversion;
+                    parent.pzxid = txn.zxid;
+                }
                 let node = Node::new(data.clone(), txn.zxid, txn.time_ms, *owner);
                 let stat = node.stat();
                 let old = self.nodes.insert(path.clone(), node);
@@ -346,11 +354,18 @@ impl DataTree {
                     .unwrap_or_else(|| panic!("delete {path}: missing at apply"));
                 assert!(node.children.is_empty(), "delete {path}: has children");
                 if let Owner::Ephemeral(s) = node.owner {
-                    let set = self.ephemerals.get_mut(&s);
-                    let known = set.is_some_and(|set| set.remove(path));
+                    let set = self
+                        .ephemerals
+                        .get_mut(&s)
+                        .unwrap_or_else(|| panic!("ephemeral {path}: session {s} not indexed"));
+                    let known = set.remove(path);
                     assert!(known, "ephemeral {path} missing from its session's index");
+                    // No empty sets: equal trees must compare (and hash) equal.
+                    if set.is_empty() {
+                        self.ephemerals.remove(&s);
+                    }
                 }
-                let parent_path = parent_of(path);
+                let parent_path = parent(path);
                 let parent = self
                     .nodes
                     .get_mut(parent_path)
@@ -421,7 +436,7 @@ impl DataTree {
             if path != "/" {
                 let parent = self
                     .nodes
-                    .get(parent_of(path))
+                    .get(parent(path))
                     .ok_or_else(|| format!("{path}: parent missing"))?;
                 if !parent.children.contains(basename(path)) {
                     return Err(format!("{path}: not listed by its parent"));
@@ -448,13 +463,7 @@ impl DataTree {
                 seen_ephemerals.entry(s).or_default().insert(path.clone());
             }
         }
-        let indexed: BTreeMap<_, _> = self
-            .ephemerals
-            .iter()
-            .filter(|(_, set)| !set.is_empty())
-            .map(|(s, set)| (*s, set.clone()))
-            .collect();
-        if indexed != seen_ephemerals {
+        if self.ephemerals != seen_ephemerals {
             return Err("ephemeral index disagrees with node owners".into());
         }
         Ok(())

@@ -101,15 +101,67 @@ fn failed_creates_use_no_number_but_use_a_zxid() {
 }
 
 #[test]
-fn sequence_counter_wraps_to_negative() {
+fn sequence_counter_sticks_at_its_maximum() {
+    // DataTree.createNode moves the counter only forward (ZOOKEEPER-3249):
+    // MAX + 1 wraps to MIN at prep, is not larger, and is not applied.
     let mut t = tree();
     create(&mut t, "/p", CreateMode::Persistent).unwrap();
-    t.nodes.get_mut("/p").unwrap().child_creates = i32::MAX;
+    t.nodes.get_mut("/p").unwrap().child_creates = i32::MAX - 1;
     let a = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
     let b = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
-    assert_eq!(a, "/p/x-2147483647");
-    assert_eq!(b, "/p/x--2147483648");
+    assert_eq!(a, "/p/x-2147483646");
+    assert_eq!(b, "/p/x-2147483647");
+    let pzxid = stat(&t, "/p").pzxid;
+    assert_eq!(
+        create(&mut t, "/p/x-", CreateMode::PersistentSequential),
+        Err(ZkError::NodeExists),
+        "the name repeats"
+    );
+    create(&mut t, "/p/y", CreateMode::Persistent).unwrap();
+    assert_eq!(t.node("/p").unwrap().child_creates, i32::MAX);
+    assert_eq!(stat(&t, "/p").pzxid, pzxid, "pzxid sticks with the counter");
     assert_eq!(sequence_suffix(-5), "-000000005");
+    t.check_invariants().unwrap();
+}
+
+#[test]
+fn equal_histories_give_equal_trees() {
+    // An ephemeral created and deleted leaves no trace in the index.
+    let mut t = tree();
+    let before = t.clone();
+    create(&mut t, "/e", CreateMode::Ephemeral).unwrap();
+    write(
+        &mut t,
+        S1,
+        Op::Delete {
+            path: "/e".into(),
+            version: -1,
+        },
+    )
+    .unwrap();
+    t.last_zxid = before.last_zxid;
+    t.nodes.get_mut("/").unwrap().child_creates = 0;
+    t.nodes.get_mut("/").unwrap().pzxid = 0;
+    assert_eq!(t, before);
+}
+
+#[test]
+fn prepare_refuses_paths_without_a_slash() {
+    let t = tree();
+    for op in [
+        Op::Create {
+            path: "a".into(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        },
+        Op::Delete {
+            path: "a".into(),
+            version: -1,
+        },
+    ] {
+        let txn = t.prepare(t.next_zxid(), 0, S1, &op);
+        assert_eq!(txn.body, TxnBody::Error(ZkError::BadArguments));
+    }
 }
 
 #[test]

@@ -49,6 +49,10 @@ pub enum TxnOp {
         path: String,
         data: Vec<u8>,
         owner: Owner,
+        /// The parent's counter after this create, decided at prep
+        /// (CreateTxn.parentCVersion). Applied only if larger than the
+        /// stored one, so at i32::MAX the counter sticks (ZOOKEEPER-3249).
+        parent_cversion: i32,
     },
     Delete {
         path: String,
@@ -162,15 +166,6 @@ pub(crate) fn is_special(path: &str) -> bool {
     )
 }
 
-/// The parent of a path as the server computes it (`substring(0,
-/// lastSlash)`, with "" meaning the root).
-fn server_parent(path: &str) -> &str {
-    match path.rfind('/') {
-        Some(0) | None => "/",
-        Some(i) => &path[..i],
-    }
-}
-
 /// Java's `String.format("%010d", n)` for an int.
 pub fn sequence_suffix(counter: i32) -> String {
     format!("{counter:010}")
@@ -208,7 +203,10 @@ impl DataTree {
                     }
                 }
                 self.check_session(session)?;
-                let parent_path = server_parent(path);
+                if !path.starts_with('/') || path.contains('\0') {
+                    return Err(ZkError::BadArguments);
+                }
+                let parent_path = path::parent(path);
                 let mut parent = self.view(overlay, parent_path).ok_or(ZkError::NoNode)?;
                 let name = if mode.is_sequential() {
                     let full = format!("{path}{}", sequence_suffix(parent.child_creates));
@@ -232,7 +230,10 @@ impl DataTree {
                     CreateMode::PersistentWithTtl { ttl_ms }
                     | CreateMode::PersistentSequentialWithTtl { ttl_ms } => Owner::Ttl(ttl_ms),
                 };
-                parent.child_creates = parent.child_creates.wrapping_add(1);
+                let parent_cversion = parent.child_creates.wrapping_add(1);
+                if parent_cversion > parent.child_creates {
+                    parent.child_creates = parent_cversion;
+                }
                 parent.num_children += 1;
                 overlay.record(parent_path, Some(parent));
                 overlay.record(
@@ -248,14 +249,15 @@ impl DataTree {
                     path: name,
                     data: data.to_vec(),
                     owner,
+                    parent_cversion,
                 })
             }
             WriteRef::Delete { path, version } => {
                 self.check_session(session)?;
-                if is_special(path) {
+                if is_special(path) || !path.starts_with('/') || path.contains('\0') {
                     return Err(ZkError::BadArguments);
                 }
-                let parent_path = server_parent(path);
+                let parent_path = path::parent(path);
                 let mut parent = self.view(overlay, parent_path).ok_or(ZkError::NoNode)?;
                 let node = self.view(overlay, path).ok_or(ZkError::NoNode)?;
                 if version != -1 && version != node.version {
@@ -414,14 +416,5 @@ impl DataTree {
             session,
             body: TxnBody::CloseSession { ephemerals },
         }
-    }
-}
-
-/// The parent of a node path (the root for top-level nodes).
-pub(crate) fn parent_of(path: &str) -> &str {
-    if path == "/" {
-        "/"
-    } else {
-        path::parent(path)
     }
 }

@@ -106,6 +106,10 @@ impl<C: Ord + Copy> WatchTable<C> {
     /// watches, either an event for what it missed since `relative_zxid`
     /// (one-shot: not re-registered) or a fresh registration
     /// (ZK_SEMANTICS.md §2.5). Events come in the order data, exist, child.
+    /// Like the server, a deleted path in both the data and the child list
+    /// yields NodeDeleted twice; the client delivers it once (its watches
+    /// for the path are gone after the first), so client layers must drop
+    /// events that match none of their watches.
     pub fn set_watches(
         &mut self,
         conn: C,

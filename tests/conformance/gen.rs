@@ -115,7 +115,7 @@ fn op() -> impl Strategy<Value = Op> {
 fn step(sessions: usize) -> impl Strategy<Value = Step> {
     prop_oneof![
         // Rare: after a close, that session's ops only say SessionExpired.
-        250 => (0..sessions, op()).prop_map(|(session, op)| Step::Op { session, op }),
+        120 => (0..sessions, op()).prop_map(|(session, op)| Step::Op { session, op }),
         1 => (0..sessions).prop_map(|session| Step::Close { session }),
     ]
 }

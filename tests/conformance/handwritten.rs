@@ -43,6 +43,8 @@ fn case(name: &str, sessions: usize, steps: &[Step]) -> Option<Trace> {
             &root,
             sessions,
             steps,
+            // The shared server: other tests' txns fall in between.
+            false,
         ))
         .unwrap_or_else(|e| panic!("{name}: real server and model differ:\n{e}"));
     eprintln!("{name}: {:.2} s", started.elapsed().as_secs_f64());
@@ -359,7 +361,7 @@ fn true_root_and_zxid_accounting() {
         ),
     ];
     let (t, _) = runtime()
-        .block_on(differential(&connect, "", 2, &steps))
+        .block_on(differential(&connect, "", 2, &steps, true))
         .unwrap_or_else(|e| panic!("true root: real server and model differ:\n{e}"));
     let r = |i: usize| &t.steps[i].reply;
     let Ok(Reply::GetChildren { children, .. }) = r(0) else {
@@ -432,4 +434,59 @@ fn session_timeout_is_negotiated_within_bounds() {
         z.close().await.unwrap();
         assert_eq!(z.exists("/", false).await, Err(ZkError::SessionExpired));
     });
+}
+
+#[test]
+fn close_deletes_ephemerals_and_wakes_their_watchers() {
+    let steps = [
+        op(0, create("/e1", CreateMode::Ephemeral)),
+        op(0, create("/s-", CreateMode::EphemeralSequential)),
+        op(
+            1,
+            Op::Exists {
+                path: "/e1".into(),
+                watch: true,
+            },
+        ),
+        op(
+            1,
+            Op::GetData {
+                path: "/s-0000000001".into(),
+                watch: true,
+            },
+        ),
+        op(
+            1,
+            Op::GetChildren {
+                path: String::new(),
+                watch: true,
+            },
+        ),
+        Step::Close { session: 0 },
+        op(
+            1,
+            Op::Exists {
+                path: String::new(),
+                watch: false,
+            },
+        ),
+    ];
+    let Some(t) = case("close_deletes_ephemerals", 2, &steps) else {
+        return;
+    };
+    let mut kinds: Vec<_> = t.steps[6].events[1].iter().map(|e| e.event_type).collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            EventType::NodeDeleted,
+            EventType::NodeDeleted,
+            EventType::NodeChildrenChanged
+        ],
+        "one close: both ephemerals deleted, the parent's child watch fired once"
+    );
+    let Ok(Reply::Exists(Some(root))) = reply(&t, 6) else {
+        panic!()
+    };
+    assert_eq!((root.num_children, root.cversion), (0, 4));
 }

@@ -1,16 +1,19 @@
 //! Runs a step sequence on any `Zk` implementation and records what a
 //! client observes; compares a real server's record with the model's.
 //!
-//! Comparison rules (the issue's): zxids must correspond one to one (same
-//! order, same equalities) — never equal values; times only as ctime = mtime
-//! at create and non-decreasing in zxid order; child lists as sets; the
-//! watch events of one step as a multiset per session; ephemeral owners
-//! through the session correspondence.
+//! Comparison rules: zxids must correspond one to one (same order, same
+//! equalities) and, on a server of the test's own, with the same gaps (every
+//! txn, failed ones included, uses exactly one); never equal values, since
+//! nothing observed on the real server is fed to the model. Times only as
+//! ctime = mtime at create and non-decreasing in zxid order; child lists as
+//! sets; the watch events of one step as a multiset per session (the real
+//! client cannot show their order); ephemeral owners through the session
+//! correspondence; and, after the last step, the whole subtree.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use zoosim::client::Zk;
+use zoosim::client::{Zk, ZkExt};
 use zoosim::proto::{
     ClientEvent, CreateMode, MultiResult, Op, Reply, SessionEvent, SessionId, Stat, WatchEvent,
     ZkError, Zxid,
@@ -32,9 +35,52 @@ pub struct Trace {
     pub session_ids: Vec<SessionId>,
     /// The setup create of the root, then one entry per step.
     pub steps: Vec<StepTrace>,
-    /// Session events other than the initial Connected and a closed
-    /// session's Closed: none are expected without faults.
-    pub stray_session_events: Vec<(usize, usize, SessionEvent)>,
+    /// Session events other than the initial Connected (step, session,
+    /// event): none are expected without faults.
+    pub stray_events: Vec<(usize, usize, ClientEvent)>,
+    /// The subtree under the root after the last step, in path order.
+    pub final_state: Vec<NodeState>,
+}
+
+/// One node as a fresh session reads it at the end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeState {
+    pub path: String,
+    pub data: Vec<u8>,
+    pub stat: Stat,
+    pub children: Vec<String>,
+}
+
+/// Reads the whole subtree under `root` ("" = everything) with `z`.
+pub async fn snapshot<Z: Zk + Sync>(z: &Z, root: &str) -> Result<Vec<NodeState>, ZkError> {
+    let mut out = Vec::new();
+    let mut todo = vec![if root.is_empty() {
+        "/".to_owned()
+    } else {
+        root.to_owned()
+    }];
+    while let Some(path) = todo.pop() {
+        let (data, stat) = match z.get_data(&path, false).await {
+            Ok(v) => v,
+            Err(ZkError::NoNode) => continue,
+            Err(e) => return Err(e),
+        };
+        let mut children = match z.get_children(&path, false).await {
+            Ok((c, _)) => c,
+            Err(ZkError::NoNode) => continue,
+            Err(e) => return Err(e),
+        };
+        children.sort();
+        todo.extend(children.iter().map(|c| zoosim::path::join(&path, c)));
+        out.push(NodeState {
+            path,
+            data,
+            stat,
+            children,
+        });
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
 }
 
 /// Runs `steps` with `sessions[i]` as session i, under `root` (created
@@ -49,7 +95,7 @@ pub async fn run<Z: Zk + Sync>(sessions: &[Z], root: &str, steps: &[Step]) -> Tr
     for (i, z) in sessions.iter().enumerate() {
         while let Some(e) = z.try_next_event() {
             if e != ClientEvent::Session(SessionEvent::Connected) {
-                trace.stray_session_events.push((0, i, session_event(&e)));
+                trace.stray_events.push((0, i, e));
             }
         }
     }
@@ -90,7 +136,7 @@ pub async fn run<Z: Zk + Sync>(sessions: &[Z], root: &str, steps: &[Step]) -> Tr
             while let Some(e) = z.try_next_event() {
                 match e {
                     ClientEvent::Watch(w) => events[i].push(w),
-                    ClientEvent::Session(s) => trace.stray_session_events.push((n, i, s)),
+                    e @ ClientEvent::Session(_) => trace.stray_events.push((n, i, e)),
                 }
             }
             events[i].sort();
@@ -100,16 +146,13 @@ pub async fn run<Z: Zk + Sync>(sessions: &[Z], root: &str, steps: &[Step]) -> Tr
     trace
 }
 
-fn session_event(e: &ClientEvent) -> SessionEvent {
-    match e {
-        ClientEvent::Session(s) => *s,
-        ClientEvent::Watch(_) => SessionEvent::Connected,
-    }
-}
-
 /// The real ↔ model correspondences built up while comparing.
 #[derive(Default)]
 struct Correspondence {
+    /// Also require equal gaps: real − real₀ = model − model₀, from the first
+    /// pair seen (only on a server no other test writes to).
+    strict: bool,
+    origin: Option<(Zxid, Zxid)>,
     zxid_r2m: BTreeMap<Zxid, Zxid>,
     zxid_m2r: BTreeMap<Zxid, Zxid>,
     /// (real zxid, real time) pairs: times must not go back as zxids grow.
@@ -125,6 +168,15 @@ impl Correspondence {
             return Err(format!(
                 "{what}: real zxid {real:#x} ↔ model {model:#x} breaks the correspondence \
                  (real {real:#x} was model {m:#x}; model {model:#x} was real {r:#x})"
+            ));
+        }
+        let (r0, m0) = *self.origin.get_or_insert((real, model));
+        if self.strict && real - r0 != model - m0 {
+            return Err(format!(
+                "{what}: zxid accounting differs: real {real:#x} is {} txns after \
+                 {r0:#x}, model {model:#x} is {} after {m0:#x}",
+                real - r0,
+                model - m0
             ));
         }
         Ok(())
@@ -275,17 +327,27 @@ impl Correspondence {
 }
 
 /// Compares a real server's trace with the model's; the error names the
-/// first difference, with the step and op.
-pub fn compare(real: &Trace, model: &Trace, root: &str, steps: &[Step]) -> Result<(), String> {
-    if let Some(e) = real.stray_session_events.first() {
+/// first difference, with the step and op. `strict`: the real server is the
+/// test's own, so zxid gaps must match too.
+pub fn compare(
+    real: &Trace,
+    model: &Trace,
+    root: &str,
+    steps: &[Step],
+    strict: bool,
+) -> Result<(), String> {
+    if let Some(e) = real.stray_events.first() {
         return Err(format!(
-            "real: unexpected session event (step, session, event) {e:?}"
+            "real: unexpected event (step, session, event) {e:?}"
         ));
     }
-    if let Some(e) = model.stray_session_events.first() {
-        return Err(format!("model: unexpected session event {e:?}"));
+    if let Some(e) = model.stray_events.first() {
+        return Err(format!("model: unexpected event {e:?}"));
     }
-    let mut c = Correspondence::default();
+    let mut c = Correspondence {
+        strict,
+        ..Correspondence::default()
+    };
     for (r, m) in real.session_ids.iter().zip(&model.session_ids) {
         c.owner_r2m.insert(r.0, m.0);
     }
@@ -314,6 +376,32 @@ pub fn compare(real: &Trace, model: &Trace, root: &str, steps: &[Step]) -> Resul
             }
             return Err(msg);
         }
+    }
+    let paths = |t: &Trace| {
+        t.final_state
+            .iter()
+            .map(|n| n.path.clone())
+            .collect::<Vec<_>>()
+    };
+    if paths(real) != paths(model) {
+        return Err(format!(
+            "after the last step, the trees differ:\n  real  {:?}\n  model {:?}",
+            paths(real),
+            paths(model)
+        ));
+    }
+    for (r, m) in real.final_state.iter().zip(&model.final_state) {
+        if (&r.data, &r.children) != (&m.data, &m.children) {
+            return Err(format!(
+                "after the last step, {} differs:\n  real  {r:?}\n  model {m:?}",
+                r.path
+            ));
+        }
+        c.stat(
+            &format!("after the last step, {}", r.path),
+            &r.stat,
+            &m.stat,
+        )?;
     }
     c.check_orders()
 }

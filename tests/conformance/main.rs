@@ -18,7 +18,8 @@ use std::time::Instant;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use zoosim::client::local::LocalServer;
 use zoosim::client::real::RealZk;
-use zoosim::real_server::{fresh_root, shared_server};
+use zoosim::client::Zk;
+use zoosim::real_server::{fresh_root, shared_server, RealServer};
 
 use coverage::Coverage;
 
@@ -48,37 +49,70 @@ pub async fn real_sessions(connect: &str, n: usize) -> Result<Vec<RealZk>, Strin
     Ok(v)
 }
 
-/// Runs one case on both sides and compares.
+/// Runs `steps` on `sessions`, then reads the final subtree with a fresh
+/// session (before the others close, so ephemerals are in it), then closes
+/// every session.
+async fn run_and_snapshot<Z: Zk + Sync>(
+    sessions: &[Z],
+    reader: impl std::future::Future<Output = Result<Z, String>>,
+    root: &str,
+    steps: &[gen::Step],
+) -> Result<harness::Trace, String> {
+    let mut trace = harness::run(sessions, root, steps).await;
+    let reader = reader.await?;
+    trace.final_state = harness::snapshot(&reader, root)
+        .await
+        .map_err(|e| format!("reading the final tree: {e}"))?;
+    for z in sessions.iter().chain([&reader]) {
+        z.close().await.map_err(|e| format!("closing: {e}"))?;
+    }
+    Ok(trace)
+}
+
+/// Runs one case on both sides and compares. `strict` when the real server
+/// is this test's own: then zxid gaps must match as well.
 pub async fn differential(
     connect: &str,
     root: &str,
     sessions: usize,
     steps: &[gen::Step],
+    strict: bool,
 ) -> Result<(harness::Trace, harness::Trace), String> {
     let real = real_sessions(connect, sessions).await?;
+    let real_reader = async { Ok(real_sessions(connect, 1).await?.remove(0)) };
+    let real_trace = run_and_snapshot(&real, real_reader, root, steps).await?;
+    let (model_trace, tree) = model_run(root, sessions, steps).await;
+    tree.check_invariants()
+        .map_err(|e| format!("model tree invariant: {e}"))?;
+    harness::compare(&real_trace, &model_trace, root, steps, strict)?;
+    Ok((real_trace, model_trace))
+}
+
+/// The model side of a case, and its final tree.
+pub async fn model_run(
+    root: &str,
+    sessions: usize,
+    steps: &[gen::Step],
+) -> (harness::Trace, zoosim::tree::DataTree) {
     let server = LocalServer::default();
     let model: Vec<_> = (0..sessions)
         .map(|_| server.connect(SESSION_TIMEOUT_MS))
         .collect();
-    let real_trace = harness::run(&real, root, steps).await;
-    let model_trace = harness::run(&model, root, steps).await;
-    for z in &real {
-        let _ = zoosim::client::Zk::close(z).await;
-    }
-    server
-        .tree()
-        .check_invariants()
-        .map_err(|e| format!("model tree invariant: {e}"))?;
-    harness::compare(&real_trace, &model_trace, root, steps)?;
-    Ok((real_trace, model_trace))
+    let reader = async { Ok(server.connect(SESSION_TIMEOUT_MS)) };
+    let trace = run_and_snapshot(&model, reader, root, steps)
+        .await
+        .expect("the local server answers");
+    (trace, server.tree())
 }
 
 #[test]
 fn generated_sequences_match_the_real_server() {
-    let Some(server) = shared_server("generated_sequences_match_the_real_server") else {
+    if shared_server("generated_sequences_match_the_real_server").is_none() {
         return;
-    };
+    }
     let started = Instant::now();
+    // A server of its own: no other test's txns, so zxid gaps are compared.
+    let server = RealServer::start().expect("a dedicated real server");
     let cases: u32 = std::env::var("ZOOSIM_CONFORMANCE_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -102,7 +136,7 @@ fn generated_sequences_match_the_real_server() {
         };
         let root = fresh_root(&format!("gen{n}"));
         let (real, _) = runtime()
-            .block_on(differential(&connect, &root, sessions, &steps))
+            .block_on(differential(&connect, &root, sessions, &steps, true))
             .map_err(TestCaseError::fail)?;
         coverage.lock().unwrap().add(&steps, &real);
         Ok(())
@@ -152,20 +186,16 @@ fn the_comparison_catches_differences() {
             },
         },
     ];
-    let trace = || {
-        let server = LocalServer::default();
-        let z = [server.connect(5000), server.connect(5000)];
-        runtime().block_on(harness::run(&z, "/r", &steps))
-    };
+    let trace = || runtime().block_on(model_run("/r", 2, &steps)).0;
     let a = trace();
-    harness::compare(&a, &trace(), "/r", &steps).expect("identical runs agree");
+    harness::compare(&a, &trace(), "/r", &steps, true).expect("identical runs agree");
     assert_eq!(a.steps.len(), 4);
     assert_eq!(a.steps[2].events[0].len(), 1, "session 0 saw NodeCreated");
 
     let mut b = trace();
     b.steps[2].events[0].clear();
     assert!(
-        harness::compare(&a, &b, "/r", &steps).is_err(),
+        harness::compare(&a, &b, "/r", &steps, true).is_err(),
         "missing event"
     );
 
@@ -174,31 +204,75 @@ fn the_comparison_catches_differences() {
         panic!()
     };
     stat.ephemeral_owner = 99;
-    assert!(harness::compare(&a, &b, "/r", &steps).is_err(), "owner");
+    assert!(
+        harness::compare(&a, &b, "/r", &steps, true).is_err(),
+        "owner"
+    );
 
-    let shifted = |by: i64| {
+    // Renaming every zxid monotonically keeps the correspondence; equal
+    // gaps survive only a shift.
+    let renamed = |f: fn(i64) -> i64| {
         let mut b = trace();
-        let Ok(Reply::Create { stat, .. }) = &mut b.steps[3].reply else {
-            panic!()
-        };
-        stat.czxid += by;
-        stat.mzxid += by;
-        stat.pzxid += by;
+        map_stats(&mut b, |s| {
+            s.czxid = f(s.czxid);
+            s.mzxid = f(s.mzxid);
+            s.pzxid = f(s.pzxid);
+        });
         b
     };
+    let compare = |b: &harness::Trace, strict| harness::compare(&a, b, "/r", &steps, strict);
+    assert!(compare(&renamed(|z| z + 100), true).is_ok(), "a shift");
     assert!(
-        harness::compare(&a, &shifted(100), "/r", &steps).is_ok(),
-        "a monotone renaming is fine"
+        compare(&renamed(|z| z * 3), false).is_ok(),
+        "monotone, shared server"
     );
     assert!(
-        harness::compare(&a, &shifted(-1000), "/r", &steps).is_err(),
-        "zxid order"
+        compare(&renamed(|z| z * 3), true).is_err(),
+        "gaps must match"
     );
+    let mut b = trace();
+    let Ok(Reply::Create { stat, .. }) = &mut b.steps[3].reply else {
+        panic!()
+    };
+    stat.czxid += 1;
+    assert!(compare(&b, false).is_err(), "one zxid out of line");
 
     let mut b = trace();
     let Ok(Reply::Create { path, .. }) = &mut b.steps[3].reply else {
         panic!()
     };
     path.push('9');
-    assert!(harness::compare(&a, &b, "/r", &steps).is_err(), "name");
+    assert!(
+        harness::compare(&a, &b, "/r", &steps, true).is_err(),
+        "name"
+    );
+}
+
+/// Applies `f` to every Stat a trace holds.
+fn map_stats(t: &mut harness::Trace, f: impl Fn(&mut zoosim::proto::Stat)) {
+    use zoosim::proto::{MultiResult, Reply};
+    for step in &mut t.steps {
+        match &mut step.reply {
+            Ok(Reply::Create { stat, .. })
+            | Ok(Reply::Exists(Some(stat)))
+            | Ok(Reply::GetData { stat, .. })
+            | Ok(Reply::SetData(stat))
+            | Ok(Reply::GetChildren { stat, .. }) => f(stat),
+            Ok(Reply::Multi(results)) => {
+                for r in results {
+                    if let MultiResult::Create {
+                        stat: Some(stat), ..
+                    }
+                    | MultiResult::SetData { stat } = r
+                    {
+                        f(stat)
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for node in &mut t.final_state {
+        f(&mut node.stat);
+    }
 }
