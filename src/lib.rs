@@ -6,6 +6,7 @@
 //! ZooKeeper servers for tests.
 
 pub mod client;
+pub mod ensemble;
 pub mod path;
 pub mod proto;
 pub mod real_server;

@@ -1,0 +1,80 @@
+//! What servers and clients say to each other. These are the datagrams the
+//! simulator delivers; the server state machine consumes and produces them.
+
+use crate::proto::{Op, Reply, SessionId, WatchEvent, ZkError, Zxid};
+use crate::tree::Txn;
+
+/// A server's index in the ensemble (0-based; ZooKeeper's myid is this + 1).
+pub type ServerId = u32;
+
+/// One client connection: unique across the run (a client's reconnect is a
+/// new connection).
+pub type ConnId = u64;
+
+/// Where a request came from, so the server holding the connection can
+/// answer it once the txn is applied there.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Origin {
+    pub server: ServerId,
+    pub conn: ConnId,
+    pub xid: i64,
+}
+
+/// Server ↔ server (ZooKeeper's quorum protocol, reduced to what clients
+/// can observe).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum PeerMsg {
+    /// Follower → leader: a client's write, sync, or session request.
+    Forward { origin: Origin, request: Forwarded },
+    /// Leader → follower, in zxid order.
+    Proposal { txn: Txn, origin: Option<Origin> },
+    /// Follower → leader: the proposal is in my durable log.
+    Ack { zxid: Zxid },
+    /// Leader → follower, in zxid order.
+    Commit { zxid: Zxid },
+    /// Leader → the sync's server: everything proposed before the sync has
+    /// been committed (and, FIFO, those commits were sent first).
+    SyncDone { origin: Origin },
+}
+
+/// What a follower forwards to the leader.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Forwarded {
+    Write { session: SessionId, op: Op },
+    Sync,
+    CreateSession { timeout_ms: u64 },
+    CloseSession { session: SessionId },
+}
+
+/// Client → server.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum ClientMsg {
+    /// Open a new session (this connection's first message).
+    Connect {
+        timeout_ms: u64,
+    },
+    Request {
+        xid: i64,
+        op: Op,
+    },
+    /// Close the session (its ephemerals go at once).
+    Close,
+}
+
+/// Server → client, in the order the server produced them.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum ServerMsg {
+    Connected {
+        session: SessionId,
+        timeout_ms: u64,
+    },
+    /// `zxid` is the server's last processed zxid when it answered.
+    Reply {
+        xid: i64,
+        zxid: Zxid,
+        result: Result<Reply, ZkError>,
+    },
+    Watch(WatchEvent),
+    /// The session's closeSession has been applied; the connection ends.
+    Closed,
+}

@@ -1,0 +1,436 @@
+//! One ZooKeeper server as a pure state machine: messages in, messages out,
+//! no sockets, clocks or runtime (the simulator's shell moves them).
+//!
+//! This part has a fixed leader (elections come later). Every write, failed
+//! or not, is prepped by the leader against its proposed state, given a
+//! zxid, proposed to every follower, committed on a quorum of acks, and
+//! applied in zxid order on every server; the server holding the client's
+//! connection answers once it has applied the txn itself
+//! (ZK_SEMANTICS.md §4.2). Reads are served from the local applied state,
+//! behind the same connection's earlier writes (§4.3).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::msg::{ClientMsg, ConnId, Forwarded, Origin, PeerMsg, ServerId, ServerMsg};
+use crate::proto::{Op, Reply, SessionId, ZkError, Zxid};
+use crate::tree::{DataTree, TreeConfig, Txn, TxnBody, WatchTable};
+
+/// Something a server wants delivered.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Output {
+    Peer { to: ServerId, msg: PeerMsg },
+    Client { conn: ConnId, msg: ServerMsg },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ServerConfig {
+    pub id: ServerId,
+    pub servers: u32,
+    pub leader: ServerId,
+    pub epoch: u32,
+    pub tick_ms: u64,
+    pub tree: TreeConfig,
+}
+
+impl ServerConfig {
+    /// The negotiated session timeout: 2 to 20 ticks (ZK_SEMANTICS.md §3.1).
+    pub fn negotiate(&self, timeout_ms: u64) -> u64 {
+        timeout_ms.clamp(2 * self.tick_ms, 20 * self.tick_ms)
+    }
+}
+
+/// A logged proposal: the txn and who to answer.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Entry {
+    pub txn: Txn,
+    pub origin: Option<Origin>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Pending {
+    xid: i64,
+    op: Op,
+    result: Option<Result<Reply, ZkError>>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+struct Conn {
+    session: Option<SessionId>,
+    /// Requests in issue order; the head is answered first.
+    queue: VecDeque<Pending>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct LeaderState {
+    /// Applied state plus every proposal not yet committed: what prep sees.
+    proposed: DataTree,
+    counter: u32,
+    acks: BTreeMap<Zxid, BTreeSet<ServerId>>,
+    /// Syncs waiting for the log prefix (by length) they came after.
+    syncs: Vec<(usize, Origin)>,
+    next_session: i64,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Server {
+    config: ServerConfig,
+    tree: DataTree,
+    watches: WatchTable<ConnId>,
+    /// Durable log: every proposal this server has logged, in zxid order.
+    log: Vec<Entry>,
+    committed: usize,
+    applied: usize,
+    conns: BTreeMap<ConnId, Conn>,
+    leader: Option<LeaderState>,
+}
+
+impl Server {
+    pub fn new(config: ServerConfig) -> Server {
+        assert!(config.id < config.servers && config.leader < config.servers);
+        let tree = DataTree::new(config.tree);
+        let leader = (config.id == config.leader).then(|| LeaderState {
+            proposed: tree.clone(),
+            counter: 0,
+            acks: BTreeMap::new(),
+            syncs: Vec::new(),
+            next_session: 0,
+        });
+        Server {
+            config,
+            tree,
+            watches: WatchTable::new(),
+            log: Vec::new(),
+            committed: 0,
+            applied: 0,
+            conns: BTreeMap::new(),
+            leader,
+        }
+    }
+
+    pub fn id(&self) -> ServerId {
+        self.config.id
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.leader.is_some()
+    }
+
+    /// The applied state.
+    pub fn tree(&self) -> &DataTree {
+        &self.tree
+    }
+
+    /// The zxids of the applied prefix of the log, in order.
+    pub fn applied_zxids(&self) -> impl Iterator<Item = Zxid> + '_ {
+        self.log[..self.applied].iter().map(|e| e.txn.zxid)
+    }
+
+    pub fn log(&self) -> &[Entry] {
+        &self.log
+    }
+
+    fn quorum(&self) -> usize {
+        self.config.servers as usize / 2 + 1
+    }
+
+    fn followers(&self) -> impl Iterator<Item = ServerId> + '_ {
+        (0..self.config.servers).filter(move |&s| s != self.config.id)
+    }
+
+    /// A message from a client connection held by this server.
+    pub fn on_client(&mut self, now_ms: i64, conn: ConnId, msg: ClientMsg, out: &mut Vec<Output>) {
+        let origin = |xid| Origin {
+            server: self.config.id,
+            conn,
+            xid,
+        };
+        match msg {
+            ClientMsg::Connect { timeout_ms } => {
+                let c = self.conns.entry(conn).or_default();
+                assert!(c.session.is_none(), "conn {conn} connected twice");
+                let request = Forwarded::CreateSession {
+                    timeout_ms: self.config.negotiate(timeout_ms),
+                };
+                self.forward_to_leader(now_ms, origin(-1), request, out);
+            }
+            ClientMsg::Close => {
+                let session = self.conns.get(&conn).and_then(|c| c.session);
+                let session =
+                    session.unwrap_or_else(|| panic!("conn {conn}: close before its session"));
+                self.forward_to_leader(
+                    now_ms,
+                    origin(-2),
+                    Forwarded::CloseSession { session },
+                    out,
+                );
+            }
+            ClientMsg::Request { xid, op } => {
+                let Some(session) = self.conns.get(&conn).and_then(|c| c.session) else {
+                    // A request before the session exists is a client bug.
+                    panic!("conn {conn}: request before its session");
+                };
+                let forwarded = match &op {
+                    Op::Sync { .. } => Some(Forwarded::Sync),
+                    op if op.is_write() => Some(Forwarded::Write {
+                        session,
+                        op: op.clone(),
+                    }),
+                    _ => None,
+                };
+                let c = self.conns.get_mut(&conn).expect("checked above");
+                c.queue.push_back(Pending {
+                    xid,
+                    op,
+                    result: None,
+                });
+                if let Some(request) = forwarded {
+                    self.forward_to_leader(now_ms, origin(xid), request, out);
+                }
+                self.drain(conn, out);
+            }
+        }
+    }
+
+    fn forward_to_leader(
+        &mut self,
+        now_ms: i64,
+        origin: Origin,
+        request: Forwarded,
+        out: &mut Vec<Output>,
+    ) {
+        if self.is_leader() {
+            self.lead(now_ms, origin, request, out);
+        } else {
+            out.push(Output::Peer {
+                to: self.config.leader,
+                msg: PeerMsg::Forward { origin, request },
+            });
+        }
+    }
+
+    /// A message from another server.
+    pub fn on_peer(&mut self, now_ms: i64, from: ServerId, msg: PeerMsg, out: &mut Vec<Output>) {
+        match msg {
+            PeerMsg::Forward { origin, request } => {
+                assert!(self.is_leader(), "forward to a follower");
+                assert_eq!(origin.server, from);
+                self.lead(now_ms, origin, request, out);
+            }
+            PeerMsg::Proposal { txn, origin } => {
+                assert_eq!(from, self.config.leader, "proposal from a non-leader");
+                if let Some(last) = self.log.last() {
+                    assert!(txn.zxid > last.txn.zxid, "proposals out of zxid order");
+                }
+                let zxid = txn.zxid;
+                self.log.push(Entry { txn, origin });
+                out.push(Output::Peer {
+                    to: from,
+                    msg: PeerMsg::Ack { zxid },
+                });
+            }
+            PeerMsg::Ack { zxid } => {
+                let leader = self.leader.as_mut().expect("ack to a follower");
+                if let Some(acks) = leader.acks.get_mut(&zxid) {
+                    acks.insert(from);
+                }
+                self.commit_ready(out);
+            }
+            PeerMsg::Commit { zxid } => {
+                let next = self
+                    .log
+                    .get(self.committed)
+                    .unwrap_or_else(|| panic!("commit {zxid:#x} of an unlogged proposal"));
+                assert_eq!(next.txn.zxid, zxid, "commits out of order");
+                self.committed += 1;
+                self.apply_committed(out);
+            }
+            PeerMsg::SyncDone { origin } => {
+                assert_eq!(origin.server, self.config.id);
+                self.complete(origin, Ok(Reply::Sync), out);
+            }
+        }
+    }
+
+    /// The leader sequences a request: prep, zxid, propose.
+    fn lead(&mut self, now_ms: i64, origin: Origin, request: Forwarded, out: &mut Vec<Output>) {
+        let id = self.config.id;
+        let epoch = self.config.epoch;
+        let leader = self.leader.as_mut().expect("only the leader leads");
+        if let Forwarded::Sync = request {
+            if self.committed == self.log.len() {
+                self.sync_done(origin, out);
+            } else {
+                leader.syncs.push((self.log.len(), origin));
+            }
+            return;
+        }
+        leader.counter += 1;
+        let zxid = (i64::from(epoch) << 32) | i64::from(leader.counter);
+        let txn = match request {
+            Forwarded::Write { session, op } => leader.proposed.prepare(zxid, now_ms, session, &op),
+            Forwarded::CreateSession { timeout_ms } => {
+                leader.next_session += 1;
+                let session = SessionId((i64::from(id) + 1) << 56 | leader.next_session);
+                leader
+                    .proposed
+                    .prepare_create_session(zxid, now_ms, session, timeout_ms)
+            }
+            Forwarded::CloseSession { session } => {
+                leader.proposed.prepare_close_session(zxid, now_ms, session)
+            }
+            Forwarded::Sync => unreachable!("handled above"),
+        };
+        leader.proposed.apply(&txn);
+        leader.acks.insert(zxid, BTreeSet::from([id]));
+        let entry = Entry {
+            txn,
+            origin: Some(origin),
+        };
+        for to in (0..self.config.servers).filter(|&s| s != id) {
+            out.push(Output::Peer {
+                to,
+                msg: PeerMsg::Proposal {
+                    txn: entry.txn.clone(),
+                    origin: entry.origin,
+                },
+            });
+        }
+        self.log.push(entry);
+        self.commit_ready(out);
+    }
+
+    /// Commits, in order, every proposal a quorum has acked.
+    fn commit_ready(&mut self, out: &mut Vec<Output>) {
+        let quorum = self.quorum();
+        while let Some(entry) = self.log.get(self.committed) {
+            let zxid = entry.txn.zxid;
+            let leader = self.leader.as_mut().expect("leader only");
+            if leader.acks.get(&zxid).map_or(0, BTreeSet::len) < quorum {
+                break;
+            }
+            leader.acks.remove(&zxid);
+            self.committed += 1;
+            let followers: Vec<_> = self.followers().collect();
+            for to in followers {
+                out.push(Output::Peer {
+                    to,
+                    msg: PeerMsg::Commit { zxid },
+                });
+            }
+            self.apply_committed(out);
+            let committed = self.committed;
+            let leader = self.leader.as_mut().expect("leader only");
+            let (done, waiting): (Vec<_>, Vec<_>) = leader
+                .syncs
+                .drain(..)
+                .partition(|(upto, _)| *upto <= committed);
+            leader.syncs = waiting;
+            for (_, origin) in done {
+                self.sync_done(origin, out);
+            }
+        }
+    }
+
+    fn sync_done(&mut self, origin: Origin, out: &mut Vec<Output>) {
+        if origin.server == self.config.id {
+            self.complete(origin, Ok(Reply::Sync), out);
+        } else {
+            out.push(Output::Peer {
+                to: origin.server,
+                msg: PeerMsg::SyncDone { origin },
+            });
+        }
+    }
+
+    /// Applies the committed prefix: watches fire, then the txn's own
+    /// connection (if here) gets its answer.
+    fn apply_committed(&mut self, out: &mut Vec<Output>) {
+        assert!(self.applied <= self.committed && self.committed <= self.log.len());
+        while self.applied < self.committed {
+            let entry = self.log[self.applied].clone();
+            self.applied += 1;
+            let applied = self.tree.apply(&entry.txn);
+            for (conn, event) in self.watches.fire_all(&applied.triggers) {
+                out.push(Output::Client {
+                    conn,
+                    msg: ServerMsg::Watch(event),
+                });
+            }
+            let Some(origin) = entry.origin.filter(|o| o.server == self.config.id) else {
+                continue;
+            };
+            match (&entry.txn.body, applied.reply) {
+                (TxnBody::CreateSession { timeout_ms }, _) => {
+                    if let Some(c) = self.conns.get_mut(&origin.conn) {
+                        c.session = Some(entry.txn.session);
+                        out.push(Output::Client {
+                            conn: origin.conn,
+                            msg: ServerMsg::Connected {
+                                session: entry.txn.session,
+                                timeout_ms: *timeout_ms,
+                            },
+                        });
+                    }
+                }
+                (TxnBody::CloseSession { .. }, _) => {
+                    self.watches.remove_connection(origin.conn);
+                    self.conns.remove(&origin.conn);
+                    out.push(Output::Client {
+                        conn: origin.conn,
+                        msg: ServerMsg::Closed,
+                    });
+                }
+                (_, Some(result)) => self.complete(origin, result, out),
+                (body, None) => unreachable!("no reply for {body:?}"),
+            }
+        }
+    }
+
+    /// Records a request's result and answers what can be answered.
+    fn complete(&mut self, origin: Origin, result: Result<Reply, ZkError>, out: &mut Vec<Output>) {
+        let Some(c) = self.conns.get_mut(&origin.conn) else {
+            return; // the connection is gone
+        };
+        let pending = c
+            .queue
+            .iter_mut()
+            .find(|p| p.xid == origin.xid && p.result.is_none())
+            .unwrap_or_else(|| panic!("result for unknown xid {}", origin.xid));
+        pending.result = Some(result);
+        self.drain(origin.conn, out);
+    }
+
+    /// Answers the connection's queue from the head: reads run now (after
+    /// every earlier request of the connection), writes once applied here.
+    fn drain(&mut self, conn: ConnId, out: &mut Vec<Output>) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        while let Some(head) = c.queue.front_mut() {
+            let result = match head.result.take() {
+                Some(r) => r,
+                None if head.op.is_write() || matches!(head.op, Op::Sync { .. }) => break,
+                None => {
+                    let (reply, watch) = self.tree.read(&head.op);
+                    if let Some((kind, path)) = watch {
+                        self.watches.register(conn, kind, &path);
+                    }
+                    reply
+                }
+            };
+            let xid = head.xid;
+            c.queue.pop_front();
+            out.push(Output::Client {
+                conn,
+                msg: ServerMsg::Reply {
+                    xid,
+                    zxid: self.tree.last_zxid(),
+                    result,
+                },
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,359 @@
+//! The server state machine over an in-memory network that keeps each link
+//! FIFO but interleaves links in a seeded order.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::*;
+use crate::proto::{CreateMode, EventType, Reply};
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Node {
+    Server(ServerId),
+    Conn(ConnId),
+}
+
+enum Msg {
+    Peer(ServerId, PeerMsg),
+    Client(ClientMsg),
+    Server(ServerMsg),
+}
+
+struct Net {
+    servers: Vec<Server>,
+    /// conn → the server holding it.
+    homes: BTreeMap<ConnId, ServerId>,
+    links: BTreeMap<(Node, Node), VecDeque<Msg>>,
+    inbox: BTreeMap<ConnId, Vec<ServerMsg>>,
+    rng: u64,
+    now_ms: i64,
+}
+
+impl Net {
+    fn new(n: u32, seed: u64) -> Net {
+        let servers = (0..n)
+            .map(|id| {
+                Server::new(ServerConfig {
+                    id,
+                    servers: n,
+                    leader: 0,
+                    epoch: 1,
+                    tick_ms: 500,
+                    tree: TreeConfig::default(),
+                })
+            })
+            .collect();
+        Net {
+            servers,
+            homes: BTreeMap::new(),
+            links: BTreeMap::new(),
+            inbox: BTreeMap::new(),
+            rng: seed.wrapping_mul(6364136223846793005).wrapping_add(1),
+            now_ms: 0,
+        }
+    }
+
+    fn send(&mut self, from: Node, outs: Vec<Output>) {
+        for o in outs {
+            let (to, msg) = match (from, o) {
+                (Node::Server(s), Output::Peer { to, msg }) => {
+                    (Node::Server(to), Msg::Peer(s, msg))
+                }
+                (_, Output::Client { conn, msg }) => (Node::Conn(conn), Msg::Server(msg)),
+                (Node::Conn(_), Output::Peer { .. }) => unreachable!(),
+            };
+            self.links.entry((from, to)).or_default().push_back(msg);
+        }
+    }
+
+    fn client(&mut self, conn: ConnId, msg: ClientMsg) {
+        let home = self.homes[&conn];
+        self.links
+            .entry((Node::Conn(conn), Node::Server(home)))
+            .or_default()
+            .push_back(Msg::Client(msg));
+    }
+
+    /// Delivers one message from a pseudo-randomly chosen non-empty link.
+    fn step(&mut self) -> bool {
+        let busy: Vec<_> = self
+            .links
+            .iter()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|(k, _)| *k)
+            .collect();
+        if busy.is_empty() {
+            return false;
+        }
+        self.rng = self
+            .rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let (from, to) = busy[(self.rng >> 33) as usize % busy.len()];
+        let msg = self
+            .links
+            .get_mut(&(from, to))
+            .unwrap()
+            .pop_front()
+            .unwrap();
+        self.now_ms += 1;
+        let mut out = Vec::new();
+        match (to, msg) {
+            (Node::Server(s), Msg::Peer(from, m)) => {
+                self.servers[s as usize].on_peer(self.now_ms, from, m, &mut out)
+            }
+            (Node::Server(s), Msg::Client(m)) => {
+                let Node::Conn(conn) = from else {
+                    unreachable!()
+                };
+                self.servers[s as usize].on_client(self.now_ms, conn, m, &mut out)
+            }
+            (Node::Conn(c), Msg::Server(m)) => self.inbox.entry(c).or_default().push(m),
+            _ => unreachable!(),
+        }
+        self.send(to, out);
+        true
+    }
+
+    fn run(&mut self) {
+        while self.step() {}
+    }
+
+    fn connect(&mut self, conn: ConnId, home: ServerId) -> SessionId {
+        self.homes.insert(conn, home);
+        self.client(conn, ClientMsg::Connect { timeout_ms: 4000 });
+        self.run();
+        match self.inbox.get_mut(&conn).and_then(|v| v.pop()) {
+            Some(ServerMsg::Connected {
+                session,
+                timeout_ms,
+            }) => {
+                assert_eq!(timeout_ms, 4000);
+                session
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn replies(&self, conn: ConnId) -> Vec<(i64, Zxid, Result<Reply, ZkError>)> {
+        self.inbox
+            .get(&conn)
+            .into_iter()
+            .flatten()
+            .filter_map(|m| match m {
+                ServerMsg::Reply { xid, zxid, result } => Some((*xid, *zxid, result.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn create(path: &str, mode: CreateMode) -> Op {
+    Op::Create {
+        path: path.into(),
+        data: vec![],
+        mode,
+    }
+}
+
+#[test]
+fn writes_replicate_in_zxid_order_on_every_server() {
+    for seed in 0..50 {
+        let mut net = Net::new(3, seed);
+        for conn in 0..3 {
+            net.connect(conn, conn as ServerId);
+        }
+        for i in 0..10 {
+            for conn in 0..3u64 {
+                let op = create(&format!("/c{conn}-"), CreateMode::PersistentSequential);
+                net.client(conn, ClientMsg::Request { xid: i, op });
+            }
+        }
+        net.run();
+        let logs: Vec<Vec<Zxid>> = net
+            .servers
+            .iter()
+            .map(|s| s.applied_zxids().collect())
+            .collect();
+        assert_eq!(logs[0].len(), 3 + 30, "3 sessions + 30 creates");
+        assert!(
+            logs.iter().all(|l| l == &logs[0]),
+            "seed {seed}: replicas differ"
+        );
+        assert!(net
+            .servers
+            .iter()
+            .all(|s| s.tree() == net.servers[0].tree()));
+        let mut all = Vec::new();
+        for conn in 0..3 {
+            let r = net.replies(conn);
+            let xids: Vec<_> = r.iter().map(|(x, _, _)| *x).collect();
+            assert_eq!(xids, (0..10).collect::<Vec<_>>(), "FIFO per connection");
+            assert!(r.windows(2).all(|w| w[0].1 < w[1].1), "zxids grow");
+            let names: Vec<_> = r
+                .iter()
+                .map(|(_, _, res)| match res {
+                    Ok(Reply::Create { path, .. }) => path.clone(),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            let seqs: Vec<i64> = names
+                .iter()
+                .map(|n| n[n.len() - 10..].parse().unwrap())
+                .collect();
+            assert!(
+                seqs.windows(2).all(|w| w[0] < w[1]),
+                "sequence follows zxid order"
+            );
+            all.extend(seqs);
+        }
+        all.sort();
+        assert_eq!(
+            all,
+            (0..30).collect::<Vec<_>>(),
+            "one counter, no gaps, no repeats"
+        );
+    }
+}
+
+#[test]
+fn reads_wait_for_the_connections_earlier_writes() {
+    for seed in 0..50 {
+        let mut net = Net::new(3, seed);
+        net.connect(7, 2);
+        net.client(
+            7,
+            ClientMsg::Request {
+                xid: 1,
+                op: create("/a", CreateMode::Persistent),
+            },
+        );
+        net.client(
+            7,
+            ClientMsg::Request {
+                xid: 2,
+                op: Op::Exists {
+                    path: "/a".into(),
+                    watch: false,
+                },
+            },
+        );
+        net.run();
+        let r = net.replies(7);
+        assert_eq!(r.len(), 2);
+        assert!(
+            matches!(r[1].2, Ok(Reply::Exists(Some(_)))),
+            "seed {seed}: read your writes"
+        );
+    }
+}
+
+#[test]
+fn failed_writes_are_sequenced_too() {
+    let mut net = Net::new(3, 1);
+    net.connect(1, 1);
+    for xid in 0..2 {
+        net.client(
+            1,
+            ClientMsg::Request {
+                xid,
+                op: create("/a", CreateMode::Persistent),
+            },
+        );
+    }
+    net.run();
+    let r = net.replies(1);
+    assert_eq!(r[1].2, Err(ZkError::NodeExists));
+    assert_eq!(r[1].1, r[0].1 + 1, "the failure used a zxid");
+    assert_eq!(net.servers[2].tree().last_zxid(), r[1].1);
+}
+
+#[test]
+fn sync_then_read_sees_other_clients_writes() {
+    for seed in 0..50 {
+        let mut net = Net::new(3, seed);
+        net.connect(1, 1);
+        net.connect(2, 2);
+        net.client(
+            1,
+            ClientMsg::Request {
+                xid: 1,
+                op: create("/x", CreateMode::Persistent),
+            },
+        );
+        // Run until client 1 has its reply, not longer.
+        while net.replies(1).is_empty() {
+            assert!(net.step());
+        }
+        net.client(
+            2,
+            ClientMsg::Request {
+                xid: 1,
+                op: Op::Sync { path: "/".into() },
+            },
+        );
+        net.client(
+            2,
+            ClientMsg::Request {
+                xid: 2,
+                op: Op::Exists {
+                    path: "/x".into(),
+                    watch: false,
+                },
+            },
+        );
+        net.run();
+        let r = net.replies(2);
+        assert_eq!(r[0].2, Ok(Reply::Sync));
+        assert!(
+            matches!(r[1].2, Ok(Reply::Exists(Some(_)))),
+            "seed {seed}: stale after sync"
+        );
+    }
+}
+
+#[test]
+fn watch_events_reach_the_watching_connection_before_later_replies() {
+    let mut net = Net::new(3, 3);
+    net.connect(1, 1);
+    net.connect(2, 2);
+    net.client(
+        1,
+        ClientMsg::Request {
+            xid: 1,
+            op: Op::Exists {
+                path: "/w".into(),
+                watch: true,
+            },
+        },
+    );
+    net.run();
+    net.client(
+        2,
+        ClientMsg::Request {
+            xid: 1,
+            op: create("/w", CreateMode::Ephemeral),
+        },
+    );
+    net.run();
+    net.client(
+        1,
+        ClientMsg::Request {
+            xid: 2,
+            op: Op::Exists {
+                path: "/w".into(),
+                watch: false,
+            },
+        },
+    );
+    net.run();
+    let inbox = &net.inbox[&1];
+    let watch_at = inbox
+        .iter()
+        .position(|m| matches!(m, ServerMsg::Watch(e) if e.event_type == EventType::NodeCreated))
+        .expect("NodeCreated delivered");
+    let reply_at = inbox
+        .iter()
+        .position(|m| matches!(m, ServerMsg::Reply { xid: 2, .. }))
+        .unwrap();
+    assert!(watch_at < reply_at);
+}
