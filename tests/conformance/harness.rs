@@ -85,7 +85,10 @@ pub async fn snapshot<Z: Zk + Sync>(z: &Z, root: &str) -> Result<Vec<NodeState>,
 
 /// Runs `steps` with `sessions[i]` as session i, under `root` (created
 /// first by session 0; "" runs at the true root and creates nothing).
-pub async fn run<Z: Zk + Sync>(sessions: &[Z], root: &str, steps: &[Step]) -> Trace {
+/// `sync`: sync the acting session before each op and each session before
+/// its flush; on an ensemble, sessions on different servers may read stale
+/// state, which a standalone server never shows.
+pub async fn run<Z: Zk + Sync>(sessions: &[Z], root: &str, steps: &[Step], sync: bool) -> Trace {
     let mut trace = Trace {
         session_ids: sessions.iter().map(Zk::session_id).collect(),
         ..Trace::default()
@@ -110,7 +113,13 @@ pub async fn run<Z: Zk + Sync>(sessions: &[Z], root: &str, steps: &[Step]) -> Tr
     let flush_path = if root.is_empty() { "/" } else { root };
     for (n, step) in setup.iter().chain(steps).enumerate() {
         let reply = match step {
-            Step::Op { session, op } => sessions[*session].call(rooted(root, op)).await,
+            Step::Op { session, op } => {
+                let z = &sessions[*session];
+                if sync && !closed[*session] {
+                    let _ = z.sync(flush_path).await;
+                }
+                z.call(rooted(root, op)).await
+            }
             Step::Close { session } => {
                 let r = sessions[*session].close().await.map(|()| Reply::Sync);
                 closed[*session] = true;
@@ -127,6 +136,9 @@ pub async fn run<Z: Zk + Sync>(sessions: &[Z], root: &str, steps: &[Step]) -> Tr
             }
             // One read round trip: every event that precedes its reply on
             // this connection has then arrived.
+            if sync {
+                let _ = z.sync(flush_path).await;
+            }
             let _ = z
                 .call(Op::Exists {
                     path: flush_path.to_owned(),

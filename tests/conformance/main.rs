@@ -11,6 +11,8 @@ mod gen;
 mod handwritten;
 mod harness;
 mod replay;
+#[cfg(madsim)]
+mod sim;
 
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -52,13 +54,14 @@ pub async fn real_sessions(connect: &str, n: usize) -> Result<Vec<RealZk>, Strin
 /// Runs `steps` on `sessions`, then reads the final subtree with a fresh
 /// session (before the others close, so ephemerals are in it), then closes
 /// every session.
-async fn run_and_snapshot<Z: Zk + Sync>(
+pub async fn run_and_snapshot<Z: Zk + Sync>(
     sessions: &[Z],
     reader: impl std::future::Future<Output = Result<Z, String>>,
     root: &str,
     steps: &[gen::Step],
+    sync: bool,
 ) -> Result<harness::Trace, String> {
-    let mut trace = harness::run(sessions, root, steps).await;
+    let mut trace = harness::run(sessions, root, steps, sync).await;
     let reader = reader.await?;
     trace.final_state = harness::snapshot(&reader, root)
         .await
@@ -80,7 +83,7 @@ pub async fn differential(
 ) -> Result<(harness::Trace, harness::Trace), String> {
     let real = real_sessions(connect, sessions).await?;
     let real_reader = async { Ok(real_sessions(connect, 1).await?.remove(0)) };
-    let real_trace = run_and_snapshot(&real, real_reader, root, steps).await?;
+    let real_trace = run_and_snapshot(&real, real_reader, root, steps, false).await?;
     let (model_trace, tree) = model_run(root, sessions, steps).await;
     tree.check_invariants()
         .map_err(|e| format!("model tree invariant: {e}"))?;
@@ -99,7 +102,7 @@ pub async fn model_run(
         .map(|_| server.connect(SESSION_TIMEOUT_MS))
         .collect();
     let reader = async { Ok(server.connect(SESSION_TIMEOUT_MS)) };
-    let trace = run_and_snapshot(&model, reader, root, steps)
+    let trace = run_and_snapshot(&model, reader, root, steps, false)
         .await
         .expect("the local server answers");
     (trace, server.tree())
