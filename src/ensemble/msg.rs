@@ -35,6 +35,9 @@ pub enum PeerMsg {
     /// Leader → the sync's server: everything proposed before the sync has
     /// been committed (and, FIFO, those commits were sent first).
     SyncDone { origin: Origin },
+    /// Follower → leader, every tick: the sessions its clients were heard
+    /// from since the last report (ZooKeeper piggybacks this on pings).
+    Touch { sessions: Vec<SessionId> },
 }
 
 /// What a follower forwards to the leader.
@@ -59,6 +62,8 @@ pub enum ClientMsg {
     },
     /// Close the session (its ephemerals go at once).
     Close,
+    /// Keeps the session alive while the client is idle.
+    Ping,
 }
 
 /// Server → client, in the order the server produced them.
@@ -77,4 +82,8 @@ pub enum ServerMsg {
     Watch(WatchEvent),
     /// The session's closeSession has been applied; the connection ends.
     Closed,
+    Pong,
+    /// The server dropped this connection (its session was closed, e.g. by
+    /// expiry): what a client sees as the TCP connection closing.
+    ConnectionClosed,
 }

@@ -69,6 +69,17 @@ struct LeaderState {
     /// Syncs waiting for the log prefix (by length) they came after.
     syncs: Vec<(usize, Origin)>,
     next_session: i64,
+    /// Live sessions: timeout and expiry time (ZooKeeper's SessionTracker;
+    /// only the leader expires sessions).
+    tracker: BTreeMap<SessionId, (u64, i64)>,
+    /// Sessions whose closeSession is under way: their writes fail at prep.
+    closing: BTreeSet<SessionId>,
+    /// Expired sessions whose closeSession is not prepped yet: in ZooKeeper
+    /// it queues behind requests already submitted, which therefore fail
+    /// with SessionExpired before the close (ZK_SEMANTICS.md §3.3, 6).
+    /// With the time before which not to prep the close (a fault's
+    /// closing window; now for a natural expiry).
+    to_close: Vec<(SessionId, i64)>,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -82,6 +93,17 @@ pub struct Server {
     applied: usize,
     conns: BTreeMap<ConnId, Conn>,
     leader: Option<LeaderState>,
+    /// Sessions heard from since the last report to the leader.
+    touched: BTreeSet<SessionId>,
+    /// Connections this server dropped; their late packets are ignored.
+    dropped: BTreeSet<ConnId>,
+}
+
+/// When a session touched at `now_ms` expires: now + T, rounded up to the
+/// next tick (ExpiryQueue), so between T and T + tick.
+fn expiry_time(tick_ms: u64, now_ms: i64, timeout_ms: u64) -> i64 {
+    let tick = tick_ms as i64;
+    ((now_ms + timeout_ms as i64) / tick + 1) * tick
 }
 
 impl Server {
@@ -94,6 +116,9 @@ impl Server {
             acks: BTreeMap::new(),
             syncs: Vec::new(),
             next_session: 0,
+            tracker: BTreeMap::new(),
+            closing: BTreeSet::new(),
+            to_close: Vec::new(),
         });
         Server {
             config,
@@ -104,6 +129,101 @@ impl Server {
             applied: 0,
             conns: BTreeMap::new(),
             leader,
+            touched: BTreeSet::new(),
+            dropped: BTreeSet::new(),
+        }
+    }
+
+    /// The session was heard from.
+    fn touch(&mut self, now_ms: i64, session: SessionId) {
+        let tick_ms = self.config.tick_ms;
+        match &self.leader {
+            Some(leader) => {
+                let Some(&(timeout, _)) = leader.tracker.get(&session) else {
+                    return;
+                };
+                if leader.closing.contains(&session) {
+                    return;
+                }
+                let at = expiry_time(tick_ms, now_ms, timeout);
+                let leader = self.leader.as_mut().expect("leader");
+                leader.tracker.insert(session, (timeout, at));
+            }
+            None => {
+                self.touched.insert(session);
+            }
+        }
+    }
+
+    /// A tick of the server's clock: followers report touched sessions; the
+    /// leader expires the sessions whose time is up.
+    pub fn on_tick(&mut self, now_ms: i64, out: &mut Vec<Output>) {
+        let Some(leader) = &self.leader else {
+            if !self.touched.is_empty() {
+                let sessions = std::mem::take(&mut self.touched).into_iter().collect();
+                out.push(Output::Peer {
+                    to: self.config.leader,
+                    msg: PeerMsg::Touch { sessions },
+                });
+            }
+            return;
+        };
+        let due: Vec<SessionId> = leader
+            .tracker
+            .iter()
+            .filter(|(s, (_, at))| *at <= now_ms && !leader.closing.contains(s))
+            .map(|(s, _)| *s)
+            .collect();
+        for session in due {
+            self.mark_closing(session, now_ms);
+        }
+    }
+
+    /// Expiry, first half: from now on the session's writes fail at prep;
+    /// its closeSession is prepped from `close_at_ms` on.
+    fn mark_closing(&mut self, session: SessionId, close_at_ms: i64) {
+        let leader = self.leader.as_mut().expect("leader only");
+        leader.closing.insert(session);
+        leader.to_close.push((session, close_at_ms));
+    }
+
+    /// Whether a closeSession is due to be prepped by
+    /// [`Server::close_expired`].
+    pub fn has_due_closes(&self, now_ms: i64) -> bool {
+        self.leader
+            .as_ref()
+            .is_some_and(|l| l.to_close.iter().any(|(_, at)| *at <= now_ms))
+    }
+
+    /// Expiry, second half: prep the closeSession requests. The shell calls
+    /// this behind whatever the leader had already received when it marked
+    /// the sessions closing (ZooKeeper's prep queue).
+    pub fn close_expired(&mut self, now_ms: i64, out: &mut Vec<Output>) {
+        let Some(leader) = &mut self.leader else {
+            return;
+        };
+        let (due, later) = std::mem::take(&mut leader.to_close)
+            .into_iter()
+            .partition(|(_, at)| *at <= now_ms);
+        leader.to_close = later;
+        for (session, _) in due {
+            self.lead(now_ms, None, Forwarded::CloseSession { session }, out);
+        }
+    }
+
+    /// Forced expiry (a fault): the leader marks the session closing now,
+    /// as if its time were up, and preps its closeSession once
+    /// `closing_window_ms` has passed ([`Server::close_expired`]); the
+    /// session's writes prepped meanwhile fail with SessionExpired, which
+    /// their clients then see. Only the leader can; elsewhere this does
+    /// nothing.
+    pub fn expire(&mut self, now_ms: i64, session: SessionId, closing_window_ms: u64) {
+        let live = self
+            .leader
+            .as_ref()
+            .is_some_and(|l| l.tracker.contains_key(&session) && !l.closing.contains(&session));
+        if live {
+            self.mark_closing(session, now_ms + closing_window_ms as i64);
         }
     }
 
@@ -139,12 +259,35 @@ impl Server {
 
     /// A message from a client connection held by this server.
     pub fn on_client(&mut self, now_ms: i64, conn: ConnId, msg: ClientMsg, out: &mut Vec<Output>) {
+        let me = self.config.id;
         let origin = |xid| Origin {
-            server: self.config.id,
+            server: me,
             conn,
             xid,
         };
+        if !matches!(msg, ClientMsg::Connect { .. }) {
+            match self.conns.get(&conn) {
+                // This server dropped the connection (its session closed):
+                // a real server's socket is gone and the packet is lost.
+                None if self.dropped.contains(&conn) => return,
+                None => panic!("conn {conn}: a message before Connect"),
+                Some(Conn { session: None, .. }) => {
+                    panic!("conn {conn}: a message before its session was created")
+                }
+                Some(Conn {
+                    session: Some(s), ..
+                }) => {
+                    let s = *s;
+                    self.touch(now_ms, s);
+                }
+            }
+        }
         match msg {
+            ClientMsg::Ping => out.push(Output::Client {
+                conn,
+                // Pings carry no xid: the answer may pass earlier replies.
+                msg: ServerMsg::Pong,
+            }),
             ClientMsg::Connect { timeout_ms } => {
                 let c = self.conns.entry(conn).or_default();
                 assert!(c.session.is_none(), "conn {conn} connected twice");
@@ -155,8 +298,7 @@ impl Server {
             }
             ClientMsg::Close => {
                 let session = self.conns.get(&conn).and_then(|c| c.session);
-                let session =
-                    session.unwrap_or_else(|| panic!("conn {conn}: close before its session"));
+                let session = session.expect("checked above");
                 self.forward_to_leader(
                     now_ms,
                     origin(-2),
@@ -165,10 +307,8 @@ impl Server {
                 );
             }
             ClientMsg::Request { xid, op } => {
-                let Some(session) = self.conns.get(&conn).and_then(|c| c.session) else {
-                    // A request before the session exists is a client bug.
-                    panic!("conn {conn}: request before its session");
-                };
+                let session = self.conns.get(&conn).and_then(|c| c.session);
+                let session = session.expect("checked above");
                 let forwarded = match &op {
                     Op::Sync { .. } => Some(Forwarded::Sync),
                     op if op.is_write() => Some(Forwarded::Write {
@@ -199,7 +339,7 @@ impl Server {
         out: &mut Vec<Output>,
     ) {
         if self.is_leader() {
-            self.lead(now_ms, origin, request, out);
+            self.lead(now_ms, Some(origin), request, out);
         } else {
             out.push(Output::Peer {
                 to: self.config.leader,
@@ -214,7 +354,13 @@ impl Server {
             PeerMsg::Forward { origin, request } => {
                 assert!(self.is_leader(), "forward to a follower");
                 assert_eq!(origin.server, from);
-                self.lead(now_ms, origin, request, out);
+                self.lead(now_ms, Some(origin), request, out);
+            }
+            PeerMsg::Touch { sessions } => {
+                assert!(self.is_leader(), "touch to a follower");
+                for s in sessions {
+                    self.touch(now_ms, s);
+                }
             }
             PeerMsg::Proposal { txn, origin } => {
                 assert_eq!(from, self.config.leader, "proposal from a non-leader");
@@ -251,12 +397,21 @@ impl Server {
         }
     }
 
-    /// The leader sequences a request: prep, zxid, propose.
-    fn lead(&mut self, now_ms: i64, origin: Origin, request: Forwarded, out: &mut Vec<Output>) {
+    /// The leader sequences a request: prep, zxid, propose. `origin` is
+    /// `None` for the leader's own requests (expiry).
+    fn lead(
+        &mut self,
+        now_ms: i64,
+        origin: Option<Origin>,
+        request: Forwarded,
+        out: &mut Vec<Output>,
+    ) {
         let id = self.config.id;
         let epoch = self.config.epoch;
+        let tick_ms = self.config.tick_ms;
         let leader = self.leader.as_mut().expect("only the leader leads");
         if let Forwarded::Sync = request {
+            let origin = origin.expect("a sync comes from a client");
             if self.committed == self.log.len() {
                 self.sync_done(origin, out);
             } else {
@@ -267,25 +422,40 @@ impl Server {
         leader.counter += 1;
         let zxid = (i64::from(epoch) << 32) | i64::from(leader.counter);
         let txn = match request {
+            Forwarded::Write { session, .. } if leader.closing.contains(&session) => {
+                // Marked closing: the write fails at prep (an error txn).
+                Txn {
+                    zxid,
+                    time_ms: now_ms,
+                    session,
+                    body: TxnBody::Error(ZkError::SessionExpired),
+                }
+            }
             Forwarded::Write { session, op } => leader.proposed.prepare(zxid, now_ms, session, &op),
             Forwarded::CreateSession { timeout_ms } => {
                 leader.next_session += 1;
                 let session = SessionId((i64::from(id) + 1) << 56 | leader.next_session);
+                leader.tracker.insert(
+                    session,
+                    (timeout_ms, expiry_time(tick_ms, now_ms, timeout_ms)),
+                );
                 leader
                     .proposed
                     .prepare_create_session(zxid, now_ms, session, timeout_ms)
             }
             Forwarded::CloseSession { session } => {
+                // Prep collects the ephemerals in the proposed state, so
+                // creates still in flight go too.
+                leader.closing.insert(session);
+                leader.tracker.remove(&session);
+                leader.to_close.retain(|(s, _)| *s != session);
                 leader.proposed.prepare_close_session(zxid, now_ms, session)
             }
             Forwarded::Sync => unreachable!("handled above"),
         };
         leader.proposed.apply(&txn);
         leader.acks.insert(zxid, BTreeSet::from([id]));
-        let entry = Entry {
-            txn,
-            origin: Some(origin),
-        };
+        let entry = Entry { txn, origin };
         for to in (0..self.config.servers).filter(|&s| s != id) {
             out.push(Output::Peer {
                 to,
@@ -350,6 +520,12 @@ impl Server {
             let entry = self.log[self.applied].clone();
             self.applied += 1;
             let applied = self.tree.apply(&entry.txn);
+            if let TxnBody::CloseSession { .. } = entry.txn.body {
+                self.drop_connections(entry.txn.session, entry.origin, out);
+                if let Some(leader) = &mut self.leader {
+                    leader.closing.remove(&entry.txn.session);
+                }
+            }
             for (conn, event) in self.watches.fire_all(&applied.triggers) {
                 out.push(Output::Client {
                     conn,
@@ -372,18 +548,42 @@ impl Server {
                         });
                     }
                 }
-                (TxnBody::CloseSession { .. }, _) => {
-                    self.watches.remove_connection(origin.conn);
-                    self.conns.remove(&origin.conn);
-                    out.push(Output::Client {
-                        conn: origin.conn,
-                        msg: ServerMsg::Closed,
-                    });
-                }
+                // Answered by drop_connections above.
+                (TxnBody::CloseSession { .. }, _) => {}
                 (_, Some(result)) => self.complete(origin, result, out),
                 (body, None) => unreachable!("no reply for {body:?}"),
             }
         }
+    }
+
+    /// closeSession applied: every connection of the session here ends. The
+    /// one that asked for the close hears Closed; others (expiry) see their
+    /// connection closed, as a real server closes the socket.
+    fn drop_connections(
+        &mut self,
+        session: SessionId,
+        origin: Option<Origin>,
+        out: &mut Vec<Output>,
+    ) {
+        let conns: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.session == Some(session))
+            .map(|(id, _)| *id)
+            .collect();
+        for conn in conns {
+            self.conns.remove(&conn);
+            self.dropped.insert(conn);
+            self.watches.remove_connection(conn);
+            let asked = origin.is_some_and(|o| o.server == self.config.id && o.conn == conn);
+            let msg = if asked {
+                ServerMsg::Closed
+            } else {
+                ServerMsg::ConnectionClosed
+            };
+            out.push(Output::Client { conn, msg });
+        }
+        self.touched.remove(&session);
     }
 
     /// Records a request's result and answers what can be answered.

@@ -3,16 +3,20 @@
 //!
 //! madsim datagrams are not FIFO and a clog drops them, while ZooKeeper's
 //! links are TCP: every datagram carries a per-link sequence number and the
-//! receiver delivers in order (the [`Reorder`] buffer). This part of the
-//! simulator injects no faults yet, so a gap is only ever a late datagram.
+//! receiver delivers in order (the [`Reorder`] buffer). The faults so far
+//! (client crash, forced expiry) lose no datagram between live nodes, so a
+//! gap is only ever a late datagram.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use futures::channel::oneshot;
+use futures::channel::{mpsc, oneshot};
+use futures::StreamExt;
 use madsim::net::Endpoint;
 use madsim::runtime::{Handle, NodeHandle};
+use madsim::task::NodeId;
 use madsim::time::TimeHandle;
 use tokio::sync::Notify;
 
@@ -132,11 +136,29 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What a server node's loop reacts to, in one ordered stream.
+enum Event {
+    Datagram(Wire, SocketAddr),
+    Tick,
+    /// Forced session expiry (a fault), acted on by the leader.
+    Expire(SessionId, Duration),
+    /// Prep the closeSessions of sessions marked closing, behind every
+    /// datagram already queued (ZooKeeper's prep queue).
+    CloseExpired,
+}
+
+/// A server's state, shared between its node and the test driving it.
+struct ServerSlot {
+    server: Mutex<Server>,
+    /// The running node's event stream, for faults injected from outside.
+    events: Mutex<Option<mpsc::UnboundedSender<Event>>>,
+}
+
 /// A running ensemble: its servers' state can be inspected after (or
 /// during) a run.
 pub struct Ensemble {
     config: EnsembleConfig,
-    servers: Vec<Arc<Mutex<Server>>>,
+    servers: Vec<Arc<ServerSlot>>,
     _nodes: Vec<NodeHandle>,
     next_client: Mutex<u32>,
 }
@@ -149,20 +171,24 @@ impl Ensemble {
         let mut servers = Vec::new();
         let mut nodes = Vec::new();
         for id in 0..config.servers {
-            let server = Arc::new(Mutex::new(Server::new(ServerConfig {
-                id,
-                servers: config.servers,
-                leader: 0,
-                epoch: 1,
-                tick_ms: config.tick_ms,
-                tree: TreeConfig::default(),
-            })));
+            let server = Arc::new(ServerSlot {
+                server: Mutex::new(Server::new(ServerConfig {
+                    id,
+                    servers: config.servers,
+                    leader: 0,
+                    epoch: 1,
+                    tick_ms: config.tick_ms,
+                    tree: TreeConfig::default(),
+                })),
+                events: Mutex::new(None),
+            });
             let shared = server.clone();
+            let tick_ms = config.tick_ms;
             let node = handle
                 .create_node()
                 .name(format!("server-{id}"))
                 .ip(server_addr(id).ip())
-                .init(move || serve(shared.clone()))
+                .init(move || serve(shared.clone(), tick_ms))
                 .build();
             servers.push(server);
             nodes.push(node);
@@ -181,7 +207,31 @@ impl Ensemble {
 
     /// Runs `f` on server `id`'s state.
     pub fn with_server<R>(&self, id: ServerId, f: impl FnOnce(&Server) -> R) -> R {
-        f(&lock(&self.servers[id as usize]))
+        f(&lock(&self.servers[id as usize].server))
+    }
+
+    /// Fault: the leader expires `session` now, as if its time were up.
+    pub fn expire_session(&self, session: SessionId) {
+        self.expire_session_with_window(session, Duration::ZERO);
+    }
+
+    /// Fault: the leader marks `session` closing now and closes it after
+    /// `window`; the session's writes prepped in the window fail with
+    /// SessionExpired (what a client sees when its session expires while it
+    /// is connected and writing).
+    pub fn expire_session_with_window(&self, session: SessionId, window: Duration) {
+        let leader = (0..self.config.servers)
+            .find(|&s| self.with_server(s, Server::is_leader))
+            .expect("a leader");
+        if let Some(events) = &*lock(&self.servers[leader as usize].events) {
+            let _ = events.unbounded_send(Event::Expire(session, window));
+        }
+    }
+
+    /// Fault: the client's node dies (its pings stop; the handle must not
+    /// be used again).
+    pub fn crash_client(&self, zk: &SimZk) {
+        Handle::current().kill(zk.node);
     }
 
     /// A new client node, connected to server `server` with a new session.
@@ -197,60 +247,99 @@ impl Ensemble {
             .ip(client_addr(n).ip())
             .build();
         let target = server_addr(server);
-        node.spawn(async move { SimZk::connect(n, target, timeout_ms).await })
+        let id = node.id();
+        node.spawn(async move { SimZk::connect(n, id, target, timeout_ms).await })
             .await
             .map_err(|_| ZkError::ConnectionLoss)?
     }
 }
 
+/// Receives datagrams into the node's event stream (a dedicated task, so
+/// no datagram is lost to a cancelled receive).
+async fn receive_into(endpoint: Arc<Endpoint>, events: mpsc::UnboundedSender<Event>) {
+    while let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await {
+        let wire = *payload
+            .downcast::<Wire>()
+            .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
+        if events.unbounded_send(Event::Datagram(wire, from)).is_err() {
+            return;
+        }
+    }
+}
+
 /// A server node's life: receive, step the state machine, send.
-async fn serve(server: Arc<Mutex<Server>>) {
-    let id = lock(&server).id();
+async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
+    let id = lock(&slot.server).id();
     let endpoint = Arc::new(
         Endpoint::bind(server_addr(id))
             .await
             .expect("the server's address is free"),
     );
+    let (tx, mut events) = mpsc::unbounded();
+    *lock(&slot.events) = Some(tx.clone());
+    let to_self = tx.clone();
+    madsim::task::spawn(receive_into(endpoint.clone(), tx.clone()));
+    madsim::task::spawn(async move {
+        loop {
+            madsim::time::sleep(Duration::from_millis(tick_ms)).await;
+            if tx.unbounded_send(Event::Tick).is_err() {
+                return;
+            }
+        }
+    });
     let mut reorder = Reorder::default();
     let mut seqs = Sequencer::default();
     let mut clients: BTreeMap<ConnId, SocketAddr> = BTreeMap::new();
-    loop {
-        let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await else {
-            return;
-        };
-        let wire = *payload
-            .downcast::<Wire>()
-            .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
-        for wire in reorder.accept(wire) {
-            let mut out = Vec::new();
-            {
-                let mut s = lock(&server);
-                match wire {
-                    Wire::Peer { from, msg, .. } => s.on_peer(now_ms(), from, msg, &mut out),
-                    Wire::Client { conn, msg, .. } => {
-                        clients.insert(conn, from);
-                        s.on_client(now_ms(), conn, msg, &mut out)
-                    }
-                    Wire::Server { .. } => panic!("a server message sent to a server"),
+    while let Some(event) = events.next().await {
+        let mut out = Vec::new();
+        match event {
+            Event::Tick => lock(&slot.server).on_tick(now_ms(), &mut out),
+            Event::Expire(session, window) => {
+                lock(&slot.server).expire(now_ms(), session, window.as_millis() as u64);
+                if !window.is_zero() {
+                    let to_self = to_self.clone();
+                    madsim::task::spawn(async move {
+                        madsim::time::sleep(window).await;
+                        let _ = to_self.unbounded_send(Event::CloseExpired);
+                    });
                 }
             }
-            for o in out {
-                let (to, wire) = match o {
-                    Output::Peer { to, msg } => {
-                        let addr = server_addr(to);
-                        let seq = seqs.next(addr);
-                        (addr, Wire::Peer { from: id, seq, msg })
+            Event::CloseExpired => lock(&slot.server).close_expired(now_ms(), &mut out),
+            Event::Datagram(wire, from) => {
+                for wire in reorder.accept(wire) {
+                    let mut s = lock(&slot.server);
+                    match wire {
+                        Wire::Peer { from, msg, .. } => s.on_peer(now_ms(), from, msg, &mut out),
+                        Wire::Client { conn, msg, .. } => {
+                            clients.insert(conn, from);
+                            s.on_client(now_ms(), conn, msg, &mut out)
+                        }
+                        Wire::Server { .. } => panic!("a server message sent to a server"),
                     }
-                    Output::Client { conn, msg } => {
-                        let Some(&addr) = clients.get(&conn) else {
-                            continue; // not this server's connection (any more)
-                        };
-                        let seq = seqs.next(addr);
-                        (addr, Wire::Server { seq, msg })
-                    }
-                };
-                send(&endpoint, to, wire);
+                }
             }
+        }
+        if lock(&slot.server).has_due_closes(now_ms()) {
+            // Behind what is queued already; the channel is ours, so this
+            // cannot fail while the loop runs.
+            let _ = to_self.unbounded_send(Event::CloseExpired);
+        }
+        for o in out {
+            let (to, wire) = match o {
+                Output::Peer { to, msg } => {
+                    let addr = server_addr(to);
+                    let seq = seqs.next(addr);
+                    (addr, Wire::Peer { from: id, seq, msg })
+                }
+                Output::Client { conn, msg } => {
+                    let Some(&addr) = clients.get(&conn) else {
+                        continue; // not this server's connection (any more)
+                    };
+                    let seq = seqs.next(addr);
+                    (addr, Wire::Server { seq, msg })
+                }
+            };
+            send(&endpoint, to, wire);
         }
     }
 }
@@ -270,6 +359,10 @@ struct ClientState {
     /// Set by close(): answered when the server confirms.
     closing: Option<oneshot::Sender<()>>,
     closed: bool,
+    /// The server dropped the connection. Reconnecting (and so learning
+    /// Expired, as the Java client does) is the next step of the
+    /// simulator; until then a disconnected handle answers ConnectionLoss.
+    disconnected: bool,
     waiting: BTreeMap<i64, oneshot::Sender<Result<Reply, ZkError>>>,
     events: VecDeque<ClientEvent>,
     /// The largest zxid seen in a reply (the reconnect check will use it).
@@ -283,6 +376,7 @@ struct ClientState {
 /// The simulated client: one session over one connection (this part has no
 /// reconnects yet).
 pub struct SimZk {
+    node: NodeId,
     endpoint: Arc<Endpoint>,
     server: SocketAddr,
     conn: ConnId,
@@ -293,7 +387,12 @@ pub struct SimZk {
 }
 
 impl SimZk {
-    async fn connect(n: u32, server: SocketAddr, timeout_ms: u64) -> Result<SimZk, ZkError> {
+    async fn connect(
+        n: u32,
+        node: NodeId,
+        server: SocketAddr,
+        timeout_ms: u64,
+    ) -> Result<SimZk, ZkError> {
         let endpoint = Arc::new(
             Endpoint::bind(client_addr(n))
                 .await
@@ -304,6 +403,7 @@ impl SimZk {
             next_xid: 1,
             closing: None,
             closed: false,
+            disconnected: false,
             waiting: BTreeMap::new(),
             events: VecDeque::new(),
             last_zxid: 0,
@@ -352,7 +452,15 @@ impl SimZk {
             state.clone(),
             notify.clone(),
         ));
+        madsim::task::spawn(ping(
+            endpoint.clone(),
+            server,
+            conn,
+            negotiated,
+            state.clone(),
+        ));
         Ok(SimZk {
+            node,
             endpoint,
             server,
             conn,
@@ -366,6 +474,32 @@ impl SimZk {
     /// The largest zxid this client has seen in a reply.
     pub fn last_zxid(&self) -> Zxid {
         lock(&self.state).last_zxid
+    }
+}
+
+/// Pings every T/3 so the session stays alive while the client is idle.
+async fn ping(
+    endpoint: Arc<Endpoint>,
+    server: SocketAddr,
+    conn: ConnId,
+    timeout_ms: u64,
+    state: Arc<Mutex<ClientState>>,
+) {
+    loop {
+        madsim::time::sleep(Duration::from_millis(timeout_ms / 3)).await;
+        let mut st = lock(&state);
+        if st.closed || st.disconnected || st.closing.is_some() {
+            return;
+        }
+        let seq = st.seq;
+        st.seq += 1;
+        drop(st);
+        let ping = Wire::Client {
+            conn,
+            seq,
+            msg: ClientMsg::Ping,
+        };
+        send(&endpoint, server, ping);
     }
 }
 
@@ -413,6 +547,18 @@ async fn receive(
                         let _ = tx.send(());
                     }
                 }
+                ServerMsg::Pong => {}
+                ServerMsg::ConnectionClosed => {
+                    // Every pending request fails, in issue order, then
+                    // Disconnected (ZK_SEMANTICS.md §3.3).
+                    st.disconnected = true;
+                    for (_, waiter) in std::mem::take(&mut st.waiting) {
+                        let _ = waiter.send(Err(ZkError::ConnectionLoss));
+                    }
+                    st.events
+                        .push_back(ClientEvent::Session(SessionEvent::Disconnected));
+                    notify.notify_one();
+                }
                 ServerMsg::Connected { .. } => panic!("Connected twice on one connection"),
             }
         }
@@ -437,6 +583,9 @@ impl Zk for SimZk {
             let mut st = lock(&self.state);
             if st.closed || st.closing.is_some() {
                 return Err(ZkError::SessionExpired);
+            }
+            if st.disconnected {
+                return Err(ZkError::ConnectionLoss);
             }
             let xid = st.next_xid;
             st.next_xid += 1;
