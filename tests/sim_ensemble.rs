@@ -255,3 +255,75 @@ fn a_seed_replays_to_the_same_hash_on_any_thread() {
     let distinct: std::collections::BTreeSet<_> = first.iter().collect();
     assert!(distinct.len() > 40, "different seeds give different runs");
 }
+
+/// A fingerprint of the sources the simulation is built from, so hash
+/// files of another version are not compared.
+fn source_fingerprint() -> u64 {
+    fn walk(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, files);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("Cargo.lock"), root.join(file!())];
+    walk(&root.join("src"), &mut files);
+    let mut h = DefaultHasher::new();
+    for f in files {
+        std::fs::read(&f).unwrap_or_default().hash(&mut h);
+    }
+    h.finish()
+}
+
+/// Debug and release builds of one version must give the same hashes. Each
+/// profile writes the first 20 seeds' hashes under target/; when the other
+/// profile's file is there for the same sources (run both: `cargo test
+/// --test sim_ensemble` and `cargo test --release --test sim_ensemble`),
+/// they must agree.
+#[test]
+fn hashes_agree_between_debug_and_release() {
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let other = if cfg!(debug_assertions) {
+        "release"
+    } else {
+        "debug"
+    };
+    let mut lines = vec![format!("sources {:016x}", source_fingerprint())];
+    lines.extend((START_SEED..START_SEED + 20).map(|s| format!("{s} {:016x}", checked(s).hash)));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let mine = dir.join(format!("zoosim-sim-hashes-{profile}.txt"));
+    let theirs = dir.join(format!("zoosim-sim-hashes-{other}.txt"));
+    std::fs::create_dir_all(&dir).expect("target/ is writable");
+    std::fs::write(&mine, lines.join("\n")).expect("write the hash file");
+    let text = std::fs::read_to_string(&theirs).unwrap_or_default();
+    let theirs_lines: Vec<&str> = text.lines().collect();
+    if theirs_lines.first() == Some(&lines[0].as_str()) {
+        assert_eq!(
+            theirs_lines,
+            lines.iter().map(String::as_str).collect::<Vec<_>>(),
+            "{profile} and {other} builds of the same sources disagree ({} vs {})",
+            mine.display(),
+            theirs.display()
+        );
+        eprintln!("20 seed hashes agree between the {profile} and {other} builds");
+    } else {
+        eprintln!(
+            "hashes written to {}; run the {other} build of these sources to compare",
+            mine.display()
+        );
+    }
+}
