@@ -198,7 +198,12 @@ fn forced_expiry_closes_the_session_everywhere() {
                 dropped,
                 Ok(ClientEvent::Session(SessionEvent::Disconnected))
             );
-            assert_eq!(a.exists("/a", false).await, Err(ZkError::ConnectionLoss));
+            // The Java client learns of the expiry when it reconnects: the
+            // request waits for that, then fails, and Expired follows.
+            assert_eq!(a.exists("/a", false).await, Err(ZkError::SessionExpired));
+            let expired = timeout(Duration::from_secs(2), a.next_event()).await;
+            assert_eq!(expired, Ok(ClientEvent::Session(SessionEvent::Expired)));
+            assert_eq!(a.try_next_event(), None);
             let deleted = WatchEvent {
                 event_type: EventType::NodeDeleted,
                 path: "/a".into(),

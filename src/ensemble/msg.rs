@@ -38,6 +38,15 @@ pub enum PeerMsg {
     /// Follower → leader, every tick: the sessions its clients were heard
     /// from since the last report (ZooKeeper piggybacks this on pings).
     Touch { sessions: Vec<SessionId> },
+    /// Follower → leader: a client re-attaches `session` here.
+    Revalidate { origin: Origin, session: SessionId },
+    /// Leader → follower: whether the session lives (it is now owned by
+    /// the follower, and touched).
+    Revalidated {
+        origin: Origin,
+        session: SessionId,
+        live: Option<u64>,
+    },
 }
 
 /// What a follower forwards to the leader.
@@ -49,13 +58,28 @@ pub enum Forwarded {
     CloseSession { session: SessionId },
 }
 
+/// The watches a reconnecting client still holds (SetWatches).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct WatchLists {
+    pub data: Vec<String>,
+    pub exist: Vec<String>,
+    pub child: Vec<String>,
+}
+
 /// Client → server.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum ClientMsg {
-    /// Open a new session (this connection's first message).
+    /// A connection's first message: a new session (`session: None`) or a
+    /// re-attach, with the last zxid the client has seen and, on a
+    /// re-attach, its watches to replay (ConnectRequest + SetWatches).
     Connect {
+        session: Option<SessionId>,
+        last_zxid: Zxid,
         timeout_ms: u64,
+        watches: WatchLists,
     },
+    /// The client gives this connection up (a socket close).
+    Disconnect,
     Request {
         xid: i64,
         op: Op,
@@ -83,6 +107,8 @@ pub enum ServerMsg {
     /// The session's closeSession has been applied; the connection ends.
     Closed,
     Pong,
+    /// ConnectResponse with timeout 0: the session is unknown or expired.
+    Expired,
     /// The server dropped this connection (its session was closed, e.g. by
     /// expiry): what a client sees as the TCP connection closing.
     ConnectionClosed,

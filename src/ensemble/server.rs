@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::msg::{ClientMsg, ConnId, Forwarded, Origin, PeerMsg, ServerId, ServerMsg};
+use super::msg::{ClientMsg, ConnId, Forwarded, Origin, PeerMsg, ServerId, ServerMsg, WatchLists};
 use crate::proto::{Op, Reply, SessionId, ZkError, Zxid};
 use crate::tree::{DataTree, TreeConfig, Txn, TxnBody, WatchTable};
 
@@ -58,6 +58,9 @@ struct Conn {
     session: Option<SessionId>,
     /// Requests in issue order; the head is answered first.
     queue: VecDeque<Pending>,
+    /// A re-attach waiting for the leader: the client's last zxid and the
+    /// watches to replay once the session is confirmed.
+    reattach: Option<(Zxid, WatchLists)>,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -80,6 +83,9 @@ struct LeaderState {
     /// With the time before which not to prep the close (a fault's
     /// closing window; now for a natural expiry).
     to_close: Vec<(SessionId, i64)>,
+    /// The server each session is attached to; a write from another
+    /// server's (stale) connection fails with SessionMoved.
+    owner: BTreeMap<SessionId, ServerId>,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -119,6 +125,7 @@ impl Server {
             tracker: BTreeMap::new(),
             closing: BTreeSet::new(),
             to_close: Vec::new(),
+            owner: BTreeMap::new(),
         });
         Server {
             config,
@@ -185,6 +192,85 @@ impl Server {
         let leader = self.leader.as_mut().expect("leader only");
         leader.closing.insert(session);
         leader.to_close.push((session, close_at_ms));
+    }
+
+    /// The leader confirms a re-attach: the session lives (and is now owned
+    /// by the client's new server, and touched) or it does not.
+    fn revalidate(
+        &mut self,
+        now_ms: i64,
+        origin: Origin,
+        session: SessionId,
+        out: &mut Vec<Output>,
+    ) {
+        let leader = self.leader.as_mut().expect("leader only");
+        let live = match leader.tracker.get(&session) {
+            Some(&(timeout, _)) if !leader.closing.contains(&session) => Some(timeout),
+            _ => None,
+        };
+        if live.is_some() {
+            leader.owner.insert(session, origin.server);
+            self.touch(now_ms, session);
+        }
+        if origin.server == self.config.id {
+            self.revalidated(origin, session, live, out);
+        } else {
+            out.push(Output::Peer {
+                to: origin.server,
+                msg: PeerMsg::Revalidated {
+                    origin,
+                    session,
+                    live,
+                },
+            });
+        }
+    }
+
+    /// The re-attach's answer reaches the client's server: Connected, then
+    /// the SetWatches replay; or Expired.
+    fn revalidated(
+        &mut self,
+        origin: Origin,
+        session: SessionId,
+        live: Option<u64>,
+        out: &mut Vec<Output>,
+    ) {
+        let conn = origin.conn;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return; // the client gave up on this connection meanwhile
+        };
+        let (last_zxid, watches) = c.reattach.take().expect("a re-attach in progress");
+        let Some(timeout_ms) = live else {
+            self.conns.remove(&conn);
+            self.dropped.insert(conn);
+            out.push(Output::Client {
+                conn,
+                msg: ServerMsg::Expired,
+            });
+            return;
+        };
+        c.session = Some(session);
+        out.push(Output::Client {
+            conn,
+            msg: ServerMsg::Connected {
+                session,
+                timeout_ms,
+            },
+        });
+        let replayed = self.watches.set_watches(
+            conn,
+            &self.tree,
+            last_zxid,
+            &watches.data,
+            &watches.exist,
+            &watches.child,
+        );
+        for event in replayed {
+            out.push(Output::Client {
+                conn,
+                msg: ServerMsg::Watch(event),
+            });
+        }
     }
 
     /// Whether a closeSession is due to be prepped by
@@ -265,7 +351,7 @@ impl Server {
             conn,
             xid,
         };
-        if !matches!(msg, ClientMsg::Connect { .. }) {
+        if !matches!(msg, ClientMsg::Connect { .. } | ClientMsg::Disconnect) {
             match self.conns.get(&conn) {
                 // This server dropped the connection (its session closed):
                 // a real server's socket is gone and the packet is lost.
@@ -288,13 +374,53 @@ impl Server {
                 // Pings carry no xid: the answer may pass earlier replies.
                 msg: ServerMsg::Pong,
             }),
-            ClientMsg::Connect { timeout_ms } => {
+            ClientMsg::Connect {
+                session,
+                last_zxid,
+                timeout_ms,
+                watches,
+            } => {
+                assert!(
+                    !self.conns.contains_key(&conn),
+                    "conn {conn} connected twice"
+                );
+                if last_zxid > self.tree.last_zxid() {
+                    // The client has seen more than this server: refused
+                    // (it must try another server), ZK_SEMANTICS.md §3.4.
+                    self.dropped.insert(conn);
+                    out.push(Output::Client {
+                        conn,
+                        msg: ServerMsg::ConnectionClosed,
+                    });
+                    return;
+                }
                 let c = self.conns.entry(conn).or_default();
-                assert!(c.session.is_none(), "conn {conn} connected twice");
-                let request = Forwarded::CreateSession {
-                    timeout_ms: self.config.negotiate(timeout_ms),
-                };
-                self.forward_to_leader(now_ms, origin(-1), request, out);
+                match session {
+                    None => {
+                        let request = Forwarded::CreateSession {
+                            timeout_ms: self.config.negotiate(timeout_ms),
+                        };
+                        self.forward_to_leader(now_ms, origin(-1), request, out);
+                    }
+                    Some(session) => {
+                        c.reattach = Some((last_zxid, watches));
+                        let origin = origin(-1);
+                        if self.is_leader() {
+                            self.revalidate(now_ms, origin, session, out);
+                        } else {
+                            out.push(Output::Peer {
+                                to: self.config.leader,
+                                msg: PeerMsg::Revalidate { origin, session },
+                            });
+                        }
+                    }
+                }
+            }
+            ClientMsg::Disconnect => {
+                if self.conns.remove(&conn).is_some() {
+                    self.watches.remove_connection(conn);
+                    self.dropped.insert(conn);
+                }
             }
             ClientMsg::Close => {
                 let session = self.conns.get(&conn).and_then(|c| c.session);
@@ -356,6 +482,15 @@ impl Server {
                 assert_eq!(origin.server, from);
                 self.lead(now_ms, Some(origin), request, out);
             }
+            PeerMsg::Revalidate { origin, session } => {
+                assert_eq!(origin.server, from);
+                self.revalidate(now_ms, origin, session, out);
+            }
+            PeerMsg::Revalidated {
+                origin,
+                session,
+                live,
+            } => self.revalidated(origin, session, live, out),
             PeerMsg::Touch { sessions } => {
                 assert!(self.is_leader(), "touch to a follower");
                 for s in sessions {
@@ -431,6 +566,18 @@ impl Server {
                     body: TxnBody::Error(ZkError::SessionExpired),
                 }
             }
+            Forwarded::Write { session, .. }
+                if origin.is_some_and(|o| leader.owner.get(&session) != Some(&o.server)) =>
+            {
+                // From a connection the session has moved away from: not
+                // applied; that server will close the connection.
+                Txn {
+                    zxid,
+                    time_ms: now_ms,
+                    session,
+                    body: TxnBody::Error(ZkError::SessionMoved),
+                }
+            }
             Forwarded::Write { session, op } => leader.proposed.prepare(zxid, now_ms, session, &op),
             Forwarded::CreateSession { timeout_ms } => {
                 leader.next_session += 1;
@@ -439,6 +586,9 @@ impl Server {
                     session,
                     (timeout_ms, expiry_time(tick_ms, now_ms, timeout_ms)),
                 );
+                if let Some(o) = origin {
+                    leader.owner.insert(session, o.server);
+                }
                 leader
                     .proposed
                     .prepare_create_session(zxid, now_ms, session, timeout_ms)
@@ -448,6 +598,7 @@ impl Server {
                 // creates still in flight go too.
                 leader.closing.insert(session);
                 leader.tracker.remove(&session);
+                leader.owner.remove(&session);
                 leader.to_close.retain(|(s, _)| *s != session);
                 leader.proposed.prepare_close_session(zxid, now_ms, session)
             }
@@ -588,6 +739,19 @@ impl Server {
 
     /// Records a request's result and answers what can be answered.
     fn complete(&mut self, origin: Origin, result: Result<Reply, ZkError>, out: &mut Vec<Output>) {
+        if result == Err(ZkError::SessionMoved) {
+            // FinalRequestProcessor closes the stale connection instead of
+            // answering (ZK_SEMANTICS.md §1.6).
+            if self.conns.remove(&origin.conn).is_some() {
+                self.watches.remove_connection(origin.conn);
+                self.dropped.insert(origin.conn);
+                out.push(Output::Client {
+                    conn: origin.conn,
+                    msg: ServerMsg::ConnectionClosed,
+                });
+            }
+            return;
+        }
         let Some(c) = self.conns.get_mut(&origin.conn) else {
             return; // the connection is gone
         };

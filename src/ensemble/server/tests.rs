@@ -120,7 +120,15 @@ impl Net {
 
     fn connect(&mut self, conn: ConnId, home: ServerId) -> SessionId {
         self.homes.insert(conn, home);
-        self.client(conn, ClientMsg::Connect { timeout_ms: 4000 });
+        self.client(
+            conn,
+            ClientMsg::Connect {
+                session: None,
+                last_zxid: 0,
+                timeout_ms: 4000,
+                watches: Default::default(),
+            },
+        );
         self.run();
         match self.inbox.get_mut(&conn).and_then(|v| v.pop()) {
             Some(ServerMsg::Connected {

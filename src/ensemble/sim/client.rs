@@ -1,0 +1,647 @@
+//! The simulated client: one session over a succession of connections, as
+//! ZooKeeper's clients behave (ZK_SEMANTICS.md §2.5, §3.1, §3.3):
+//!
+//! * a connection breaks when the server closes it or stays silent longer
+//!   than the read timeout; every request in flight then fails with
+//!   ConnectionLoss, in issue order, and Disconnected follows;
+//! * it reconnects to the next server of its list with its session id, its
+//!   last zxid (a server that has seen less refuses it) and its watches
+//!   (replayed by the server); the session is either back (Connected, then
+//!   the replayed events) or gone (Expired: the handle is dead);
+//! * requests issued while disconnected wait for the next connection; the
+//!   two [`Flavour`]s differ in how long.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::channel::oneshot;
+use madsim::net::Endpoint;
+use madsim::task::NodeId;
+use madsim::time::{sleep, timeout};
+use tokio::sync::Notify;
+
+use super::{client_addr, lock, now_ms, send, Reorder, Wire, TAG};
+use crate::client::Zk;
+use crate::ensemble::msg::{ClientMsg, ConnId, ServerMsg, WatchLists};
+use crate::path::validate_op;
+use crate::proto::{
+    ClientEvent, EventType, Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid,
+};
+
+/// Which real client's behaviour to reproduce; recipes must pass under both.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Flavour {
+    /// The Java client: read timeout 2T/3; requests issued while
+    /// disconnected go out after the next handshake, or fail with
+    /// ConnectionLoss if the attempt in progress fails; it never expires a
+    /// session itself and learns Expired when it reconnects.
+    Java,
+    /// The zookeeper-client crate, as pinned by tests/real_client.rs:
+    /// silence of 2T/5 breaks the connection; requests issued while
+    /// disconnected are held across attempts until the session is back;
+    /// 7T/5 after it last heard from a server it expires the session
+    /// itself, failing them with SessionExpired.
+    Rust,
+}
+
+impl Flavour {
+    fn read_timeout_ms(self, t: u64) -> i64 {
+        match self {
+            Flavour::Java => (2 * t / 3) as i64,
+            Flavour::Rust => (2 * t / 5) as i64,
+        }
+    }
+}
+
+pub(crate) struct ClientSetup {
+    pub n: u32,
+    pub node: NodeId,
+    /// In the order to try them.
+    pub servers: Vec<SocketAddr>,
+    pub timeout_ms: u64,
+    pub flavour: Flavour,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Connecting,
+    Connected { conn: ConnId, server: SocketAddr },
+    Closed,
+    Expired,
+}
+
+/// How a connection attempt ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Attempted {
+    Connected,
+    Expired,
+    Failed,
+}
+
+/// What a read armed, registered when its reply arrives (ZKWatchManager).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Arm {
+    Exists,
+    Data,
+    Child,
+}
+
+struct Waiter {
+    tx: oneshot::Sender<Result<Reply, ZkError>>,
+    arm: Option<(Arm, String)>,
+}
+
+/// The client's watch tables, by path (data, exist, child).
+#[derive(Default)]
+struct Watches {
+    data: BTreeSet<String>,
+    exist: BTreeSet<String>,
+    child: BTreeSet<String>,
+}
+
+impl Watches {
+    /// Consumes the watches an event fires; false if none did (the event is
+    /// then dropped, as the Java client's materialize() finds no watcher).
+    fn fire(&mut self, e: &WatchEvent) -> bool {
+        let p = &e.path;
+        match e.event_type {
+            EventType::NodeCreated | EventType::NodeDataChanged => {
+                self.data.remove(p) | self.exist.remove(p)
+            }
+            EventType::NodeChildrenChanged => self.child.remove(p),
+            EventType::NodeDeleted => {
+                self.data.remove(p) | self.exist.remove(p) | self.child.remove(p)
+            }
+        }
+    }
+
+    fn lists(&self) -> WatchLists {
+        WatchLists {
+            data: self.data.iter().cloned().collect(),
+            exist: self.exist.iter().cloned().collect(),
+            child: self.child.iter().cloned().collect(),
+        }
+    }
+}
+
+struct State {
+    setup_servers: Vec<SocketAddr>,
+    flavour: Flavour,
+    n: u32,
+    phase: Phase,
+    session: Option<SessionId>,
+    timeout_ms: u64,
+    conns_made: u64,
+    /// The connection being set up, and who waits for its outcome.
+    attempt: Option<(ConnId, SocketAddr, oneshot::Sender<Attempted>)>,
+    reorder: Reorder,
+    seq: u64,
+    next_xid: i64,
+    /// Sent on the current connection, unanswered.
+    waiting: BTreeMap<i64, Waiter>,
+    /// Issued while not connected.
+    held: VecDeque<(i64, Op, Waiter)>,
+    events: VecDeque<ClientEvent>,
+    last_state: Option<SessionEvent>,
+    watches: Watches,
+    last_zxid: Zxid,
+    last_reply_xid: i64,
+    last_heard_ms: i64,
+    last_sent_ms: i64,
+    closing: Option<oneshot::Sender<()>>,
+}
+
+impl State {
+    fn state_event(&mut self, e: SessionEvent) {
+        // The same state is never reported twice in a row (CC:504-519).
+        if self.last_state != Some(e) {
+            self.last_state = Some(e);
+            self.events.push_back(ClientEvent::Session(e));
+        }
+    }
+
+    fn send_on(&mut self, endpoint: &Arc<Endpoint>, conn: ConnId, to: SocketAddr, msg: ClientMsg) {
+        let seq = self.seq;
+        self.seq += 1;
+        self.last_sent_ms = now_ms();
+        send(endpoint, to, Wire::Client { conn, seq, msg });
+    }
+
+    /// The session is gone: every waiting and held request fails.
+    fn expire(&mut self) {
+        self.phase = Phase::Expired;
+        self.attempt = None;
+        for (_, w) in std::mem::take(&mut self.waiting) {
+            let _ = w.tx.send(Err(ZkError::SessionExpired));
+        }
+        for (_, _, w) in std::mem::take(&mut self.held) {
+            let _ = w.tx.send(Err(ZkError::SessionExpired));
+        }
+        self.watches = Watches::default();
+        self.state_event(SessionEvent::Expired);
+    }
+
+    /// The connection broke: in-flight requests fail with ConnectionLoss
+    /// (BTreeMap order is issue order), then Disconnected.
+    fn disconnect(&mut self, endpoint: &Arc<Endpoint>) {
+        let Phase::Connected { conn, server } = self.phase else {
+            return;
+        };
+        // A best-effort socket close, so the server drops its side.
+        self.send_on(endpoint, conn, server, ClientMsg::Disconnect);
+        self.phase = Phase::Connecting;
+        if self.closing.take().is_some() {
+            // close() was under way: it fails (ConnectionLoss) and the
+            // handle is closed anyway; the session lives until it expires.
+            self.phase = Phase::Closed;
+        }
+        for (_, w) in std::mem::take(&mut self.waiting) {
+            let _ = w.tx.send(Err(ZkError::ConnectionLoss));
+        }
+        self.state_event(SessionEvent::Disconnected);
+    }
+}
+
+/// The simulated client (see the module docs).
+pub struct SimZk {
+    node: NodeId,
+    endpoint: Arc<Endpoint>,
+    session: SessionId,
+    timeout_ms: u64,
+    state: Arc<Mutex<State>>,
+    /// Wakes `next_event` callers.
+    events: Arc<Notify>,
+    /// Wakes the connector when the connection breaks.
+    broken: Arc<Notify>,
+}
+
+impl SimZk {
+    pub(crate) async fn connect(setup: ClientSetup) -> Result<SimZk, ZkError> {
+        let endpoint = Arc::new(
+            Endpoint::bind(client_addr(setup.n))
+                .await
+                .map_err(|_| ZkError::ConnectionLoss)?,
+        );
+        let state = Arc::new(Mutex::new(State {
+            setup_servers: setup.servers,
+            flavour: setup.flavour,
+            n: setup.n,
+            phase: Phase::Connecting,
+            session: None,
+            timeout_ms: setup.timeout_ms,
+            conns_made: 0,
+            attempt: None,
+            reorder: Reorder::default(),
+            seq: 0,
+            next_xid: 1,
+            waiting: BTreeMap::new(),
+            held: VecDeque::new(),
+            events: VecDeque::new(),
+            last_state: None,
+            watches: Watches::default(),
+            last_zxid: 0,
+            last_reply_xid: 0,
+            last_heard_ms: now_ms(),
+            last_sent_ms: now_ms(),
+            closing: None,
+        }));
+        let events = Arc::new(Notify::new());
+        let broken = Arc::new(Notify::new());
+        madsim::task::spawn(receive(
+            endpoint.clone(),
+            state.clone(),
+            events.clone(),
+            broken.clone(),
+        ));
+        // The first session: one round over the servers.
+        let servers = lock(&state).setup_servers.clone();
+        let mut connected = false;
+        for server in servers {
+            if attempt(&endpoint, &state, server).await == Attempted::Connected {
+                connected = true;
+                break;
+            }
+        }
+        if !connected {
+            return Err(ZkError::ConnectionLoss);
+        }
+        let (session, timeout_ms) = {
+            let st = lock(&state);
+            (st.session.expect("connected"), st.timeout_ms)
+        };
+        madsim::task::spawn(keep_alive(
+            endpoint.clone(),
+            state.clone(),
+            events.clone(),
+            broken.clone(),
+        ));
+        madsim::task::spawn(reconnect(
+            endpoint.clone(),
+            state.clone(),
+            events.clone(),
+            broken.clone(),
+        ));
+        Ok(SimZk {
+            node: setup.node,
+            endpoint,
+            session,
+            timeout_ms,
+            state,
+            events,
+            broken,
+        })
+    }
+
+    /// The client's node (for faults).
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// The largest zxid this client has seen in a reply.
+    pub fn last_zxid(&self) -> Zxid {
+        lock(&self.state).last_zxid
+    }
+
+    /// Whether a connection is up now.
+    pub fn is_connected(&self) -> bool {
+        matches!(lock(&self.state).phase, Phase::Connected { .. })
+    }
+
+    /// Fault: the connection breaks now, as if the server's socket closed
+    /// (the client reconnects elsewhere).
+    pub fn break_connection(&self) {
+        lock(&self.state).disconnect(&self.endpoint);
+        self.events.notify_one();
+        self.broken.notify_one();
+    }
+}
+
+/// One connection attempt: Connect, then wait for the outcome within the
+/// connect timeout (T / number of servers).
+async fn attempt(
+    endpoint: &Arc<Endpoint>,
+    state: &Arc<Mutex<State>>,
+    server: SocketAddr,
+) -> Attempted {
+    let (rx, wait) = {
+        let mut st = lock(state);
+        st.conns_made += 1;
+        let conn = ConnId::from(st.n) << 16 | st.conns_made;
+        let (tx, rx) = oneshot::channel();
+        st.attempt = Some((conn, server, tx));
+        st.reorder = Reorder::default();
+        st.seq = 0;
+        let connect = ClientMsg::Connect {
+            session: st.session,
+            last_zxid: st.last_zxid,
+            timeout_ms: st.timeout_ms,
+            watches: st.watches.lists(),
+        };
+        st.send_on(endpoint, conn, server, connect);
+        let wait = st.timeout_ms / st.setup_servers.len() as u64;
+        (rx, Duration::from_millis(wait.max(1)))
+    };
+    let outcome = match timeout(wait, rx).await {
+        Ok(Ok(outcome)) => outcome,
+        _ => Attempted::Failed,
+    };
+    if outcome == Attempted::Failed {
+        let mut st = lock(state);
+        if let Some((conn, server, _)) = st.attempt.take() {
+            st.send_on(endpoint, conn, server, ClientMsg::Disconnect);
+        }
+    }
+    outcome
+}
+
+/// Reconnects after every break until the session ends.
+async fn reconnect(
+    endpoint: Arc<Endpoint>,
+    state: Arc<Mutex<State>>,
+    events: Arc<Notify>,
+    broken: Arc<Notify>,
+) {
+    let mut next = 0;
+    loop {
+        broken.notified().await;
+        let servers = lock(&state).setup_servers.clone();
+        'round: loop {
+            for _ in 0..servers.len() {
+                {
+                    let mut st = lock(&state);
+                    match st.phase {
+                        Phase::Closed | Phase::Expired => return,
+                        Phase::Connected { .. } => break 'round,
+                        Phase::Connecting => {}
+                    }
+                    if st.flavour == Flavour::Rust
+                        && now_ms() - st.last_heard_ms > (7 * st.timeout_ms / 5) as i64
+                    {
+                        st.expire();
+                        drop(st);
+                        events.notify_one();
+                        return;
+                    }
+                }
+                next = (next + 1) % servers.len();
+                let outcome = attempt(&endpoint, &state, servers[next]).await;
+                events.notify_one();
+                match outcome {
+                    Attempted::Connected => break 'round,
+                    Attempted::Expired => return,
+                    Attempted::Failed => {
+                        let mut st = lock(&state);
+                        if st.flavour == Flavour::Java {
+                            // Requests queued for this attempt fail with it.
+                            for (_, _, w) in std::mem::take(&mut st.held) {
+                                let _ = w.tx.send(Err(ZkError::ConnectionLoss));
+                            }
+                        }
+                    }
+                }
+            }
+            // A full round failed: back off about a second.
+            sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+/// Pings while idle and breaks a connection that stays silent too long.
+async fn keep_alive(
+    endpoint: Arc<Endpoint>,
+    state: Arc<Mutex<State>>,
+    events: Arc<Notify>,
+    broken: Arc<Notify>,
+) {
+    let t = lock(&state).timeout_ms;
+    loop {
+        sleep(Duration::from_millis((t / 10).max(1))).await;
+        let mut st = lock(&state);
+        let Phase::Connected { conn, server } = st.phase else {
+            if matches!(st.phase, Phase::Closed | Phase::Expired) {
+                return;
+            }
+            continue;
+        };
+        let now = now_ms();
+        if now - st.last_heard_ms > st.flavour.read_timeout_ms(t) {
+            st.disconnect(&endpoint);
+            drop(st);
+            events.notify_one();
+            broken.notify_one();
+            continue;
+        }
+        if now - st.last_sent_ms >= (t / 3) as i64 {
+            st.send_on(&endpoint, conn, server, ClientMsg::Ping);
+        }
+    }
+}
+
+/// Every datagram to this client, routed by connection: the attempt's
+/// answers, the current connection's replies and events; anything for a
+/// connection given up is dropped.
+async fn receive(
+    endpoint: Arc<Endpoint>,
+    state: Arc<Mutex<State>>,
+    events: Arc<Notify>,
+    broken: Arc<Notify>,
+) {
+    while let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await {
+        let wire = *payload
+            .downcast::<Wire>()
+            .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
+        let Wire::Server { conn, .. } = &wire else {
+            panic!("a client received a non-server message from {from}");
+        };
+        let conn = *conn;
+        let mut st = lock(&state);
+        let current = match st.phase {
+            Phase::Connected { conn: c, .. } => c == conn,
+            _ => false,
+        };
+        let attempting = st.attempt.as_ref().is_some_and(|(c, _, _)| *c == conn);
+        if !current && !attempting {
+            continue; // a connection this client gave up
+        }
+        for wire in st.reorder.accept(wire) {
+            let Wire::Server { msg, .. } = wire else {
+                unreachable!("checked above")
+            };
+            st.last_heard_ms = now_ms();
+            on_message(&endpoint, &mut st, conn, msg, &broken);
+        }
+        drop(st);
+        events.notify_one();
+    }
+}
+
+fn on_message(
+    endpoint: &Arc<Endpoint>,
+    st: &mut State,
+    conn: ConnId,
+    msg: ServerMsg,
+    broken: &Notify,
+) {
+    match msg {
+        ServerMsg::Connected {
+            session,
+            timeout_ms,
+        } => {
+            let (c, server, tx) = st.attempt.take().expect("Connected answers an attempt");
+            assert_eq!(c, conn);
+            if let Some(s) = st.session {
+                assert_eq!(s, session, "re-attached to another session");
+            }
+            st.session = Some(session);
+            st.timeout_ms = timeout_ms;
+            st.phase = Phase::Connected { conn, server };
+            st.state_event(SessionEvent::Connected);
+            // Requests issued meanwhile go out behind the handshake.
+            for (xid, op, w) in std::mem::take(&mut st.held) {
+                st.waiting.insert(xid, w);
+                st.send_on(endpoint, conn, server, ClientMsg::Request { xid, op });
+            }
+            let _ = tx.send(Attempted::Connected);
+        }
+        ServerMsg::Expired => {
+            let (_, _, tx) = st.attempt.take().expect("Expired answers an attempt");
+            st.expire();
+            let _ = tx.send(Attempted::Expired);
+        }
+        ServerMsg::ConnectionClosed => {
+            if let Some((_, _, tx)) = st.attempt.take() {
+                let _ = tx.send(Attempted::Failed);
+            } else {
+                st.disconnect(endpoint);
+                broken.notify_one();
+            }
+        }
+        ServerMsg::Reply { xid, zxid, result } => {
+            assert!(zxid >= st.last_zxid, "a server's zxid went backwards");
+            assert!(xid > st.last_reply_xid, "reply {xid} out of issue order");
+            st.last_zxid = zxid;
+            st.last_reply_xid = xid;
+            let w = st
+                .waiting
+                .remove(&xid)
+                .unwrap_or_else(|| panic!("reply to unknown xid {xid}"));
+            // The watch is registered before the caller sees the reply.
+            if let (Some((arm, path)), Ok(reply)) = (&w.arm, &result) {
+                let table = match (arm, reply) {
+                    (Arm::Exists, Reply::Exists(None)) => &mut st.watches.exist,
+                    (Arm::Exists | Arm::Data, _) => &mut st.watches.data,
+                    (Arm::Child, _) => &mut st.watches.child,
+                };
+                table.insert(path.clone());
+            }
+            // The caller may have given up (dropped its future).
+            let _ = w.tx.send(result);
+        }
+        ServerMsg::Watch(event) => {
+            if st.watches.fire(&event) {
+                st.events.push_back(ClientEvent::Watch(event));
+            }
+        }
+        ServerMsg::Closed => {
+            st.phase = Phase::Closed;
+            st.state_event(SessionEvent::Closed);
+            if let Some(tx) = st.closing.take() {
+                let _ = tx.send(());
+            }
+        }
+        ServerMsg::Pong => {}
+    }
+}
+
+impl Zk for SimZk {
+    fn session_id(&self) -> SessionId {
+        self.session
+    }
+
+    fn session_timeout_ms(&self) -> u64 {
+        self.timeout_ms
+    }
+
+    fn call(&self, op: Op) -> impl Future<Output = Result<Reply, ZkError>> + Send {
+        let sent = validate_op(&op).and_then(|()| {
+            if matches!(&op, Op::Multi(ops) if ops.is_empty()) {
+                return Ok(None);
+            }
+            let mut st = lock(&self.state);
+            match st.phase {
+                Phase::Closed | Phase::Expired => return Err(ZkError::SessionExpired),
+                _ if st.closing.is_some() => return Err(ZkError::SessionExpired),
+                _ => {}
+            }
+            let arm = match &op {
+                Op::Exists { path, watch: true } => Some((Arm::Exists, path.clone())),
+                Op::GetData { path, watch: true } => Some((Arm::Data, path.clone())),
+                Op::GetChildren { path, watch: true } => Some((Arm::Child, path.clone())),
+                _ => None,
+            };
+            let (tx, rx) = oneshot::channel();
+            let xid = st.next_xid;
+            st.next_xid += 1;
+            let w = Waiter { tx, arm };
+            match st.phase {
+                Phase::Connected { conn, server } => {
+                    st.waiting.insert(xid, w);
+                    st.send_on(&self.endpoint, conn, server, ClientMsg::Request { xid, op });
+                }
+                _ => st.held.push_back((xid, op, w)),
+            }
+            Ok(Some(rx))
+        });
+        async move {
+            match sent? {
+                None => Ok(Reply::Multi(Vec::new())),
+                Some(rx) => rx.await.unwrap_or(Err(ZkError::ConnectionLoss)),
+            }
+        }
+    }
+
+    async fn next_event(&self) -> ClientEvent {
+        loop {
+            if let Some(e) = self.try_next_event() {
+                return e;
+            }
+            self.events.notified().await;
+        }
+    }
+
+    fn try_next_event(&self) -> Option<ClientEvent> {
+        lock(&self.state).events.pop_front()
+    }
+
+    fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send {
+        let mut st = lock(&self.state);
+        let rx = match st.phase {
+            Phase::Connected { conn, server } if st.closing.is_none() => {
+                let (tx, rx) = oneshot::channel();
+                st.closing = Some(tx);
+                st.send_on(&self.endpoint, conn, server, ClientMsg::Close);
+                Some(rx)
+            }
+            Phase::Connecting => {
+                // Disconnected: the close cannot be sent; the session lives
+                // on until it times out (ZK_SEMANTICS.md §3.2).
+                st.phase = Phase::Closed;
+                st.attempt = None;
+                st.state_event(SessionEvent::Closed);
+                None
+            }
+            // Closing or closed already: a no-op.
+            _ => None,
+        };
+        drop(st);
+        async move {
+            if let Some(rx) = rx {
+                rx.await.map_err(|_| ZkError::ConnectionLoss)?;
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! The madsim shell: servers and clients as simulated nodes, the pure
+//! [`Server`] inside each server node, and its messages as datagrams.
+//!
+//! madsim datagrams are not FIFO and a clog drops them, while ZooKeeper's
+//! links are TCP: every datagram carries a per-link sequence number and the
+//! receiver delivers in order (the [`Reorder`] buffer). The faults so far
+//! (client crash, forced expiry) lose no datagram between live nodes, so a
+//! gap is only ever a late datagram.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::channel::mpsc;
+use futures::StreamExt;
+use madsim::net::Endpoint;
+use madsim::runtime::{Handle, NodeHandle};
+use madsim::time::TimeHandle;
+
+mod client;
+
+pub use client::{Flavour, SimZk};
+
+use super::msg::{ClientMsg, ConnId, PeerMsg, ServerId, ServerMsg};
+use super::server::{Output, Server, ServerConfig};
+use crate::proto::{SessionId, ZkError};
+use crate::tree::TreeConfig;
+use client::ClientSetup;
+use madsim::rand::seq::SliceRandom;
+
+pub(crate) const TAG: u64 = 0x2181;
+const CLIENT_PORT: u16 = 2181;
+
+/// Ensemble parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct EnsembleConfig {
+    pub servers: u32,
+    pub tick_ms: u64,
+}
+
+impl Default for EnsembleConfig {
+    fn default() -> Self {
+        EnsembleConfig {
+            servers: 3,
+            tick_ms: 500,
+        }
+    }
+}
+
+/// What travels in one datagram.
+pub(crate) enum Wire {
+    Peer {
+        from: ServerId,
+        seq: u64,
+        msg: PeerMsg,
+    },
+    Client {
+        conn: ConnId,
+        seq: u64,
+        msg: ClientMsg,
+    },
+    Server {
+        conn: ConnId,
+        seq: u64,
+        msg: ServerMsg,
+    },
+}
+
+/// A one-way stream that sequence numbers count on: from a server to a
+/// server, or one client connection's either direction.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Link {
+    Peer(ServerId),
+    Conn(ConnId),
+}
+
+impl Wire {
+    fn link(&self) -> (Link, u64) {
+        match self {
+            Wire::Peer { from, seq, .. } => (Link::Peer(*from), *seq),
+            Wire::Client { conn, seq, .. } | Wire::Server { conn, seq, .. } => {
+                (Link::Conn(*conn), *seq)
+            }
+        }
+    }
+}
+
+/// Delivers each link's datagrams in sequence order.
+#[derive(Default)]
+pub(crate) struct Reorder {
+    expected: BTreeMap<Link, u64>,
+    held: BTreeMap<(Link, u64), Wire>,
+}
+
+impl Reorder {
+    pub(crate) fn accept(&mut self, wire: Wire) -> Vec<Wire> {
+        let (link, seq) = wire.link();
+        let next = self.expected.entry(link).or_insert(0);
+        assert!(seq >= *next, "datagram {seq} on {link:?} delivered twice");
+        self.held.insert((link, seq), wire);
+        let mut ready = Vec::new();
+        while let Some(w) = self.held.remove(&(link, *next)) {
+            ready.push(w);
+            *next += 1;
+        }
+        ready
+    }
+}
+
+/// Per-link sequence numbers on the sending side.
+#[derive(Default)]
+struct Sequencer(BTreeMap<Link, u64>);
+
+impl Sequencer {
+    fn next(&mut self, to: Link) -> u64 {
+        let n = self.0.entry(to).or_insert(0);
+        *n += 1;
+        *n - 1
+    }
+}
+
+pub fn server_addr(id: ServerId) -> SocketAddr {
+    let id = u8::try_from(id + 1).expect("at most 254 servers");
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id)), CLIENT_PORT)
+}
+
+pub(crate) fn client_addr(n: u32) -> SocketAddr {
+    let [_, _, hi, lo] = n.to_be_bytes();
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 1, hi, lo)), 1)
+}
+
+pub(crate) fn now_ms() -> i64 {
+    TimeHandle::current().elapsed().as_millis() as i64
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The simulation is single-threaded; a poisoned lock means a panic that
+    // is already failing the seed.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a server node's loop reacts to, in one ordered stream.
+enum Event {
+    Datagram(Wire, SocketAddr),
+    Tick,
+    /// Forced session expiry (a fault), acted on by the leader.
+    Expire(SessionId, Duration),
+    /// Prep the closeSessions of sessions marked closing, behind every
+    /// datagram already queued (ZooKeeper's prep queue).
+    CloseExpired,
+}
+
+/// A server's state, shared between its node and the test driving it.
+struct ServerSlot {
+    server: Mutex<Server>,
+    /// The running node's event stream, for faults injected from outside.
+    events: Mutex<Option<mpsc::UnboundedSender<Event>>>,
+}
+
+/// A running ensemble: its servers' state can be inspected after (or
+/// during) a run.
+pub struct Ensemble {
+    config: EnsembleConfig,
+    servers: Vec<Arc<ServerSlot>>,
+    nodes: Vec<NodeHandle>,
+    next_client: Mutex<u32>,
+}
+
+impl Ensemble {
+    /// Starts the servers as madsim nodes; server 0 leads.
+    pub fn start(config: EnsembleConfig) -> Ensemble {
+        assert!(config.servers >= 1, "an ensemble needs a server");
+        let handle = Handle::current();
+        let mut servers = Vec::new();
+        let mut nodes = Vec::new();
+        for id in 0..config.servers {
+            let server = Arc::new(ServerSlot {
+                server: Mutex::new(Server::new(ServerConfig {
+                    id,
+                    servers: config.servers,
+                    leader: 0,
+                    epoch: 1,
+                    tick_ms: config.tick_ms,
+                    tree: TreeConfig::default(),
+                })),
+                events: Mutex::new(None),
+            });
+            let shared = server.clone();
+            let tick_ms = config.tick_ms;
+            let node = handle
+                .create_node()
+                .name(format!("server-{id}"))
+                .ip(server_addr(id).ip())
+                .init(move || serve(shared.clone(), tick_ms))
+                .build();
+            servers.push(server);
+            nodes.push(node);
+        }
+        Ensemble {
+            config,
+            servers,
+            nodes,
+            next_client: Mutex::new(0),
+        }
+    }
+
+    pub fn config(&self) -> EnsembleConfig {
+        self.config
+    }
+
+    /// Runs `f` on server `id`'s state.
+    pub fn with_server<R>(&self, id: ServerId, f: impl FnOnce(&Server) -> R) -> R {
+        f(&lock(&self.servers[id as usize].server))
+    }
+
+    /// Fault: the leader expires `session` now, as if its time were up.
+    pub fn expire_session(&self, session: SessionId) {
+        self.expire_session_with_window(session, Duration::ZERO);
+    }
+
+    /// Fault: the leader marks `session` closing now and closes it after
+    /// `window`; the session's writes prepped in the window fail with
+    /// SessionExpired (what a client sees when its session expires while it
+    /// is connected and writing).
+    pub fn expire_session_with_window(&self, session: SessionId, window: Duration) {
+        let leader = (0..self.config.servers)
+            .find(|&s| self.with_server(s, Server::is_leader))
+            .expect("a leader");
+        if let Some(events) = &*lock(&self.servers[leader as usize].events) {
+            let _ = events.unbounded_send(Event::Expire(session, window));
+        }
+    }
+
+    /// Fault: the client's node dies (its pings stop; the handle must not
+    /// be used again).
+    pub fn crash_client(&self, zk: &SimZk) {
+        Handle::current().kill(zk.node());
+    }
+
+    /// A new client node (Java flavour) with a new session, connected to
+    /// `server` first and knowing every server for reconnects.
+    pub async fn connect(&self, server: ServerId, timeout_ms: u64) -> Result<SimZk, ZkError> {
+        self.connect_with(server, timeout_ms, Flavour::Java).await
+    }
+
+    /// [`Ensemble::connect`] with a client flavour.
+    pub async fn connect_with(
+        &self,
+        server: ServerId,
+        timeout_ms: u64,
+        flavour: Flavour,
+    ) -> Result<SimZk, ZkError> {
+        let others = (0..self.config.servers).filter(|&s| s != server).collect();
+        self.connect_to(server, others, timeout_ms, flavour).await
+    }
+
+    /// A client that knows only `server` (its connect string names one).
+    pub async fn connect_only(
+        &self,
+        server: ServerId,
+        timeout_ms: u64,
+        flavour: Flavour,
+    ) -> Result<SimZk, ZkError> {
+        self.connect_to(server, Vec::new(), timeout_ms, flavour)
+            .await
+    }
+
+    async fn connect_to(
+        &self,
+        server: ServerId,
+        others: Vec<ServerId>,
+        timeout_ms: u64,
+        flavour: Flavour,
+    ) -> Result<SimZk, ZkError> {
+        let n = {
+            let mut next = lock(&self.next_client);
+            *next += 1;
+            *next
+        };
+        let node = Handle::current()
+            .create_node()
+            .name(format!("client-{n}"))
+            .ip(client_addr(n).ip())
+            .build();
+        // The first server first, then the others in a seeded order.
+        let mut servers: Vec<SocketAddr> = others.into_iter().map(server_addr).collect();
+        servers.shuffle(&mut madsim::rand::thread_rng());
+        servers.insert(0, server_addr(server));
+        let id = node.id();
+        let setup = ClientSetup {
+            n,
+            node: id,
+            servers,
+            timeout_ms,
+            flavour,
+        };
+        node.spawn(async move { SimZk::connect(setup).await })
+            .await
+            .map_err(|_| ZkError::ConnectionLoss)?
+    }
+
+    /// Fault: server `id`'s node dies (its clients reconnect elsewhere).
+    pub fn crash_server(&self, id: ServerId) {
+        Handle::current().kill(self.nodes[id as usize].id());
+    }
+}
+
+/// Receives datagrams into the node's event stream (a dedicated task, so
+/// no datagram is lost to a cancelled receive).
+async fn receive_into(endpoint: Arc<Endpoint>, events: mpsc::UnboundedSender<Event>) {
+    while let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await {
+        let wire = *payload
+            .downcast::<Wire>()
+            .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
+        if events.unbounded_send(Event::Datagram(wire, from)).is_err() {
+            return;
+        }
+    }
+}
+
+/// A server node's life: receive, step the state machine, send.
+async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
+    let id = lock(&slot.server).id();
+    let endpoint = Arc::new(
+        Endpoint::bind(server_addr(id))
+            .await
+            .expect("the server's address is free"),
+    );
+    let (tx, mut events) = mpsc::unbounded();
+    *lock(&slot.events) = Some(tx.clone());
+    let to_self = tx.clone();
+    madsim::task::spawn(receive_into(endpoint.clone(), tx.clone()));
+    madsim::task::spawn(async move {
+        loop {
+            madsim::time::sleep(Duration::from_millis(tick_ms)).await;
+            if tx.unbounded_send(Event::Tick).is_err() {
+                return;
+            }
+        }
+    });
+    let mut reorder = Reorder::default();
+    let mut seqs = Sequencer::default();
+    let mut clients: BTreeMap<ConnId, SocketAddr> = BTreeMap::new();
+    while let Some(event) = events.next().await {
+        let mut out = Vec::new();
+        match event {
+            Event::Tick => lock(&slot.server).on_tick(now_ms(), &mut out),
+            Event::Expire(session, window) => {
+                lock(&slot.server).expire(now_ms(), session, window.as_millis() as u64);
+                if !window.is_zero() {
+                    let to_self = to_self.clone();
+                    madsim::task::spawn(async move {
+                        madsim::time::sleep(window).await;
+                        let _ = to_self.unbounded_send(Event::CloseExpired);
+                    });
+                }
+            }
+            Event::CloseExpired => lock(&slot.server).close_expired(now_ms(), &mut out),
+            Event::Datagram(wire, from) => {
+                for wire in reorder.accept(wire) {
+                    let mut s = lock(&slot.server);
+                    match wire {
+                        Wire::Peer { from, msg, .. } => s.on_peer(now_ms(), from, msg, &mut out),
+                        Wire::Client { conn, msg, .. } => {
+                            clients.insert(conn, from);
+                            s.on_client(now_ms(), conn, msg, &mut out)
+                        }
+                        Wire::Server { .. } => panic!("a server message sent to a server"),
+                    }
+                }
+            }
+        }
+        if lock(&slot.server).has_due_closes(now_ms()) {
+            // Behind what is queued already; the channel is ours, so this
+            // cannot fail while the loop runs.
+            let _ = to_self.unbounded_send(Event::CloseExpired);
+        }
+        for o in out {
+            let (to, wire) = match o {
+                Output::Peer { to, msg } => {
+                    let seq = seqs.next(Link::Peer(to));
+                    (server_addr(to), Wire::Peer { from: id, seq, msg })
+                }
+                Output::Client { conn, msg } => {
+                    let Some(&addr) = clients.get(&conn) else {
+                        continue; // not this server's connection (any more)
+                    };
+                    let seq = seqs.next(Link::Conn(conn));
+                    (addr, Wire::Server { conn, seq, msg })
+                }
+            };
+            send(&endpoint, to, wire);
+        }
+    }
+}
+
+/// Sends without waiting: madsim's send costs simulated time, and a server
+/// must not stall its loop on it. Order is restored by sequence numbers.
+pub(crate) fn send(endpoint: &Arc<Endpoint>, to: SocketAddr, wire: Wire) {
+    let endpoint = endpoint.clone();
+    madsim::task::spawn(async move {
+        // A send to a dead node is dropped by the network, like a datagram.
+        let _ = endpoint.send_to_raw(to, TAG, Box::new(wire)).await;
+    });
+}

@@ -1,0 +1,245 @@
+//! The simulated client across connections: a follower's crash moves its
+//! clients to other servers with their sessions, ephemerals and watches
+//! (replayed by SetWatches); a request still in flight from an abandoned
+//! connection is refused with SessionMoved; with no server reachable the
+//! two client flavours end differently. Many seeds each; a failure names
+//! its seed and the command that replays it.
+
+#[cfg(not(madsim))]
+compile_error!(
+    "tests/sim_reconnect.rs needs `--cfg madsim`, which .cargo/config.toml sets; \
+     a RUSTFLAGS environment variable replaces it: add `--cfg madsim` to it"
+);
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Runtime;
+use madsim::time::{sleep, timeout, Instant};
+use zoosim::client::{Zk, ZkExt};
+use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Flavour, SimZk};
+use zoosim::proto::{ClientEvent, CreateMode, EventType, SessionEvent, WatchEvent, ZkError};
+use zoosim::tree::TxnBody;
+
+const T_MS: u64 = 4000;
+
+fn sweep<T>(
+    test: &str,
+    start: u64,
+    n: u64,
+    f: impl Fn(u64) -> T + std::panic::RefUnwindSafe,
+) -> Vec<T> {
+    let seeds: Vec<u64> = match std::env::var("ZOOSIM_SEED") {
+        Ok(s) => vec![s.parse().expect("ZOOSIM_SEED is a number")],
+        Err(_) => (start..start + n).collect(),
+    };
+    let started = std::time::Instant::now();
+    let out = seeds
+        .iter()
+        .map(|&seed| {
+            std::panic::catch_unwind(|| f(seed)).unwrap_or_else(|e| {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                panic!(
+                    "{test}: seed {seed} failed: {msg}\nreplay: ZOOSIM_SEED={seed} cargo test --test sim_reconnect {test} -- --nocapture"
+                )
+            })
+        })
+        .collect();
+    eprintln!(
+        "{test}: {} seeds in {:.2} s",
+        seeds.len(),
+        started.elapsed().as_secs_f64()
+    );
+    out
+}
+
+fn runtime(seed: u64) -> Runtime {
+    Runtime::with_seed_and_config(seed, madsim::Config::default())
+}
+
+fn event(event_type: EventType, path: &str) -> ClientEvent {
+    ClientEvent::Watch(WatchEvent {
+        event_type,
+        path: path.into(),
+    })
+}
+
+fn drain(zk: &SimZk) -> Vec<ClientEvent> {
+    std::iter::from_fn(|| zk.try_next_event()).collect()
+}
+
+/// A follower dies; its client reconnects elsewhere with everything intact.
+fn follower_crash(seed: u64, flavour: Flavour) -> Duration {
+    runtime(seed).block_on(async {
+        let ensemble = Ensemble::start(EnsembleConfig::default());
+        let follower = thread_rng().gen_range(1..3);
+        let a = ensemble
+            .connect_with(follower, T_MS, flavour)
+            .await
+            .unwrap();
+        let b = ensemble.connect(0, T_MS).await.unwrap();
+        a.create("/a", b"", CreateMode::Ephemeral).await.unwrap();
+        a.create("/d", b"", CreateMode::Persistent).await.unwrap();
+        a.create("/kids", b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        assert!(a.exists("/w", true).await.unwrap().is_none());
+        a.get_data("/d", true).await.unwrap();
+        a.get_children("/kids", true).await.unwrap();
+        drain(&a);
+        ensemble.crash_server(follower);
+        let crashed = Instant::now();
+        // A request in flight when the server died: ConnectionLoss.
+        let in_flight = a.exists("/a", false).await;
+        assert_eq!(in_flight, Err(ZkError::ConnectionLoss));
+        // Changes while A is away, to be replayed when it is back.
+        b.sync("/").await.unwrap();
+        b.create("/w", b"", CreateMode::Persistent).await.unwrap();
+        b.set_data("/d", b"x", -1).await.unwrap();
+        b.create("/kids/k", b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        // A comes back on its own: the session, its ephemeral, its watches.
+        let back = timeout(Duration::from_secs(10), async {
+            loop {
+                if a.next_event().await == ClientEvent::Session(SessionEvent::Connected) {
+                    return;
+                }
+            }
+        })
+        .await;
+        assert!(back.is_ok(), "reconnected within 10 s");
+        let away = crashed.elapsed();
+        assert!(
+            a.exists("/a", false).await.unwrap().is_some(),
+            "the ephemeral survives"
+        );
+        let mut events = drain(&a);
+        events.sort();
+        let mut want = vec![
+            event(EventType::NodeCreated, "/w"),
+            event(EventType::NodeDataChanged, "/d"),
+            event(EventType::NodeChildrenChanged, "/kids"),
+        ];
+        want.sort();
+        assert_eq!(events, want, "each missed change replayed once");
+        // The session works on the new server; ownership moved with it.
+        a.create("/after", b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        a.close().await.unwrap();
+        sleep(Duration::from_secs(1)).await;
+        for s in (0..3).filter(|&s| s != follower) {
+            ensemble.with_server(s, |s| {
+                assert!(s.tree().node("/a").is_none() && s.tree().node("/after").is_none());
+                s.tree().check_invariants().unwrap();
+            });
+        }
+        away
+    })
+}
+
+#[test]
+fn a_follower_crash_moves_its_clients_with_their_sessions() {
+    for (flavour, start) in [(Flavour::Java, 0xfa11_0000), (Flavour::Rust, 0xfa12_0000)] {
+        let away = sweep(&format!("follower_crash_{flavour:?}"), start, 40, |seed| {
+            follower_crash(seed, flavour)
+        });
+        let ms: Vec<u128> = away.iter().map(Duration::as_millis).collect();
+        eprintln!(
+            "{flavour:?}: back on another server {}–{} ms after the crash (T = {T_MS})",
+            ms.iter().min().unwrap(),
+            ms.iter().max().unwrap()
+        );
+    }
+}
+
+#[test]
+fn requests_from_an_abandoned_connection_meet_session_moved() {
+    let outcomes = sweep("session_moved", 0x5e55_0000, 100, |seed| {
+        runtime(seed).block_on(async {
+            let ensemble = Arc::new(Ensemble::start(EnsembleConfig::default()));
+            let a = Arc::new(ensemble.connect(1, T_MS).await.unwrap());
+            let write = {
+                let a = a.clone();
+                madsim::task::spawn(
+                    async move { a.create("/x", b"", CreateMode::Persistent).await },
+                )
+            };
+            sleep(Duration::from_millis(thread_rng().gen_range(0..12))).await;
+            a.break_connection();
+            let result = write.await.unwrap();
+            sleep(Duration::from_secs(2)).await;
+            a.sync("/").await.unwrap();
+            let exists = a.exists("/x", false).await.unwrap().is_some();
+            let moved = ensemble.with_server(0, |s| {
+                s.log()
+                    .iter()
+                    .filter(|e| e.txn.body == TxnBody::Error(ZkError::SessionMoved))
+                    .count()
+            });
+            match result {
+                Ok(_) => assert!(exists, "an acknowledged create is there"),
+                Err(ZkError::ConnectionLoss) => {}
+                Err(e) => panic!("{e:?}"),
+            }
+            if moved > 0 {
+                assert!(!exists, "a write refused with SessionMoved is not applied");
+            }
+            (moved > 0, exists)
+        })
+    });
+    let moved = outcomes.iter().filter(|o| o.0).count();
+    let applied = outcomes.iter().filter(|o| o.1).count();
+    eprintln!("abandoned-connection writes: {moved} refused with SessionMoved, {applied} applied");
+    assert!(
+        moved > 0 && applied > 0,
+        "both outcomes happen: {moved} / {applied}"
+    );
+}
+
+#[test]
+fn with_no_server_reachable_the_flavours_part() {
+    // The client knows one server, which dies. The Rust client gives the
+    // session up itself at 7T/5; the Java client keeps trying and never
+    // hears Expired.
+    sweep("no_server_reachable", 0x0e5e_0000, 20, |seed| {
+        for flavour in [Flavour::Java, Flavour::Rust] {
+            runtime(seed).block_on(async {
+                let ensemble = Ensemble::start(EnsembleConfig::default());
+                let a = ensemble.connect_only(1, T_MS, flavour).await.unwrap();
+                a.create("/a", b"", CreateMode::Ephemeral).await.unwrap();
+                drain(&a);
+                ensemble.crash_server(1);
+                let crashed = Instant::now();
+                sleep(Duration::from_millis(3 * T_MS)).await;
+                let events = drain(&a);
+                let late = a.exists("/a", false).await;
+                match flavour {
+                    Flavour::Java => {
+                        assert_eq!(events, [ClientEvent::Session(SessionEvent::Disconnected)]);
+                        assert_eq!(late, Err(ZkError::ConnectionLoss));
+                    }
+                    Flavour::Rust => {
+                        assert_eq!(
+                            events,
+                            [
+                                ClientEvent::Session(SessionEvent::Disconnected),
+                                ClientEvent::Session(SessionEvent::Expired)
+                            ]
+                        );
+                        assert_eq!(late, Err(ZkError::SessionExpired));
+                    }
+                }
+                // Meanwhile the leader expired the session on its own.
+                ensemble.with_server(0, |s| assert!(!s.tree().has_session(a.session_id())));
+                let _ = crashed;
+            })
+        }
+    });
+}
