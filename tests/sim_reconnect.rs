@@ -243,3 +243,51 @@ fn with_no_server_reachable_the_flavours_part() {
         }
     });
 }
+
+#[test]
+fn a_restarted_follower_catches_up_before_it_serves() {
+    sweep("follower_restart", 0x4e57_0000, 40, |seed| {
+        runtime(seed).block_on(async {
+            let ensemble = Ensemble::start(EnsembleConfig::default());
+            let follower = thread_rng().gen_range(1..3);
+            let b = ensemble.connect(0, T_MS).await.unwrap();
+            b.create("/before", b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+            sleep(Duration::from_millis(thread_rng().gen_range(0..300))).await;
+            ensemble.crash_server(follower);
+            for i in 0..5 {
+                b.create(&format!("/while-{i}"), b"", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+            }
+            let late = ensemble.connect(0, T_MS).await.unwrap();
+            sleep(Duration::from_millis(thread_rng().gen_range(0..2000))).await;
+            ensemble.restart_server(follower);
+            // A client that knows only the restarted follower gets in once
+            // it has synced, and reads everything committed meanwhile.
+            let c = ensemble
+                .connect_only(follower, T_MS, Flavour::Java)
+                .await
+                .expect("the restarted follower serves again");
+            let (children, _) = c.get_children("/", false).await.unwrap();
+            assert!(children.len() >= 7, "{children:?}");
+            b.create("/after", b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+            // The follower takes part in new commits again.
+            c.sync("/").await.unwrap();
+            assert!(c.exists("/after", false).await.unwrap().is_some());
+            late.close().await.unwrap();
+            sleep(Duration::from_secs(1)).await;
+            let logs: Vec<Vec<i64>> = (0..3)
+                .map(|s| ensemble.with_server(s, |s| s.applied_zxids().collect()))
+                .collect();
+            assert!(logs.iter().all(|l| l == &logs[0]), "applied logs converge");
+            for s in 0..3 {
+                ensemble.with_server(s, |s| s.tree().check_invariants().unwrap());
+            }
+            assert!(ensemble.with_server(follower, |s| !s.tree().has_session(late.session_id())));
+        })
+    });
+}

@@ -38,6 +38,14 @@ pub enum PeerMsg {
     /// Follower → leader, every tick: the sessions its clients were heard
     /// from since the last report (ZooKeeper piggybacks this on pings).
     Touch { sessions: Vec<SessionId> },
+    /// A restarted follower → leader: the last zxid in its durable log.
+    FollowerInfo { last_logged: Zxid },
+    /// Leader → a syncing follower: the proposals it lacks and how far the
+    /// log is committed (ZooKeeper's DIFF).
+    Diff {
+        entries: Vec<(Txn, Option<Origin>)>,
+        committed: Zxid,
+    },
     /// Follower → leader: a client re-attaches `session` here.
     Revalidate { origin: Origin, session: SessionId },
     /// Leader → follower: whether the session lives (it is now owned by

@@ -103,6 +103,8 @@ pub struct Server {
     touched: BTreeSet<SessionId>,
     /// Connections this server dropped; their late packets are ignored.
     dropped: BTreeSet<ConnId>,
+    /// A restarted follower until the leader's Diff: it serves no client.
+    syncing: bool,
 }
 
 /// When a session touched at `now_ms` expires: now + T, rounded up to the
@@ -138,7 +140,33 @@ impl Server {
             leader,
             touched: BTreeSet::new(),
             dropped: BTreeSet::new(),
+            syncing: false,
         }
+    }
+
+    /// The server process restarts: only the durable log survives; the
+    /// tree is rebuilt from the leader's Diff (the first message out).
+    /// Only followers restart here: a leader's restart needs an election.
+    pub fn restart(&mut self, out: &mut Vec<Output>) {
+        assert!(!self.is_leader(), "a leader's restart needs an election");
+        self.tree = DataTree::new(self.config.tree);
+        self.watches = WatchTable::new();
+        self.committed = 0;
+        self.applied = 0;
+        self.conns.clear();
+        self.touched.clear();
+        self.dropped.clear();
+        self.syncing = true;
+        let last_logged = self.log.last().map_or(0, |e| e.txn.zxid);
+        out.push(Output::Peer {
+            to: self.config.leader,
+            msg: PeerMsg::FollowerInfo { last_logged },
+        });
+    }
+
+    /// Whether this server takes client connections now.
+    pub fn is_serving(&self) -> bool {
+        !self.syncing
     }
 
     /// The session was heard from.
@@ -384,9 +412,10 @@ impl Server {
                     !self.conns.contains_key(&conn),
                     "conn {conn} connected twice"
                 );
-                if last_zxid > self.tree.last_zxid() {
-                    // The client has seen more than this server: refused
-                    // (it must try another server), ZK_SEMANTICS.md §3.4.
+                if self.syncing || last_zxid > self.tree.last_zxid() {
+                    // Not serving yet (syncing after a restart), or the
+                    // client has seen more than this server: refused (it
+                    // must try another server), ZK_SEMANTICS.md §3.4.
                     self.dropped.insert(conn);
                     out.push(Output::Client {
                         conn,
@@ -482,6 +511,40 @@ impl Server {
                 assert_eq!(origin.server, from);
                 self.lead(now_ms, Some(origin), request, out);
             }
+            PeerMsg::FollowerInfo { last_logged } => {
+                assert!(self.is_leader(), "follower info to a follower");
+                // With a stable leader a follower's log is a prefix of ours.
+                let known = self.log.partition_point(|e| e.txn.zxid <= last_logged);
+                assert!(
+                    known == 0 || self.log[known - 1].txn.zxid == last_logged,
+                    "follower {from} logged {last_logged:#x}, which the leader never proposed"
+                );
+                let entries = self.log[known..]
+                    .iter()
+                    .map(|e| (e.txn.clone(), e.origin))
+                    .collect();
+                let committed = self.log[..self.committed].last().map_or(0, |e| e.txn.zxid);
+                out.push(Output::Peer {
+                    to: from,
+                    msg: PeerMsg::Diff { entries, committed },
+                });
+            }
+            PeerMsg::Diff { entries, committed } => {
+                assert_eq!(from, self.config.leader);
+                for (txn, origin) in entries {
+                    let zxid = txn.zxid;
+                    self.log.push(Entry { txn, origin });
+                    out.push(Output::Peer {
+                        to: from,
+                        msg: PeerMsg::Ack { zxid },
+                    });
+                }
+                self.committed = self.log.partition_point(|e| e.txn.zxid <= committed);
+                // No connection survived the restart, so applying answers
+                // nobody here.
+                self.apply_committed(out);
+                self.syncing = false;
+            }
             PeerMsg::Revalidate { origin, session } => {
                 assert_eq!(origin.server, from);
                 self.revalidate(now_ms, origin, session, out);
@@ -496,6 +559,10 @@ impl Server {
                 for s in sessions {
                     self.touch(now_ms, s);
                 }
+            }
+            PeerMsg::Proposal { .. } | PeerMsg::Commit { .. } if self.syncing => {
+                // Sent before the leader heard of the restart; the Diff
+                // covers them.
             }
             PeerMsg::Proposal { txn, origin } => {
                 assert_eq!(from, self.config.leader, "proposal from a non-leader");

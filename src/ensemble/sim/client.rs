@@ -256,17 +256,21 @@ impl SimZk {
             events.clone(),
             broken.clone(),
         ));
-        // The first session: one round over the servers.
+        // The first session: rounds over the servers, a second apart, for
+        // up to the session timeout (a real client keeps trying; a caller
+        // of this constructor wants an answer).
         let servers = lock(&state).setup_servers.clone();
-        let mut connected = false;
-        for server in servers {
-            if attempt(&endpoint, &state, server).await == Attempted::Connected {
-                connected = true;
-                break;
+        let give_up = now_ms() + setup.timeout_ms as i64;
+        'rounds: loop {
+            for &server in &servers {
+                if attempt(&endpoint, &state, server).await == Attempted::Connected {
+                    break 'rounds;
+                }
             }
-        }
-        if !connected {
-            return Err(ZkError::ConnectionLoss);
+            if now_ms() >= give_up {
+                return Err(ZkError::ConnectionLoss);
+            }
+            sleep(Duration::from_secs(1)).await;
         }
         let (session, timeout_ms) = {
             let st = lock(&state);

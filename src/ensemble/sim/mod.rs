@@ -50,8 +50,12 @@ impl Default for EnsembleConfig {
 
 /// What travels in one datagram.
 pub(crate) enum Wire {
+    /// Between server processes: a restart is a new incarnation, whose
+    /// streams start afresh (a new TCP connection, in ZooKeeper).
     Peer {
         from: ServerId,
+        from_incarnation: u64,
+        to_incarnation: u64,
         seq: u64,
         msg: PeerMsg,
     },
@@ -71,14 +75,20 @@ pub(crate) enum Wire {
 /// server, or one client connection's either direction.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Link {
-    Peer(ServerId),
+    /// A server and its incarnation.
+    Peer(ServerId, u64),
     Conn(ConnId),
 }
 
 impl Wire {
     fn link(&self) -> (Link, u64) {
         match self {
-            Wire::Peer { from, seq, .. } => (Link::Peer(*from), *seq),
+            Wire::Peer {
+                from,
+                from_incarnation,
+                seq,
+                ..
+            } => (Link::Peer(*from, *from_incarnation), *seq),
             Wire::Client { conn, seq, .. } | Wire::Server { conn, seq, .. } => {
                 (Link::Conn(*conn), *seq)
             }
@@ -149,11 +159,15 @@ enum Event {
     /// Prep the closeSessions of sessions marked closing, behind every
     /// datagram already queued (ZooKeeper's prep queue).
     CloseExpired,
+    /// What a restarted server sends first.
+    Restarted(Vec<Output>),
 }
 
 /// A server's state, shared between its node and the test driving it.
 struct ServerSlot {
     server: Mutex<Server>,
+    /// Starts of the server process (1 for the first); survives restarts.
+    incarnation: Mutex<u64>,
     /// The running node's event stream, for faults injected from outside.
     events: Mutex<Option<mpsc::UnboundedSender<Event>>>,
 }
@@ -185,6 +199,7 @@ impl Ensemble {
                     tree: TreeConfig::default(),
                 })),
                 events: Mutex::new(None),
+                incarnation: Mutex::new(0),
             });
             let shared = server.clone();
             let tick_ms = config.tick_ms;
@@ -304,6 +319,16 @@ impl Ensemble {
     pub fn crash_server(&self, id: ServerId) {
         Handle::current().kill(self.nodes[id as usize].id());
     }
+
+    /// Fault: a crashed follower starts again with its durable log and
+    /// syncs with the leader before it serves clients.
+    pub fn restart_server(&self, id: ServerId) {
+        assert!(
+            !self.with_server(id, Server::is_leader),
+            "restarting the leader needs elections (not simulated yet)"
+        );
+        Handle::current().restart(self.nodes[id as usize].id());
+    }
 }
 
 /// Receives datagrams into the node's event stream (a dedicated task, so
@@ -322,12 +347,17 @@ async fn receive_into(endpoint: Arc<Endpoint>, events: mpsc::UnboundedSender<Eve
 /// A server node's life: receive, step the state machine, send.
 async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
     let id = lock(&slot.server).id();
+    let incarnation = {
+        let mut n = lock(&slot.incarnation);
+        *n += 1;
+        *n
+    };
     let endpoint = Arc::new(
         Endpoint::bind(server_addr(id))
             .await
             .expect("the server's address is free"),
     );
-    let (tx, mut events) = mpsc::unbounded();
+    let (tx, events) = mpsc::unbounded();
     *lock(&slot.events) = Some(tx.clone());
     let to_self = tx.clone();
     madsim::task::spawn(receive_into(endpoint.clone(), tx.clone()));
@@ -342,9 +372,18 @@ async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
     let mut reorder = Reorder::default();
     let mut seqs = Sequencer::default();
     let mut clients: BTreeMap<ConnId, SocketAddr> = BTreeMap::new();
+    // The incarnation of each peer, as last heard from it.
+    let mut peers: BTreeMap<ServerId, u64> = BTreeMap::new();
+    let mut first = Vec::new();
+    if incarnation > 1 {
+        lock(&slot.server).restart(&mut first);
+    }
+    let restarted = futures::stream::iter((!first.is_empty()).then_some(Event::Restarted(first)));
+    let mut events = restarted.chain(events);
     while let Some(event) = events.next().await {
         let mut out = Vec::new();
         match event {
+            Event::Restarted(first) => out = first,
             Event::Tick => lock(&slot.server).on_tick(now_ms(), &mut out),
             Event::Expire(session, window) => {
                 lock(&slot.server).expire(now_ms(), session, window.as_millis() as u64);
@@ -358,6 +397,19 @@ async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
             }
             Event::CloseExpired => lock(&slot.server).close_expired(now_ms(), &mut out),
             Event::Datagram(wire, from) => {
+                if let Wire::Peer {
+                    from,
+                    from_incarnation,
+                    to_incarnation,
+                    ..
+                } = &wire
+                {
+                    if *to_incarnation != incarnation {
+                        continue; // addressed to this server's previous life
+                    }
+                    let known = peers.entry(*from).or_insert(1);
+                    *known = (*known).max(*from_incarnation);
+                }
                 for wire in reorder.accept(wire) {
                     let mut s = lock(&slot.server);
                     match wire {
@@ -379,8 +431,16 @@ async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
         for o in out {
             let (to, wire) = match o {
                 Output::Peer { to, msg } => {
-                    let seq = seqs.next(Link::Peer(to));
-                    (server_addr(to), Wire::Peer { from: id, seq, msg })
+                    let to_incarnation = peers.get(&to).copied().unwrap_or(1);
+                    let seq = seqs.next(Link::Peer(to, to_incarnation));
+                    let wire = Wire::Peer {
+                        from: id,
+                        from_incarnation: incarnation,
+                        to_incarnation,
+                        seq,
+                        msg,
+                    };
+                    (server_addr(to), wire)
                 }
                 Output::Client { conn, msg } => {
                     let Some(&addr) = clients.get(&conn) else {
