@@ -105,6 +105,9 @@ pub struct Server {
     dropped: BTreeSet<ConnId>,
     /// A restarted follower until the leader's Diff: it serves no client.
     syncing: bool,
+    /// Fault: sessions whose next write reply is lost here (the write is
+    /// applied, the reply dropped and the connection broken).
+    lose_reply: BTreeSet<SessionId>,
 }
 
 /// When a session touched at `now_ms` expires: now + T, rounded up to the
@@ -141,7 +144,15 @@ impl Server {
             touched: BTreeSet::new(),
             dropped: BTreeSet::new(),
             syncing: false,
+            lose_reply: BTreeSet::new(),
         }
+    }
+
+    /// Fault: the next reply to a write of `session` on this server is lost
+    /// and the connection breaks (TCP cannot lose one reply alone,
+    /// ZK_SEMANTICS.md §3.4); the write itself is applied.
+    pub fn lose_next_write_reply(&mut self, session: SessionId) {
+        self.lose_reply.insert(session);
     }
 
     /// The server process restarts: only the durable log survives; the
@@ -850,7 +861,18 @@ impl Server {
                 }
             };
             let xid = head.xid;
+            let lost = head.op.is_write() && c.session.is_some_and(|s| self.lose_reply.remove(&s));
             c.queue.pop_front();
+            if lost {
+                self.conns.remove(&conn);
+                self.watches.remove_connection(conn);
+                self.dropped.insert(conn);
+                out.push(Output::Client {
+                    conn,
+                    msg: ServerMsg::ConnectionClosed,
+                });
+                return;
+            }
             out.push(Output::Client {
                 conn,
                 msg: ServerMsg::Reply {

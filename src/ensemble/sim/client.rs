@@ -309,6 +309,14 @@ impl SimZk {
         lock(&self.state).last_zxid
     }
 
+    /// The server of the current connection, if connected.
+    pub fn current_server(&self) -> Option<crate::ensemble::msg::ServerId> {
+        match lock(&self.state).phase {
+            Phase::Connected { server, .. } => super::server_of(server),
+            _ => None,
+        }
+    }
+
     /// Whether a connection is up now.
     pub fn is_connected(&self) -> bool {
         matches!(lock(&self.state).phase, Phase::Connected { .. })

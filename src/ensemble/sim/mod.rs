@@ -24,6 +24,7 @@ pub use client::{Flavour, SimZk};
 
 use super::msg::{ClientMsg, ConnId, PeerMsg, ServerId, ServerMsg};
 use super::server::{Output, Server, ServerConfig};
+use crate::client::Zk;
 use crate::proto::{SessionId, ZkError};
 use crate::tree::TreeConfig;
 use client::ClientSetup;
@@ -135,6 +136,16 @@ pub fn server_addr(id: ServerId) -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id)), CLIENT_PORT)
 }
 
+/// The server at `addr`, if it is one.
+pub(crate) fn server_of(addr: SocketAddr) -> Option<ServerId> {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.octets()[..3] == [10, 0, 0] && addr.port() == CLIENT_PORT => {
+            Some(ServerId::from(ip.octets()[3]) - 1)
+        }
+        _ => None,
+    }
+}
+
 pub(crate) fn client_addr(n: u32) -> SocketAddr {
     let [_, _, hi, lo] = n.to_be_bytes();
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 1, hi, lo)), 1)
@@ -156,6 +167,8 @@ enum Event {
     Tick,
     /// Forced session expiry (a fault), acted on by the leader.
     Expire(SessionId, Duration),
+    /// Fault: lose this session's next write reply.
+    LoseReply(SessionId),
     /// Prep the closeSessions of sessions marked closing, behind every
     /// datagram already queued (ZooKeeper's prep queue).
     CloseExpired,
@@ -320,6 +333,31 @@ impl Ensemble {
         Handle::current().kill(self.nodes[id as usize].id());
     }
 
+    /// Fault: the next reply to one of `zk`'s writes is lost on its current
+    /// server, which breaks the connection; the write is applied. Returns
+    /// false if the client is not connected.
+    pub fn lose_next_write_reply(&self, zk: &SimZk) -> bool {
+        let Some(server) = zk.current_server() else {
+            return false;
+        };
+        let slot = &self.servers[server as usize];
+        let sent = lock(&slot.events)
+            .as_ref()
+            .is_some_and(|e| e.unbounded_send(Event::LoseReply(zk.session_id())).is_ok());
+        sent
+    }
+
+    /// Fault: the client's node stalls for `stall` (a GC pause): it runs
+    /// nothing, then resumes where it was.
+    pub fn pause_client(&self, zk: &SimZk, stall: Duration) {
+        let node = zk.node();
+        Handle::current().pause(node);
+        madsim::task::spawn(async move {
+            madsim::time::sleep(stall).await;
+            Handle::current().resume(node);
+        });
+    }
+
     /// Fault: a crashed follower starts again with its durable log and
     /// syncs with the leader before it serves clients.
     pub fn restart_server(&self, id: ServerId) {
@@ -396,6 +434,7 @@ async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
                 }
             }
             Event::CloseExpired => lock(&slot.server).close_expired(now_ms(), &mut out),
+            Event::LoseReply(session) => lock(&slot.server).lose_next_write_reply(session),
             Event::Datagram(wire, from) => {
                 if let Wire::Peer {
                     from,
