@@ -335,6 +335,20 @@ fn run_seed(seed: u64) -> Tally {
                 .count() as u64
         });
         *tally.counts.entry("SessionMoved txns").or_default() += moved;
+        for s in 0..3 {
+            let st = ensemble.with_server(s, |s| s.stats());
+            *tally.counts.entry("refusals by the zxid rule").or_default() += st.zxid_refusals;
+            *tally.counts.entry("refusals while syncing").or_default() += st.syncing_refusals;
+            *tally
+                .counts
+                .entry("SetWatches events replayed")
+                .or_default() += st.replayed_events;
+            *tally.counts.entry("expiries by the leader").or_default() += st.expiries;
+            *tally
+                .counts
+                .entry("write replies lost (applied)")
+                .or_default() += st.lost_replies;
+        }
         tally
     })
 }
@@ -389,6 +403,9 @@ fn raw_workloads_under_part_one_faults() {
             "sessions expired under a live client",
             "live sessions checked",
             "SessionMoved txns",
+            "SetWatches events replayed",
+            "expiries by the leader",
+            "write replies lost (applied)",
         ] {
             assert!(
                 total.counts.get(key).copied().unwrap_or(0) > 0,

@@ -39,6 +39,22 @@ impl ServerConfig {
     }
 }
 
+/// Counts of the interesting things a server did, for coverage: a sweep
+/// whose faults never cause them proves little.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct ServerStats {
+    /// Connections refused because the client had seen a later zxid.
+    pub zxid_refusals: u64,
+    /// Connections refused while syncing after a restart.
+    pub syncing_refusals: u64,
+    /// Watch events replayed by SetWatches on a re-attach.
+    pub replayed_events: u64,
+    /// Sessions expired by this server as leader.
+    pub expiries: u64,
+    /// Write replies dropped by the lost-reply fault.
+    pub lost_replies: u64,
+}
+
 /// A logged proposal: the txn and who to answer.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Entry {
@@ -108,6 +124,7 @@ pub struct Server {
     /// Fault: sessions whose next write reply is lost here (the write is
     /// applied, the reply dropped and the connection broken).
     lose_reply: BTreeSet<SessionId>,
+    stats: ServerStats,
 }
 
 /// When a session touched at `now_ms` expires: now + T, rounded up to the
@@ -145,7 +162,12 @@ impl Server {
             dropped: BTreeSet::new(),
             syncing: false,
             lose_reply: BTreeSet::new(),
+            stats: ServerStats::default(),
         }
+    }
+
+    pub fn stats(&self) -> ServerStats {
+        self.stats
     }
 
     /// Fault: the next reply to a write of `session` on this server is lost
@@ -221,6 +243,7 @@ impl Server {
             .map(|(s, _)| *s)
             .collect();
         for session in due {
+            self.stats.expiries += 1;
             self.mark_closing(session, now_ms);
         }
     }
@@ -304,6 +327,7 @@ impl Server {
             &watches.exist,
             &watches.child,
         );
+        self.stats.replayed_events += replayed.len() as u64;
         for event in replayed {
             out.push(Output::Client {
                 conn,
@@ -423,6 +447,11 @@ impl Server {
                     !self.conns.contains_key(&conn),
                     "conn {conn} connected twice"
                 );
+                if self.syncing {
+                    self.stats.syncing_refusals += 1;
+                } else if last_zxid > self.tree.last_zxid() {
+                    self.stats.zxid_refusals += 1;
+                }
                 if self.syncing || last_zxid > self.tree.last_zxid() {
                     // Not serving yet (syncing after a restart), or the
                     // client has seen more than this server: refused (it
@@ -864,6 +893,7 @@ impl Server {
             let lost = head.op.is_write() && c.session.is_some_and(|s| self.lose_reply.remove(&s));
             c.queue.pop_front();
             if lost {
+                self.stats.lost_replies += 1;
                 self.conns.remove(&conn);
                 self.watches.remove_connection(conn);
                 self.dropped.insert(conn);
