@@ -81,8 +81,52 @@ fn assert_cleaned_up(pid: u32, port: u16, dir: &Path) {
         dir.display()
     );
     assert!(!dir.exists(), "{} still exists", dir.display());
-    TcpListener::bind(("127.0.0.1", port))
-        .unwrap_or_else(|e| panic!("port {port} still busy: {e}"));
+    // The port is free, or (tests run in parallel and grab free ports) held
+    // by some other process than the dead server.
+    if let Err(e) = TcpListener::bind(("127.0.0.1", port)) {
+        let holders = listeners_of(port);
+        assert!(
+            !holders.contains(&pid) && !holders.is_empty(),
+            "port {port} still busy ({e}), held by {holders:?} (the server was {pid})"
+        );
+        eprintln!("[note] port {port} was reused by process(es) {holders:?}, not the dead server");
+    }
+}
+
+/// The processes holding a listening TCP socket on `port` (from /proc).
+fn listeners_of(port: u16) -> Vec<u32> {
+    let hex = format!(":{port:04X}");
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in std::fs::read_to_string(table)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+        {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address, st (0A = LISTEN), ..., inode
+            if f.len() > 9 && f[1].ends_with(&hex) && f[3] == "0A" {
+                inodes.push(format!("socket:[{}]", f[9]));
+            }
+        }
+    }
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let fds = std::fs::read_dir(entry.path().join("fd"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        if fds
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .any(|target| inodes.iter().any(|i| target.to_string_lossy() == *i))
+        {
+            pids.push(pid);
+        }
+    }
+    pids
 }
 
 #[test]
@@ -435,4 +479,13 @@ fn shared_server_dies_with_the_test_process_on_sigkill() {
     let took = run_child("sigkill");
     let _ = writeln!(std::io::stderr(), "[timing] gone {took:.2?} after SIGKILL");
     report("shared_server_dies_with_the_test_process_on_sigkill", start);
+}
+
+#[test]
+fn listeners_of_finds_the_process_holding_a_port() {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    assert_eq!(listeners_of(port), vec![std::process::id()]);
+    drop(listener);
+    assert!(listeners_of(port).is_empty());
 }
