@@ -159,7 +159,12 @@ fn run_seed(seed: u64) -> Tally {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async {
         let mut tally = Tally::default();
-        let ensemble = Arc::new(Ensemble::start(EnsembleConfig::default()));
+        // Odd seeds run five servers.
+        let servers = if seed % 2 == 1 { 5 } else { 3 };
+        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
+            servers,
+            ..EnsembleConfig::default()
+        }));
         // Swarm testing: this seed's fault mix.
         let mut on: Vec<&'static str> = KINDS
             .iter()
@@ -181,7 +186,7 @@ fn run_seed(seed: u64) -> Tally {
             };
             let zk = Arc::new(
                 ensemble
-                    .connect_with(thread_rng().gen_range(0..3), T_MS, flavour)
+                    .connect_with(thread_rng().gen_range(0..servers), T_MS, flavour)
                     .await
                     .expect("connect"),
             );
@@ -204,7 +209,7 @@ fn run_seed(seed: u64) -> Tally {
             let zk = &clients[c];
             let injected = match kind {
                 "follower crash+restart" => {
-                    let f = thread_rng().gen_range(1..3);
+                    let f = thread_rng().gen_range(1..servers);
                     if down.lock().unwrap().insert(f) {
                         ensemble.crash_server(f);
                         let (e, down) = (ensemble.clone(), down.clone());
@@ -259,7 +264,7 @@ fn run_seed(seed: u64) -> Tally {
         }
         // Quiet phase: everything heals (restarts are at most 3 s away).
         sleep(Duration::from_secs(12)).await;
-        let logs: Vec<Vec<i64>> = (0..3)
+        let logs: Vec<Vec<i64>> = (0..servers)
             .map(|s| ensemble.with_server(s, |s| s.applied_zxids().collect()))
             .collect();
         for a in &logs {
@@ -277,7 +282,7 @@ fn run_seed(seed: u64) -> Tally {
             "after the quiet phase the replicas agree"
         );
         let tree = ensemble.with_server(0, |s| s.tree().clone());
-        for s in 0..3 {
+        for s in 0..servers {
             ensemble.with_server(s, |s| {
                 s.tree().check_invariants().unwrap();
                 assert!(s.tree() == &tree, "replica {} differs", s.id());
@@ -335,7 +340,7 @@ fn run_seed(seed: u64) -> Tally {
                 .count() as u64
         });
         *tally.counts.entry("SessionMoved txns").or_default() += moved;
-        for s in 0..3 {
+        for s in 0..servers {
             let st = ensemble.with_server(s, |s| s.stats());
             *tally.counts.entry("refusals by the zxid rule").or_default() += st.zxid_refusals;
             *tally.counts.entry("refusals while syncing").or_default() += st.syncing_refusals;
