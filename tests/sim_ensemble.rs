@@ -16,6 +16,13 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+mod common;
+
+/// Runs a seed; a failure names it with its replay command.
+fn checked(seed: u64) -> Outcome {
+    common::replaying("sim_ensemble", "", seed, || run_seed(seed))
+}
+
 use futures::future::join_all;
 use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
@@ -187,35 +194,10 @@ fn run_seed(seed: u64) -> Outcome {
     })
 }
 
-fn seeds() -> Vec<u64> {
-    if let Ok(s) = std::env::var("ZOOSIM_SEED") {
-        return vec![s.parse().expect("ZOOSIM_SEED is a number")];
-    }
-    let n = std::env::var("ZOOSIM_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
-    (START_SEED..START_SEED + n).collect()
-}
-
-/// Runs a seed, turning a failure into a message with the replay command.
-fn checked(seed: u64) -> Outcome {
-    std::panic::catch_unwind(|| run_seed(seed)).unwrap_or_else(|e| {
-        let msg = e
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        panic!(
-            "seed {seed} failed: {msg}\nreplay: ZOOSIM_SEED={seed} cargo test --test sim_ensemble -- --nocapture"
-        )
-    })
-}
-
 #[test]
 fn fixed_leader_broadcast_over_seeds() {
     let started = Instant::now();
-    let seeds = seeds();
+    let seeds = common::seeds(START_SEED, 100);
     let mut total = Outcome::default();
     for &seed in &seeds {
         total.add(&checked(seed));

@@ -23,6 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
 use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::{Handle, Runtime};
 use madsim::time::{sleep, timeout, Instant};
@@ -360,29 +362,11 @@ fn run_seed(seed: u64) -> Tally {
 
 #[test]
 fn raw_workloads_under_part_one_faults() {
-    let seeds: Vec<u64> = match std::env::var("ZOOSIM_SEED") {
-        Ok(s) => vec![s.parse().expect("ZOOSIM_SEED is a number")],
-        Err(_) => {
-            let n = std::env::var("ZOOSIM_SEEDS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(100);
-            (START_SEED..START_SEED + n).collect()
-        }
-    };
+    let seeds = common::seeds(START_SEED, 100);
     let started = std::time::Instant::now();
     let mut total = Tally::default();
     for &seed in &seeds {
-        let tally = std::panic::catch_unwind(|| run_seed(seed)).unwrap_or_else(|e| {
-            let msg = e
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            panic!(
-                "seed {seed} failed: {msg}\nreplay: ZOOSIM_SEED={seed} cargo test --test sim_faults -- --nocapture"
-            )
-        });
+        let tally = common::replaying("sim_faults", "", seed, || run_seed(seed));
         total.add(&tally);
     }
     eprintln!(

@@ -14,6 +14,8 @@ compile_error!(
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+
 use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
 use madsim::time::{sleep, timeout, Instant};
@@ -23,40 +25,6 @@ use zoosim::proto::{ClientEvent, CreateMode, EventType, SessionEvent, WatchEvent
 use zoosim::tree::TxnBody;
 
 const T_MS: u64 = 4000;
-
-fn sweep<T>(
-    test: &str,
-    start: u64,
-    n: u64,
-    f: impl Fn(u64) -> T + std::panic::RefUnwindSafe,
-) -> Vec<T> {
-    let seeds: Vec<u64> = match std::env::var("ZOOSIM_SEED") {
-        Ok(s) => vec![s.parse().expect("ZOOSIM_SEED is a number")],
-        Err(_) => (start..start + n).collect(),
-    };
-    let started = std::time::Instant::now();
-    let out = seeds
-        .iter()
-        .map(|&seed| {
-            std::panic::catch_unwind(|| f(seed)).unwrap_or_else(|e| {
-                let msg = e
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                panic!(
-                    "{test}: seed {seed} failed: {msg}\nreplay: ZOOSIM_SEED={seed} cargo test --test sim_reconnect {test} -- --nocapture"
-                )
-            })
-        })
-        .collect();
-    eprintln!(
-        "{test}: {} seeds in {:.2} s",
-        seeds.len(),
-        started.elapsed().as_secs_f64()
-    );
-    out
-}
 
 fn runtime(seed: u64) -> Runtime {
     Runtime::with_seed_and_config(seed, madsim::Config::default())
@@ -147,9 +115,13 @@ fn follower_crash(seed: u64, flavour: Flavour) -> Duration {
 #[test]
 fn a_follower_crash_moves_its_clients_with_their_sessions() {
     for (flavour, start) in [(Flavour::Java, 0xfa11_0000), (Flavour::Rust, 0xfa12_0000)] {
-        let away = sweep(&format!("follower_crash_{flavour:?}"), start, 40, |seed| {
-            follower_crash(seed, flavour)
-        });
+        let away = common::sweep(
+            "sim_reconnect",
+            &format!("follower_crash_{flavour:?}"),
+            start,
+            40,
+            |seed| follower_crash(seed, flavour),
+        );
         let ms: Vec<u128> = away.iter().map(Duration::as_millis).collect();
         eprintln!(
             "{flavour:?}: back on another server {}–{} ms after the crash (T = {T_MS})",
@@ -161,7 +133,7 @@ fn a_follower_crash_moves_its_clients_with_their_sessions() {
 
 #[test]
 fn requests_from_an_abandoned_connection_meet_session_moved() {
-    let outcomes = sweep("session_moved", 0x5e55_0000, 100, |seed| {
+    let outcomes = common::sweep("sim_reconnect", "session_moved", 0x5e55_0000, 100, |seed| {
         runtime(seed).block_on(async {
             let ensemble = Arc::new(Ensemble::start(EnsembleConfig::default()));
             let a = Arc::new(ensemble.connect(1, T_MS).await.unwrap());
@@ -208,86 +180,100 @@ fn with_no_server_reachable_the_flavours_part() {
     // The client knows one server, which dies. The Rust client gives the
     // session up itself at 7T/5; the Java client keeps trying and never
     // hears Expired.
-    sweep("no_server_reachable", 0x0e5e_0000, 20, |seed| {
-        for flavour in [Flavour::Java, Flavour::Rust] {
-            runtime(seed).block_on(async {
-                let ensemble = Ensemble::start(EnsembleConfig::default());
-                let a = ensemble.connect_only(1, T_MS, flavour).await.unwrap();
-                a.create("/a", b"", CreateMode::Ephemeral).await.unwrap();
-                drain(&a);
-                ensemble.crash_server(1);
-                let crashed = Instant::now();
-                sleep(Duration::from_millis(3 * T_MS)).await;
-                let events = drain(&a);
-                let late = a.exists("/a", false).await;
-                match flavour {
-                    Flavour::Java => {
-                        assert_eq!(events, [ClientEvent::Session(SessionEvent::Disconnected)]);
-                        assert_eq!(late, Err(ZkError::ConnectionLoss));
+    common::sweep(
+        "sim_reconnect",
+        "no_server_reachable",
+        0x0e5e_0000,
+        20,
+        |seed| {
+            for flavour in [Flavour::Java, Flavour::Rust] {
+                runtime(seed).block_on(async {
+                    let ensemble = Ensemble::start(EnsembleConfig::default());
+                    let a = ensemble.connect_only(1, T_MS, flavour).await.unwrap();
+                    a.create("/a", b"", CreateMode::Ephemeral).await.unwrap();
+                    drain(&a);
+                    ensemble.crash_server(1);
+                    let crashed = Instant::now();
+                    sleep(Duration::from_millis(3 * T_MS)).await;
+                    let events = drain(&a);
+                    let late = a.exists("/a", false).await;
+                    match flavour {
+                        Flavour::Java => {
+                            assert_eq!(events, [ClientEvent::Session(SessionEvent::Disconnected)]);
+                            assert_eq!(late, Err(ZkError::ConnectionLoss));
+                        }
+                        Flavour::Rust => {
+                            assert_eq!(
+                                events,
+                                [
+                                    ClientEvent::Session(SessionEvent::Disconnected),
+                                    ClientEvent::Session(SessionEvent::Expired)
+                                ]
+                            );
+                            assert_eq!(late, Err(ZkError::SessionExpired));
+                        }
                     }
-                    Flavour::Rust => {
-                        assert_eq!(
-                            events,
-                            [
-                                ClientEvent::Session(SessionEvent::Disconnected),
-                                ClientEvent::Session(SessionEvent::Expired)
-                            ]
-                        );
-                        assert_eq!(late, Err(ZkError::SessionExpired));
-                    }
-                }
-                // Meanwhile the leader expired the session on its own.
-                ensemble.with_server(0, |s| assert!(!s.tree().has_session(a.session_id())));
-                let _ = crashed;
-            })
-        }
-    });
+                    // Meanwhile the leader expired the session on its own.
+                    ensemble.with_server(0, |s| assert!(!s.tree().has_session(a.session_id())));
+                    let _ = crashed;
+                })
+            }
+        },
+    );
 }
 
 #[test]
 fn a_restarted_follower_catches_up_before_it_serves() {
-    sweep("follower_restart", 0x4e57_0000, 40, |seed| {
-        runtime(seed).block_on(async {
-            let ensemble = Ensemble::start(EnsembleConfig::default());
-            let follower = thread_rng().gen_range(1..3);
-            let b = ensemble.connect(0, T_MS).await.unwrap();
-            b.create("/before", b"", CreateMode::Persistent)
-                .await
-                .unwrap();
-            sleep(Duration::from_millis(thread_rng().gen_range(0..300))).await;
-            ensemble.crash_server(follower);
-            for i in 0..5 {
-                b.create(&format!("/while-{i}"), b"", CreateMode::Persistent)
+    common::sweep(
+        "sim_reconnect",
+        "follower_restart",
+        0x4e57_0000,
+        40,
+        |seed| {
+            runtime(seed).block_on(async {
+                let ensemble = Ensemble::start(EnsembleConfig::default());
+                let follower = thread_rng().gen_range(1..3);
+                let b = ensemble.connect(0, T_MS).await.unwrap();
+                b.create("/before", b"", CreateMode::Persistent)
                     .await
                     .unwrap();
-            }
-            let late = ensemble.connect(0, T_MS).await.unwrap();
-            sleep(Duration::from_millis(thread_rng().gen_range(0..2000))).await;
-            ensemble.restart_server(follower);
-            // A client that knows only the restarted follower gets in once
-            // it has synced, and reads everything committed meanwhile.
-            let c = ensemble
-                .connect_only(follower, T_MS, Flavour::Java)
-                .await
-                .expect("the restarted follower serves again");
-            let (children, _) = c.get_children("/", false).await.unwrap();
-            assert!(children.len() >= 7, "{children:?}");
-            b.create("/after", b"", CreateMode::Persistent)
-                .await
-                .unwrap();
-            // The follower takes part in new commits again.
-            c.sync("/").await.unwrap();
-            assert!(c.exists("/after", false).await.unwrap().is_some());
-            late.close().await.unwrap();
-            sleep(Duration::from_secs(1)).await;
-            let logs: Vec<Vec<i64>> = (0..3)
-                .map(|s| ensemble.with_server(s, |s| s.applied_zxids().collect()))
-                .collect();
-            assert!(logs.iter().all(|l| l == &logs[0]), "applied logs converge");
-            for s in 0..3 {
-                ensemble.with_server(s, |s| s.tree().check_invariants().unwrap());
-            }
-            assert!(ensemble.with_server(follower, |s| !s.tree().has_session(late.session_id())));
-        })
-    });
+                sleep(Duration::from_millis(thread_rng().gen_range(0..300))).await;
+                ensemble.crash_server(follower);
+                for i in 0..5 {
+                    b.create(&format!("/while-{i}"), b"", CreateMode::Persistent)
+                        .await
+                        .unwrap();
+                }
+                let late = ensemble.connect(0, T_MS).await.unwrap();
+                sleep(Duration::from_millis(thread_rng().gen_range(0..2000))).await;
+                ensemble.restart_server(follower);
+                // A client that knows only the restarted follower gets in once
+                // it has synced, and reads everything committed meanwhile.
+                let c = ensemble
+                    .connect_only(follower, T_MS, Flavour::Java)
+                    .await
+                    .expect("the restarted follower serves again");
+                let (children, _) = c.get_children("/", false).await.unwrap();
+                assert!(children.len() >= 7, "{children:?}");
+                b.create("/after", b"", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+                // The follower takes part in new commits again.
+                c.sync("/").await.unwrap();
+                assert!(c.exists("/after", false).await.unwrap().is_some());
+                late.close().await.unwrap();
+                sleep(Duration::from_secs(1)).await;
+                let logs: Vec<Vec<i64>> = (0..3)
+                    .map(|s| ensemble.with_server(s, |s| s.applied_zxids().collect()))
+                    .collect();
+                assert!(logs.iter().all(|l| l == &logs[0]), "applied logs converge");
+                for s in 0..3 {
+                    ensemble.with_server(s, |s| s.tree().check_invariants().unwrap());
+                }
+                assert!(
+                    ensemble.with_server(follower, |s| !s.tree().has_session(late.session_id()))
+                );
+            })
+        },
+    );
 }

@@ -13,6 +13,8 @@ compile_error!(
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+
 use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
 use madsim::time::{sleep, timeout, Instant};
@@ -30,42 +32,6 @@ fn config() -> EnsembleConfig {
     }
 }
 
-/// Runs `f` for `n` seeds from `start` (or only `ZOOSIM_SEED`), naming the
-/// failing seed and its replay command.
-fn sweep<T>(
-    test: &str,
-    start: u64,
-    n: u64,
-    f: impl Fn(u64) -> T + std::panic::RefUnwindSafe,
-) -> Vec<T> {
-    let seeds: Vec<u64> = match std::env::var("ZOOSIM_SEED") {
-        Ok(s) => vec![s.parse().expect("ZOOSIM_SEED is a number")],
-        Err(_) => (start..start + n).collect(),
-    };
-    let started = std::time::Instant::now();
-    let out = seeds
-        .iter()
-        .map(|&seed| {
-            std::panic::catch_unwind(|| f(seed)).unwrap_or_else(|e| {
-                let msg = e
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                panic!(
-                    "{test}: seed {seed} failed: {msg}\nreplay: ZOOSIM_SEED={seed} cargo test --test sim_sessions {test} -- --nocapture"
-                )
-            })
-        })
-        .collect();
-    eprintln!(
-        "{test}: {} seeds in {:.2} s",
-        seeds.len(),
-        started.elapsed().as_secs_f64()
-    );
-    out
-}
-
 fn runtime(seed: u64) -> Runtime {
     Runtime::with_seed_and_config(seed, madsim::Config::default())
 }
@@ -81,52 +47,58 @@ async fn wait_for(zk: &impl Zk, want: WatchEvent, within: Duration) -> Result<()
 
 #[test]
 fn a_crashed_clients_session_expires_after_t_and_its_ephemerals_go() {
-    let delays = sweep("a_crashed_clients_session", 0xc4a5_0000, 50, |seed| {
-        runtime(seed).block_on(async {
-            let ensemble = Ensemble::start(config());
-            let a = ensemble.connect(1, T_MS).await.unwrap();
-            let b = ensemble.connect(2, T_MS).await.unwrap();
-            assert_eq!(
-                b.next_event().await,
-                ClientEvent::Session(SessionEvent::Connected)
-            );
-            a.create("/a", b"", CreateMode::Ephemeral).await.unwrap();
-            let (seq, _) = a
-                .create("/a-", b"", CreateMode::EphemeralSequential)
-                .await
-                .unwrap();
-            b.create("/b", b"", CreateMode::Ephemeral).await.unwrap();
-            assert!(b.exists("/a", true).await.unwrap().is_some());
-            // Busy a while, so the last touch is not the create's.
-            sleep(Duration::from_millis(thread_rng().gen_range(0..3000))).await;
-            a.exists("/a", false).await.unwrap();
-            ensemble.crash_client(&a);
-            let crashed = Instant::now();
-            let deleted = WatchEvent {
-                event_type: EventType::NodeDeleted,
-                path: "/a".into(),
-            };
-            wait_for(&b, deleted, Duration::from_millis(3 * T_MS))
-                .await
-                .unwrap();
-            let delay = crashed.elapsed();
-            // Quiet: the close reaches every replica.
-            sleep(Duration::from_secs(1)).await;
-            for s in 0..3 {
-                ensemble.with_server(s, |s| {
-                    let t = s.tree();
-                    assert!(
-                        t.node("/a").is_none() && t.node(&seq).is_none(),
-                        "A's ephemerals gone"
-                    );
-                    assert!(t.node("/b").is_some(), "B's ephemeral stays");
-                    t.check_invariants().unwrap();
-                });
-            }
-            assert!(b.exists("/b", false).await.unwrap().is_some(), "B is alive");
-            delay
-        })
-    });
+    let delays = common::sweep(
+        "sim_sessions",
+        "a_crashed_clients_session",
+        0xc4a5_0000,
+        50,
+        |seed| {
+            runtime(seed).block_on(async {
+                let ensemble = Ensemble::start(config());
+                let a = ensemble.connect(1, T_MS).await.unwrap();
+                let b = ensemble.connect(2, T_MS).await.unwrap();
+                assert_eq!(
+                    b.next_event().await,
+                    ClientEvent::Session(SessionEvent::Connected)
+                );
+                a.create("/a", b"", CreateMode::Ephemeral).await.unwrap();
+                let (seq, _) = a
+                    .create("/a-", b"", CreateMode::EphemeralSequential)
+                    .await
+                    .unwrap();
+                b.create("/b", b"", CreateMode::Ephemeral).await.unwrap();
+                assert!(b.exists("/a", true).await.unwrap().is_some());
+                // Busy a while, so the last touch is not the create's.
+                sleep(Duration::from_millis(thread_rng().gen_range(0..3000))).await;
+                a.exists("/a", false).await.unwrap();
+                ensemble.crash_client(&a);
+                let crashed = Instant::now();
+                let deleted = WatchEvent {
+                    event_type: EventType::NodeDeleted,
+                    path: "/a".into(),
+                };
+                wait_for(&b, deleted, Duration::from_millis(3 * T_MS))
+                    .await
+                    .unwrap();
+                let delay = crashed.elapsed();
+                // Quiet: the close reaches every replica.
+                sleep(Duration::from_secs(1)).await;
+                for s in 0..3 {
+                    ensemble.with_server(s, |s| {
+                        let t = s.tree();
+                        assert!(
+                            t.node("/a").is_none() && t.node(&seq).is_none(),
+                            "A's ephemerals gone"
+                        );
+                        assert!(t.node("/b").is_some(), "B's ephemeral stays");
+                        t.check_invariants().unwrap();
+                    });
+                }
+                assert!(b.exists("/b", false).await.unwrap().is_some(), "B is alive");
+                delay
+            })
+        },
+    );
     let ms: Vec<u128> = delays.iter().map(Duration::as_millis).collect();
     let (min, max) = (*ms.iter().min().unwrap(), *ms.iter().max().unwrap());
     eprintln!("crash → NodeDeleted at the watcher: {min}–{max} ms (T = {T_MS}, tick = {TICK_MS})");
@@ -145,32 +117,38 @@ fn a_crashed_clients_session_expires_after_t_and_its_ephemerals_go() {
 
 #[test]
 fn idle_clients_stay_alive_on_pings() {
-    sweep("idle_clients_stay_alive", 0x1d1e_0000, 20, |seed| {
-        runtime(seed).block_on(async {
-            let ensemble = Ensemble::start(config());
-            let a = ensemble
-                .connect(thread_rng().gen_range(0..3), 2000)
-                .await
-                .unwrap();
-            a.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
-            sleep(Duration::from_secs(30)).await;
-            assert!(a.exists("/e", false).await.unwrap().is_some());
-            assert_eq!(
-                a.try_next_event(),
-                Some(ClientEvent::Session(SessionEvent::Connected))
-            );
-            assert_eq!(
-                a.try_next_event(),
-                None,
-                "no Disconnected in 30 s of idling"
-            );
-        })
-    });
+    common::sweep(
+        "sim_sessions",
+        "idle_clients_stay_alive",
+        0x1d1e_0000,
+        20,
+        |seed| {
+            runtime(seed).block_on(async {
+                let ensemble = Ensemble::start(config());
+                let a = ensemble
+                    .connect(thread_rng().gen_range(0..3), 2000)
+                    .await
+                    .unwrap();
+                a.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
+                sleep(Duration::from_secs(30)).await;
+                assert!(a.exists("/e", false).await.unwrap().is_some());
+                assert_eq!(
+                    a.try_next_event(),
+                    Some(ClientEvent::Session(SessionEvent::Connected))
+                );
+                assert_eq!(
+                    a.try_next_event(),
+                    None,
+                    "no Disconnected in 30 s of idling"
+                );
+            })
+        },
+    );
 }
 
 #[test]
 fn forced_expiry_closes_the_session_everywhere() {
-    sweep("forced_expiry", 0xf0ce_0000, 50, |seed| {
+    common::sweep("sim_sessions", "forced_expiry", 0xf0ce_0000, 50, |seed| {
         runtime(seed).block_on(async {
             let ensemble = Ensemble::start(config());
             let a = ensemble
@@ -225,55 +203,61 @@ fn ephemeral_creates_racing_an_expiry_leave_no_orphans() {
     // Creates prepped before the session was marked closing are in its
     // closeSession; later ones fail with SessionExpired. Either way no
     // ephemeral outlives the session. Both paths must be taken.
-    let outcomes = sweep("creates_racing_an_expiry", 0x0a9e_0000, 100, |seed| {
-        runtime(seed).block_on(async {
-            let ensemble = Arc::new(Ensemble::start(config()));
-            let a = Arc::new(
-                ensemble
-                    .connect(thread_rng().gen_range(0..3), T_MS)
-                    .await
-                    .unwrap(),
-            );
-            let session = a.session_id();
-            // Pipelined: several creates in flight when the expiry hits.
-            let creates = {
-                let a = a.clone();
-                madsim::task::spawn(async move {
-                    let creates = (0..8u64).map(|i| {
-                        let a = a.clone();
-                        async move {
-                            sleep(Duration::from_millis(i * 7)).await;
-                            a.create(&format!("/e{i}"), b"", CreateMode::Ephemeral)
-                                .await
-                        }
+    let outcomes = common::sweep(
+        "sim_sessions",
+        "creates_racing_an_expiry",
+        0x0a9e_0000,
+        100,
+        |seed| {
+            runtime(seed).block_on(async {
+                let ensemble = Arc::new(Ensemble::start(config()));
+                let a = Arc::new(
+                    ensemble
+                        .connect(thread_rng().gen_range(0..3), T_MS)
+                        .await
+                        .unwrap(),
+                );
+                let session = a.session_id();
+                // Pipelined: several creates in flight when the expiry hits.
+                let creates = {
+                    let a = a.clone();
+                    madsim::task::spawn(async move {
+                        let creates = (0..8u64).map(|i| {
+                            let a = a.clone();
+                            async move {
+                                sleep(Duration::from_millis(i * 7)).await;
+                                a.create(&format!("/e{i}"), b"", CreateMode::Ephemeral)
+                                    .await
+                            }
+                        });
+                        futures::future::join_all(creates).await
+                    })
+                };
+                sleep(Duration::from_millis(thread_rng().gen_range(0..200))).await;
+                let window = Duration::from_millis(thread_rng().gen_range(0..60));
+                ensemble.expire_session_with_window(session, window);
+                let results = creates.await.unwrap();
+                sleep(Duration::from_secs(1)).await;
+                for s in 0..3 {
+                    ensemble.with_server(s, |s| {
+                        let t = s.tree();
+                        assert!(!t.has_session(session));
+                        assert!(
+                            t.ephemerals(session).next().is_none(),
+                            "orphaned ephemerals"
+                        );
+                        t.check_invariants().unwrap();
                     });
-                    futures::future::join_all(creates).await
-                })
-            };
-            sleep(Duration::from_millis(thread_rng().gen_range(0..200))).await;
-            let window = Duration::from_millis(thread_rng().gen_range(0..60));
-            ensemble.expire_session_with_window(session, window);
-            let results = creates.await.unwrap();
-            sleep(Duration::from_secs(1)).await;
-            for s in 0..3 {
-                ensemble.with_server(s, |s| {
-                    let t = s.tree();
-                    assert!(!t.has_session(session));
-                    assert!(
-                        t.ephemerals(session).next().is_none(),
-                        "orphaned ephemerals"
-                    );
-                    t.check_invariants().unwrap();
-                });
-            }
-            let created_then_closed = results.iter().filter(|r| r.is_ok()).count();
-            let refused = results
-                .iter()
-                .filter(|r| **r == Err(ZkError::SessionExpired))
-                .count();
-            (created_then_closed, refused)
-        })
-    });
+                }
+                let created_then_closed = results.iter().filter(|r| r.is_ok()).count();
+                let refused = results
+                    .iter()
+                    .filter(|r| **r == Err(ZkError::SessionExpired))
+                    .count();
+                (created_then_closed, refused)
+            })
+        },
+    );
     let created: usize = outcomes.iter().map(|o| o.0).sum();
     let refused: usize = outcomes.iter().map(|o| o.1).sum();
     eprintln!(
