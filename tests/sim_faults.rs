@@ -124,9 +124,12 @@ async fn workload(c: usize, zk: Arc<SimZk>, record: Arc<Mutex<Record>>, until: I
             match (&op, &result) {
                 (Op::Create { path, mode, .. }, Ok(_)) if mode.is_ephemeral() => {
                     rec.ephemerals.insert(path.clone());
+                    rec.unknown.remove(path);
                 }
-                (Op::Delete { path, .. }, Ok(_)) => {
+                (Op::Delete { path, .. }, Ok(_) | Err(ZkError::NoNode)) => {
+                    // Definitely gone now.
                     rec.ephemerals.remove(path);
+                    rec.unknown.remove(path);
                 }
                 (op, Err(ZkError::ConnectionLoss)) if op.is_write() => {
                     rec.connection_losses += 1;
@@ -212,7 +215,10 @@ fn run_seed(seed: u64) -> Tally {
             let injected = match kind {
                 "follower crash+restart" => {
                     let f = thread_rng().gen_range(1..servers);
-                    if down.lock().unwrap().insert(f) {
+                    // Never a quorum down: the leader would keep serving
+                    // with writes stuck (it does not step down yet).
+                    let room = down.lock().unwrap().len() < (servers as usize - 1) / 2;
+                    if room && down.lock().unwrap().insert(f) {
                         ensemble.crash_server(f);
                         let (e, down) = (ensemble.clone(), down.clone());
                         let outage = Duration::from_millis(thread_rng().gen_range(500..3000));

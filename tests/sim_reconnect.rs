@@ -193,7 +193,6 @@ fn with_no_server_reachable_the_flavours_part() {
                     a.create("/a", b"", CreateMode::Ephemeral).await.unwrap();
                     drain(&a);
                     ensemble.crash_server(1);
-                    let crashed = Instant::now();
                     sleep(Duration::from_millis(3 * T_MS)).await;
                     let events = drain(&a);
                     let late = a.exists("/a", false).await;
@@ -215,7 +214,6 @@ fn with_no_server_reachable_the_flavours_part() {
                     }
                     // Meanwhile the leader expired the session on its own.
                     ensemble.with_server(0, |s| assert!(!s.tree().has_session(a.session_id())));
-                    let _ = crashed;
                 })
             }
         },
@@ -274,6 +272,45 @@ fn a_restarted_follower_catches_up_before_it_serves() {
                     ensemble.with_server(follower, |s| !s.tree().has_session(late.session_id()))
                 );
             })
+        },
+    );
+}
+
+#[test]
+fn close_while_disconnected_fails_waiting_requests() {
+    // A request held while no server is reachable must not outlive a
+    // close(): it fails with SessionExpired, in both flavours.
+    common::sweep(
+        "sim_reconnect",
+        "close_while_disconnected",
+        0xc105_0000,
+        20,
+        |seed| {
+            for flavour in [Flavour::Java, Flavour::Rust] {
+                runtime(seed).block_on(async {
+                    let ensemble = Ensemble::start(EnsembleConfig::default());
+                    let a = Arc::new(ensemble.connect_only(1, T_MS, flavour).await.unwrap());
+                    ensemble.crash_server(1);
+                    sleep(Duration::from_millis(T_MS)).await; // disconnected now
+                    assert!(!a.is_connected());
+                    let held = {
+                        let a = a.clone();
+                        madsim::task::spawn(async move { a.exists("/", false).await })
+                    };
+                    sleep(Duration::from_millis(thread_rng().gen_range(1..1500))).await;
+                    a.close().await.unwrap();
+                    let result = timeout(Duration::from_secs(1), held).await;
+                    let result = result.expect("the held request ended").unwrap();
+                    assert!(
+                        matches!(
+                            result,
+                            Err(ZkError::SessionExpired | ZkError::ConnectionLoss)
+                        ),
+                        "{result:?}"
+                    );
+                    assert_eq!(a.exists("/", false).await, Err(ZkError::SessionExpired));
+                })
+            }
         },
     );
 }

@@ -21,6 +21,7 @@ use madsim::time::{sleep, timeout, Instant};
 use zoosim::client::{Zk, ZkExt};
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
 use zoosim::proto::{ClientEvent, CreateMode, EventType, SessionEvent, WatchEvent, ZkError};
+use zoosim::tree::TxnBody;
 
 const T_MS: u64 = 4000;
 const TICK_MS: u64 = 500;
@@ -250,10 +251,13 @@ fn ephemeral_creates_racing_an_expiry_leave_no_orphans() {
                     });
                 }
                 let created_then_closed = results.iter().filter(|r| r.is_ok()).count();
-                let refused = results
-                    .iter()
-                    .filter(|r| **r == Err(ZkError::SessionExpired))
-                    .count();
+                // Refused at the leader's prep (not by the client itself).
+                let refused = ensemble.with_server(0, |s| {
+                    s.log()
+                        .iter()
+                        .filter(|e| e.txn.body == TxnBody::Error(ZkError::SessionExpired))
+                        .count()
+                });
                 (created_then_closed, refused)
             })
         },

@@ -189,6 +189,7 @@ impl Server {
         self.conns.clear();
         self.touched.clear();
         self.dropped.clear();
+        self.lose_reply.clear();
         self.syncing = true;
         let last_logged = self.log.last().map_or(0, |e| e.txn.zxid);
         out.push(Output::Peer {
@@ -571,15 +572,20 @@ impl Server {
             }
             PeerMsg::Diff { entries, committed } => {
                 assert_eq!(from, self.config.leader);
-                for (txn, origin) in entries {
-                    let zxid = txn.zxid;
-                    self.log.push(Entry { txn, origin });
+                self.log.extend(
+                    entries
+                        .into_iter()
+                        .map(|(txn, origin)| Entry { txn, origin }),
+                );
+                self.committed = self.log.partition_point(|e| e.txn.zxid <= committed);
+                // Ack everything uncommitted, including entries logged before
+                // the crash whose ack may have died with it.
+                for e in &self.log[self.committed..] {
                     out.push(Output::Peer {
                         to: from,
-                        msg: PeerMsg::Ack { zxid },
+                        msg: PeerMsg::Ack { zxid: e.txn.zxid },
                     });
                 }
-                self.committed = self.log.partition_point(|e| e.txn.zxid <= committed);
                 // No connection survived the restart, so applying answers
                 // nobody here.
                 self.apply_committed(out);
@@ -666,6 +672,17 @@ impl Server {
         let txn = match request {
             Forwarded::Write { session, .. } if leader.closing.contains(&session) => {
                 // Marked closing: the write fails at prep (an error txn).
+                Txn {
+                    zxid,
+                    time_ms: now_ms,
+                    session,
+                    body: TxnBody::Error(ZkError::SessionExpired),
+                }
+            }
+            Forwarded::Write { session, .. }
+                if !leader.tracker.contains_key(&session) && !leader.closing.contains(&session) =>
+            {
+                // Closed already (§1.6: closed or expired is SessionExpired).
                 Txn {
                     zxid,
                     time_ms: now_ms,

@@ -170,9 +170,11 @@ impl State {
         send(endpoint, to, Wire::Client { conn, seq, msg });
     }
 
-    /// The session is gone: every waiting and held request fails.
-    fn expire(&mut self) {
-        self.phase = Phase::Expired;
+    /// The handle is dead (expired or closed): every waiting and held
+    /// request fails with SessionExpired, as the Java client fails its
+    /// queued packets.
+    fn end(&mut self, phase: Phase, event: SessionEvent) {
+        self.phase = phase;
         self.attempt = None;
         for (_, w) in std::mem::take(&mut self.waiting) {
             let _ = w.tx.send(Err(ZkError::SessionExpired));
@@ -181,7 +183,11 @@ impl State {
             let _ = w.tx.send(Err(ZkError::SessionExpired));
         }
         self.watches = Watches::default();
-        self.state_event(SessionEvent::Expired);
+        self.state_event(event);
+    }
+
+    fn expire(&mut self) {
+        self.end(Phase::Expired, SessionEvent::Expired);
     }
 
     /// The connection broke: in-flight requests fail with ConnectionLoss
@@ -341,7 +347,7 @@ async fn attempt(
     let (rx, wait) = {
         let mut st = lock(state);
         st.conns_made += 1;
-        let conn = ConnId::from(st.n) << 16 | st.conns_made;
+        let conn = ConnId::from(st.n) << 32 | st.conns_made;
         let (tx, rx) = oneshot::channel();
         st.attempt = Some((conn, server, tx));
         st.reorder = Reorder::default();
@@ -640,9 +646,7 @@ impl Zk for SimZk {
             Phase::Connecting => {
                 // Disconnected: the close cannot be sent; the session lives
                 // on until it times out (ZK_SEMANTICS.md §3.2).
-                st.phase = Phase::Closed;
-                st.attempt = None;
-                st.state_event(SessionEvent::Closed);
+                st.end(Phase::Closed, SessionEvent::Closed);
                 None
             }
             // Closing or closed already: a no-op.

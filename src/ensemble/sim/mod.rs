@@ -1,11 +1,13 @@
 //! The madsim shell: servers and clients as simulated nodes, the pure
 //! [`Server`] inside each server node, and its messages as datagrams.
 //!
-//! madsim datagrams are not FIFO and a clog drops them, while ZooKeeper's
-//! links are TCP: every datagram carries a per-link sequence number and the
-//! receiver delivers in order (the [`Reorder`] buffer). The faults so far
-//! (client crash, forced expiry) lose no datagram between live nodes, so a
-//! gap is only ever a late datagram.
+//! madsim datagrams are not FIFO, while ZooKeeper's links are TCP: every
+//! datagram carries a per-stream sequence number and the receiver delivers
+//! in order (the [`Reorder`] buffer). Streams belong to one connection, or
+//! to a pair of server incarnations: a killed node's streams are abandoned
+//! with it and a restarted one starts fresh, so a gap in a live stream is
+//! only ever a late datagram (no fault drops datagrams between live nodes
+//! yet; partitions come with part 2).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -330,6 +332,10 @@ impl Ensemble {
 
     /// Fault: server `id`'s node dies (its clients reconnect elsewhere).
     pub fn crash_server(&self, id: ServerId) {
+        assert!(
+            !self.with_server(id, Server::is_leader),
+            "crashing the leader needs elections (not simulated yet)"
+        );
         Handle::current().kill(self.nodes[id as usize].id());
     }
 
