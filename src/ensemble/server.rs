@@ -127,6 +127,16 @@ pub struct Server {
     stats: ServerStats,
 }
 
+/// A write that failed at prep: it still uses its zxid.
+fn error_txn(zxid: Zxid, time_ms: i64, session: SessionId, error: ZkError) -> Txn {
+    Txn {
+        zxid,
+        time_ms,
+        session,
+        body: TxnBody::Error(error),
+    }
+}
+
 /// When a session touched at `now_ms` expires: now + T, rounded up to the
 /// next tick (ExpiryQueue), so between T and T + tick.
 fn expiry_time(tick_ms: u64, now_ms: i64, timeout_ms: u64) -> i64 {
@@ -670,37 +680,19 @@ impl Server {
         leader.counter += 1;
         let zxid = (i64::from(epoch) << 32) | i64::from(leader.counter);
         let txn = match request {
-            Forwarded::Write { session, .. } if leader.closing.contains(&session) => {
-                // Marked closing: the write fails at prep (an error txn).
-                Txn {
-                    zxid,
-                    time_ms: now_ms,
-                    session,
-                    body: TxnBody::Error(ZkError::SessionExpired),
-                }
-            }
+            // The session checks of prep, in ZooKeeper's order: closing or
+            // already closed is SessionExpired (§1.6); a write from a
+            // connection the session has moved away from is SessionMoved
+            // (not applied; that server closes the connection).
             Forwarded::Write { session, .. }
-                if !leader.tracker.contains_key(&session) && !leader.closing.contains(&session) =>
+                if leader.closing.contains(&session) || !leader.tracker.contains_key(&session) =>
             {
-                // Closed already (§1.6: closed or expired is SessionExpired).
-                Txn {
-                    zxid,
-                    time_ms: now_ms,
-                    session,
-                    body: TxnBody::Error(ZkError::SessionExpired),
-                }
+                error_txn(zxid, now_ms, session, ZkError::SessionExpired)
             }
             Forwarded::Write { session, .. }
                 if origin.is_some_and(|o| leader.owner.get(&session) != Some(&o.server)) =>
             {
-                // From a connection the session has moved away from: not
-                // applied; that server will close the connection.
-                Txn {
-                    zxid,
-                    time_ms: now_ms,
-                    session,
-                    body: TxnBody::Error(ZkError::SessionMoved),
-                }
+                error_txn(zxid, now_ms, session, ZkError::SessionMoved)
             }
             Forwarded::Write { session, op } => leader.proposed.prepare(zxid, now_ms, session, &op),
             Forwarded::CreateSession { timeout_ms } => {
