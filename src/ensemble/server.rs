@@ -747,8 +747,7 @@ impl Server {
             }
             leader.acks.remove(&zxid);
             self.committed += 1;
-            let followers: Vec<_> = self.followers().collect();
-            for to in followers {
+            for to in self.followers() {
                 out.push(Output::Peer {
                     to,
                     msg: PeerMsg::Commit { zxid },
@@ -757,13 +756,16 @@ impl Server {
             self.apply_committed(out);
             let committed = self.committed;
             let leader = self.leader.as_mut().expect("leader only");
-            let (done, waiting): (Vec<_>, Vec<_>) = leader
-                .syncs
-                .drain(..)
-                .partition(|(upto, _)| *upto <= committed);
-            leader.syncs = waiting;
-            for (_, origin) in done {
-                self.sync_done(origin, out);
+            // The hot path: most commits release no sync.
+            if leader.syncs.iter().any(|(upto, _)| *upto <= committed) {
+                let (done, waiting): (Vec<_>, Vec<_>) = leader
+                    .syncs
+                    .drain(..)
+                    .partition(|(upto, _)| *upto <= committed);
+                leader.syncs = waiting;
+                for (_, origin) in done {
+                    self.sync_done(origin, out);
+                }
             }
         }
     }
@@ -784,13 +786,22 @@ impl Server {
     fn apply_committed(&mut self, out: &mut Vec<Output>) {
         assert!(self.applied <= self.committed && self.committed <= self.log.len());
         while self.applied < self.committed {
-            let entry = self.log[self.applied].clone();
+            let i = self.applied;
             self.applied += 1;
-            let applied = self.tree.apply(&entry.txn);
-            if let TxnBody::CloseSession { .. } = entry.txn.body {
-                self.drop_connections(entry.txn.session, entry.origin, out);
+            // Borrow the entry rather than clone it: this runs for every txn
+            // on every server.
+            let applied = self.tree.apply(&self.log[i].txn);
+            let entry = &self.log[i];
+            let (session, origin) = (entry.txn.session, entry.origin);
+            let created = match entry.txn.body {
+                TxnBody::CreateSession { timeout_ms } => Some(timeout_ms),
+                _ => None,
+            };
+            let closed = matches!(entry.txn.body, TxnBody::CloseSession { .. });
+            if closed {
+                self.drop_connections(session, origin, out);
                 if let Some(leader) = &mut self.leader {
-                    leader.closing.remove(&entry.txn.session);
+                    leader.closing.remove(&session);
                 }
             }
             for (conn, event) in self.watches.fire_all(&applied.triggers) {
@@ -799,26 +810,26 @@ impl Server {
                     msg: ServerMsg::Watch(event),
                 });
             }
-            let Some(origin) = entry.origin.filter(|o| o.server == self.config.id) else {
+            let Some(origin) = origin.filter(|o| o.server == self.config.id) else {
                 continue;
             };
-            match (&entry.txn.body, applied.reply) {
-                (TxnBody::CreateSession { timeout_ms }, _) => {
+            match (created, applied.reply) {
+                (Some(timeout_ms), _) => {
                     if let Some(c) = self.conns.get_mut(&origin.conn) {
-                        c.session = Some(entry.txn.session);
+                        c.session = Some(session);
                         out.push(Output::Client {
                             conn: origin.conn,
                             msg: ServerMsg::Connected {
-                                session: entry.txn.session,
-                                timeout_ms: *timeout_ms,
+                                session,
+                                timeout_ms,
                             },
                         });
                     }
                 }
                 // Answered by drop_connections above.
-                (TxnBody::CloseSession { .. }, _) => {}
-                (_, Some(result)) => self.complete(origin, result, out),
-                (body, None) => unreachable!("no reply for {body:?}"),
+                (None, _) if closed => {}
+                (None, Some(result)) => self.complete(origin, result, out),
+                (None, None) => unreachable!("no reply for txn {i}"),
             }
         }
     }
