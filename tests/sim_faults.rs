@@ -351,7 +351,10 @@ fn run_seed(seed: u64) -> Tally {
         for s in 0..servers {
             let st = ensemble.with_server(s, |s| s.stats());
             *tally.counts.entry("refusals by the zxid rule").or_default() += st.zxid_refusals;
-            *tally.counts.entry("refusals while syncing").or_default() += st.syncing_refusals;
+            *tally
+                .counts
+                .entry("refusals while not serving")
+                .or_default() += st.not_serving_refusals;
             *tally
                 .counts
                 .entry("SetWatches events replayed")

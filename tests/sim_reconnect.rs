@@ -21,7 +21,7 @@ use madsim::runtime::Runtime;
 use madsim::time::{sleep, timeout, Instant};
 use zoosim::client::{Zk, ZkExt};
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Flavour, SimZk};
-use zoosim::proto::{ClientEvent, CreateMode, EventType, SessionEvent, WatchEvent, ZkError};
+use zoosim::proto::{ClientEvent, CreateMode, EventType, Op, SessionEvent, WatchEvent, ZkError};
 use zoosim::tree::TxnBody;
 
 const T_MS: u64 = 4000;
@@ -62,16 +62,20 @@ fn follower_crash(seed: u64, flavour: Flavour) -> Duration {
         drain(&a);
         ensemble.crash_server(follower);
         let crashed = Instant::now();
-        // A request in flight when the server died: ConnectionLoss.
-        let in_flight = a.exists("/a", false).await;
-        assert_eq!(in_flight, Err(ZkError::ConnectionLoss));
-        // Changes while A is away, to be replayed when it is back.
+        // A request in flight when the server died (sent now, by `call`).
+        let in_flight = a.call(Op::Exists {
+            path: "/a".into(),
+            watch: false,
+        });
+        // Changes while A is away (its read timeout is over a second off),
+        // to be replayed when it is back.
         b.sync("/").await.unwrap();
         b.create("/w", b"", CreateMode::Persistent).await.unwrap();
         b.set_data("/d", b"x", -1).await.unwrap();
         b.create("/kids/k", b"", CreateMode::Persistent)
             .await
             .unwrap();
+        assert_eq!(in_flight.await, Err(ZkError::ConnectionLoss));
         // A comes back on its own: the session, its ephemeral, its watches.
         let back = timeout(Duration::from_secs(10), async {
             loop {
@@ -95,7 +99,10 @@ fn follower_crash(seed: u64, flavour: Flavour) -> Duration {
             event(EventType::NodeChildrenChanged, "/kids"),
         ];
         want.sort();
-        assert_eq!(events, want, "each missed change replayed once");
+        assert_eq!(
+            events, want,
+            "each missed change replayed once (away {away:?})"
+        );
         // The session works on the new server; ownership moved with it.
         a.create("/after", b"", CreateMode::Ephemeral)
             .await

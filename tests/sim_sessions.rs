@@ -30,6 +30,7 @@ fn config() -> EnsembleConfig {
     EnsembleConfig {
         servers: 3,
         tick_ms: TICK_MS,
+        ..EnsembleConfig::default()
     }
 }
 

@@ -20,41 +20,91 @@ pub struct Origin {
     pub xid: i64,
 }
 
-/// Server ↔ server (ZooKeeper's quorum protocol, reduced to what clients
-/// can observe).
+/// Server ↔ server: ZooKeeper's quorum protocol (fast leader election,
+/// then Zab's discovery, sync and broadcast), reduced to what clients can
+/// observe.
+///
+/// A follower's connection to its leader is one *attempt* (a fresh number
+/// each time it starts following, kept across restarts): messages of an
+/// attempt the other side has given up on are ignored, as data arriving on
+/// a closed TCP connection would be.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum PeerMsg {
-    /// Follower → leader: a client's write, sync, or session request.
-    Forward { origin: Origin, request: Forwarded },
-    /// Leader → follower, in zxid order.
-    Proposal { txn: Txn, origin: Option<Origin> },
-    /// Follower → leader: the proposal is in my durable log.
+    /// Election: the sender's credentials and what it is doing. A looking
+    /// server broadcasts it every tick; others answer a looking one.
+    Vote(Vote),
+    /// Follower → leader, within one attempt.
+    Learner { attempt: u64, msg: LearnerMsg },
+    /// Leader → follower, within one attempt.
+    Leader { attempt: u64, msg: LeaderMsg },
+}
+
+/// What an election compares: (current epoch, last logged zxid, server id).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Vote {
+    pub current_epoch: u32,
+    pub last_zxid: Zxid,
+    pub state: PeerState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum PeerState {
+    Looking,
+    Following(ServerId),
+    Leading,
+}
+
+/// Follower → leader.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum LearnerMsg {
+    /// Opens an attempt (resent every tick until answered).
+    FollowerInfo { accepted_epoch: u32 },
+    /// The follower accepted the leader's epoch; its log, for the sync.
+    AckEpoch { current_epoch: u32, last_zxid: Zxid },
+    /// The sync is logged: the follower's log is the leader's.
+    AckNewLeader,
+    /// The proposal is in my durable log.
     Ack { zxid: Zxid },
-    /// Leader → follower, in zxid order.
-    Commit { zxid: Zxid },
-    /// Leader → the sync's server: everything proposed before the sync has
-    /// been committed (and, FIFO, those commits were sent first).
-    SyncDone { origin: Origin },
-    /// Follower → leader, every tick: the sessions its clients were heard
-    /// from since the last report (ZooKeeper piggybacks this on pings).
+    /// Every tick: the heartbeat, with the sessions the follower's clients
+    /// were heard from since the last one (ZooKeeper's ping reply).
     Touch { sessions: Vec<SessionId> },
-    /// A restarted follower → leader: the last zxid in its durable log.
-    FollowerInfo { last_logged: Zxid },
-    /// Leader → a syncing follower: the proposals it lacks and how far the
-    /// log is committed (ZooKeeper's DIFF).
-    Diff {
+    /// A client's write, sync, or session request.
+    Forward { origin: Origin, request: Forwarded },
+    /// A client re-attaches `session` here.
+    Revalidate { origin: Origin, session: SessionId },
+}
+
+/// Leader → follower.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum LeaderMsg {
+    /// The epoch the leader proposes (or leads in).
+    LeaderInfo { epoch: u32 },
+    /// The sync (ZooKeeper's DIFF or TRUNC, then NEWLEADER): drop the log
+    /// after `truncate_to`, append `entries`; everything up to `committed`
+    /// is committed.
+    NewLeader {
+        truncate_to: Zxid,
         entries: Vec<(Txn, Option<Origin>)>,
         committed: Zxid,
     },
-    /// Follower → leader: a client re-attaches `session` here.
-    Revalidate { origin: Origin, session: SessionId },
-    /// Leader → follower: whether the session lives (it is now owned by
-    /// the follower, and touched).
+    /// A quorum is synced: commit up to `committed` and serve clients.
+    UpToDate { committed: Zxid },
+    /// In zxid order.
+    Proposal { txn: Txn, origin: Option<Origin> },
+    /// In zxid order.
+    Commit { zxid: Zxid },
+    /// Everything proposed before the sync has been committed (and, FIFO,
+    /// those commits were sent first).
+    SyncDone { origin: Origin },
+    /// Whether the session lives (it is now owned by the follower, and
+    /// touched).
     Revalidated {
         origin: Origin,
         session: SessionId,
         live: Option<u64>,
     },
+    /// Every tick: the leader is alive.
+    Ping,
 }
 
 /// What a follower forwards to the leader.

@@ -1,19 +1,43 @@
 //! One ZooKeeper server as a pure state machine: messages in, messages out,
 //! no sockets, clocks or runtime (the simulator's shell moves them).
 //!
-//! This part has a fixed leader (elections come later). Every write, failed
-//! or not, is prepped by the leader against its proposed state, given a
-//! zxid, proposed to every follower, committed on a quorum of acks, and
-//! applied in zxid order on every server; the server holding the client's
-//! connection answers once it has applied the txn itself
-//! (ZK_SEMANTICS.md §4.2). Reads are served from the local applied state,
-//! behind the same connection's earlier writes (§4.3).
+//! A server is looking (electing), following or leading
+//! (ZK_SEMANTICS.md §4). Only a leader with a synced quorum, and its synced
+//! followers, serve clients; every change of role drops every client
+//! connection (§3.4).
+//!
+//! * [`election`]: votes by (current epoch, last logged zxid, server id);
+//! * [`leader`]: discovery (a new epoch from a quorum), sync (each
+//!   follower's log made the leader's: truncate, then diff), broadcast
+//!   (prep against the proposed state, zxid, quorum commit) and sessions
+//!   (only the leader expires them);
+//! * [`follower`]: the other side of each phase.
+//!
+//! Every server applies committed txns in zxid order; the server holding
+//! the client's connection answers once it has applied the txn itself
+//! (§4.2). Reads are served from the local applied state, behind the same
+//! connection's earlier requests (§4.3).
+//!
+//! What survives a restart (the durable state): the log, the accepted and
+//! current epochs, and the attempt counter. The tree is rebuilt from the
+//! log when the server next syncs.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::msg::{ClientMsg, ConnId, Forwarded, Origin, PeerMsg, ServerId, ServerMsg, WatchLists};
+use super::msg::{
+    ClientMsg, ConnId, Forwarded, LearnerMsg, Origin, PeerMsg, PeerState, ServerId, ServerMsg,
+    Vote, WatchLists,
+};
 use crate::proto::{Op, Reply, SessionId, ZkError, Zxid};
 use crate::tree::{DataTree, TreeConfig, Txn, TxnBody, WatchTable};
+
+mod election;
+mod follower;
+mod leader;
+
+use election::Looking;
+use follower::Following;
+use leader::Leading;
 
 /// Something a server wants delivered.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -26,16 +50,42 @@ pub enum Output {
 pub struct ServerConfig {
     pub id: ServerId,
     pub servers: u32,
+    /// The ensemble starts running, with this leader in `epoch` (as if an
+    /// election had just finished); later leaders are elected.
     pub leader: ServerId,
     pub epoch: u32,
     pub tick_ms: u64,
+    /// Ticks a follower waits to hear from its leader, and a leader from a
+    /// quorum, before giving up (ZooKeeper's syncLimit).
+    pub sync_limit_ticks: u64,
+    /// Ticks an election's discovery and sync may take (initLimit).
+    pub init_limit_ticks: u64,
     pub tree: TreeConfig,
 }
 
 impl ServerConfig {
+    /// Server `id` of `servers`, led by server 0 in epoch 1 at the start,
+    /// with ZooKeeper's sample limits (syncLimit 5, initLimit 10 ticks).
+    pub fn new(id: ServerId, servers: u32, tick_ms: u64) -> ServerConfig {
+        ServerConfig {
+            id,
+            servers,
+            leader: 0,
+            epoch: 1,
+            tick_ms,
+            sync_limit_ticks: 5,
+            init_limit_ticks: 10,
+            tree: TreeConfig::default(),
+        }
+    }
+
     /// The negotiated session timeout: 2 to 20 ticks (ZK_SEMANTICS.md §3.1).
     pub fn negotiate(&self, timeout_ms: u64) -> u64 {
         timeout_ms.clamp(2 * self.tick_ms, 20 * self.tick_ms)
+    }
+
+    fn quorum(&self) -> usize {
+        self.servers as usize / 2 + 1
     }
 }
 
@@ -45,14 +95,28 @@ impl ServerConfig {
 pub struct ServerStats {
     /// Connections refused because the client had seen a later zxid.
     pub zxid_refusals: u64,
-    /// Connections refused while syncing after a restart.
-    pub syncing_refusals: u64,
+    /// Connections refused because the server was not in an active quorum
+    /// (electing, syncing, or just restarted).
+    pub not_serving_refusals: u64,
     /// Watch events replayed by SetWatches on a re-attach.
     pub replayed_events: u64,
     /// Sessions expired by this server as leader.
     pub expiries: u64,
     /// Write replies dropped by the lost-reply fault.
     pub lost_replies: u64,
+    /// Times this server became an established leader (the bootstrap
+    /// leadership not counted).
+    pub elections_won: u64,
+    /// Times a leader gave up for want of a quorum.
+    pub step_downs: u64,
+    /// Syncs with a leader that dropped uncommitted log entries.
+    pub truncations: u64,
+    /// The entries those syncs dropped.
+    pub truncated_entries: u64,
+    /// Syncs completed as a follower.
+    pub syncs: u64,
+    /// Client connections dropped because the server left its role.
+    pub role_change_drops: u64,
 }
 
 /// A logged proposal: the txn and who to answer.
@@ -62,11 +126,22 @@ pub struct Entry {
     pub origin: Option<Origin>,
 }
 
+/// A request waiting in its connection's queue; `op: None` is a ping,
+/// answered in order like everything else (so a stuck write stalls pongs
+/// too, and the client's read timeout notices).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 struct Pending {
     xid: i64,
-    op: Op,
+    op: Option<Op>,
     result: Option<Result<Reply, ZkError>>,
+}
+
+impl Pending {
+    fn waits_for_leader(&self) -> bool {
+        self.op
+            .as_ref()
+            .is_some_and(|op| op.is_write() || matches!(op, Op::Sync { .. }))
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -80,104 +155,178 @@ struct Conn {
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-struct LeaderState {
-    /// Applied state plus every proposal not yet committed: what prep sees.
-    proposed: DataTree,
-    counter: u32,
-    acks: BTreeMap<Zxid, BTreeSet<ServerId>>,
-    /// Syncs waiting for the log prefix (by length) they came after.
-    syncs: Vec<(usize, Origin)>,
-    next_session: i64,
-    /// Live sessions: timeout and expiry time (ZooKeeper's SessionTracker;
-    /// only the leader expires sessions).
-    tracker: BTreeMap<SessionId, (u64, i64)>,
-    /// Sessions whose closeSession is under way: their writes fail at prep.
-    closing: BTreeSet<SessionId>,
-    /// Expired sessions whose closeSession is not prepped yet: in ZooKeeper
-    /// it queues behind requests already submitted, which therefore fail
-    /// with SessionExpired before the close (ZK_SEMANTICS.md §3.3, 6).
-    /// With the time before which not to prep the close (a fault's
-    /// closing window; now for a natural expiry).
-    to_close: Vec<(SessionId, i64)>,
-    /// The server each session is attached to; a write from another
-    /// server's (stale) connection fails with SessionMoved.
-    owner: BTreeMap<SessionId, ServerId>,
+enum Role {
+    Looking(Looking),
+    Following(Following),
+    Leading(Box<Leading>),
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Server {
     config: ServerConfig,
+    // Durable: survives a restart.
+    /// Every proposal this server has logged, in zxid order.
+    log: Vec<Entry>,
+    /// The newest epoch this server promised to follow (or lead) ...
+    accepted_epoch: u32,
+    /// ... and who proposed it.
+    accepted_leader: ServerId,
+    /// The epoch of the last sync this server completed (as leader: began).
+    current_epoch: u32,
+    /// Attempts to follow a leader so far (each is a new connection).
+    attempts: u64,
+    stats: ServerStats,
+    // Volatile: lost in a restart.
+    ticks: u64,
     tree: DataTree,
     watches: WatchTable<ConnId>,
-    /// Durable log: every proposal this server has logged, in zxid order.
-    log: Vec<Entry>,
     committed: usize,
     applied: usize,
+    role: Role,
     conns: BTreeMap<ConnId, Conn>,
-    leader: Option<LeaderState>,
     /// Sessions heard from since the last report to the leader.
     touched: BTreeSet<SessionId>,
     /// Connections this server dropped; their late packets are ignored.
     dropped: BTreeSet<ConnId>,
-    /// A restarted follower until the leader's Diff: it serves no client.
-    syncing: bool,
     /// Fault: sessions whose next write reply is lost here (the write is
     /// applied, the reply dropped and the connection broken).
     lose_reply: BTreeSet<SessionId>,
-    stats: ServerStats,
-}
-
-/// A write that failed at prep: it still uses its zxid.
-fn error_txn(zxid: Zxid, time_ms: i64, session: SessionId, error: ZkError) -> Txn {
-    Txn {
-        zxid,
-        time_ms,
-        session,
-        body: TxnBody::Error(error),
-    }
-}
-
-/// When a session touched at `now_ms` expires: now + T, rounded up to the
-/// next tick (ExpiryQueue), so between T and T + tick.
-fn expiry_time(tick_ms: u64, now_ms: i64, timeout_ms: u64) -> i64 {
-    let tick = tick_ms as i64;
-    ((now_ms + timeout_ms as i64) / tick + 1) * tick
 }
 
 impl Server {
+    /// A server of an ensemble that is already running: the configured
+    /// leader leads `config.epoch` with every follower synced.
     pub fn new(config: ServerConfig) -> Server {
         assert!(config.id < config.servers && config.leader < config.servers);
         let tree = DataTree::new(config.tree);
-        let leader = (config.id == config.leader).then(|| LeaderState {
-            proposed: tree.clone(),
-            counter: 0,
-            acks: BTreeMap::new(),
-            syncs: Vec::new(),
-            next_session: 0,
-            tracker: BTreeMap::new(),
-            closing: BTreeSet::new(),
-            to_close: Vec::new(),
-            owner: BTreeMap::new(),
-        });
+        let role = if config.id == config.leader {
+            let learners = (0..config.servers).filter(|&s| s != config.id);
+            Role::Leading(Box::new(Leading::bootstrap(&config, &tree, learners)))
+        } else {
+            Role::Following(Following::bootstrap(config.leader))
+        };
         Server {
             config,
+            log: Vec::new(),
+            accepted_epoch: config.epoch,
+            accepted_leader: config.leader,
+            current_epoch: config.epoch,
+            attempts: 0,
+            stats: ServerStats::default(),
+            ticks: 0,
             tree,
             watches: WatchTable::new(),
-            log: Vec::new(),
             committed: 0,
             applied: 0,
+            role,
             conns: BTreeMap::new(),
-            leader,
             touched: BTreeSet::new(),
             dropped: BTreeSet::new(),
-            syncing: false,
             lose_reply: BTreeSet::new(),
-            stats: ServerStats::default(),
         }
+    }
+
+    /// The server process restarts: only the durable state survives; it
+    /// looks for a leader, and its tree is rebuilt from the log when it
+    /// syncs.
+    pub fn restart(&mut self, out: &mut Vec<Output>) {
+        self.ticks = 0;
+        self.tree = DataTree::new(self.config.tree);
+        self.watches = WatchTable::new();
+        self.committed = 0;
+        self.applied = 0;
+        self.conns.clear();
+        self.touched.clear();
+        self.dropped.clear();
+        self.lose_reply.clear();
+        self.role = Role::Looking(Looking::default());
+        self.broadcast_vote(out);
     }
 
     pub fn stats(&self) -> ServerStats {
         self.stats
+    }
+
+    pub fn id(&self) -> ServerId {
+        self.config.id
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// An established leader: one whose epoch a quorum has synced to.
+    pub fn is_leader(&self) -> bool {
+        matches!(&self.role, Role::Leading(l) if l.is_established())
+    }
+
+    /// Whether this server takes client connections now: it is in an
+    /// active quorum (an established leader or a synced follower).
+    pub fn is_serving(&self) -> bool {
+        match &self.role {
+            Role::Looking(_) => false,
+            Role::Following(f) => f.is_serving(),
+            Role::Leading(l) => l.is_established(),
+        }
+    }
+
+    /// What the server is doing, as its election votes say.
+    pub fn peer_state(&self) -> PeerState {
+        match &self.role {
+            Role::Looking(_) => PeerState::Looking,
+            Role::Following(f) => PeerState::Following(f.leader()),
+            Role::Leading(_) => PeerState::Leading,
+        }
+    }
+
+    pub fn current_epoch(&self) -> u32 {
+        self.current_epoch
+    }
+
+    /// The applied state.
+    pub fn tree(&self) -> &DataTree {
+        &self.tree
+    }
+
+    /// The zxids of the applied prefix of the log, in order.
+    pub fn applied_zxids(&self) -> impl Iterator<Item = Zxid> + '_ {
+        self.log[..self.applied].iter().map(|e| e.txn.zxid)
+    }
+
+    /// The applied prefix of the log.
+    pub fn applied_log(&self) -> &[Entry] {
+        &self.log[..self.applied]
+    }
+
+    pub fn log(&self) -> &[Entry] {
+        &self.log
+    }
+
+    fn last_logged(&self) -> Zxid {
+        self.log.last().map_or(0, |e| e.txn.zxid)
+    }
+
+    fn vote(&self) -> Vote {
+        Vote {
+            current_epoch: self.current_epoch,
+            last_zxid: self.last_logged(),
+            state: self.peer_state(),
+        }
+    }
+
+    fn others(&self) -> impl Iterator<Item = ServerId> {
+        let (me, n) = (self.config.id, self.config.servers);
+        (0..n).filter(move |&s| s != me)
+    }
+
+    fn broadcast_vote(&self, out: &mut Vec<Output>) {
+        let vote = self.vote();
+        for to in self.others() {
+            out.push(Output::Peer {
+                to,
+                msg: PeerMsg::Vote(vote),
+            });
+        }
     }
 
     /// Fault: the next reply to a write of `session` on this server is lost
@@ -187,115 +336,203 @@ impl Server {
         self.lose_reply.insert(session);
     }
 
-    /// The server process restarts: only the durable log survives; the
-    /// tree is rebuilt from the leader's Diff (the first message out).
-    /// Only followers restart here: a leader's restart needs an election.
-    pub fn restart(&mut self, out: &mut Vec<Output>) {
-        assert!(!self.is_leader(), "a leader's restart needs an election");
-        self.tree = DataTree::new(self.config.tree);
-        self.watches = WatchTable::new();
-        self.committed = 0;
-        self.applied = 0;
-        self.conns.clear();
+    /// A tick of the server's clock: heartbeats, timeouts, votes, expiry.
+    pub fn on_tick(&mut self, now_ms: i64, out: &mut Vec<Output>) {
+        self.ticks += 1;
+        match &self.role {
+            Role::Looking(_) => self.tick_looking(now_ms, out),
+            Role::Following(_) => self.tick_following(out),
+            Role::Leading(_) => self.tick_leading(now_ms, out),
+        }
+    }
+
+    /// The server leaves its role (lost its leader or its quorum, or a
+    /// sync failed) and looks for a leader. Every client connection drops.
+    fn look(&mut self, out: &mut Vec<Output>) {
+        self.drop_all_connections(out);
+        self.role = Role::Looking(Looking::default());
+        self.broadcast_vote(out);
+    }
+
+    fn drop_all_connections(&mut self, out: &mut Vec<Output>) {
+        for (conn, _) in std::mem::take(&mut self.conns) {
+            self.stats.role_change_drops += 1;
+            self.watches.remove_connection(conn);
+            self.dropped.insert(conn);
+            out.push(Output::Client {
+                conn,
+                msg: ServerMsg::ConnectionClosed,
+            });
+        }
         self.touched.clear();
-        self.dropped.clear();
-        self.lose_reply.clear();
-        self.syncing = true;
-        let last_logged = self.log.last().map_or(0, |e| e.txn.zxid);
-        out.push(Output::Peer {
-            to: self.config.leader,
-            msg: PeerMsg::FollowerInfo { last_logged },
-        });
     }
 
-    /// Whether this server takes client connections now.
-    pub fn is_serving(&self) -> bool {
-        !self.syncing
+    /// A message from another server.
+    pub fn on_peer(&mut self, now_ms: i64, from: ServerId, msg: PeerMsg, out: &mut Vec<Output>) {
+        assert_ne!(from, self.config.id, "a message from itself");
+        match msg {
+            PeerMsg::Vote(vote) => self.on_vote(now_ms, from, vote, out),
+            PeerMsg::Learner { attempt, msg } => self.on_learner(now_ms, from, attempt, msg, out),
+            PeerMsg::Leader { attempt, msg } => self.on_leader(from, attempt, msg, out),
+        }
     }
 
-    /// The session was heard from.
-    fn touch(&mut self, now_ms: i64, session: SessionId) {
-        let tick_ms = self.config.tick_ms;
-        match &self.leader {
-            Some(leader) => {
-                let Some(&(timeout, _)) = leader.tracker.get(&session) else {
-                    return;
+    /// A message from a client connection held by this server.
+    pub fn on_client(&mut self, now_ms: i64, conn: ConnId, msg: ClientMsg, out: &mut Vec<Output>) {
+        let me = self.config.id;
+        let origin = |xid| Origin {
+            server: me,
+            conn,
+            xid,
+        };
+        if !matches!(msg, ClientMsg::Connect { .. } | ClientMsg::Disconnect) {
+            match self.conns.get(&conn) {
+                // This server dropped the connection (its session closed, or
+                // the server changed role): the socket is gone and the
+                // packet is lost.
+                None if self.dropped.contains(&conn) => return,
+                None => panic!("conn {conn}: a message before Connect"),
+                Some(Conn { session: None, .. }) => {
+                    panic!("conn {conn}: a message before its session was created")
+                }
+                Some(Conn {
+                    session: Some(s), ..
+                }) => {
+                    let s = *s;
+                    self.touch(now_ms, s);
+                }
+            }
+        }
+        match msg {
+            ClientMsg::Ping => {
+                let c = self.conns.get_mut(&conn).expect("checked above");
+                c.queue.push_back(Pending {
+                    xid: -2,
+                    op: None,
+                    result: None,
+                });
+                self.drain(conn, out);
+            }
+            ClientMsg::Connect {
+                session,
+                last_zxid,
+                timeout_ms,
+                watches,
+            } => {
+                assert!(
+                    !self.conns.contains_key(&conn),
+                    "conn {conn} connected twice"
+                );
+                let refused = if !self.is_serving() {
+                    // Not in an active quorum (ZK_SEMANTICS.md §3.4).
+                    self.stats.not_serving_refusals += 1;
+                    true
+                } else if last_zxid > self.tree.last_zxid() {
+                    // The client has seen more than this server: it must
+                    // try another (§3.4).
+                    self.stats.zxid_refusals += 1;
+                    true
+                } else {
+                    false
                 };
-                if leader.closing.contains(&session) {
+                if refused {
+                    self.dropped.insert(conn);
+                    out.push(Output::Client {
+                        conn,
+                        msg: ServerMsg::ConnectionClosed,
+                    });
                     return;
                 }
-                let at = expiry_time(tick_ms, now_ms, timeout);
-                let leader = self.leader.as_mut().expect("leader");
-                leader.tracker.insert(session, (timeout, at));
+                let c = self.conns.entry(conn).or_default();
+                match session {
+                    None => {
+                        let request = Forwarded::CreateSession {
+                            timeout_ms: self.config.negotiate(timeout_ms),
+                        };
+                        self.forward_to_leader(now_ms, origin(-1), request, out);
+                    }
+                    Some(session) => {
+                        c.reattach = Some((last_zxid, watches));
+                        self.ask_revalidate(now_ms, origin(-1), session, out);
+                    }
+                }
             }
-            None => {
-                self.touched.insert(session);
+            ClientMsg::Disconnect => {
+                if self.conns.remove(&conn).is_some() {
+                    self.watches.remove_connection(conn);
+                    self.dropped.insert(conn);
+                }
             }
-        }
-    }
-
-    /// A tick of the server's clock: followers report touched sessions; the
-    /// leader expires the sessions whose time is up.
-    pub fn on_tick(&mut self, now_ms: i64, out: &mut Vec<Output>) {
-        let Some(leader) = &self.leader else {
-            if !self.touched.is_empty() {
-                let sessions = std::mem::take(&mut self.touched).into_iter().collect();
-                out.push(Output::Peer {
-                    to: self.config.leader,
-                    msg: PeerMsg::Touch { sessions },
+            ClientMsg::Close => {
+                let session = self.conns.get(&conn).and_then(|c| c.session);
+                let session = session.expect("checked above");
+                self.forward_to_leader(
+                    now_ms,
+                    origin(-2),
+                    Forwarded::CloseSession { session },
+                    out,
+                );
+            }
+            ClientMsg::Request { xid, op } => {
+                let session = self.conns.get(&conn).and_then(|c| c.session);
+                let session = session.expect("checked above");
+                let forwarded = match &op {
+                    Op::Sync { .. } => Some(Forwarded::Sync),
+                    op if op.is_write() => Some(Forwarded::Write {
+                        session,
+                        op: op.clone(),
+                    }),
+                    _ => None,
+                };
+                let c = self.conns.get_mut(&conn).expect("checked above");
+                c.queue.push_back(Pending {
+                    xid,
+                    op: Some(op),
+                    result: None,
                 });
+                if let Some(request) = forwarded {
+                    self.forward_to_leader(now_ms, origin(xid), request, out);
+                }
+                self.drain(conn, out);
             }
-            return;
-        };
-        let due: Vec<SessionId> = leader
-            .tracker
-            .iter()
-            .filter(|(s, (_, at))| *at <= now_ms && !leader.closing.contains(s))
-            .map(|(s, _)| *s)
-            .collect();
-        for session in due {
-            self.stats.expiries += 1;
-            self.mark_closing(session, now_ms);
         }
     }
 
-    /// Expiry, first half: from now on the session's writes fail at prep;
-    /// its closeSession is prepped from `close_at_ms` on.
-    fn mark_closing(&mut self, session: SessionId, close_at_ms: i64) {
-        let leader = self.leader.as_mut().expect("leader only");
-        leader.closing.insert(session);
-        leader.to_close.push((session, close_at_ms));
+    fn forward_to_leader(
+        &mut self,
+        now_ms: i64,
+        origin: Origin,
+        request: Forwarded,
+        out: &mut Vec<Output>,
+    ) {
+        match &self.role {
+            Role::Leading(_) => self.lead(now_ms, Some(origin), request, out),
+            Role::Following(_) => self.to_leader(LearnerMsg::Forward { origin, request }, out),
+            Role::Looking(_) => unreachable!("a looking server holds no connection"),
+        }
     }
 
-    /// The leader confirms a re-attach: the session lives (and is now owned
-    /// by the client's new server, and touched) or it does not.
-    fn revalidate(
+    fn ask_revalidate(
         &mut self,
         now_ms: i64,
         origin: Origin,
         session: SessionId,
         out: &mut Vec<Output>,
     ) {
-        let leader = self.leader.as_mut().expect("leader only");
-        let live = match leader.tracker.get(&session) {
-            Some(&(timeout, _)) if !leader.closing.contains(&session) => Some(timeout),
-            _ => None,
-        };
-        if live.is_some() {
-            leader.owner.insert(session, origin.server);
-            self.touch(now_ms, session);
+        match &self.role {
+            Role::Leading(_) => self.revalidate(now_ms, origin, session, out),
+            Role::Following(_) => self.to_leader(LearnerMsg::Revalidate { origin, session }, out),
+            Role::Looking(_) => unreachable!("a looking server holds no connection"),
         }
-        if origin.server == self.config.id {
-            self.revalidated(origin, session, live, out);
-        } else {
-            out.push(Output::Peer {
-                to: origin.server,
-                msg: PeerMsg::Revalidated {
-                    origin,
-                    session,
-                    live,
-                },
-            });
+    }
+
+    /// The session was heard from.
+    fn touch(&mut self, now_ms: i64, session: SessionId) {
+        match &self.role {
+            Role::Leading(_) => self.leader_touch(now_ms, session),
+            _ => {
+                self.touched.insert(session);
+            }
         }
     }
 
@@ -347,440 +584,6 @@ impl Server {
         }
     }
 
-    /// Whether a closeSession is due to be prepped by
-    /// [`Server::close_expired`].
-    pub fn has_due_closes(&self, now_ms: i64) -> bool {
-        self.leader
-            .as_ref()
-            .is_some_and(|l| l.to_close.iter().any(|(_, at)| *at <= now_ms))
-    }
-
-    /// Expiry, second half: prep the closeSession requests. The shell calls
-    /// this behind whatever the leader had already received when it marked
-    /// the sessions closing (ZooKeeper's prep queue).
-    pub fn close_expired(&mut self, now_ms: i64, out: &mut Vec<Output>) {
-        let Some(leader) = &mut self.leader else {
-            return;
-        };
-        let (due, later) = std::mem::take(&mut leader.to_close)
-            .into_iter()
-            .partition(|(_, at)| *at <= now_ms);
-        leader.to_close = later;
-        for (session, _) in due {
-            self.lead(now_ms, None, Forwarded::CloseSession { session }, out);
-        }
-    }
-
-    /// Forced expiry (a fault): the leader marks the session closing now,
-    /// as if its time were up, and preps its closeSession once
-    /// `closing_window_ms` has passed ([`Server::close_expired`]); the
-    /// session's writes prepped meanwhile fail with SessionExpired, which
-    /// their clients then see. Only the leader can; elsewhere this does
-    /// nothing.
-    pub fn expire(&mut self, now_ms: i64, session: SessionId, closing_window_ms: u64) {
-        let live = self
-            .leader
-            .as_ref()
-            .is_some_and(|l| l.tracker.contains_key(&session) && !l.closing.contains(&session));
-        if live {
-            self.mark_closing(session, now_ms + closing_window_ms as i64);
-        }
-    }
-
-    pub fn id(&self) -> ServerId {
-        self.config.id
-    }
-
-    pub fn is_leader(&self) -> bool {
-        self.leader.is_some()
-    }
-
-    /// The applied state.
-    pub fn tree(&self) -> &DataTree {
-        &self.tree
-    }
-
-    /// The zxids of the applied prefix of the log, in order.
-    pub fn applied_zxids(&self) -> impl Iterator<Item = Zxid> + '_ {
-        self.log[..self.applied].iter().map(|e| e.txn.zxid)
-    }
-
-    pub fn log(&self) -> &[Entry] {
-        &self.log
-    }
-
-    fn quorum(&self) -> usize {
-        self.config.servers as usize / 2 + 1
-    }
-
-    fn followers(&self) -> impl Iterator<Item = ServerId> + '_ {
-        (0..self.config.servers).filter(move |&s| s != self.config.id)
-    }
-
-    /// A message from a client connection held by this server.
-    pub fn on_client(&mut self, now_ms: i64, conn: ConnId, msg: ClientMsg, out: &mut Vec<Output>) {
-        let me = self.config.id;
-        let origin = |xid| Origin {
-            server: me,
-            conn,
-            xid,
-        };
-        if !matches!(msg, ClientMsg::Connect { .. } | ClientMsg::Disconnect) {
-            match self.conns.get(&conn) {
-                // This server dropped the connection (its session closed):
-                // a real server's socket is gone and the packet is lost.
-                None if self.dropped.contains(&conn) => return,
-                None => panic!("conn {conn}: a message before Connect"),
-                Some(Conn { session: None, .. }) => {
-                    panic!("conn {conn}: a message before its session was created")
-                }
-                Some(Conn {
-                    session: Some(s), ..
-                }) => {
-                    let s = *s;
-                    self.touch(now_ms, s);
-                }
-            }
-        }
-        match msg {
-            ClientMsg::Ping => out.push(Output::Client {
-                conn,
-                // Pings carry no xid: the answer may pass earlier replies.
-                msg: ServerMsg::Pong,
-            }),
-            ClientMsg::Connect {
-                session,
-                last_zxid,
-                timeout_ms,
-                watches,
-            } => {
-                assert!(
-                    !self.conns.contains_key(&conn),
-                    "conn {conn} connected twice"
-                );
-                if self.syncing {
-                    self.stats.syncing_refusals += 1;
-                } else if last_zxid > self.tree.last_zxid() {
-                    self.stats.zxid_refusals += 1;
-                }
-                if self.syncing || last_zxid > self.tree.last_zxid() {
-                    // Not serving yet (syncing after a restart), or the
-                    // client has seen more than this server: refused (it
-                    // must try another server), ZK_SEMANTICS.md §3.4.
-                    self.dropped.insert(conn);
-                    out.push(Output::Client {
-                        conn,
-                        msg: ServerMsg::ConnectionClosed,
-                    });
-                    return;
-                }
-                let c = self.conns.entry(conn).or_default();
-                match session {
-                    None => {
-                        let request = Forwarded::CreateSession {
-                            timeout_ms: self.config.negotiate(timeout_ms),
-                        };
-                        self.forward_to_leader(now_ms, origin(-1), request, out);
-                    }
-                    Some(session) => {
-                        c.reattach = Some((last_zxid, watches));
-                        let origin = origin(-1);
-                        if self.is_leader() {
-                            self.revalidate(now_ms, origin, session, out);
-                        } else {
-                            out.push(Output::Peer {
-                                to: self.config.leader,
-                                msg: PeerMsg::Revalidate { origin, session },
-                            });
-                        }
-                    }
-                }
-            }
-            ClientMsg::Disconnect => {
-                if self.conns.remove(&conn).is_some() {
-                    self.watches.remove_connection(conn);
-                    self.dropped.insert(conn);
-                }
-            }
-            ClientMsg::Close => {
-                let session = self.conns.get(&conn).and_then(|c| c.session);
-                let session = session.expect("checked above");
-                self.forward_to_leader(
-                    now_ms,
-                    origin(-2),
-                    Forwarded::CloseSession { session },
-                    out,
-                );
-            }
-            ClientMsg::Request { xid, op } => {
-                let session = self.conns.get(&conn).and_then(|c| c.session);
-                let session = session.expect("checked above");
-                let forwarded = match &op {
-                    Op::Sync { .. } => Some(Forwarded::Sync),
-                    op if op.is_write() => Some(Forwarded::Write {
-                        session,
-                        op: op.clone(),
-                    }),
-                    _ => None,
-                };
-                let c = self.conns.get_mut(&conn).expect("checked above");
-                c.queue.push_back(Pending {
-                    xid,
-                    op,
-                    result: None,
-                });
-                if let Some(request) = forwarded {
-                    self.forward_to_leader(now_ms, origin(xid), request, out);
-                }
-                self.drain(conn, out);
-            }
-        }
-    }
-
-    fn forward_to_leader(
-        &mut self,
-        now_ms: i64,
-        origin: Origin,
-        request: Forwarded,
-        out: &mut Vec<Output>,
-    ) {
-        if self.is_leader() {
-            self.lead(now_ms, Some(origin), request, out);
-        } else {
-            out.push(Output::Peer {
-                to: self.config.leader,
-                msg: PeerMsg::Forward { origin, request },
-            });
-        }
-    }
-
-    /// A message from another server.
-    pub fn on_peer(&mut self, now_ms: i64, from: ServerId, msg: PeerMsg, out: &mut Vec<Output>) {
-        match msg {
-            PeerMsg::Forward { origin, request } => {
-                assert!(self.is_leader(), "forward to a follower");
-                assert_eq!(origin.server, from);
-                self.lead(now_ms, Some(origin), request, out);
-            }
-            PeerMsg::FollowerInfo { last_logged } => {
-                assert!(self.is_leader(), "follower info to a follower");
-                // With a stable leader a follower's log is a prefix of ours.
-                let known = self.log.partition_point(|e| e.txn.zxid <= last_logged);
-                assert!(
-                    known == 0 || self.log[known - 1].txn.zxid == last_logged,
-                    "follower {from} logged {last_logged:#x}, which the leader never proposed"
-                );
-                let entries = self.log[known..]
-                    .iter()
-                    .map(|e| (e.txn.clone(), e.origin))
-                    .collect();
-                let committed = self.log[..self.committed].last().map_or(0, |e| e.txn.zxid);
-                out.push(Output::Peer {
-                    to: from,
-                    msg: PeerMsg::Diff { entries, committed },
-                });
-            }
-            PeerMsg::Diff { entries, committed } => {
-                assert_eq!(from, self.config.leader);
-                self.log.extend(
-                    entries
-                        .into_iter()
-                        .map(|(txn, origin)| Entry { txn, origin }),
-                );
-                self.committed = self.log.partition_point(|e| e.txn.zxid <= committed);
-                // Ack everything uncommitted, including entries logged before
-                // the crash whose ack may have died with it.
-                for e in &self.log[self.committed..] {
-                    out.push(Output::Peer {
-                        to: from,
-                        msg: PeerMsg::Ack { zxid: e.txn.zxid },
-                    });
-                }
-                // No connection survived the restart, so applying answers
-                // nobody here.
-                self.apply_committed(out);
-                self.syncing = false;
-            }
-            PeerMsg::Revalidate { origin, session } => {
-                assert_eq!(origin.server, from);
-                self.revalidate(now_ms, origin, session, out);
-            }
-            PeerMsg::Revalidated {
-                origin,
-                session,
-                live,
-            } => self.revalidated(origin, session, live, out),
-            PeerMsg::Touch { sessions } => {
-                assert!(self.is_leader(), "touch to a follower");
-                for s in sessions {
-                    self.touch(now_ms, s);
-                }
-            }
-            PeerMsg::Proposal { .. } | PeerMsg::Commit { .. } if self.syncing => {
-                // Sent before the leader heard of the restart; the Diff
-                // covers them.
-            }
-            PeerMsg::Proposal { txn, origin } => {
-                assert_eq!(from, self.config.leader, "proposal from a non-leader");
-                if let Some(last) = self.log.last() {
-                    assert!(txn.zxid > last.txn.zxid, "proposals out of zxid order");
-                }
-                let zxid = txn.zxid;
-                self.log.push(Entry { txn, origin });
-                out.push(Output::Peer {
-                    to: from,
-                    msg: PeerMsg::Ack { zxid },
-                });
-            }
-            PeerMsg::Ack { zxid } => {
-                let leader = self.leader.as_mut().expect("ack to a follower");
-                if let Some(acks) = leader.acks.get_mut(&zxid) {
-                    acks.insert(from);
-                }
-                self.commit_ready(out);
-            }
-            PeerMsg::Commit { zxid } => {
-                let next = self
-                    .log
-                    .get(self.committed)
-                    .unwrap_or_else(|| panic!("commit {zxid:#x} of an unlogged proposal"));
-                assert_eq!(next.txn.zxid, zxid, "commits out of order");
-                self.committed += 1;
-                self.apply_committed(out);
-            }
-            PeerMsg::SyncDone { origin } => {
-                assert_eq!(origin.server, self.config.id);
-                self.complete(origin, Ok(Reply::Sync), out);
-            }
-        }
-    }
-
-    /// The leader sequences a request: prep, zxid, propose. `origin` is
-    /// `None` for the leader's own requests (expiry).
-    fn lead(
-        &mut self,
-        now_ms: i64,
-        origin: Option<Origin>,
-        request: Forwarded,
-        out: &mut Vec<Output>,
-    ) {
-        let id = self.config.id;
-        let epoch = self.config.epoch;
-        let tick_ms = self.config.tick_ms;
-        let leader = self.leader.as_mut().expect("only the leader leads");
-        if let Forwarded::Sync = request {
-            let origin = origin.expect("a sync comes from a client");
-            if self.committed == self.log.len() {
-                self.sync_done(origin, out);
-            } else {
-                leader.syncs.push((self.log.len(), origin));
-            }
-            return;
-        }
-        leader.counter += 1;
-        let zxid = (i64::from(epoch) << 32) | i64::from(leader.counter);
-        let txn = match request {
-            // The session checks of prep, in ZooKeeper's order: closing or
-            // already closed is SessionExpired (§1.6); a write from a
-            // connection the session has moved away from is SessionMoved
-            // (not applied; that server closes the connection).
-            Forwarded::Write { session, .. }
-                if leader.closing.contains(&session) || !leader.tracker.contains_key(&session) =>
-            {
-                error_txn(zxid, now_ms, session, ZkError::SessionExpired)
-            }
-            Forwarded::Write { session, .. }
-                if origin.is_some_and(|o| leader.owner.get(&session) != Some(&o.server)) =>
-            {
-                error_txn(zxid, now_ms, session, ZkError::SessionMoved)
-            }
-            Forwarded::Write { session, op } => leader.proposed.prepare(zxid, now_ms, session, &op),
-            Forwarded::CreateSession { timeout_ms } => {
-                leader.next_session += 1;
-                let session = SessionId((i64::from(id) + 1) << 56 | leader.next_session);
-                leader.tracker.insert(
-                    session,
-                    (timeout_ms, expiry_time(tick_ms, now_ms, timeout_ms)),
-                );
-                if let Some(o) = origin {
-                    leader.owner.insert(session, o.server);
-                }
-                leader
-                    .proposed
-                    .prepare_create_session(zxid, now_ms, session, timeout_ms)
-            }
-            Forwarded::CloseSession { session } => {
-                // Prep collects the ephemerals in the proposed state, so
-                // creates still in flight go too.
-                leader.closing.insert(session);
-                leader.tracker.remove(&session);
-                leader.owner.remove(&session);
-                leader.to_close.retain(|(s, _)| *s != session);
-                leader.proposed.prepare_close_session(zxid, now_ms, session)
-            }
-            Forwarded::Sync => unreachable!("handled above"),
-        };
-        leader.proposed.apply(&txn);
-        leader.acks.insert(zxid, BTreeSet::from([id]));
-        let entry = Entry { txn, origin };
-        for to in (0..self.config.servers).filter(|&s| s != id) {
-            out.push(Output::Peer {
-                to,
-                msg: PeerMsg::Proposal {
-                    txn: entry.txn.clone(),
-                    origin: entry.origin,
-                },
-            });
-        }
-        self.log.push(entry);
-        self.commit_ready(out);
-    }
-
-    /// Commits, in order, every proposal a quorum has acked.
-    fn commit_ready(&mut self, out: &mut Vec<Output>) {
-        let quorum = self.quorum();
-        while let Some(entry) = self.log.get(self.committed) {
-            let zxid = entry.txn.zxid;
-            let leader = self.leader.as_mut().expect("leader only");
-            if leader.acks.get(&zxid).map_or(0, BTreeSet::len) < quorum {
-                break;
-            }
-            leader.acks.remove(&zxid);
-            self.committed += 1;
-            for to in self.followers() {
-                out.push(Output::Peer {
-                    to,
-                    msg: PeerMsg::Commit { zxid },
-                });
-            }
-            self.apply_committed(out);
-            let committed = self.committed;
-            let leader = self.leader.as_mut().expect("leader only");
-            // The hot path: most commits release no sync.
-            if leader.syncs.iter().any(|(upto, _)| *upto <= committed) {
-                let (done, waiting): (Vec<_>, Vec<_>) = leader
-                    .syncs
-                    .drain(..)
-                    .partition(|(upto, _)| *upto <= committed);
-                leader.syncs = waiting;
-                for (_, origin) in done {
-                    self.sync_done(origin, out);
-                }
-            }
-        }
-    }
-
-    fn sync_done(&mut self, origin: Origin, out: &mut Vec<Output>) {
-        if origin.server == self.config.id {
-            self.complete(origin, Ok(Reply::Sync), out);
-        } else {
-            out.push(Output::Peer {
-                to: origin.server,
-                msg: PeerMsg::SyncDone { origin },
-            });
-        }
-    }
-
     /// Applies the committed prefix: watches fire, then the txn's own
     /// connection (if here) gets its answer.
     fn apply_committed(&mut self, out: &mut Vec<Output>) {
@@ -800,9 +603,7 @@ impl Server {
             let closed = matches!(entry.txn.body, TxnBody::CloseSession { .. });
             if closed {
                 self.drop_connections(session, origin, out);
-                if let Some(leader) = &mut self.leader {
-                    leader.closing.remove(&session);
-                }
+                self.closed_session(session);
             }
             for (conn, event) in self.watches.fire_all(&applied.triggers) {
                 out.push(Output::Client {
@@ -891,18 +692,27 @@ impl Server {
         self.drain(origin.conn, out);
     }
 
-    /// Answers the connection's queue from the head: reads run now (after
-    /// every earlier request of the connection), writes once applied here.
+    /// Answers the connection's queue from the head: reads and pings run
+    /// now (after every earlier request of the connection), writes once
+    /// applied here.
     fn drain(&mut self, conn: ConnId, out: &mut Vec<Output>) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
         while let Some(head) = c.queue.front_mut() {
-            let result = match head.result.take() {
-                Some(r) => r,
-                None if head.op.is_write() || matches!(head.op, Op::Sync { .. }) => break,
-                None => {
-                    let (reply, watch) = self.tree.read(&head.op);
+            let result = match (head.result.take(), &head.op) {
+                (Some(r), _) => r,
+                (None, _) if head.waits_for_leader() => break,
+                (None, None) => {
+                    c.queue.pop_front();
+                    out.push(Output::Client {
+                        conn,
+                        msg: ServerMsg::Pong,
+                    });
+                    continue;
+                }
+                (None, Some(op)) => {
+                    let (reply, watch) = self.tree.read(op);
                     if let Some((kind, path)) = watch {
                         self.watches.register(conn, kind, &path);
                     }
@@ -910,7 +720,8 @@ impl Server {
                 }
             };
             let xid = head.xid;
-            let lost = head.op.is_write() && c.session.is_some_and(|s| self.lose_reply.remove(&s));
+            let is_write = head.op.as_ref().is_some_and(Op::is_write);
+            let lost = is_write && c.session.is_some_and(|s| self.lose_reply.remove(&s));
             c.queue.pop_front();
             if lost {
                 self.stats.lost_replies += 1;

@@ -31,16 +31,7 @@ struct Net {
 impl Net {
     fn new(n: u32, seed: u64) -> Net {
         let servers = (0..n)
-            .map(|id| {
-                Server::new(ServerConfig {
-                    id,
-                    servers: n,
-                    leader: 0,
-                    epoch: 1,
-                    tick_ms: 500,
-                    tree: TreeConfig::default(),
-                })
-            })
+            .map(|id| Server::new(ServerConfig::new(id, n, 500)))
             .collect();
         Net {
             servers,

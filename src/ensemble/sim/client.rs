@@ -23,7 +23,7 @@ use madsim::task::NodeId;
 use madsim::time::{sleep, timeout};
 use tokio::sync::Notify;
 
-use super::{client_addr, lock, now_ms, send, Reorder, Wire, TAG};
+use super::{client_addr, lock, now_ms, Network, Reorder, Wire, TAG};
 use crate::client::Zk;
 use crate::ensemble::msg::{ClientMsg, ConnId, ServerMsg, WatchLists};
 use crate::path::validate_op;
@@ -57,6 +57,7 @@ impl Flavour {
 }
 
 pub(crate) struct ClientSetup {
+    pub net: Arc<Network>,
     pub n: u32,
     pub node: NodeId,
     /// In the order to try them.
@@ -128,6 +129,7 @@ impl Watches {
 }
 
 struct State {
+    net: Arc<Network>,
     setup_servers: Vec<SocketAddr>,
     flavour: Flavour,
     n: u32,
@@ -167,7 +169,7 @@ impl State {
         let seq = self.seq;
         self.seq += 1;
         self.last_sent_ms = now_ms();
-        send(endpoint, to, Wire::Client { conn, seq, msg });
+        self.net.send(endpoint, to, Wire::Client { conn, seq, msg });
     }
 
     /// The handle is dead (expired or closed): every waiting and held
@@ -232,6 +234,7 @@ impl SimZk {
                 .map_err(|_| ZkError::ConnectionLoss)?,
         );
         let state = Arc::new(Mutex::new(State {
+            net: setup.net,
             setup_servers: setup.servers,
             flavour: setup.flavour,
             n: setup.n,
@@ -308,6 +311,11 @@ impl SimZk {
     /// The client's node (for faults).
     pub fn node(&self) -> NodeId {
         self.node
+    }
+
+    /// The client's network address (for link faults).
+    pub fn addr(&self) -> SocketAddr {
+        self.endpoint.local_addr().expect("a bound endpoint")
     }
 
     /// The largest zxid this client has seen in a reply.

@@ -6,8 +6,8 @@
 //! in order (the [`Reorder`] buffer). Streams belong to one connection, or
 //! to a pair of server incarnations: a killed node's streams are abandoned
 //! with it and a restarted one starts fresh, so a gap in a live stream is
-//! only ever a late datagram (no fault drops datagrams between live nodes
-//! yet; partitions come with part 2).
+//! only ever a late datagram (network faults stall datagrams rather than
+//! drop them, see [`net`]).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -21,14 +21,15 @@ use madsim::runtime::{Handle, NodeHandle};
 use madsim::time::TimeHandle;
 
 mod client;
+mod net;
 
 pub use client::{Flavour, SimZk};
+pub use net::{NetStats, Network};
 
 use super::msg::{ClientMsg, ConnId, PeerMsg, ServerId, ServerMsg};
 use super::server::{Output, Server, ServerConfig};
 use crate::client::Zk;
 use crate::proto::{SessionId, ZkError};
-use crate::tree::TreeConfig;
 use client::ClientSetup;
 use madsim::rand::seq::SliceRandom;
 
@@ -40,6 +41,11 @@ const CLIENT_PORT: u16 = 2181;
 pub struct EnsembleConfig {
     pub servers: u32,
     pub tick_ms: u64,
+    /// syncLimit: how long (in ticks) a follower waits for its leader, and
+    /// a leader for a quorum, before electing again.
+    pub sync_limit_ticks: u64,
+    /// initLimit: how long (in ticks) an election's sync may take.
+    pub init_limit_ticks: u64,
 }
 
 impl Default for EnsembleConfig {
@@ -47,6 +53,8 @@ impl Default for EnsembleConfig {
         EnsembleConfig {
             servers: 3,
             tick_ms: 500,
+            sync_limit_ticks: 5,
+            init_limit_ticks: 10,
         }
     }
 }
@@ -181,10 +189,17 @@ enum Event {
 /// A server's state, shared between its node and the test driving it.
 struct ServerSlot {
     server: Mutex<Server>,
-    /// Starts of the server process (1 for the first); survives restarts.
-    incarnation: Mutex<u64>,
     /// The running node's event stream, for faults injected from outside.
     events: Mutex<Option<mpsc::UnboundedSender<Event>>>,
+}
+
+/// What every node of an ensemble shares: the network and which process
+/// of each server is the live one (so a peer stream goes to the process
+/// now running, as a new TCP connection would).
+struct Shared {
+    net: Arc<Network>,
+    /// Starts of each server's process (1 for the first).
+    incarnations: Mutex<Vec<u64>>,
 }
 
 /// A running ensemble: its servers' state can be inspected after (or
@@ -193,36 +208,40 @@ pub struct Ensemble {
     config: EnsembleConfig,
     servers: Vec<Arc<ServerSlot>>,
     nodes: Vec<NodeHandle>,
+    shared: Arc<Shared>,
     next_client: Mutex<u32>,
+    /// Servers crashed and not restarted.
+    down: Mutex<std::collections::BTreeSet<ServerId>>,
 }
 
 impl Ensemble {
-    /// Starts the servers as madsim nodes; server 0 leads.
+    /// Starts the servers as madsim nodes, already running: server 0 leads
+    /// epoch 1 with every follower synced (later leaders are elected).
     pub fn start(config: EnsembleConfig) -> Ensemble {
         assert!(config.servers >= 1, "an ensemble needs a server");
         let handle = Handle::current();
+        let shared = Arc::new(Shared {
+            net: Arc::new(Network::default()),
+            incarnations: Mutex::new(vec![0; config.servers as usize]),
+        });
         let mut servers = Vec::new();
         let mut nodes = Vec::new();
         for id in 0..config.servers {
+            let mut server_config = ServerConfig::new(id, config.servers, config.tick_ms);
+            server_config.sync_limit_ticks = config.sync_limit_ticks;
+            server_config.init_limit_ticks = config.init_limit_ticks;
             let server = Arc::new(ServerSlot {
-                server: Mutex::new(Server::new(ServerConfig {
-                    id,
-                    servers: config.servers,
-                    leader: 0,
-                    epoch: 1,
-                    tick_ms: config.tick_ms,
-                    tree: TreeConfig::default(),
-                })),
+                server: Mutex::new(Server::new(server_config)),
                 events: Mutex::new(None),
-                incarnation: Mutex::new(0),
             });
-            let shared = server.clone();
+            let slot = server.clone();
+            let shared = shared.clone();
             let tick_ms = config.tick_ms;
             let node = handle
                 .create_node()
                 .name(format!("server-{id}"))
                 .ip(server_addr(id).ip())
-                .init(move || serve(shared.clone(), tick_ms))
+                .init(move || serve(slot.clone(), shared.clone(), tick_ms))
                 .build();
             servers.push(server);
             nodes.push(node);
@@ -231,8 +250,71 @@ impl Ensemble {
             config,
             servers,
             nodes,
+            shared,
             next_client: Mutex::new(0),
+            down: Mutex::new(Default::default()),
         }
+    }
+
+    /// The network, for link faults.
+    pub fn net(&self) -> &Network {
+        &self.shared.net
+    }
+
+    /// The established leader of the newest epoch, if any (a deposed one
+    /// may not know it yet).
+    pub fn leader(&self) -> Option<ServerId> {
+        (0..self.config.servers)
+            .filter(|&s| !self.is_down(s))
+            .filter(|&s| self.with_server(s, Server::is_leader))
+            .max_by_key(|&s| self.with_server(s, Server::current_epoch))
+    }
+
+    /// Whether server `id` is crashed (and not restarted).
+    pub fn is_down(&self, id: ServerId) -> bool {
+        lock(&self.down).contains(&id)
+    }
+
+    /// Fault: cuts every link between servers of different `sides` (both
+    /// ways); links to clients are untouched. Servers in no side keep
+    /// their links.
+    pub fn partition(&self, sides: &[&[ServerId]]) {
+        for (i, a) in sides.iter().enumerate() {
+            for b in &sides[i + 1..] {
+                for &x in a.iter() {
+                    for &y in b.iter() {
+                        let (x, y) = (server_addr(x).ip(), server_addr(y).ip());
+                        self.shared.net.cut(x, y);
+                        self.shared.net.cut(y, x);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fault: server `from` can no longer reach server `to` (one way).
+    pub fn clog(&self, from: ServerId, to: ServerId) {
+        let (x, y) = (server_addr(from).ip(), server_addr(to).ip());
+        self.shared.net.cut(x, y);
+    }
+
+    /// Fault: the client and server `server` cannot reach each other.
+    pub fn cut_client(&self, zk: &SimZk, server: ServerId) {
+        let (x, y) = (zk.addr().ip(), server_addr(server).ip());
+        self.shared.net.cut(x, y);
+        self.shared.net.cut(y, x);
+    }
+
+    /// Fault: every datagram from server `from` to server `to` takes
+    /// `delay` more (zero removes the delay).
+    pub fn delay(&self, from: ServerId, to: ServerId, delay: Duration) {
+        let (x, y) = (server_addr(from).ip(), server_addr(to).ip());
+        self.shared.net.delay(x, y, delay);
+    }
+
+    /// Heals every cut, clog and delay.
+    pub fn heal(&self) {
+        self.shared.net.heal_all();
     }
 
     pub fn config(&self) -> EnsembleConfig {
@@ -245,21 +327,23 @@ impl Ensemble {
     }
 
     /// Fault: the leader expires `session` now, as if its time were up.
-    pub fn expire_session(&self, session: SessionId) {
-        self.expire_session_with_window(session, Duration::ZERO);
+    pub fn expire_session(&self, session: SessionId) -> bool {
+        self.expire_session_with_window(session, Duration::ZERO)
     }
 
     /// Fault: the leader marks `session` closing now and closes it after
     /// `window`; the session's writes prepped in the window fail with
     /// SessionExpired (what a client sees when its session expires while it
     /// is connected and writing).
-    pub fn expire_session_with_window(&self, session: SessionId, window: Duration) {
-        let leader = (0..self.config.servers)
-            .find(|&s| self.with_server(s, Server::is_leader))
-            .expect("a leader");
-        if let Some(events) = &*lock(&self.servers[leader as usize].events) {
-            let _ = events.unbounded_send(Event::Expire(session, window));
-        }
+    /// Returns false if there is no leader to do it.
+    pub fn expire_session_with_window(&self, session: SessionId, window: Duration) -> bool {
+        let Some(leader) = self.leader() else {
+            return false;
+        };
+        let events = lock(&self.servers[leader as usize].events);
+        events
+            .as_ref()
+            .is_some_and(|e| e.unbounded_send(Event::Expire(session, window)).is_ok())
     }
 
     /// Fault: the client's node dies (its pings stop; the handle must not
@@ -319,6 +403,7 @@ impl Ensemble {
         servers.insert(0, server_addr(server));
         let id = node.id();
         let setup = ClientSetup {
+            net: self.shared.net.clone(),
             n,
             node: id,
             servers,
@@ -330,12 +415,10 @@ impl Ensemble {
             .map_err(|_| ZkError::ConnectionLoss)?
     }
 
-    /// Fault: server `id`'s node dies (its clients reconnect elsewhere).
+    /// Fault: server `id`'s process dies (its clients reconnect
+    /// elsewhere; if it led, the others elect a new leader).
     pub fn crash_server(&self, id: ServerId) {
-        assert!(
-            !self.with_server(id, Server::is_leader),
-            "crashing the leader needs elections (not simulated yet)"
-        );
+        lock(&self.down).insert(id);
         Handle::current().kill(self.nodes[id as usize].id());
     }
 
@@ -364,12 +447,12 @@ impl Ensemble {
         });
     }
 
-    /// Fault: a crashed follower starts again with its durable log and
-    /// syncs with the leader before it serves clients.
+    /// Fault: a crashed server starts again with its durable state (log,
+    /// epochs), looks for a leader and syncs before it serves clients.
     pub fn restart_server(&self, id: ServerId) {
         assert!(
-            !self.with_server(id, Server::is_leader),
-            "restarting the leader needs elections (not simulated yet)"
+            lock(&self.down).remove(&id),
+            "server {id} restarted without a crash"
         );
         Handle::current().restart(self.nodes[id as usize].id());
     }
@@ -389,12 +472,12 @@ async fn receive_into(endpoint: Arc<Endpoint>, events: mpsc::UnboundedSender<Eve
 }
 
 /// A server node's life: receive, step the state machine, send.
-async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
+async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
     let id = lock(&slot.server).id();
     let incarnation = {
-        let mut n = lock(&slot.incarnation);
-        *n += 1;
-        *n
+        let mut all = lock(&shared.incarnations);
+        all[id as usize] += 1;
+        all[id as usize]
     };
     let endpoint = Arc::new(
         Endpoint::bind(server_addr(id))
@@ -416,8 +499,6 @@ async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
     let mut reorder = Reorder::default();
     let mut seqs = Sequencer::default();
     let mut clients: BTreeMap<ConnId, SocketAddr> = BTreeMap::new();
-    // The incarnation of each peer, as last heard from it.
-    let mut peers: BTreeMap<ServerId, u64> = BTreeMap::new();
     let mut first = Vec::new();
     if incarnation > 1 {
         lock(&slot.server).restart(&mut first);
@@ -442,18 +523,10 @@ async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
             Event::CloseExpired => lock(&slot.server).close_expired(now_ms(), &mut out),
             Event::LoseReply(session) => lock(&slot.server).lose_next_write_reply(session),
             Event::Datagram(wire, from) => {
-                if let Wire::Peer {
-                    from,
-                    from_incarnation,
-                    to_incarnation,
-                    ..
-                } = &wire
-                {
+                if let Wire::Peer { to_incarnation, .. } = &wire {
                     if *to_incarnation != incarnation {
                         continue; // addressed to this server's previous life
                     }
-                    let known = peers.entry(*from).or_insert(1);
-                    *known = (*known).max(*from_incarnation);
                 }
                 for wire in reorder.accept(wire) {
                     let mut s = lock(&slot.server);
@@ -476,7 +549,7 @@ async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
         for o in out {
             let (to, wire) = match o {
                 Output::Peer { to, msg } => {
-                    let to_incarnation = peers.get(&to).copied().unwrap_or(1);
+                    let to_incarnation = lock(&shared.incarnations)[to as usize];
                     let seq = seqs.next(Link::Peer(to, to_incarnation));
                     let wire = Wire::Peer {
                         from: id,
@@ -495,17 +568,7 @@ async fn serve(slot: Arc<ServerSlot>, tick_ms: u64) {
                     (addr, Wire::Server { conn, seq, msg })
                 }
             };
-            send(&endpoint, to, wire);
+            shared.net.send(&endpoint, to, wire);
         }
     }
-}
-
-/// Sends without waiting: madsim's send costs simulated time, and a server
-/// must not stall its loop on it. Order is restored by sequence numbers.
-pub(crate) fn send(endpoint: &Arc<Endpoint>, to: SocketAddr, wire: Wire) {
-    let endpoint = endpoint.clone();
-    madsim::task::spawn(async move {
-        // A send to a dead node is dropped by the network, like a datagram.
-        let _ = endpoint.send_to_raw(to, TAG, Box::new(wire)).await;
-    });
 }
