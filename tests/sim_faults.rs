@@ -1,15 +1,24 @@
-//! Raw randomized workloads under the part-1 faults, swarm-mixed (each seed
-//! draws which fault kinds are on): follower crash and restart, client
-//! crash, forced expiry (with a closing window), broken connection, lost
-//! write reply, client pause (shorter and longer than the session timeout).
+//! Raw randomized workloads under every fault kind, swarm-mixed (each seed
+//! draws which kinds are on): server crash and restart (any server), leader
+//! crash and restart, partitions (any split), an isolated leader, one-way
+//! clogs, link delays, a client cut off from its server, client crash,
+//! forced expiry (with a closing window), broken connection, lost write
+//! reply, client pause (shorter and longer than the session timeout).
 //!
-//! Checked on every seed: replicas' applied logs are prefixes of one
-//! another (equal after the quiet phase); tree invariants (no ephemeral of a
-//! dead session); each live session owns exactly the ephemerals its client
-//! knows of (up to writes whose outcome it never learned); expired and
-//! crashed clients' sessions are gone; clients assert their own FIFO and
-//! monotone zxids. Coverage: every fault kind and the client outcomes they
-//! cause must happen across the sweep.
+//! Checked while the seed runs (asserted in the simulator): every server
+//! applies the same txn sequence (the shell checks each applied txn against
+//! the history); a sync never drops an applied txn; commits in zxid order;
+//! clients see their replies in issue order and zxids never going back;
+//! a session's ephemerals go exactly with its closeSession.
+//! Checked after each seed: no acknowledged write (create, setData) is
+//! missing from the committed history; after the quiet phase there is one
+//! leader, every server serves and all replicas are equal; tree invariants;
+//! each live session owns exactly the ephemerals its client knows of (up to
+//! writes whose outcome it never learned); expired and crashed clients'
+//! sessions are gone. Coverage: every fault kind and the recovery paths they
+//! cause (elections, truncations, refusals, replays, expiries, lost
+//! replies) must happen across the sweep. The first seeds run twice and
+//! must produce the same history and counts.
 //!
 //! `ZOOSIM_SEED=S` replays one seed; `ZOOSIM_SEEDS=N` widens the sweep.
 
@@ -20,6 +29,7 @@ compile_error!(
 );
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,16 +40,25 @@ use madsim::runtime::{Handle, Runtime};
 use madsim::time::{sleep, timeout, Instant};
 use zoosim::client::Zk;
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Flavour, SimZk};
-use zoosim::proto::{ClientEvent, CreateMode, Op, SessionEvent, ZkError};
+use zoosim::proto::{ClientEvent, CreateMode, Op, Reply, SessionEvent, SessionId, ZkError, Zxid};
 use zoosim::tree::TxnBody;
 
 const START_SEED: u64 = 0xfa17_0000;
 const T_MS: u64 = 4000;
 const CLIENTS: usize = 4;
 const FAULT_PHASE: Duration = Duration::from_secs(20);
+const QUIET_SECS: u64 = 15;
 
-const KINDS: [&str; 7] = [
-    "follower crash+restart",
+const SEEDS: u64 = 200;
+
+const KINDS: [&str; 13] = [
+    "server crash+restart",
+    "leader crash+restart",
+    "partition",
+    "leader isolated",
+    "one-way clog",
+    "link delay",
+    "client cut off",
     "client crash",
     "forced expiry",
     "broken connection",
@@ -55,6 +74,8 @@ struct Record {
     ephemerals: BTreeSet<String>,
     /// Paths of writes that ended in ConnectionLoss: outcome unknown.
     unknown: BTreeSet<String>,
+    /// Acknowledged creates and setDatas: the txn's zxid (from the Stat).
+    acked: Vec<Zxid>,
     expired: bool,
     crashed: bool,
     connection_losses: u64,
@@ -117,10 +138,20 @@ async fn workload(c: usize, zk: Arc<SimZk>, record: Arc<Mutex<Record>>, until: I
         };
         let result = match timeout(Duration::from_millis(3 * T_MS), zk.call(op.clone())).await {
             Ok(r) => r,
-            Err(_) => panic!("client {c}: {} hung for 3T", op.name()),
+            Err(_) => panic!(
+                "client {c}: {} hung for 3T (from {:?}, on server {:?})",
+                op.name(),
+                madsim::time::TimeHandle::current().elapsed() - Duration::from_millis(3 * T_MS),
+                zk.current_server()
+            ),
         };
         let stop = {
             let mut rec = record.lock().unwrap();
+            match &result {
+                Ok(Reply::Create { stat, .. }) => rec.acked.push(stat.czxid),
+                Ok(Reply::SetData(stat)) => rec.acked.push(stat.mzxid),
+                _ => {}
+            }
             match (&op, &result) {
                 (Op::Create { path, mode, .. }, Ok(_)) if mode.is_ephemeral() => {
                     rec.ephemerals.insert(path.clone());
@@ -160,7 +191,59 @@ async fn workload(c: usize, zk: Arc<SimZk>, record: Arc<Mutex<Record>>, until: I
     }
 }
 
-fn run_seed(seed: u64) -> Tally {
+/// Takes server `s` down for a while, unless that would leave less than a
+/// quorum up (`down` holds the servers down now).
+fn crash_for_a_while(ensemble: &Arc<Ensemble>, down: &Arc<Mutex<BTreeSet<u32>>>, s: u32) -> bool {
+    let servers = ensemble.config().servers as usize;
+    {
+        let mut d = down.lock().unwrap();
+        if d.len() + 1 > (servers - 1) / 2 || !d.insert(s) {
+            return false;
+        }
+    }
+    ensemble.crash_server(s);
+    let (e, down) = (ensemble.clone(), down.clone());
+    let outage = Duration::from_millis(thread_rng().gen_range(500..4000));
+    madsim::task::spawn(async move {
+        sleep(outage).await;
+        e.restart_server(s);
+        down.lock().unwrap().remove(&s);
+    });
+    true
+}
+
+/// Undoes a network fault after a while.
+fn heal_later(ensemble: &Arc<Ensemble>, links: Vec<(u32, u32)>, how_long: Duration) {
+    let e = ensemble.clone();
+    madsim::task::spawn(async move {
+        sleep(how_long).await;
+        for (a, b) in links {
+            e.net().heal(server_ip(a), server_ip(b));
+            e.delay(a, b, Duration::ZERO);
+        }
+    });
+}
+
+fn server_ip(s: u32) -> std::net::IpAddr {
+    zoosim::ensemble::sim::server_addr(s).ip()
+}
+
+/// Every ordered pair of servers on different sides.
+fn across(sides: &[Vec<u32>]) -> Vec<(u32, u32)> {
+    let mut links = Vec::new();
+    for (i, a) in sides.iter().enumerate() {
+        for (j, b) in sides.iter().enumerate() {
+            if i != j {
+                links.extend(a.iter().flat_map(|&x| b.iter().map(move |&y| (x, y))));
+            }
+        }
+    }
+    links
+}
+
+/// One seed: the workload under this seed's fault mix, then a quiet
+/// phase, then the checks. Returns the counts and a digest of the run.
+fn run_seed(seed: u64) -> (Tally, u64) {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async {
         let mut tally = Tally::default();
@@ -203,8 +286,8 @@ fn run_seed(seed: u64) -> Tally {
             clients.push(zk);
             records.push(record);
         }
-        // The nemesis.
-        // Followers down now; each restart timer takes its own out.
+        // The nemesis. Crashes never take a quorum down (partitions may
+        // leave none for a while).
         let down: Arc<Mutex<BTreeSet<u32>>> = Arc::default();
         let mut client_crashed = false;
         while Instant::now() + Duration::from_secs(1) < until {
@@ -212,26 +295,75 @@ fn run_seed(seed: u64) -> Tally {
             let kind = on[thread_rng().gen_range(0..on.len())];
             let c = thread_rng().gen_range(0..CLIENTS);
             let zk = &clients[c];
+            let window = Duration::from_millis(thread_rng().gen_range(500..4000));
             let injected = match kind {
-                "follower crash+restart" => {
-                    let f = thread_rng().gen_range(1..servers);
-                    // Never a quorum down: the leader would keep serving
-                    // with writes stuck (it does not step down yet).
-                    let room = down.lock().unwrap().len() < (servers as usize - 1) / 2;
-                    if room && down.lock().unwrap().insert(f) {
-                        ensemble.crash_server(f);
-                        let (e, down) = (ensemble.clone(), down.clone());
-                        let outage = Duration::from_millis(thread_rng().gen_range(500..3000));
-                        madsim::task::spawn(async move {
-                            sleep(outage).await;
-                            e.restart_server(f);
-                            down.lock().unwrap().remove(&f);
-                        });
-                        true
-                    } else {
+                "server crash+restart" => {
+                    let s = thread_rng().gen_range(0..servers);
+                    crash_for_a_while(&ensemble, &down, s)
+                }
+                "leader crash+restart" => match ensemble.leader() {
+                    Some(l) => crash_for_a_while(&ensemble, &down, l),
+                    None => false,
+                },
+                "partition" => {
+                    // A random split in two (possibly leaving no quorum).
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    for s in 0..servers {
+                        if thread_rng().gen_bool(0.5) {
+                            a.push(s);
+                        } else {
+                            b.push(s);
+                        }
+                    }
+                    if a.is_empty() || b.is_empty() {
                         false
+                    } else {
+                        ensemble.partition(&[&a, &b]);
+                        heal_later(&ensemble, across(&[a, b]), window);
+                        true
                     }
                 }
+                "leader isolated" => match ensemble.leader() {
+                    Some(l) => {
+                        let rest: Vec<u32> = (0..servers).filter(|&s| s != l).collect();
+                        ensemble.partition(&[&[l], &rest]);
+                        heal_later(&ensemble, across(&[vec![l], rest]), window);
+                        true
+                    }
+                    None => false,
+                },
+                "one-way clog" => {
+                    let a = thread_rng().gen_range(0..servers);
+                    let b = (a + thread_rng().gen_range(1..servers)) % servers;
+                    ensemble.clog(a, b);
+                    heal_later(&ensemble, vec![(a, b)], window);
+                    true
+                }
+                "link delay" => {
+                    // Mostly from the leader, so a follower lags behind.
+                    let a = match ensemble.leader() {
+                        Some(l) if thread_rng().gen_bool(0.7) => l,
+                        _ => thread_rng().gen_range(0..servers),
+                    };
+                    let b = (a + thread_rng().gen_range(1..servers)) % servers;
+                    let delay = Duration::from_millis(thread_rng().gen_range(50..1500));
+                    ensemble.delay(a, b, delay);
+                    heal_later(&ensemble, vec![(a, b)], window);
+                    true
+                }
+                "client cut off" => match zk.current_server() {
+                    Some(s) => {
+                        ensemble.cut_client(zk, s);
+                        let (e, ip) = (ensemble.clone(), zk.addr().ip());
+                        madsim::task::spawn(async move {
+                            sleep(window).await;
+                            e.net().heal(ip, server_ip(s));
+                            e.net().heal(server_ip(s), ip);
+                        });
+                        true
+                    }
+                    None => false,
+                },
                 "client crash" if !client_crashed && !records[c].lock().unwrap().expired => {
                     client_crashed = true;
                     records[c].lock().unwrap().crashed = true;
@@ -241,8 +373,7 @@ fn run_seed(seed: u64) -> Tally {
                 "client crash" => false,
                 "forced expiry" => {
                     let window = Duration::from_millis(thread_rng().gen_range(0..50));
-                    ensemble.expire_session_with_window(zk.session_id(), window);
-                    true
+                    ensemble.expire_session_with_window(zk.session_id(), window)
                 }
                 "broken connection" => {
                     zk.break_connection();
@@ -263,6 +394,10 @@ fn run_seed(seed: u64) -> Tally {
             };
             if injected {
                 *tally.faults.entry(kind).or_default() += 1;
+                if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
+                    let at = madsim::time::TimeHandle::current().elapsed();
+                    eprintln!("{at:?}: {kind} (client {c}, window {window:?})");
+                }
             }
         }
         for (c, t) in tasks.into_iter().enumerate() {
@@ -270,31 +405,49 @@ fn run_seed(seed: u64) -> Tally {
             let crashed = records[c].lock().unwrap().crashed;
             assert!(done.is_ok() || crashed, "client {c}'s workload died");
         }
-        // Quiet phase: everything heals (restarts are at most 3 s away).
-        sleep(Duration::from_secs(12)).await;
-        let logs: Vec<Vec<i64>> = (0..servers)
-            .map(|s| ensemble.with_server(s, |s| s.applied_zxids().collect()))
-            .collect();
-        for a in &logs {
-            for b in &logs {
-                let n = a.len().min(b.len());
-                assert_eq!(
-                    a[..n],
-                    b[..n],
-                    "applied logs are not prefixes of one another"
-                );
-            }
+        // Quiet phase: every link heals; restarts are at most 4 s away,
+        // then an election takes at most initLimit.
+        ensemble.heal();
+        sleep(Duration::from_secs(QUIET_SECS)).await;
+        assert!(down.lock().unwrap().is_empty(), "a server stayed down");
+        let leader = ensemble.leader().expect("a leader after the quiet phase");
+        for s in 0..servers {
+            ensemble.with_server(s, |s| {
+                assert!(s.is_serving(), "server {} is not serving", s.id());
+            });
         }
-        assert!(
-            logs.iter().all(|l| l == &logs[0]),
-            "after the quiet phase the replicas agree"
-        );
-        let tree = ensemble.with_server(0, |s| s.tree().clone());
+        let history = ensemble.history();
+        let logs: Vec<Vec<_>> = (0..servers)
+            .map(|s| ensemble.with_server(s, |s| s.applied_log().to_vec()))
+            .collect();
+        for (s, log) in logs.iter().enumerate() {
+            assert!(
+                log.iter().map(|e| &e.txn).eq(history.iter()),
+                "after the quiet phase server {s} has not applied the whole history"
+            );
+        }
+        let tree = ensemble.with_server(leader, |s| s.tree().clone());
         for s in 0..servers {
             ensemble.with_server(s, |s| {
                 s.tree().check_invariants().unwrap();
                 assert!(s.tree() == &tree, "replica {} differs", s.id());
             });
+        }
+        // No acknowledged write is lost.
+        let committed: BTreeMap<Zxid, (SessionId, bool)> = history
+            .iter()
+            .map(|t| (t.zxid, (t.session, matches!(t.body, TxnBody::Error(_)))))
+            .collect();
+        for (c, zk) in clients.iter().enumerate() {
+            let rec = records[c].lock().unwrap();
+            for zxid in &rec.acked {
+                assert_eq!(
+                    committed.get(zxid),
+                    Some(&(zk.session_id(), false)),
+                    "client {c}'s acknowledged write {zxid:#x} is not in the history"
+                );
+            }
+            *tally.counts.entry("acked writes checked").or_default() += rec.acked.len() as u64;
         }
         for (c, zk) in clients.iter().enumerate() {
             let rec = records[c].lock().unwrap();
@@ -341,41 +494,48 @@ fn run_seed(seed: u64) -> Tally {
                 .entry("SessionExpired seen by a client")
                 .or_default() += u64::from(rec.expired);
         }
-        let moved = ensemble.with_server(0, |s| {
-            s.log()
-                .iter()
-                .filter(|e| e.txn.body == TxnBody::Error(ZkError::SessionMoved))
-                .count() as u64
-        });
+        let moved = history
+            .iter()
+            .filter(|t| t.body == TxnBody::Error(ZkError::SessionMoved))
+            .count() as u64;
         *tally.counts.entry("SessionMoved txns").or_default() += moved;
         for s in 0..servers {
             let st = ensemble.with_server(s, |s| s.stats());
-            *tally.counts.entry("refusals by the zxid rule").or_default() += st.zxid_refusals;
-            *tally
-                .counts
-                .entry("refusals while not serving")
-                .or_default() += st.not_serving_refusals;
-            *tally
-                .counts
-                .entry("SetWatches events replayed")
-                .or_default() += st.replayed_events;
-            *tally.counts.entry("expiries by the leader").or_default() += st.expiries;
-            *tally
-                .counts
-                .entry("write replies lost (applied)")
-                .or_default() += st.lost_replies;
+            let mut add = |k: &'static str, v: u64| *tally.counts.entry(k).or_default() += v;
+            add("refusals by the zxid rule", st.zxid_refusals);
+            add("refusals while not serving", st.not_serving_refusals);
+            add("SetWatches events replayed", st.replayed_events);
+            add("expiries by the leader", st.expiries);
+            add("write replies lost (applied)", st.lost_replies);
+            add("elections won", st.elections_won);
+            add("leader step-downs", st.step_downs);
+            add("syncs with truncation", st.truncations);
+            add("entries truncated", st.truncated_entries);
+            add("connections dropped by role changes", st.role_change_drops);
         }
-        tally
+        let net = ensemble.net().stats();
+        *tally.counts.entry("datagrams held by cuts").or_default() += net.held;
+        *tally.counts.entry("datagrams delayed").or_default() += net.delayed;
+        let mut digest = std::collections::hash_map::DefaultHasher::new();
+        history.hash(&mut digest);
+        format!("{tally:?}").hash(&mut digest);
+        (tally, digest.finish())
     })
 }
 
 #[test]
-fn raw_workloads_under_part_one_faults() {
-    let seeds = common::seeds(START_SEED, 100);
+fn raw_workloads_under_all_faults() {
+    let seeds = common::seeds(START_SEED, SEEDS);
     let started = std::time::Instant::now();
     let mut total = Tally::default();
-    for &seed in &seeds {
-        let tally = common::replaying("sim_faults", "", seed, || run_seed(seed));
+    for (i, &seed) in seeds.iter().enumerate() {
+        let (tally, digest) =
+            common::replaying("sim_faults", "all_faults", seed, || run_seed(seed));
+        if i < 3 {
+            // Same seed, same binary: the same run.
+            let (_, again) = common::replaying("sim_faults", "all_faults", seed, || run_seed(seed));
+            assert_eq!(digest, again, "seed {seed} ran differently the second time");
+        }
         total.add(&tally);
     }
     eprintln!(
@@ -386,8 +546,8 @@ fn raw_workloads_under_part_one_faults() {
     for (k, v) in total.faults.iter().chain(total.counts.iter()) {
         eprintln!("  {k:<40} {v:>6}");
     }
-    if seeds.len() >= 50 {
-        // A green sweep must mean the faults hit and clients felt them.
+    if seeds.len() >= 100 {
+        // A green sweep must mean the faults hit and the recovery paths ran.
         for kind in KINDS {
             assert!(
                 total.faults.get(kind).copied().unwrap_or(0) > 0,
@@ -400,10 +560,19 @@ fn raw_workloads_under_part_one_faults() {
             "SessionExpired seen by a client",
             "sessions expired under a live client",
             "live sessions checked",
+            "acked writes checked",
             "SessionMoved txns",
             "SetWatches events replayed",
             "expiries by the leader",
             "write replies lost (applied)",
+            "elections won",
+            "leader step-downs",
+            "syncs with truncation",
+            "refusals by the zxid rule",
+            "refusals while not serving",
+            "connections dropped by role changes",
+            "datagrams held by cuts",
+            "datagrams delayed",
         ] {
             assert!(
                 total.counts.get(key).copied().unwrap_or(0) > 0,

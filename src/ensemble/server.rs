@@ -602,6 +602,12 @@ impl Server {
             };
             let closed = matches!(entry.txn.body, TxnBody::CloseSession { .. });
             if closed {
+                // The ephemerals go exactly with the closeSession txn.
+                assert!(
+                    !self.tree.has_session(session)
+                        && self.tree.ephemerals(session).next().is_none(),
+                    "session {session} outlived its closeSession"
+                );
                 self.drop_connections(session, origin, out);
                 self.closed_session(session);
             }

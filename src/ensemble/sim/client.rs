@@ -496,7 +496,11 @@ async fn receive(
             let Wire::Server { msg, .. } = wire else {
                 unreachable!("checked above")
             };
-            st.last_heard_ms = now_ms();
+            // Only a session's server counts as heard from: a refusal at
+            // connect confirms nothing.
+            if current || matches!(msg, ServerMsg::Connected { .. }) {
+                st.last_heard_ms = now_ms();
+            }
             on_message(&endpoint, &mut st, conn, msg, &broken);
         }
         drop(st);

@@ -30,6 +30,7 @@ use super::msg::{ClientMsg, ConnId, PeerMsg, ServerId, ServerMsg};
 use super::server::{Output, Server, ServerConfig};
 use crate::client::Zk;
 use crate::proto::{SessionId, ZkError};
+use crate::tree::Txn;
 use client::ClientSetup;
 use madsim::rand::seq::SliceRandom;
 
@@ -200,6 +201,36 @@ struct Shared {
     net: Arc<Network>,
     /// Starts of each server's process (1 for the first).
     incarnations: Mutex<Vec<u64>>,
+    /// Every txn any server applied, in applied order: Zab's agreement
+    /// (every server applies the same sequence) is checked against it as
+    /// the servers run, so a divergence fails the seed where it happens.
+    history: Mutex<Vec<Txn>>,
+}
+
+impl Shared {
+    /// Checks server `s`'s applied prefix from `checked` on against the
+    /// history (extending it), and returns how far it is checked now.
+    fn check_applied(&self, s: &Server, checked: usize) -> usize {
+        let applied = s.applied_log();
+        if applied.len() <= checked {
+            return checked;
+        }
+        let mut history = lock(&self.history);
+        for (i, entry) in applied.iter().enumerate().skip(checked) {
+            match history.get(i) {
+                Some(txn) => assert!(
+                    *txn == entry.txn,
+                    "server {} applied {:#x} as txn {i}, where another applied {:#x}: \
+                     replicas diverged",
+                    s.id(),
+                    entry.txn.zxid,
+                    txn.zxid
+                ),
+                None => history.push(entry.txn.clone()),
+            }
+        }
+        applied.len()
+    }
 }
 
 /// A running ensemble: its servers' state can be inspected after (or
@@ -223,6 +254,7 @@ impl Ensemble {
         let shared = Arc::new(Shared {
             net: Arc::new(Network::default()),
             incarnations: Mutex::new(vec![0; config.servers as usize]),
+            history: Mutex::new(Vec::new()),
         });
         let mut servers = Vec::new();
         let mut nodes = Vec::new();
@@ -254,6 +286,12 @@ impl Ensemble {
             next_client: Mutex::new(0),
             down: Mutex::new(Default::default()),
         }
+    }
+
+    /// The committed history: every txn applied anywhere, in order (every
+    /// server's applied log is a prefix of it, as the run checks).
+    pub fn history(&self) -> Vec<Txn> {
+        lock(&self.shared.history).clone()
     }
 
     /// The network, for link faults.
@@ -499,6 +537,9 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
     let mut reorder = Reorder::default();
     let mut seqs = Sequencer::default();
     let mut clients: BTreeMap<ConnId, SocketAddr> = BTreeMap::new();
+    // How much of this process's applied log is checked against the
+    // history (a restart applies from the start again).
+    let mut checked = 0;
     let mut first = Vec::new();
     if incarnation > 1 {
         lock(&slot.server).restart(&mut first);
@@ -541,6 +582,7 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
                 }
             }
         }
+        checked = shared.check_applied(&lock(&slot.server), checked);
         if lock(&slot.server).has_due_closes(now_ms()) {
             // Behind what is queued already; the channel is ours, so this
             // cannot fail while the loop runs.
