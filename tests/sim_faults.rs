@@ -78,6 +78,8 @@ struct Record {
     acked: Vec<Zxid>,
     expired: bool,
     crashed: bool,
+    /// How long the nemesis has paused the client, in all.
+    paused_ms: u64,
     connection_losses: u64,
     reconnects: u64,
     ops_ok: u64,
@@ -136,14 +138,29 @@ async fn workload(c: usize, zk: Arc<SimZk>, record: Arc<Mutex<Record>>, until: I
             },
             _ => Op::Sync { path: "/".into() },
         };
-        let result = match timeout(Duration::from_millis(3 * T_MS), zk.call(op.clone())).await {
-            Ok(r) => r,
-            Err(_) => panic!(
-                "client {c}: {} hung for 3T (from {:?}, on server {:?})",
-                op.name(),
-                madsim::time::TimeHandle::current().elapsed() - Duration::from_millis(3 * T_MS),
-                zk.current_server()
-            ),
+        // No call may hang: each ends within 3T of the client's own
+        // (unpaused) time.
+        let started = Instant::now();
+        let paused_before = record.lock().unwrap().paused_ms;
+        let call = zk.call(op.clone());
+        futures::pin_mut!(call);
+        let mut limit = Duration::from_millis(3 * T_MS);
+        let result = loop {
+            match timeout(limit.saturating_sub(started.elapsed()), &mut call).await {
+                Ok(r) => break r,
+                Err(_) => {
+                    let paused = record.lock().unwrap().paused_ms - paused_before;
+                    let allowed = Duration::from_millis(3 * T_MS + paused);
+                    assert!(
+                        allowed > limit,
+                        "client {c}: {} hung for 3T (from {:?}, on server {:?})",
+                        op.name(),
+                        madsim::time::TimeHandle::current().elapsed() - started.elapsed(),
+                        zk.current_server()
+                    );
+                    limit = allowed;
+                }
+            }
         };
         let stop = {
             let mut rec = record.lock().unwrap();
@@ -380,13 +397,13 @@ fn run_seed(seed: u64) -> (Tally, u64) {
                     true
                 }
                 "lost write reply" => ensemble.lose_next_write_reply(zk),
-                "short client pause" => {
-                    let stall = thread_rng().gen_range(100..T_MS / 2);
-                    ensemble.pause_client(zk, Duration::from_millis(stall));
-                    true
-                }
-                "long client pause" => {
-                    let stall = T_MS + thread_rng().gen_range(0..T_MS);
+                "short client pause" | "long client pause" => {
+                    let stall = if kind == "short client pause" {
+                        thread_rng().gen_range(100..T_MS / 2)
+                    } else {
+                        T_MS + thread_rng().gen_range(0..T_MS)
+                    };
+                    records[c].lock().unwrap().paused_ms += stall;
                     ensemble.pause_client(zk, Duration::from_millis(stall));
                     true
                 }
@@ -411,10 +428,12 @@ fn run_seed(seed: u64) -> (Tally, u64) {
         sleep(Duration::from_secs(QUIET_SECS)).await;
         assert!(down.lock().unwrap().is_empty(), "a server stayed down");
         let leader = ensemble.leader().expect("a leader after the quiet phase");
-        for s in 0..servers {
-            ensemble.with_server(s, |s| {
-                assert!(s.is_serving(), "server {} is not serving", s.id());
-            });
+        let states: Vec<String> = (0..servers)
+            .map(|s| ensemble.with_server(s, |s| s.describe()))
+            .collect();
+        for s in 0..states.len() {
+            let serving = ensemble.with_server(s as u32, |s| s.is_serving());
+            assert!(serving, "server {s} is not serving: {states:#?}");
         }
         let history = ensemble.history();
         let logs: Vec<Vec<_>> = (0..servers)

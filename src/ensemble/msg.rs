@@ -60,7 +60,14 @@ pub enum LearnerMsg {
     /// Opens an attempt (resent every tick until answered).
     FollowerInfo { accepted_epoch: u32 },
     /// The follower accepted the leader's epoch; its log, for the sync.
-    AckEpoch { current_epoch: u32, last_zxid: Zxid },
+    /// `counts` is false when it had accepted that epoch from another
+    /// server already: it then does not count for the epoch's quorum, but
+    /// may still sync (ZooKeeper acks with epoch -1).
+    AckEpoch {
+        current_epoch: u32,
+        last_zxid: Zxid,
+        counts: bool,
+    },
     /// The sync is logged: the follower's log is the leader's.
     AckNewLeader,
     /// The proposal is in my durable log.

@@ -279,6 +279,26 @@ impl Server {
         }
     }
 
+    /// A one-line summary of the server's role and logs, for failure
+    /// messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "server {}: {:?}, serving {}, epochs accepted {} (from {}) current {}, \
+             log {} entries (last {:#x}), committed {}, applied {}, tick {}",
+            self.config.id,
+            self.role,
+            self.is_serving(),
+            self.accepted_epoch,
+            self.accepted_leader,
+            self.current_epoch,
+            self.log.len(),
+            self.last_logged(),
+            self.committed,
+            self.applied,
+            self.ticks
+        )
+    }
+
     pub fn current_epoch(&self) -> u32 {
         self.current_epoch
     }

@@ -37,6 +37,13 @@ impl Server {
     ) {
         let ticks = self.ticks;
         let super::Role::Looking(looking) = &mut self.role else {
+            if matches!(&self.role, super::Role::Following(f) if f.leader() == from)
+                && vote.state != PeerState::Leading
+            {
+                // Our leader no longer leads: its connections are gone.
+                self.look(out);
+                return;
+            }
             if vote.state == PeerState::Looking {
                 let msg = PeerMsg::Vote(self.vote());
                 out.push(Output::Peer { to: from, msg });

@@ -138,19 +138,24 @@ impl Server {
                 if stage != Stage::Connecting {
                     return; // an answer to a resent FollowerInfo
                 }
-                let newer = epoch > self.accepted_epoch;
-                let same = epoch == self.accepted_epoch && self.accepted_leader == from;
-                if !(newer || same) {
-                    // Promised an epoch at least as new to someone else.
+                if epoch < self.accepted_epoch {
+                    // Promised a newer epoch already.
                     self.look(out);
                     return;
                 }
-                self.accepted_epoch = epoch;
-                self.accepted_leader = from;
+                // An epoch accepted before (from this leader or a failed
+                // candidate) is acked without counting for its quorum.
+                let counts = epoch > self.accepted_epoch
+                    || epoch == self.accepted_epoch && self.accepted_leader == from;
+                if epoch > self.accepted_epoch {
+                    self.accepted_epoch = epoch;
+                    self.accepted_leader = from;
+                }
                 self.following_mut().stage = Stage::EpochAccepted { epoch };
                 let ack = LearnerMsg::AckEpoch {
                     current_epoch: self.current_epoch,
                     last_zxid: self.last_logged(),
+                    counts,
                 };
                 self.to_leader(ack, out);
             }
@@ -196,8 +201,16 @@ impl Server {
                     .log
                     .get(self.committed)
                     .unwrap_or_else(|| panic!("commit {zxid:#x} of an unlogged proposal"));
-                assert_eq!(next.txn.zxid, zxid, "commits out of order");
-                self.committed += 1;
+                if stage == Stage::Serving {
+                    assert_eq!(next.txn.zxid, zxid, "commits out of order");
+                    self.committed += 1;
+                } else {
+                    // Synced while the leader was being established: the
+                    // leader committed its log without Commit messages (the
+                    // UPTODATE says so); a later commit implies them.
+                    assert!(zxid >= next.txn.zxid, "a commit behind the commit point");
+                    self.commit_upto(zxid);
+                }
                 self.apply_committed(out);
             }
             LeaderMsg::SyncDone { origin } => {

@@ -26,8 +26,9 @@ use crate::tree::{DataTree, Txn, TxnBody};
 enum Stage {
     /// Connected (FollowerInfo came).
     Connected,
-    /// Accepted the epoch; its log ends at `last_zxid`.
-    EpochAcked { last_zxid: Zxid },
+    /// Accepted the epoch (counting for its quorum or not); its log ends
+    /// at `last_zxid`.
+    EpochAcked { last_zxid: Zxid, counts: bool },
     /// The sync is sent; proposals and commits follow it.
     Syncing,
     /// The sync is logged: it counts for the quorum.
@@ -243,7 +244,7 @@ impl Server {
             let acked = l
                 .learners
                 .values()
-                .filter(|x| matches!(x.stage, Stage::EpochAcked { .. }));
+                .filter(|x| matches!(x.stage, Stage::EpochAcked { counts: true, .. }));
             if 1 + acked.count() < quorum {
                 return;
             }
@@ -294,7 +295,7 @@ impl Server {
     /// the rest of ours.
     fn send_sync(&mut self, to: ServerId, out: &mut Vec<Output>) {
         let learner = self.leading_mut().learners.get_mut(&to).expect("a learner");
-        let Stage::EpochAcked { last_zxid } = learner.stage else {
+        let Stage::EpochAcked { last_zxid, .. } = learner.stage else {
             panic!("sync for a learner in {:?}", learner.stage);
         };
         learner.stage = Stage::Syncing;
@@ -372,7 +373,16 @@ impl Server {
     ) {
         let ticks = self.ticks;
         let Role::Leading(l) = &mut self.role else {
-            return; // for a leadership this server gave up
+            // For a leadership this server gave up (or never had): as a
+            // refused connection, the follower learns it from our vote.
+            if matches!(msg, LearnerMsg::FollowerInfo { .. }) {
+                let vote = PeerMsg::Vote(self.vote());
+                out.push(Output::Peer {
+                    to: from,
+                    msg: vote,
+                });
+            }
+            return;
         };
         if let LearnerMsg::FollowerInfo { accepted_epoch } = msg {
             match l.learners.get(&from) {
@@ -410,6 +420,7 @@ impl Server {
             LearnerMsg::AckEpoch {
                 current_epoch,
                 last_zxid,
+                counts,
             } => {
                 if stage != Stage::Connected {
                     return;
@@ -420,7 +431,7 @@ impl Server {
                     self.look(out);
                     return;
                 }
-                self.set_stage(from, Stage::EpochAcked { last_zxid });
+                self.set_stage(from, Stage::EpochAcked { last_zxid, counts });
                 if syncing {
                     self.send_sync(from, out);
                 } else {
