@@ -484,6 +484,7 @@ async fn receive(
         };
         let conn = *conn;
         let mut st = lock(&state);
+        st.net.note_delivered();
         let current = match st.phase {
             Phase::Connected { conn: c, .. } => c == conn,
             _ => false,

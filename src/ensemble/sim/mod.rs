@@ -120,6 +120,11 @@ impl Reorder {
         let (link, seq) = wire.link();
         let next = self.expected.entry(link).or_insert(0);
         assert!(seq >= *next, "datagram {seq} on {link:?} delivered twice");
+        if seq == *next && !self.held.contains_key(&(link, seq + 1)) {
+            // The common case: in order, nothing held behind it.
+            *next += 1;
+            return vec![wire];
+        }
         self.held.insert((link, seq), wire);
         let mut ready = Vec::new();
         while let Some(w) = self.held.remove(&(link, *next)) {
@@ -294,7 +299,7 @@ impl Ensemble {
         lock(&self.shared.history).clone()
     }
 
-    /// The network, for link faults.
+    /// The network, for link faults and traffic counts.
     pub fn net(&self) -> &Network {
         &self.shared.net
     }
@@ -496,20 +501,112 @@ impl Ensemble {
     }
 }
 
-/// Receives datagrams into the node's event stream (a dedicated task, so
-/// no datagram is lost to a cancelled receive).
-async fn receive_into(endpoint: Arc<Endpoint>, events: mpsc::UnboundedSender<Event>) {
-    while let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await {
-        let wire = *payload
-            .downcast::<Wire>()
-            .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
-        if events.unbounded_send(Event::Datagram(wire, from)).is_err() {
-            return;
+/// One server process's shell state: its streams and what it has checked.
+struct Process {
+    id: ServerId,
+    incarnation: u64,
+    slot: Arc<ServerSlot>,
+    shared: Arc<Shared>,
+    endpoint: Arc<Endpoint>,
+    /// The node's own event stream (for closes due after this event).
+    to_self: mpsc::UnboundedSender<Event>,
+    reorder: Reorder,
+    seqs: Sequencer,
+    clients: BTreeMap<ConnId, SocketAddr>,
+    /// How much of this process's applied log is checked against the
+    /// history (a restart applies from the start again).
+    checked: usize,
+}
+
+impl Process {
+    /// Steps the state machine on one event and sends what it says.
+    fn step(&mut self, event: Event) {
+        let mut out = Vec::new();
+        match event {
+            Event::Restarted(first) => out = first,
+            Event::Tick => lock(&self.slot.server).on_tick(now_ms(), &mut out),
+            Event::Expire(session, window) => {
+                lock(&self.slot.server).expire(now_ms(), session, window.as_millis() as u64);
+                if !window.is_zero() {
+                    let to_self = self.to_self.clone();
+                    madsim::task::spawn(async move {
+                        madsim::time::sleep(window).await;
+                        let _ = to_self.unbounded_send(Event::CloseExpired);
+                    });
+                }
+            }
+            Event::CloseExpired => lock(&self.slot.server).close_expired(now_ms(), &mut out),
+            Event::LoseReply(session) => lock(&self.slot.server).lose_next_write_reply(session),
+            Event::Datagram(wire, from) => {
+                if let Wire::Peer { to_incarnation, .. } = &wire {
+                    if *to_incarnation != self.incarnation {
+                        return; // addressed to this server's previous life
+                    }
+                }
+                let mut s = lock(&self.slot.server);
+                for wire in self.reorder.accept(wire) {
+                    match wire {
+                        Wire::Peer { from, msg, .. } => s.on_peer(now_ms(), from, msg, &mut out),
+                        Wire::Client { conn, msg, .. } => {
+                            self.clients.insert(conn, from);
+                            s.on_client(now_ms(), conn, msg, &mut out)
+                        }
+                        Wire::Server { .. } => panic!("a server message sent to a server"),
+                    }
+                }
+            }
+        }
+        let s = lock(&self.slot.server);
+        self.checked = self.shared.check_applied(&s, self.checked);
+        if s.has_due_closes(now_ms()) {
+            // Behind the events queued already (ZooKeeper's prep queue);
+            // the channel lives as long as the node.
+            let _ = self.to_self.unbounded_send(Event::CloseExpired);
+        }
+        drop(s);
+        for o in out {
+            let (to, wire) = match o {
+                Output::Peer { to, msg } => {
+                    let to_incarnation = lock(&self.shared.incarnations)[to as usize];
+                    let seq = self.seqs.next(Link::Peer(to, to_incarnation));
+                    let wire = Wire::Peer {
+                        from: self.id,
+                        from_incarnation: self.incarnation,
+                        to_incarnation,
+                        seq,
+                        msg,
+                    };
+                    (server_addr(to), wire)
+                }
+                Output::Client { conn, msg } => {
+                    let Some(&addr) = self.clients.get(&conn) else {
+                        continue; // not this server's connection (any more)
+                    };
+                    let seq = self.seqs.next(Link::Conn(conn));
+                    (addr, Wire::Server { conn, seq, msg })
+                }
+            };
+            self.shared.net.send(&self.endpoint, to, wire);
         }
     }
 }
 
-/// A server node's life: receive, step the state machine, send.
+/// Receives datagrams and steps the server on each at once (a dedicated
+/// task, so no datagram is lost to a cancelled receive; no queue between
+/// it and the state machine, as that would cost a task switch per
+/// message).
+async fn receive(endpoint: Arc<Endpoint>, process: Arc<Mutex<Process>>, net: Arc<Network>) {
+    while let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await {
+        net.note_delivered();
+        let wire = *payload
+            .downcast::<Wire>()
+            .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
+        lock(&process).step(Event::Datagram(wire, from));
+    }
+}
+
+/// A server node's life: its clock, its datagrams and the faults injected
+/// into it, each stepping the state machine.
 async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
     let id = lock(&slot.server).id();
     let incarnation = {
@@ -522,10 +619,27 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
             .await
             .expect("the server's address is free"),
     );
-    let (tx, events) = mpsc::unbounded();
+    let (tx, mut events) = mpsc::unbounded();
     *lock(&slot.events) = Some(tx.clone());
-    let to_self = tx.clone();
-    madsim::task::spawn(receive_into(endpoint.clone(), tx.clone()));
+    let process = Arc::new(Mutex::new(Process {
+        id,
+        incarnation,
+        slot: slot.clone(),
+        shared: shared.clone(),
+        endpoint: endpoint.clone(),
+        to_self: tx.clone(),
+        reorder: Reorder::default(),
+        seqs: Sequencer::default(),
+        clients: BTreeMap::new(),
+        checked: 0,
+    }));
+    if incarnation > 1 {
+        let mut first = Vec::new();
+        lock(&slot.server).restart(&mut first);
+        lock(&process).step(Event::Restarted(first));
+    }
+    let net = shared.net.clone();
+    madsim::task::spawn(receive(endpoint, process.clone(), net));
     madsim::task::spawn(async move {
         loop {
             madsim::time::sleep(Duration::from_millis(tick_ms)).await;
@@ -534,83 +648,7 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
             }
         }
     });
-    let mut reorder = Reorder::default();
-    let mut seqs = Sequencer::default();
-    let mut clients: BTreeMap<ConnId, SocketAddr> = BTreeMap::new();
-    // How much of this process's applied log is checked against the
-    // history (a restart applies from the start again).
-    let mut checked = 0;
-    let mut first = Vec::new();
-    if incarnation > 1 {
-        lock(&slot.server).restart(&mut first);
-    }
-    let restarted = futures::stream::iter((!first.is_empty()).then_some(Event::Restarted(first)));
-    let mut events = restarted.chain(events);
     while let Some(event) = events.next().await {
-        let mut out = Vec::new();
-        match event {
-            Event::Restarted(first) => out = first,
-            Event::Tick => lock(&slot.server).on_tick(now_ms(), &mut out),
-            Event::Expire(session, window) => {
-                lock(&slot.server).expire(now_ms(), session, window.as_millis() as u64);
-                if !window.is_zero() {
-                    let to_self = to_self.clone();
-                    madsim::task::spawn(async move {
-                        madsim::time::sleep(window).await;
-                        let _ = to_self.unbounded_send(Event::CloseExpired);
-                    });
-                }
-            }
-            Event::CloseExpired => lock(&slot.server).close_expired(now_ms(), &mut out),
-            Event::LoseReply(session) => lock(&slot.server).lose_next_write_reply(session),
-            Event::Datagram(wire, from) => {
-                if let Wire::Peer { to_incarnation, .. } = &wire {
-                    if *to_incarnation != incarnation {
-                        continue; // addressed to this server's previous life
-                    }
-                }
-                for wire in reorder.accept(wire) {
-                    let mut s = lock(&slot.server);
-                    match wire {
-                        Wire::Peer { from, msg, .. } => s.on_peer(now_ms(), from, msg, &mut out),
-                        Wire::Client { conn, msg, .. } => {
-                            clients.insert(conn, from);
-                            s.on_client(now_ms(), conn, msg, &mut out)
-                        }
-                        Wire::Server { .. } => panic!("a server message sent to a server"),
-                    }
-                }
-            }
-        }
-        checked = shared.check_applied(&lock(&slot.server), checked);
-        if lock(&slot.server).has_due_closes(now_ms()) {
-            // Behind what is queued already; the channel is ours, so this
-            // cannot fail while the loop runs.
-            let _ = to_self.unbounded_send(Event::CloseExpired);
-        }
-        for o in out {
-            let (to, wire) = match o {
-                Output::Peer { to, msg } => {
-                    let to_incarnation = lock(&shared.incarnations)[to as usize];
-                    let seq = seqs.next(Link::Peer(to, to_incarnation));
-                    let wire = Wire::Peer {
-                        from: id,
-                        from_incarnation: incarnation,
-                        to_incarnation,
-                        seq,
-                        msg,
-                    };
-                    (server_addr(to), wire)
-                }
-                Output::Client { conn, msg } => {
-                    let Some(&addr) = clients.get(&conn) else {
-                        continue; // not this server's connection (any more)
-                    };
-                    let seq = seqs.next(Link::Conn(conn));
-                    (addr, Wire::Server { conn, seq, msg })
-                }
-            };
-            shared.net.send(&endpoint, to, wire);
-        }
+        lock(&process).step(event);
     }
 }

@@ -32,6 +32,8 @@ pub struct NetStats {
     pub delayed: u64,
     /// Datagrams sent.
     pub sent: u64,
+    /// Datagrams received by a live node.
+    pub delivered: u64,
 }
 
 #[derive(Default)]
@@ -94,6 +96,11 @@ impl Network {
         lock(&self.state).cut.iter().copied().collect()
     }
 
+    /// A node received a datagram.
+    pub(crate) fn note_delivered(&self) {
+        lock(&self.state).stats.delivered += 1;
+    }
+
     pub fn stats(&self) -> NetStats {
         lock(&self.state).stats
     }
@@ -102,24 +109,33 @@ impl Network {
     /// time, and a server must not stall its loop on it. The datagram waits
     /// while its link is cut and takes the link's delay.
     pub(crate) fn send(self: &Arc<Self>, endpoint: &Arc<Endpoint>, to: SocketAddr, wire: Wire) {
+        let link = (endpoint_ip(endpoint), to.ip());
+        let (cut, delay_ms) = {
+            let mut st = lock(&self.state);
+            st.stats.sent += 1;
+            let cut = st.cut.contains(&link);
+            if cut {
+                st.stats.held += 1;
+            }
+            (cut, st.delay_ms.get(&link).copied().unwrap_or(0))
+        };
         let endpoint = endpoint.clone();
+        if !cut && delay_ms == 0 {
+            // The hot path: one task, no more bookkeeping.
+            madsim::task::spawn(async move {
+                // A send to a dead node is dropped by the network, like a
+                // datagram; TCP to a dead process fails the same way.
+                let _ = endpoint.send_to_raw(to, TAG, Box::new(wire)).await;
+            });
+            return;
+        }
         let net = self.clone();
-        let link = (
-            endpoint.local_addr().expect("a bound endpoint").ip(),
-            to.ip(),
-        );
-        lock(&self.state).stats.sent += 1;
         madsim::task::spawn(async move {
-            let mut held = false;
             loop {
                 let wait = {
                     let mut st = lock(&net.state);
                     if !st.cut.contains(&link) {
                         break;
-                    }
-                    if !held {
-                        held = true;
-                        st.stats.held += 1;
                     }
                     let (tx, rx) = oneshot::channel();
                     st.waiting.push(tx);
@@ -127,6 +143,7 @@ impl Network {
                 };
                 let _ = wait.await;
             }
+            // The delay in force when the datagram leaves.
             let delay_ms = {
                 let mut st = lock(&net.state);
                 let d = st.delay_ms.get(&link).copied().unwrap_or(0);
@@ -138,9 +155,12 @@ impl Network {
             if delay_ms > 0 {
                 madsim::time::sleep(Duration::from_millis(delay_ms)).await;
             }
-            // A send to a dead node is dropped by the network, like a
-            // datagram; TCP to a dead process fails the same way.
             let _ = endpoint.send_to_raw(to, TAG, Box::new(wire)).await;
         });
     }
+}
+
+/// The sending node's address (bound endpoints always have one).
+fn endpoint_ip(endpoint: &Endpoint) -> IpAddr {
+    endpoint.local_addr().expect("a bound endpoint").ip()
 }
