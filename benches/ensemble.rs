@@ -159,6 +159,7 @@ fn main() {
     let mut delivered_per_s = Vec::new();
     let mut raw_per_s = Vec::new();
     let mut sim_speed = Vec::new();
+    let mut sim_ops = Vec::new();
     for run in 0..runs {
         let d = dense(run + 1);
         let (raw, raw_wall) = ping_pong(run + 1);
@@ -167,6 +168,7 @@ fn main() {
         delivered_per_s.push(d.delivered as f64 / d.wall.as_secs_f64());
         raw_per_s.push(raw as f64 / raw_wall.as_secs_f64());
         sim_speed.push(d.simulated.as_secs_f64() / d.wall.as_secs_f64());
+        sim_ops.push(d.ops as f64 / d.simulated.as_secs_f64());
         assert!(d.ops > 0 && d.delivered > 0, "the workload did nothing");
     }
     let (a, mpo) = (median(ops_per_s), median(msgs_per_op));
@@ -178,6 +180,10 @@ fn main() {
     println!(
         "    {:>12.0}x faster than simulated time",
         median(sim_speed)
+    );
+    println!(
+        "    {:>12.0} client ops per simulated second (each client has one op in flight)",
+        median(sim_ops)
     );
     println!("(b) raw madsim Endpoint ping-pong:");
     println!("    {b:>12.0} messages per wall second");

@@ -23,7 +23,7 @@ use madsim::task::NodeId;
 use madsim::time::{sleep, timeout};
 use tokio::sync::Notify;
 
-use super::{client_addr, lock, now_ms, Network, Reorder, Wire, TAG};
+use super::{client_addr, lock, now_ms, Network, Outbox, Reorder, Wire, TAG};
 use crate::client::Zk;
 use crate::ensemble::msg::{ClientMsg, ConnId, ServerMsg, WatchLists};
 use crate::path::validate_op;
@@ -130,6 +130,7 @@ impl Watches {
 
 struct State {
     net: Arc<Network>,
+    outbox: Outbox,
     setup_servers: Vec<SocketAddr>,
     flavour: Flavour,
     n: u32,
@@ -169,7 +170,8 @@ impl State {
         let seq = self.seq;
         self.seq += 1;
         self.last_sent_ms = now_ms();
-        self.net.send(endpoint, to, Wire::Client { conn, seq, msg });
+        self.net
+            .send(&self.outbox, endpoint, to, Wire::Client { conn, seq, msg });
     }
 
     /// The handle is dead (expired or closed): every waiting and held
@@ -235,6 +237,7 @@ impl SimZk {
         );
         let state = Arc::new(Mutex::new(State {
             net: setup.net,
+            outbox: Outbox::start(),
             setup_servers: setup.servers,
             flavour: setup.flavour,
             n: setup.n,

@@ -12,10 +12,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::channel::oneshot;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use futures::channel::{mpsc, oneshot};
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
 use madsim::net::Endpoint;
 
 use super::{lock, Wire, TAG};
@@ -49,12 +56,17 @@ struct NetState {
 #[derive(Default)]
 pub struct Network {
     state: Mutex<NetState>,
+    /// Whether any link is cut or delayed (the hot path skips the lock).
+    faulty: AtomicBool,
+    sent: AtomicU64,
+    delivered: AtomicU64,
 }
 
 impl Network {
     /// Cuts `from → to` (datagrams wait until it heals).
     pub fn cut(&self, from: IpAddr, to: IpAddr) {
         lock(&self.state).cut.insert((from, to));
+        self.faulty.store(true, Ordering::Relaxed);
     }
 
     /// Heals `from → to`.
@@ -65,6 +77,10 @@ impl Network {
                 let _ = w.send(());
             }
         }
+        self.faulty.store(
+            !st.cut.is_empty() || !st.delay_ms.is_empty(),
+            Ordering::Relaxed,
+        );
     }
 
     /// Heals every cut and removes every delay.
@@ -75,6 +91,7 @@ impl Network {
         for w in st.waiting.drain(..) {
             let _ = w.send(());
         }
+        self.faulty.store(false, Ordering::Relaxed);
     }
 
     /// Every datagram on `from → to` takes `delay` more (zero removes it).
@@ -85,6 +102,10 @@ impl Network {
         } else {
             st.delay_ms.insert((from, to), delay.as_millis() as u64);
         }
+        self.faulty.store(
+            !st.cut.is_empty() || !st.delay_ms.is_empty(),
+            Ordering::Relaxed,
+        );
     }
 
     pub fn is_cut(&self, from: IpAddr, to: IpAddr) -> bool {
@@ -98,21 +119,33 @@ impl Network {
 
     /// A node received a datagram.
     pub(crate) fn note_delivered(&self) {
-        lock(&self.state).stats.delivered += 1;
+        self.delivered.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn stats(&self) -> NetStats {
-        lock(&self.state).stats
+        NetStats {
+            sent: self.sent.load(Ordering::Relaxed),
+            delivered: self.delivered.load(Ordering::Relaxed),
+            ..lock(&self.state).stats
+        }
     }
 
     /// Sends without blocking the caller: madsim's send costs simulated
-    /// time, and a server must not stall its loop on it. The datagram waits
-    /// while its link is cut and takes the link's delay.
-    pub(crate) fn send(self: &Arc<Self>, endpoint: &Arc<Endpoint>, to: SocketAddr, wire: Wire) {
+    /// time, and a server must not stall on it. The datagram waits while
+    /// its link is cut and takes the link's delay.
+    pub(crate) fn send(
+        self: &Arc<Self>,
+        outbox: &Outbox,
+        endpoint: &Arc<Endpoint>,
+        to: SocketAddr,
+        wire: Wire,
+    ) {
         let link = (endpoint_ip(endpoint), to.ip());
-        let (cut, delay_ms) = {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        let (cut, delay_ms) = if !self.faulty.load(Ordering::Relaxed) {
+            (false, 0)
+        } else {
             let mut st = lock(&self.state);
-            st.stats.sent += 1;
             let cut = st.cut.contains(&link);
             if cut {
                 st.stats.held += 1;
@@ -121,8 +154,8 @@ impl Network {
         };
         let endpoint = endpoint.clone();
         if !cut && delay_ms == 0 {
-            // The hot path: one task, no more bookkeeping.
-            madsim::task::spawn(async move {
+            // The hot path: nothing to wait for.
+            outbox.push(async move {
                 // A send to a dead node is dropped by the network, like a
                 // datagram; TCP to a dead process fails the same way.
                 let _ = endpoint.send_to_raw(to, TAG, Box::new(wire)).await;
@@ -130,7 +163,7 @@ impl Network {
             return;
         }
         let net = self.clone();
-        madsim::task::spawn(async move {
+        outbox.push(async move {
             loop {
                 let wait = {
                     let mut st = lock(&net.state);
@@ -157,6 +190,50 @@ impl Network {
             }
             let _ = endpoint.send_to_raw(to, TAG, Box::new(wire)).await;
         });
+    }
+}
+
+type Sending = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A node's datagrams on their way out, all driven by one task: a task
+/// per datagram would cost madsim a spawn (and its bookkeeping) each, and
+/// one task sending them in turn would serialise their simulated delays.
+/// Dies with its node, like the datagrams of a crashed process.
+#[derive(Clone)]
+pub(crate) struct Outbox {
+    tx: mpsc::UnboundedSender<Sending>,
+}
+
+impl Outbox {
+    /// Starts the node's outbox task (call it on that node).
+    pub(crate) fn start() -> Outbox {
+        let (tx, mut rx) = mpsc::unbounded::<Sending>();
+        madsim::task::spawn(async move {
+            let mut in_flight = FuturesUnordered::new();
+            let mut open = true;
+            futures::future::poll_fn(|cx| {
+                while open {
+                    match rx.poll_next_unpin(cx) {
+                        Poll::Ready(Some(f)) => in_flight.push(f),
+                        Poll::Ready(None) => open = false,
+                        Poll::Pending => break,
+                    }
+                }
+                while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(cx) {}
+                if !open && in_flight.is_empty() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await
+        });
+        Outbox { tx }
+    }
+
+    fn push(&self, f: impl Future<Output = ()> + Send + 'static) {
+        // The task lives as long as its node; after a kill nothing sends.
+        let _ = self.tx.unbounded_send(Box::pin(f));
     }
 }
 
