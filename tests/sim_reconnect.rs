@@ -321,3 +321,52 @@ fn close_while_disconnected_fails_waiting_requests() {
         },
     );
 }
+
+/// The single system image (ZK_SEMANTICS.md §3.4): a client that has seen
+/// zxid z is refused by a server that has not, and reads its own write
+/// once that server has caught up.
+#[test]
+fn a_lagging_server_refuses_a_client_that_has_seen_more() {
+    common::sweep("sim_reconnect", "lagging_server", 0x1a90_0000, 50, |seed| {
+        runtime(seed).block_on(async {
+            let ensemble = Ensemble::start(EnsembleConfig::default());
+            // Connect string "1,2"; T = 8 s outlasts the lag below.
+            let a = ensemble
+                .connect_list(&[1, 2], 8000, Flavour::Java)
+                .await
+                .unwrap();
+            // Server 2 hears of everything 1.5 s late (under syncLimit, so
+            // it stays a follower).
+            ensemble.delay(0, 2, Duration::from_millis(1500));
+            a.create("/seen", b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+            // Server 1 becomes unreachable; the client tries 2 next.
+            ensemble.cut_client(&a, 1);
+            drain(&a);
+            a.break_connection();
+            let broke = Instant::now();
+            let back = timeout(Duration::from_secs(20), async {
+                while a.next_event().await != ClientEvent::Session(SessionEvent::Connected) {}
+            });
+            assert!(back.await.is_ok(), "reconnected within 20 s");
+            let refusals = ensemble.with_server(2, |s| s.stats().zxid_refusals);
+            assert!(
+                refusals > 0,
+                "server 2 refused the client while it lagged (reconnected after {:?}: {})",
+                broke.elapsed(),
+                ensemble.with_server(2, |s| s.describe())
+            );
+            let away = broke.elapsed();
+            assert!(
+                away >= Duration::from_millis(1500),
+                "reconnected after {away:?}"
+            );
+            assert_eq!(a.current_server(), Some(2));
+            assert!(
+                a.exists("/seen", false).await.unwrap().is_some(),
+                "a client reads its own write wherever it reconnects"
+            );
+        })
+    });
+}

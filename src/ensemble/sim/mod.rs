@@ -426,12 +426,37 @@ impl Ensemble {
             .await
     }
 
+    /// A client whose connect string lists `servers`, tried in this order
+    /// (first to last, then round again).
+    pub async fn connect_list(
+        &self,
+        servers: &[ServerId],
+        timeout_ms: u64,
+        flavour: Flavour,
+    ) -> Result<SimZk, ZkError> {
+        let (first, rest) = servers.split_first().expect("at least one server");
+        self.connect_in_order(*first, rest.to_vec(), timeout_ms, flavour, false)
+            .await
+    }
+
     async fn connect_to(
         &self,
         server: ServerId,
         others: Vec<ServerId>,
         timeout_ms: u64,
         flavour: Flavour,
+    ) -> Result<SimZk, ZkError> {
+        self.connect_in_order(server, others, timeout_ms, flavour, true)
+            .await
+    }
+
+    async fn connect_in_order(
+        &self,
+        server: ServerId,
+        others: Vec<ServerId>,
+        timeout_ms: u64,
+        flavour: Flavour,
+        shuffle: bool,
     ) -> Result<SimZk, ZkError> {
         let n = {
             let mut next = lock(&self.next_client);
@@ -445,7 +470,9 @@ impl Ensemble {
             .build();
         // The first server first, then the others in a seeded order.
         let mut servers: Vec<SocketAddr> = others.into_iter().map(server_addr).collect();
-        servers.shuffle(&mut madsim::rand::thread_rng());
+        if shuffle {
+            servers.shuffle(&mut madsim::rand::thread_rng());
+        }
         servers.insert(0, server_addr(server));
         let id = node.id();
         let setup = ClientSetup {
