@@ -51,10 +51,11 @@ const QUIET_SECS: u64 = 15;
 
 const SEEDS: u64 = 200;
 
-const KINDS: [&str; 13] = [
+const KINDS: [&str; 14] = [
     "server crash+restart",
     "leader crash+restart",
     "partition",
+    "flipping partitions",
     "leader isolated",
     "one-way clog",
     "link delay",
@@ -266,8 +267,12 @@ fn run_seed(seed: u64) -> (Tally, u64) {
         let mut tally = Tally::default();
         // Odd seeds run five servers.
         let servers = if seed % 2 == 1 { 5 } else { 3 };
+        // Timing varies too: syncLimit 2 to 5 ticks, initLimit twice that.
+        let sync_limit_ticks = thread_rng().gen_range(2..=5);
         let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
             servers,
+            sync_limit_ticks,
+            init_limit_ticks: 2 * sync_limit_ticks,
             ..EnsembleConfig::default()
         }));
         // Swarm testing: this seed's fault mix.
@@ -339,6 +344,36 @@ fn run_seed(seed: u64) -> (Tally, u64) {
                         heal_later(&ensemble, across(&[a, b]), window);
                         true
                     }
+                }
+                "flipping partitions" => {
+                    // Several random splits in a row, each replacing the
+                    // last, so the majority side moves around.
+                    let e = ensemble.clone();
+                    let flips = thread_rng().gen_range(2..6);
+                    madsim::task::spawn(async move {
+                        for _ in 0..flips {
+                            if Instant::now() + Duration::from_secs(3) > until {
+                                break; // the quiet phase stays quiet
+                            }
+                            let (mut a, mut b) = (Vec::new(), Vec::new());
+                            for s in 0..servers {
+                                if thread_rng().gen_bool(0.5) {
+                                    a.push(s);
+                                } else {
+                                    b.push(s);
+                                }
+                            }
+                            if a.is_empty() || b.is_empty() {
+                                continue;
+                            }
+                            e.partition(&[&a, &b]);
+                            sleep(Duration::from_millis(thread_rng().gen_range(200..3000))).await;
+                            for (x, y) in across(&[a, b]) {
+                                e.net().heal(server_ip(x), server_ip(y));
+                            }
+                        }
+                    });
+                    true
                 }
                 "leader isolated" => match ensemble.leader() {
                     Some(l) => {

@@ -396,6 +396,14 @@ impl Server {
                 }
                 _ => {}
             }
+            if l.epoch.is_some_and(|epoch| accepted_epoch > epoch) {
+                // The follower promised a newer epoch (to a candidate that
+                // failed) and will refuse ours, for as long as we lead: step
+                // down, so the next election proposes an epoch above it.
+                self.stats.step_downs += 1;
+                self.look(out);
+                return;
+            }
             let learner = Learner {
                 attempt,
                 stage: Stage::Connected,

@@ -356,3 +356,53 @@ fn watch_events_reach_the_watching_connection_before_later_replies() {
         .unwrap();
     assert!(watch_at < reply_at);
 }
+
+/// Review repro: a server that accepted a newer epoch from a candidate that
+/// never got a quorum must still rejoin the established (older-epoch)
+/// leader eventually.
+#[test]
+fn a_server_that_accepted_a_failed_candidates_epoch_rejoins() {
+    let mut net = Net::new(3, 7);
+    // Server 2 restarts and becomes a candidate: server 1's vote and
+    // FollowerInfo reach it, so it decides epoch 2 (accepting it itself),
+    // but nothing it sends arrives anywhere.
+    let mut lost = Vec::new();
+    net.servers[2].restart(&mut lost);
+    let vote = Vote {
+        current_epoch: 1,
+        last_zxid: 0,
+        state: PeerState::Looking,
+    };
+    net.servers[2].on_peer(0, 1, PeerMsg::Vote(vote), &mut lost);
+    assert!(matches!(net.servers[2].role, Role::Leading(_)));
+    let info = LearnerMsg::FollowerInfo { accepted_epoch: 1 };
+    net.servers[2].on_peer(
+        0,
+        1,
+        PeerMsg::Learner {
+            attempt: 1000,
+            msg: info,
+        },
+        &mut lost,
+    );
+    assert_eq!(net.servers[2].accepted_epoch, 2);
+    // The ensemble runs on: ticks, each followed by a bounded number of
+    // deliveries (a refused follower retries at message speed).
+    for _ in 0..100 {
+        net.now_ms += 500;
+        for s in 0..3 {
+            let mut out = Vec::new();
+            net.servers[s].on_tick(net.now_ms, &mut out);
+            net.send(Node::Server(s as ServerId), out);
+        }
+        for _ in 0..200 {
+            if !net.step() {
+                break;
+            }
+        }
+    }
+    let states: Vec<String> = net.servers.iter().map(|s| s.describe()).collect();
+    for s in &net.servers {
+        assert!(s.is_serving(), "{states:#?}");
+    }
+}

@@ -640,16 +640,18 @@ async fn receive(endpoint: Arc<Endpoint>, process: Arc<Mutex<Process>>, net: Arc
 /// into it, each stepping the state machine.
 async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
     let id = lock(&slot.server).id();
-    let incarnation = {
-        let mut all = lock(&shared.incarnations);
-        all[id as usize] += 1;
-        all[id as usize]
-    };
     let endpoint = Arc::new(
         Endpoint::bind(server_addr(id))
             .await
             .expect("the server's address is free"),
     );
+    // Only once bound: a peer's datagram for this incarnation must find a
+    // socket, or its stream would have a gap for good.
+    let incarnation = {
+        let mut all = lock(&shared.incarnations);
+        all[id as usize] += 1;
+        all[id as usize]
+    };
     let (tx, mut events) = mpsc::unbounded();
     *lock(&slot.events) = Some(tx.clone());
     let process = Arc::new(Mutex::new(Process {
