@@ -230,6 +230,33 @@ fn signal(child: &Child, sig: libc::c_int) {
     unsafe {
         libc::kill(child.id() as libc::pid_t, sig);
     }
+    if sig == libc::SIGSTOP {
+        wait_stopped(child.id());
+    }
+}
+
+/// kill(2) returns before a busy process has stopped: a JVM thread on
+/// another core can still answer a request. Wait (up to 2 s) until every
+/// thread shows state T in /proc.
+fn wait_stopped(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return; // gone, or no /proc: nothing to wait for
+        };
+        let all_stopped = tasks.flatten().all(|task| {
+            std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+                // "pid (comm) S ...": the state follows the last ')'.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.trim_start().chars().next())
+                    .is_some_and(|state| matches!(state, 'T' | 't'))
+            })
+        });
+        if all_stopped {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 struct Proc {

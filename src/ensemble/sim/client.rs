@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use futures::channel::oneshot;
 use madsim::net::Endpoint;
+use madsim::rand::seq::SliceRandom;
 use madsim::task::NodeId;
 use madsim::time::{sleep, timeout};
 use tokio::sync::Notify;
@@ -570,6 +571,13 @@ fn on_message(
                     (Arm::Child, _) => &mut st.watches.child,
                 };
                 table.insert(path.clone());
+            }
+            // A real server lists children in HashSet order: a seeded
+            // shuffle catches callers that assume sorted names
+            // (ZK_SEMANTICS.md §6).
+            let mut result = result;
+            if let Ok(Reply::GetChildren { children, .. }) = &mut result {
+                children.shuffle(&mut madsim::rand::thread_rng());
             }
             // The caller may have given up (dropped its future).
             let _ = w.tx.send(result);
