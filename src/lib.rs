@@ -10,4 +10,5 @@ pub mod ensemble;
 pub mod path;
 pub mod proto;
 pub mod real_server;
+pub mod recipes;
 pub mod tree;

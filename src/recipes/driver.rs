@@ -1,0 +1,105 @@
+//! Runs a recipe machine over a [`Zk`] handle: the machine's requests are
+//! sent one at a time, in order (the session is FIFO anyway), and the events
+//! that arrived before a reply are handed to the machine before the reply,
+//! as ZooKeeper orders them.
+
+use std::collections::VecDeque;
+
+use super::{Input, Machine, OpId, Output};
+use crate::client::Zk;
+use crate::proto::{ClientEvent, Op};
+
+pub struct Driver<'z, Z: Zk, M: Machine> {
+    zk: &'z Z,
+    machine: M,
+    outcomes: VecDeque<M::Outcome>,
+    sends: VecDeque<(OpId, Op)>,
+}
+
+impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
+    pub fn new(zk: &'z Z, machine: M) -> Self {
+        Driver {
+            zk,
+            machine,
+            outcomes: VecDeque::new(),
+            sends: VecDeque::new(),
+        }
+    }
+
+    pub fn machine(&self) -> &M {
+        &self.machine
+    }
+
+    pub fn zk(&self) -> &'z Z {
+        self.zk
+    }
+
+    pub fn command(&mut self, command: M::Command) {
+        self.machine.handle(Input::Command(command));
+        self.collect();
+    }
+
+    /// Hands the machine every event that has already arrived, without
+    /// waiting and without sending anything.
+    pub fn pump(&mut self) {
+        while let Some(event) = self.zk.try_next_event() {
+            self.deliver(event);
+        }
+        self.collect();
+    }
+
+    /// The next outcome already reported, if any.
+    pub fn take_outcome(&mut self) -> Option<M::Outcome> {
+        self.outcomes.pop_front()
+    }
+
+    /// Runs the machine until it reports an outcome: sends its requests and
+    /// waits for events as it needs. Waits for ever if the machine has
+    /// nothing to send and no event comes (an idle machine).
+    pub async fn next_outcome(&mut self) -> M::Outcome {
+        loop {
+            if let Some(outcome) = self.outcomes.pop_front() {
+                return outcome;
+            }
+            self.step().await;
+        }
+    }
+
+    /// One step: send the next request and take its reply, or, with none
+    /// to send, wait for one event.
+    pub async fn step(&mut self) {
+        self.collect();
+        match self.sends.pop_front() {
+            Some((id, op)) => {
+                let result = self.zk.call(op).await;
+                while let Some(event) = self.zk.try_next_event() {
+                    self.deliver(event);
+                }
+                self.machine.handle(Input::Reply(id, result));
+            }
+            None => {
+                let event = self.zk.next_event().await;
+                self.deliver(event);
+            }
+        }
+        self.collect();
+    }
+
+    fn deliver(&mut self, event: ClientEvent) {
+        match event {
+            ClientEvent::Watch(w) => self.machine.handle(Input::Watch(w)),
+            ClientEvent::Session(s) => self.machine.handle(Input::Session(s)),
+        }
+    }
+
+    /// Takes what the machine has queued: outcomes are reported at once,
+    /// requests wait their turn.
+    fn collect(&mut self) {
+        while let Some(out) = self.machine.poll() {
+            match out {
+                Output::Outcome(o) => self.outcomes.push_back(o),
+                Output::Send(id, op) => self.sends.push_back((id, op)),
+            }
+        }
+    }
+}

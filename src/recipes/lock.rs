@@ -1,0 +1,614 @@
+//! The lock (recipes page, "Locks", with the guid trick of "Recoverable
+//! errors and the GUID"):
+//!
+//! 1. create `dir/<guid>-lock-` EPHEMERAL_SEQUENTIAL;
+//! 2. getChildren(dir) **without** a watch;
+//! 3. lowest sequence number: the lock is held;
+//! 4. else exists(next lower node, watch): gone already → step 2; else wait
+//!    for its NodeDeleted, then step 2.
+//!
+//! Release deletes the node. A ConnectionLoss on the create leaves its
+//! outcome unknown: once reconnected the machine syncs (so the server has
+//! caught up with a create prepped before the reconnect, ZK_SEMANTICS.md
+//! §3.4) and looks for its guid among the children; only if it is absent is
+//! the create sent again. The fencing token of an acquisition is the node's
+//! sequence number: holders take the lock in sequence order, so tokens grow
+//! with every acquisition (as long as `dir` itself is never deleted).
+//!
+//! ```
+//! # use zoosim::client::local::{LocalConfig, LocalServer};
+//! # use zoosim::recipes::lock::{Lock, LockClient};
+//! # futures::executor::block_on(async {
+//! let server = LocalServer::new(LocalConfig::default());
+//! let zk = server.connect(4000);
+//! let mut lock = LockClient::new(&zk, Lock::new("/locks/printer", "guid-1"));
+//! let token = lock.acquire().await.expect("acquired");
+//! // ... work, passing `token` to anything the lock protects ...
+//! assert!(lock.is_holder());
+//! lock.release().await.expect("released");
+//! # let _ = token;
+//! # });
+//! ```
+
+use super::{
+    ancestors, base_name, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine,
+    Output, Pending,
+};
+use crate::client::Zk;
+use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
+
+/// The lock, correct or with one of the bugs real libraries shipped (for
+/// testing the harness: each must be caught).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum LockVariant {
+    #[default]
+    Correct,
+    /// Creates again after ConnectionLoss without looking for its guid
+    /// (the recipes page's warning): an orphan node blocks the lock.
+    BlindRetry,
+    /// Every waiter watches the lowest node: each release wakes them all.
+    Herd,
+    /// Orders contenders by the whole name, guid included (ZOOKEEPER-2931).
+    SortByFullName,
+    /// When exists() finds the predecessor gone, waits for an event that
+    /// never comes instead of listing again.
+    StallOnVanishedPredecessor,
+}
+
+impl LockVariant {
+    pub const ALL: [LockVariant; 5] = [
+        LockVariant::Correct,
+        LockVariant::BlindRetry,
+        LockVariant::Herd,
+        LockVariant::SortByFullName,
+        LockVariant::StallOnVanishedPredecessor,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LockVariant::Correct => "lock",
+            LockVariant::BlindRetry => "lock/blind-retry",
+            LockVariant::Herd => "lock/herd",
+            LockVariant::SortByFullName => "lock/sort-by-full-name",
+            LockVariant::StallOnVanishedPredecessor => "lock/stall-on-vanished-predecessor",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<LockVariant> {
+        LockVariant::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum LockCommand {
+    Acquire,
+    /// Releases a held lock, or gives up waiting (the node is deleted).
+    Release,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum LockOutcome {
+    /// The lock is held. `token` grows with every acquisition: pass it to
+    /// whatever the lock protects, which should refuse smaller ones.
+    Acquired { node: String, token: u64 },
+    /// The holder's connection broke: it must not act as holder (its
+    /// session may expire meanwhile and another client take the lock).
+    Suspended,
+    /// Reconnected with the session intact: held again.
+    Resumed,
+    /// The node is deleted; the machine can acquire again.
+    Released,
+    /// After a ConnectionLoss on the create: whether the guid search found
+    /// the node the create had made.
+    Recovered { found: bool },
+    /// A watch event reached the machine: the deletion of `path`. Counted
+    /// to show that a release wakes one waiter, not a herd.
+    Woken { path: String },
+    /// Not holding and not waiting any more: the session ended
+    /// (SessionExpired) or the node vanished (NoNode). Start over with a new
+    /// session.
+    Lost { reason: ZkError },
+    /// A command that makes no sense now (acquire while acquiring, or after
+    /// the session ended); nothing changed.
+    Refused { command: LockCommand },
+    /// An answer the recipe has no way forward from.
+    Failed(ZkError),
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Phase {
+    Idle,
+    /// Creating the node (and, after a NoNode, the missing parents first).
+    Creating(Pending),
+    /// After a ConnectionLoss on the create: sync, then the guid search.
+    Syncing(Pending),
+    Searching(Pending),
+    Listing(Pending),
+    Checking { req: Pending, predecessor: String },
+    Waiting { predecessor: String },
+    Held,
+    Releasing(Pending),
+    /// The session ended or the recipe failed.
+    Over,
+}
+
+/// The lock's state machine.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Lock {
+    dir: String,
+    guid: String,
+    variant: LockVariant,
+    io: Io<LockOutcome>,
+    phase: Phase,
+    /// Our node's path, once known.
+    node: Option<String>,
+    suspended: bool,
+    /// Release was asked for while the create's outcome was unknown: delete
+    /// the node as soon as it is found.
+    cancel: bool,
+    /// The request that failed with ConnectionLoss, to send again once the
+    /// session has reconnected.
+    lost: Option<Pending>,
+}
+
+impl Lock {
+    /// A lock on `dir` (created if missing). `guid` must be unique to this
+    /// session: it is how the machine recognises its own node.
+    pub fn new(dir: &str, guid: &str) -> Lock {
+        Lock::with_variant(dir, guid, LockVariant::Correct)
+    }
+
+    pub fn with_variant(dir: &str, guid: &str, variant: LockVariant) -> Lock {
+        assert!(
+            !guid.is_empty() && !guid.contains('/'),
+            "a guid is one non-empty path component, got {guid:?}"
+        );
+        Lock {
+            dir: dir.to_owned(),
+            guid: guid.to_owned(),
+            variant,
+            io: Io::new(),
+            phase: Phase::Idle,
+            node: None,
+            suspended: false,
+            cancel: false,
+            lost: None,
+        }
+    }
+
+    /// True while the lock is held and the session connected: the only time
+    /// the holder may act.
+    pub fn is_holder(&self) -> bool {
+        self.phase == Phase::Held && !self.suspended
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.phase == Phase::Idle
+    }
+
+    /// The session ended or the recipe failed: a new session is needed.
+    pub fn is_over(&self) -> bool {
+        self.phase == Phase::Over
+    }
+
+    /// Acquiring: neither idle, held, releasing nor over.
+    pub fn is_waiting(&self) -> bool {
+        !matches!(
+            self.phase,
+            Phase::Idle | Phase::Held | Phase::Releasing(_) | Phase::Over
+        )
+    }
+
+    pub fn node(&self) -> Option<&str> {
+        self.node.as_deref()
+    }
+
+    pub fn variant(&self) -> LockVariant {
+        self.variant
+    }
+
+    fn prefix(&self) -> String {
+        format!("{}-lock-", self.guid)
+    }
+
+    fn create(&mut self, with_parents: bool) {
+        if with_parents {
+            for path in ancestors(&self.dir).into_iter().chain([self.dir.clone()]) {
+                // Replies ignored: NodeExists is fine, and any failure shows
+                // up again on the create behind it.
+                self.io.send(Op::Create {
+                    path,
+                    data: vec![],
+                    mode: CreateMode::Persistent,
+                });
+            }
+        }
+        let req = self.io.send(Op::Create {
+            path: child_path(&self.dir, &self.prefix()),
+            data: vec![],
+            mode: CreateMode::EphemeralSequential,
+        });
+        self.phase = Phase::Creating(req);
+    }
+
+    fn list(&mut self) {
+        let req = self.io.send(Op::GetChildren {
+            path: self.dir.clone(),
+            watch: false,
+        });
+        self.phase = Phase::Listing(req);
+    }
+
+    fn check(&mut self, predecessor: String) {
+        let req = self.io.send(Op::Exists {
+            path: child_path(&self.dir, &predecessor),
+            watch: true,
+        });
+        self.phase = Phase::Checking { req, predecessor };
+    }
+
+    fn release(&mut self) {
+        let node = self.node.clone().expect("releasing a known node");
+        let req = self.io.send(Op::Delete {
+            path: node,
+            version: -1,
+        });
+        self.phase = Phase::Releasing(req);
+        self.suspended = false;
+        self.cancel = false;
+    }
+
+    /// Sends again the request the current phase is waiting for.
+    fn resend(&mut self) {
+        self.lost = None;
+        match self.phase.clone() {
+            Phase::Creating(_) => match self.variant {
+                LockVariant::BlindRetry => self.create(false),
+                _ => {
+                    let req = self.io.send(Op::Sync {
+                        path: self.dir.clone(),
+                    });
+                    self.phase = Phase::Syncing(req);
+                }
+            },
+            Phase::Syncing(_) => {
+                let req = self.io.send(Op::Sync {
+                    path: self.dir.clone(),
+                });
+                self.phase = Phase::Syncing(req);
+            }
+            Phase::Searching(_) => {
+                let req = self.io.send(Op::GetChildren {
+                    path: self.dir.clone(),
+                    watch: false,
+                });
+                self.phase = Phase::Searching(req);
+            }
+            Phase::Listing(_) => self.list(),
+            Phase::Checking { predecessor, .. } => self.check(predecessor),
+            Phase::Releasing(_) => self.release(),
+            phase => unreachable!("nothing to send again in {phase:?}"),
+        }
+    }
+
+    fn current(&self) -> Option<Pending> {
+        match &self.phase {
+            Phase::Creating(p)
+            | Phase::Syncing(p)
+            | Phase::Searching(p)
+            | Phase::Listing(p)
+            | Phase::Releasing(p)
+            | Phase::Checking { req: p, .. } => Some(*p),
+            _ => None,
+        }
+    }
+
+    fn end(&mut self, reason: ZkError) {
+        if !matches!(self.phase, Phase::Idle | Phase::Over) {
+            self.io.report(LockOutcome::Lost { reason });
+        }
+        self.phase = Phase::Over;
+        self.suspended = false;
+        self.lost = None;
+    }
+
+    fn fail(&mut self, error: ZkError) {
+        self.io.report(LockOutcome::Failed(error));
+        self.phase = Phase::Over;
+        self.lost = None;
+    }
+
+    /// Step 3/4 on a fresh child list.
+    fn decide(&mut self, children: &[String]) {
+        let node = self.node.clone().expect("deciding with a known node");
+        let ours = base_name(&node);
+        let mut contenders: Vec<(u64, &str)> = children
+            .iter()
+            .filter(|c| c.contains("-lock-"))
+            .filter_map(|c| Some((sequence_of(c)?, c.as_str())))
+            .collect();
+        match self.variant {
+            LockVariant::SortByFullName => contenders.sort_by(|a, b| a.1.cmp(b.1)),
+            _ => contenders.sort(),
+        }
+        let Some(at) = contenders.iter().position(|c| c.1 == ours) else {
+            // Our ephemeral is gone: the session expired (we will hear) or
+            // someone deleted it. Either way we hold nothing.
+            self.node = None;
+            self.end(ZkError::NoNode);
+            return;
+        };
+        if at == 0 {
+            let token = contenders[0].0;
+            self.phase = Phase::Held;
+            self.suspended = !self.io.is_connected();
+            self.io.report(LockOutcome::Acquired { node, token });
+            if self.suspended {
+                self.io.report(LockOutcome::Suspended);
+            }
+            return;
+        }
+        let predecessor = match self.variant {
+            LockVariant::Herd => contenders[0].1,
+            _ => contenders[at - 1].1,
+        };
+        self.check(predecessor.to_owned());
+    }
+
+    fn on_reply(&mut self, result: Result<Reply, ZkError>) {
+        let phase = self.phase.clone();
+        let reply = match result {
+            Ok(reply) => reply,
+            Err(e) => match classify(e) {
+                Failure::SessionEnded => return self.end(ZkError::SessionExpired),
+                Failure::Unknown => {
+                    let pending = self.current().expect("a reply to the current request");
+                    if self.io.may_retry(pending) {
+                        self.resend();
+                    } else {
+                        self.lost = Some(pending);
+                    }
+                    return;
+                }
+                Failure::Answer(e) => return self.on_answer(phase, e),
+            },
+        };
+        match (phase, reply) {
+            (Phase::Creating(_), Reply::Create { path, .. }) => {
+                self.node = Some(path);
+                if self.cancel {
+                    self.release();
+                } else {
+                    self.list();
+                }
+            }
+            (Phase::Syncing(_), Reply::Sync) => {
+                let req = self.io.send(Op::GetChildren {
+                    path: self.dir.clone(),
+                    watch: false,
+                });
+                self.phase = Phase::Searching(req);
+            }
+            (Phase::Searching(_), Reply::GetChildren { children, .. }) => {
+                let prefix = self.prefix();
+                let mine = children
+                    .iter()
+                    .filter(|c| c.starts_with(&prefix))
+                    .min_by_key(|c| sequence_of(c));
+                self.io.report(LockOutcome::Recovered {
+                    found: mine.is_some(),
+                });
+                match mine {
+                    Some(name) => {
+                        self.node = Some(child_path(&self.dir, name));
+                        if self.cancel {
+                            self.release();
+                        } else {
+                            self.decide(&children);
+                        }
+                    }
+                    None if self.cancel => {
+                        self.cancel = false;
+                        self.phase = Phase::Idle;
+                        self.io.report(LockOutcome::Released);
+                    }
+                    None => self.create(false),
+                }
+            }
+            (Phase::Listing(_), Reply::GetChildren { children, .. }) => self.decide(&children),
+            (Phase::Checking { predecessor, .. }, Reply::Exists(stat)) => match stat {
+                Some(_) => self.phase = Phase::Waiting { predecessor },
+                None if self.variant == LockVariant::StallOnVanishedPredecessor => {
+                    self.phase = Phase::Waiting { predecessor }
+                }
+                None => self.list(),
+            },
+            (Phase::Releasing(_), Reply::Delete) => self.released(),
+            (phase, reply) => unreachable!("lock: {reply:?} in {phase:?}"),
+        }
+    }
+
+    fn on_answer(&mut self, phase: Phase, error: ZkError) {
+        match (phase, error) {
+            // The parent is missing: create it, then the node.
+            (Phase::Creating(_), ZkError::NoNode) => self.create(true),
+            // No dir means none of our nodes either.
+            (Phase::Searching(_), ZkError::NoNode) => {
+                self.io.report(LockOutcome::Recovered { found: false });
+                if self.cancel {
+                    self.cancel = false;
+                    self.phase = Phase::Idle;
+                    self.io.report(LockOutcome::Released);
+                } else {
+                    self.create(true);
+                }
+            }
+            // A sync of a missing path is still a sync.
+            (Phase::Syncing(_), ZkError::NoNode) => {
+                let req = self.io.send(Op::GetChildren {
+                    path: self.dir.clone(),
+                    watch: false,
+                });
+                self.phase = Phase::Searching(req);
+            }
+            (Phase::Listing(_), ZkError::NoNode) => {
+                self.node = None;
+                self.end(ZkError::NoNode);
+            }
+            // A retried delete that had been done.
+            (Phase::Releasing(_), ZkError::NoNode) => self.released(),
+            (_, e) => self.fail(e),
+        }
+    }
+
+    fn released(&mut self) {
+        self.node = None;
+        self.phase = Phase::Idle;
+        self.io.report(LockOutcome::Released);
+    }
+
+    fn on_command(&mut self, command: LockCommand) {
+        match (command, &self.phase) {
+            (LockCommand::Acquire, Phase::Idle) => self.create(false),
+            (LockCommand::Release, Phase::Held)
+            | (LockCommand::Release, Phase::Listing(_))
+            | (LockCommand::Release, Phase::Checking { .. })
+            | (LockCommand::Release, Phase::Waiting { .. }) => {
+                // A request in flight has its reply ignored from now on.
+                self.lost = None;
+                self.release()
+            }
+            (LockCommand::Release, Phase::Creating(_))
+            | (LockCommand::Release, Phase::Syncing(_))
+            | (LockCommand::Release, Phase::Searching(_)) => self.cancel = true,
+            _ => self.io.report(LockOutcome::Refused { command }),
+        }
+    }
+}
+
+impl Machine for Lock {
+    type Command = LockCommand;
+    type Outcome = LockOutcome;
+
+    fn handle(&mut self, input: Input<LockCommand>) {
+        match input {
+            Input::Command(c) => self.on_command(c),
+            Input::Reply(id, result) => {
+                // Replies to requests the machine has moved on from (parent
+                // creates, a request whose phase was cancelled) are dropped.
+                if self.current().map(|p| p.op) == Some(id) {
+                    self.on_reply(result);
+                } else if result == Err(ZkError::SessionExpired) {
+                    self.end(ZkError::SessionExpired);
+                }
+            }
+            Input::Watch(event) => {
+                if event.event_type != EventType::NodeDeleted {
+                    return; // an exist watch left on a vanished node
+                }
+                self.io.report(LockOutcome::Woken {
+                    path: event.path.clone(),
+                });
+                if let Phase::Waiting { predecessor } = &self.phase {
+                    if child_path(&self.dir, predecessor) == event.path {
+                        self.list();
+                    }
+                }
+            }
+            Input::Session(event) => {
+                if self.io.on_session(event) {
+                    return self.end(ZkError::SessionExpired);
+                }
+                match event {
+                    SessionEvent::Disconnected if self.phase == Phase::Held && !self.suspended => {
+                        self.suspended = true;
+                        self.io.report(LockOutcome::Suspended);
+                    }
+                    SessionEvent::Connected => {
+                        if self.phase == Phase::Held && self.suspended {
+                            // Same session, so our ephemeral is still there.
+                            self.suspended = false;
+                            self.io.report(LockOutcome::Resumed);
+                        }
+                        if let Some(p) = self.lost {
+                            if self.io.may_retry(p) {
+                                self.resend();
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<LockOutcome>> {
+        self.io.poll()
+    }
+}
+
+/// Why an acquisition or release did not succeed.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum LockError {
+    /// The session ended (or the node vanished): start over with a new
+    /// session.
+    Lost(ZkError),
+    Failed(ZkError),
+    Refused,
+}
+
+/// The lock for application code: [`Lock`] run over a [`Zk`] handle.
+pub struct LockClient<'z, Z: Zk> {
+    driver: Driver<'z, Z, Lock>,
+}
+
+impl<'z, Z: Zk + Sync> LockClient<'z, Z> {
+    pub fn new(zk: &'z Z, lock: Lock) -> Self {
+        LockClient {
+            driver: Driver::new(zk, lock),
+        }
+    }
+
+    /// Waits until the lock is held; returns the fencing token.
+    pub async fn acquire(&mut self) -> Result<u64, LockError> {
+        self.driver.command(LockCommand::Acquire);
+        loop {
+            match self.driver.next_outcome().await {
+                LockOutcome::Acquired { token, .. } => return Ok(token),
+                LockOutcome::Lost { reason } => return Err(LockError::Lost(reason)),
+                LockOutcome::Failed(e) => return Err(LockError::Failed(e)),
+                LockOutcome::Refused { .. } => return Err(LockError::Refused),
+                _ => {}
+            }
+        }
+    }
+
+    /// Releases the lock (or gives up waiting for it).
+    pub async fn release(&mut self) -> Result<(), LockError> {
+        self.driver.command(LockCommand::Release);
+        loop {
+            match self.driver.next_outcome().await {
+                LockOutcome::Released => return Ok(()),
+                LockOutcome::Lost { reason } => return Err(LockError::Lost(reason)),
+                LockOutcome::Failed(e) => return Err(LockError::Failed(e)),
+                LockOutcome::Refused { .. } => return Err(LockError::Refused),
+                _ => {}
+            }
+        }
+    }
+
+    /// True while held and connected, after taking in the events that have
+    /// arrived. Check it before every action the lock protects.
+    pub fn is_holder(&mut self) -> bool {
+        self.driver.pump();
+        self.driver.machine().is_holder()
+    }
+
+    pub fn driver(&mut self) -> &mut Driver<'z, Z, Lock> {
+        &mut self.driver
+    }
+}
+
+#[cfg(test)]
+#[path = "lock_tests.rs"]
+mod tests;

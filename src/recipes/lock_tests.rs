@@ -1,0 +1,1 @@
+//! Scripted-event tests of the lock machine: see lock.rs.

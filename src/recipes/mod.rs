@@ -1,0 +1,257 @@
+//! The recipes of ZooKeeper's "Recipes and Solutions" page, each a pure
+//! state machine (sans-IO) with an async wrapper for application code.
+//!
+//! A machine takes [`Input`]s — a command from its application, a reply to
+//! one of its requests, a watch event, a session event — and yields
+//! [`Output`]s: requests to send and outcomes to report. It never touches a
+//! socket, a clock or a runtime, and it has no hidden inputs (anything
+//! random, such as a guid, is given to it), so the same code runs under the
+//! stateright models, the simulated ensemble and a real ZooKeeper. The
+//! [`Driver`] runs a machine over any [`crate::client::Zk`].
+//!
+//! What every machine does with ZooKeeper's outcomes:
+//!
+//! * **ConnectionLoss**: the outcome is unknown. A read is sent again once
+//!   the session has reconnected; a sequential create is never sent blindly
+//!   again (the lock's guid search finds it); a delete is sent again and
+//!   NoNode then means it had been done.
+//! * **Disconnected**: a holder (of a lock, of leadership) suspends — it
+//!   must not act as holder — until the session reconnects intact.
+//! * **SessionExpired / Expired / Closed**: the session's ephemerals are
+//!   gone or going; the machine reports the loss and stops. Starting over
+//!   takes a new session (and a new guid).
+//!
+//! Waiting is done with watches only: no polling and no timers.
+
+mod driver;
+pub mod lock;
+
+pub use driver::Driver;
+
+use std::collections::VecDeque;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use crate::proto::{Op, Reply, SessionEvent, WatchEvent, ZkError};
+
+/// Names one request of one machine, so its reply finds its way back.
+pub type OpId = u64;
+
+/// What a machine is told.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Input<C> {
+    /// A request from the application (acquire, release, enter, ...).
+    Command(C),
+    /// The reply to the request `OpId`.
+    Reply(OpId, Result<Reply, ZkError>),
+    /// A watch event of the machine's session.
+    Watch(WatchEvent),
+    /// A change of the machine's session.
+    Session(SessionEvent),
+}
+
+/// What a machine asks for or reports, in order.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Output<O> {
+    Send(OpId, Op),
+    Outcome(O),
+}
+
+/// A recipe as a state machine. `Clone + Eq + Hash + Debug` so that a
+/// model checker can hold it as state.
+pub trait Machine: Clone + Eq + Hash + Debug {
+    type Command: Clone + Eq + Hash + Debug;
+    type Outcome: Clone + Eq + Hash + Debug;
+
+    fn handle(&mut self, input: Input<Self::Command>);
+
+    /// The next request to send or outcome to report, if any.
+    fn poll(&mut self) -> Option<Output<Self::Outcome>>;
+}
+
+/// The plumbing every machine shares: its queue of outputs, request ids,
+/// and what it knows of its session.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Io<O> {
+    queue: VecDeque<Output<O>>,
+    next_op: OpId,
+    /// How many times the session has (re)connected since the machine
+    /// started: a request that failed with ConnectionLoss is sent again
+    /// only once the count is past the one it was sent under.
+    connects: u32,
+    connected: bool,
+    /// The session is gone (expired or closed): nothing more is sent.
+    ended: bool,
+}
+
+/// A request in flight and the connection count it was sent under.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Pending {
+    pub op: OpId,
+    pub connects: u32,
+}
+
+impl<O> Io<O> {
+    /// For a session that is connected when the machine starts (the usual
+    /// case: a handle is returned connected).
+    pub fn new() -> Io<O> {
+        Io {
+            queue: VecDeque::new(),
+            next_op: 0,
+            connects: 0,
+            connected: true,
+            ended: false,
+        }
+    }
+
+    pub fn send(&mut self, op: Op) -> Pending {
+        assert!(!self.ended, "a machine sent {op:?} after its session ended");
+        let id = self.next_op;
+        self.next_op += 1;
+        self.queue.push_back(Output::Send(id, op));
+        Pending {
+            op: id,
+            connects: self.connects,
+        }
+    }
+
+    pub fn report(&mut self, outcome: O) {
+        self.queue.push_back(Output::Outcome(outcome));
+    }
+
+    pub fn poll(&mut self) -> Option<Output<O>> {
+        self.queue.pop_front()
+    }
+
+    /// Records a session event; returns true when it ends the session.
+    pub fn on_session(&mut self, event: SessionEvent) -> bool {
+        match event {
+            SessionEvent::Connected => {
+                self.connects += 1;
+                self.connected = true;
+            }
+            SessionEvent::Disconnected => self.connected = false,
+            SessionEvent::Expired | SessionEvent::Closed => {
+                self.connected = false;
+                self.ended = true;
+            }
+        }
+        self.ended
+    }
+
+    /// Marks the session ended (a SessionExpired reply).
+    pub fn end(&mut self) {
+        self.connected = false;
+        self.ended = true;
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    pub fn has_ended(&self) -> bool {
+        self.ended
+    }
+
+    /// True when a request that failed with ConnectionLoss may be sent
+    /// again now: the session has reconnected since it was sent.
+    pub fn may_retry(&self, pending: Pending) -> bool {
+        self.connects > pending.connects
+    }
+}
+
+/// How a failed request is to be handled by the machine that sent it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Failure {
+    /// Outcome unknown (ConnectionLoss, or SessionMoved: the request was
+    /// not applied and the connection is closing, so it is safe to treat it
+    /// the same way).
+    Unknown,
+    /// The session is gone.
+    SessionEnded,
+    /// A definite answer the recipe must interpret (NoNode, NodeExists, ...).
+    Answer(ZkError),
+}
+
+pub fn classify(error: ZkError) -> Failure {
+    match error {
+        ZkError::ConnectionLoss | ZkError::SessionMoved | ZkError::OperationTimeout => {
+            Failure::Unknown
+        }
+        ZkError::SessionExpired => Failure::SessionEnded,
+        other => Failure::Answer(other),
+    }
+}
+
+/// The sequence number ZooKeeper appended to a sequential node's name
+/// (its last ten characters), or None if the name has none.
+pub fn sequence_of(name: &str) -> Option<u64> {
+    let suffix = name.get(name.len().checked_sub(10)?..)?;
+    if suffix.bytes().all(|b| b.is_ascii_digit()) {
+        suffix.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// The last component of a path.
+pub fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// `parent/child`.
+pub fn child_path(parent: &str, child: &str) -> String {
+    if parent == "/" {
+        format!("/{child}")
+    } else {
+        format!("{parent}/{child}")
+    }
+}
+
+/// The proper ancestors of `path`, from the root's child down ("/a/b/c"
+/// gives "/a", "/a/b"): what a recipe creates when its parent is missing.
+pub fn ancestors(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = path[at + 1..].find('/') {
+        at += 1 + i;
+        out.push(path[..at].to_owned());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_numbers_are_the_last_ten_digits() {
+        assert_eq!(sequence_of("x-lock-0000000012"), Some(12));
+        assert_eq!(sequence_of("ab12-lock-2147483647"), Some(2147483647));
+        assert_eq!(sequence_of("lock-12"), None);
+        assert_eq!(sequence_of("x-lock-00000000a2"), None);
+        assert_eq!(sequence_of(""), None);
+    }
+
+    #[test]
+    fn ancestors_and_children() {
+        assert_eq!(ancestors("/a/b/c"), vec!["/a", "/a/b"]);
+        assert!(ancestors("/a").is_empty());
+        assert_eq!(child_path("/", "a"), "/a");
+        assert_eq!(child_path("/a", "b"), "/a/b");
+        assert_eq!(base_name("/a/b-0000000001"), "b-0000000001");
+    }
+
+    #[test]
+    fn a_request_is_retried_only_after_a_reconnect() {
+        let mut io: Io<()> = Io::new();
+        let p = io.send(Op::Sync { path: "/".into() });
+        assert!(!io.may_retry(p));
+        io.on_session(SessionEvent::Disconnected);
+        assert!(!io.may_retry(p) && !io.is_connected());
+        io.on_session(SessionEvent::Connected);
+        assert!(io.may_retry(p) && io.is_connected());
+        assert!(io.on_session(SessionEvent::Expired));
+        assert!(io.has_ended());
+    }
+}
