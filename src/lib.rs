@@ -5,6 +5,7 @@
 //! recipes use and its implementations; [`real_server`] starts real
 //! ZooKeeper servers for tests.
 
+pub mod check;
 pub mod client;
 pub mod ensemble;
 pub mod path;

@@ -480,33 +480,35 @@ async fn receive(
     broken: Arc<Notify>,
 ) {
     while let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await {
-        let wire = *payload
-            .downcast::<Wire>()
+        let batch = *payload
+            .downcast::<Vec<Wire>>()
             .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
-        let Wire::Server { conn, .. } = &wire else {
-            panic!("a client received a non-server message from {from}");
-        };
-        let conn = *conn;
         let mut st = lock(&state);
-        st.net.note_delivered();
-        let current = match st.phase {
-            Phase::Connected { conn: c, .. } => c == conn,
-            _ => false,
-        };
-        let attempting = st.attempt.as_ref().is_some_and(|(c, _, _)| *c == conn);
-        if !current && !attempting {
-            continue; // a connection this client gave up
-        }
-        for wire in st.reorder.accept(wire) {
-            let Wire::Server { msg, .. } = wire else {
-                unreachable!("checked above")
+        for wire in batch {
+            let Wire::Server { conn, .. } = &wire else {
+                panic!("a client received a non-server message from {from}");
             };
-            // Only a session's server counts as heard from: a refusal at
-            // connect confirms nothing.
-            if current || matches!(msg, ServerMsg::Connected { .. }) {
-                st.last_heard_ms = now_ms();
+            let conn = *conn;
+            st.net.note_delivered();
+            let current = match st.phase {
+                Phase::Connected { conn: c, .. } => c == conn,
+                _ => false,
+            };
+            let attempting = st.attempt.as_ref().is_some_and(|(c, _, _)| *c == conn);
+            if !current && !attempting {
+                continue; // a connection this client gave up
             }
-            on_message(&endpoint, &mut st, conn, msg, &broken);
+            for wire in st.reorder.accept(wire) {
+                let Wire::Server { msg, .. } = wire else {
+                    unreachable!("checked above")
+                };
+                // Only a session's server counts as heard from: a refusal at
+                // connect confirms nothing.
+                if current || matches!(msg, ServerMsg::Connected { .. }) {
+                    st.last_heard_ms = now_ms();
+                }
+                on_message(&endpoint, &mut st, conn, msg, &broken);
+            }
         }
         drop(st);
         events.notify_one();

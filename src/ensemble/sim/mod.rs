@@ -628,11 +628,14 @@ impl Process {
 /// message).
 async fn receive(endpoint: Arc<Endpoint>, process: Arc<Mutex<Process>>, net: Arc<Network>) {
     while let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await {
-        net.note_delivered();
-        let wire = *payload
-            .downcast::<Wire>()
+        let batch = *payload
+            .downcast::<Vec<Wire>>()
             .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
-        lock(&process).step(Event::Datagram(wire, from));
+        let mut process = lock(&process);
+        for wire in batch {
+            net.note_delivered();
+            process.step(Event::Datagram(wire, from));
+        }
     }
 }
 

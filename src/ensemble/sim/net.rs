@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
+use std::task::{Poll, Waker};
 
-use futures::channel::{mpsc, oneshot};
+use futures::channel::oneshot;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use madsim::net::Endpoint;
@@ -37,8 +37,11 @@ pub struct NetStats {
     pub held: u64,
     /// Datagrams that took an extra delay.
     pub delayed: u64,
-    /// Datagrams sent.
+    /// Messages sent.
     pub sent: u64,
+    /// madsim datagrams they travelled in (messages to one destination
+    /// leaving at one instant share one).
+    pub datagrams: u64,
     /// Datagrams received by a live node.
     pub delivered: u64,
 }
@@ -59,6 +62,7 @@ pub struct Network {
     /// Whether any link is cut or delayed (the hot path skips the lock).
     faulty: AtomicBool,
     sent: AtomicU64,
+    datagrams: AtomicU64,
     delivered: AtomicU64,
 }
 
@@ -125,6 +129,7 @@ impl Network {
     pub fn stats(&self) -> NetStats {
         NetStats {
             sent: self.sent.load(Ordering::Relaxed),
+            datagrams: self.datagrams.load(Ordering::Relaxed),
             delivered: self.delivered.load(Ordering::Relaxed),
             ..lock(&self.state).stats
         }
@@ -152,16 +157,15 @@ impl Network {
             }
             (cut, st.delay_ms.get(&link).copied().unwrap_or(0))
         };
-        let endpoint = endpoint.clone();
         if !cut && delay_ms == 0 {
             // The hot path: nothing to wait for.
-            outbox.push(async move {
-                // A send to a dead node is dropped by the network, like a
-                // datagram; TCP to a dead process fails the same way.
-                let _ = endpoint.send_to_raw(to, TAG, Box::new(wire)).await;
-            });
+            if outbox.push_coalesced(endpoint, to, wire) {
+                self.datagrams.fetch_add(1, Ordering::Relaxed);
+            }
             return;
         }
+        self.datagrams.fetch_add(1, Ordering::Relaxed);
+        let endpoint = endpoint.clone();
         let net = self.clone();
         outbox.push(async move {
             loop {
@@ -188,12 +192,15 @@ impl Network {
             if delay_ms > 0 {
                 madsim::time::sleep(Duration::from_millis(delay_ms)).await;
             }
-            let _ = endpoint.send_to_raw(to, TAG, Box::new(wire)).await;
+            let _ = endpoint.send_to_raw(to, TAG, Box::new(vec![wire])).await;
         });
     }
 }
 
 type Sending = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Per (from, to), the messages of the datagram being filled.
+type OpenDatagrams = BTreeMap<(SocketAddr, SocketAddr), Vec<Wire>>;
 
 /// A node's datagrams on their way out, all driven by one task: a task
 /// per datagram would cost madsim a spawn (and its bookkeeping) each, and
@@ -201,39 +208,79 @@ type Sending = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Dies with its node, like the datagrams of a crashed process.
 #[derive(Clone)]
 pub(crate) struct Outbox {
-    tx: mpsc::UnboundedSender<Sending>,
+    queue: Arc<Mutex<Queue>>,
+    /// Per link, the datagram being filled: messages for one destination
+    /// that leave before the outbox task runs share a datagram, as writes
+    /// to one TCP socket share a segment.
+    open: Arc<Mutex<OpenDatagrams>>,
+}
+
+/// New sends for the outbox task, and how to wake it (cheaper than a
+/// channel: this is on every message's path).
+#[derive(Default)]
+struct Queue {
+    new: Vec<Sending>,
+    waker: Option<Waker>,
 }
 
 impl Outbox {
     /// Starts the node's outbox task (call it on that node).
     pub(crate) fn start() -> Outbox {
-        let (tx, mut rx) = mpsc::unbounded::<Sending>();
+        let queue: Arc<Mutex<Queue>> = Arc::default();
+        let q = queue.clone();
         madsim::task::spawn(async move {
             let mut in_flight = FuturesUnordered::new();
-            let mut open = true;
-            futures::future::poll_fn(|cx| {
-                while open {
-                    match rx.poll_next_unpin(cx) {
-                        Poll::Ready(Some(f)) => in_flight.push(f),
-                        Poll::Ready(None) => open = false,
-                        Poll::Pending => break,
+            // Runs as long as its node: a killed node's tasks are dropped.
+            futures::future::poll_fn(|cx| -> Poll<()> {
+                {
+                    let mut q = lock(&q);
+                    in_flight.extend(q.new.drain(..));
+                    if q.waker.as_ref().is_none_or(|w| !w.will_wake(cx.waker())) {
+                        q.waker = Some(cx.waker().clone());
                     }
                 }
                 while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(cx) {}
-                if !open && in_flight.is_empty() {
-                    Poll::Ready(())
-                } else {
-                    Poll::Pending
-                }
+                Poll::Pending
             })
             .await
         });
-        Outbox { tx }
+        Outbox {
+            queue,
+            open: Arc::default(),
+        }
+    }
+
+    /// Adds `wire` to the open datagram for `to`; true if it opened one.
+    fn push_coalesced(&self, endpoint: &Arc<Endpoint>, to: SocketAddr, wire: Wire) -> bool {
+        let key = (endpoint.local_addr().expect("a bound endpoint"), to);
+        {
+            let mut open = lock(&self.open);
+            if let Some(batch) = open.get_mut(&key) {
+                batch.push(wire);
+                return false;
+            }
+            open.insert(key, vec![wire]);
+        }
+        let (open, endpoint) = (self.open.clone(), endpoint.clone());
+        self.push(async move {
+            // Closes the batch: later messages start the next one, whose
+            // sequence numbers keep them behind this one.
+            let batch = lock(&open).remove(&key).expect("an open batch");
+            // A send to a dead node is dropped by the network, like a
+            // datagram; TCP to a dead process fails the same way.
+            let _ = endpoint.send_to_raw(to, TAG, Box::new(batch)).await;
+        });
+        true
     }
 
     fn push(&self, f: impl Future<Output = ()> + Send + 'static) {
-        // The task lives as long as its node; after a kill nothing sends.
-        let _ = self.tx.unbounded_send(Box::pin(f));
+        let mut q = lock(&self.queue);
+        q.new.push(Box::pin(f));
+        if q.new.len() == 1 {
+            if let Some(w) = &q.waker {
+                w.wake_by_ref();
+            }
+        }
     }
 }
 

@@ -1,0 +1,590 @@
+//! The lock's oracle.
+//!
+//! * **Fenced effects.** The accesses the protected resource accepted come
+//!   in token order, and each from a client that held the lock with that
+//!   token at the time. This is the safety a lock user can have.
+//! * **Beliefs.** A client believes it holds from `Acquired` (or `Resumed`)
+//!   to the first of release, `Suspended`, `Lost`, crash. Two beliefs
+//!   overlapping is a *stale belief* when the older holder's session was
+//!   lost — it ends with `Lost`, directly or after `Suspended` without a
+//!   `Resumed` — which is ZooKeeper's known window (a paused or partitioned
+//!   holder cannot know its session expired): counted and reported, never
+//!   hidden. Any other overlap means a client took the lock while the
+//!   holder's node existed: a violation.
+//! * **Herd.** Each deletion wakes at most one waiter.
+//! * **Liveness.** In the quiet phase every acquire and release finishes
+//!   within the bound.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::{Entry, Liveness};
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum LockEvent {
+    AcquireCalled,
+    Acquired {
+        token: u64,
+    },
+    ReleaseCalled,
+    Released,
+    Suspended,
+    Resumed,
+    /// The session ended or the node vanished: nothing held or awaited.
+    Lost,
+    /// A deletion's watch event reached the client.
+    Woken {
+        path: String,
+    },
+    /// The guid search after a ConnectionLoss on create.
+    Recovered {
+        found: bool,
+    },
+    /// An access to the fenced resource, and whether it was accepted.
+    Access {
+        token: u64,
+        accepted: bool,
+    },
+    /// The client process crashed (the nemesis).
+    Crashed,
+    /// The recipe met an answer it has no way forward from.
+    Failed {
+        error: String,
+    },
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct LockReport {
+    pub acquisitions: u64,
+    pub accesses_accepted: u64,
+    pub accesses_rejected: u64,
+    /// Overlapping beliefs explained by the older holder's lost session.
+    pub stale_beliefs: u64,
+    pub suspensions: u64,
+    pub resumptions: u64,
+    pub losses: u64,
+    pub recovered_found: u64,
+    pub recovered_not_found: u64,
+    pub deletions_waking_someone: u64,
+    /// The most clients one deletion woke.
+    pub max_woken_per_deletion: u64,
+    pub violations: Vec<String>,
+}
+
+impl LockReport {
+    pub fn is_ok(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+impl fmt::Display for LockReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "acquisitions {}, accesses accepted {} / rejected {}, stale beliefs {}, \
+             suspended {} / resumed {}, lost {}, guid search found {} / not {}, \
+             max woken per deletion {}",
+            self.acquisitions,
+            self.accesses_accepted,
+            self.accesses_rejected,
+            self.stale_beliefs,
+            self.suspensions,
+            self.resumptions,
+            self.losses,
+            self.recovered_found,
+            self.recovered_not_found,
+            self.max_woken_per_deletion
+        )?;
+        for v in &self.violations {
+            writeln!(f, "VIOLATION: {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// How a belief ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum End {
+    Released,
+    Suspended,
+    Lost,
+    Crashed,
+    /// Still believing when the log ends.
+    Open,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Belief {
+    client: usize,
+    token: u64,
+    from: u64,
+    to: u64,
+    end: End,
+    /// For `Suspended`: the session was lost before it resumed.
+    session_lost: bool,
+}
+
+pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockReport {
+    let mut report = LockReport::default();
+    let beliefs = beliefs(log, &mut report);
+
+    // Tokens are unique per acquisition.
+    let mut tokens = BTreeMap::new();
+    for e in log {
+        if let LockEvent::Acquired { token } = e.event {
+            report.acquisitions += 1;
+            if let Some(other) = tokens.insert(token, e.client) {
+                report.violations.push(format!(
+                    "token {token} handed out twice (clients {other} and {}, at {} ms)",
+                    e.client, e.at_ms
+                ));
+            }
+        }
+    }
+
+    // Fenced effects.
+    let mut highest: Option<u64> = None;
+    for e in log {
+        let LockEvent::Access { token, accepted } = e.event else {
+            continue;
+        };
+        if !accepted {
+            report.accesses_rejected += 1;
+            continue;
+        }
+        report.accesses_accepted += 1;
+        if highest.is_some_and(|h| token < h) {
+            report.violations.push(format!(
+                "the resource accepted token {token} after {} (client {}, at {} ms)",
+                highest.unwrap(),
+                e.client,
+                e.at_ms
+            ));
+        }
+        highest = highest.max(Some(token));
+        let held = beliefs.iter().any(|b| {
+            b.client == e.client && b.token == token && b.from <= e.at_ms && e.at_ms <= b.to
+        });
+        if !held {
+            report.violations.push(format!(
+                "client {} acted with token {token} at {} ms without holding the lock",
+                e.client, e.at_ms
+            ));
+        }
+    }
+
+    // Overlapping beliefs.
+    for (i, a) in beliefs.iter().enumerate() {
+        for b in &beliefs[i + 1..] {
+            if a.client == b.client || !(a.from < b.to && b.from < a.to) {
+                continue;
+            }
+            let (older, newer) = if a.from <= b.from { (a, b) } else { (b, a) };
+            let stale = match older.end {
+                End::Lost => true,
+                End::Suspended => older.session_lost,
+                _ => false,
+            };
+            if stale {
+                report.stale_beliefs += 1;
+            } else {
+                report.violations.push(format!(
+                    "two holders: client {} (token {}, from {} ms, {:?}) and client {} \
+                     (token {}, from {} ms) while the first one's session was intact",
+                    older.client,
+                    older.token,
+                    older.from,
+                    older.end,
+                    newer.client,
+                    newer.token,
+                    newer.from
+                ));
+            }
+        }
+    }
+
+    for e in log {
+        if let LockEvent::Failed { error } = &e.event {
+            report.violations.push(format!(
+                "client {} failed at {} ms: {error}",
+                e.client, e.at_ms
+            ));
+        }
+    }
+
+    // Herd: clients woken per deleted path.
+    let mut woken: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+    for e in log {
+        if let LockEvent::Woken { path } = &e.event {
+            woken.entry(path).or_default().insert(e.client);
+        }
+    }
+    report.deletions_waking_someone = woken.len() as u64;
+    for (path, clients) in &woken {
+        let n = clients.len() as u64;
+        report.max_woken_per_deletion = report.max_woken_per_deletion.max(n);
+        if n > 1 {
+            report.violations.push(format!(
+                "herd: the deletion of {path} woke {n} clients {clients:?}"
+            ));
+        }
+    }
+
+    if let Some(l) = liveness {
+        check_liveness(log, l, &mut report);
+    }
+    report
+}
+
+fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
+    let mut out: Vec<Belief> = Vec::new();
+    // Per client: the open belief, and the token of a suspended one.
+    let mut open: BTreeMap<usize, Belief> = BTreeMap::new();
+    let mut suspended: BTreeMap<usize, (u64, usize)> = BTreeMap::new();
+    let close = |open: &mut BTreeMap<usize, Belief>, out: &mut Vec<Belief>, c, at, end| {
+        if let Some(mut b) = open.remove(&c) {
+            b.to = at;
+            b.end = end;
+            out.push(b);
+            Some(out.len() - 1)
+        } else {
+            None
+        }
+    };
+    for e in log {
+        let c = e.client;
+        match &e.event {
+            LockEvent::Acquired { token } => {
+                close(&mut open, &mut out, c, e.at_ms, End::Released);
+                open.insert(
+                    c,
+                    Belief {
+                        client: c,
+                        token: *token,
+                        from: e.at_ms,
+                        to: u64::MAX,
+                        end: End::Open,
+                        session_lost: false,
+                    },
+                );
+            }
+            LockEvent::ReleaseCalled => {
+                close(&mut open, &mut out, c, e.at_ms, End::Released);
+                suspended.remove(&c);
+            }
+            LockEvent::Suspended => {
+                report.suspensions += 1;
+                if let Some(b) = open.get(&c) {
+                    let token = b.token;
+                    let at = close(&mut open, &mut out, c, e.at_ms, End::Suspended);
+                    suspended.insert(c, (token, at.expect("just closed")));
+                }
+            }
+            LockEvent::Resumed => {
+                report.resumptions += 1;
+                if let Some((token, _)) = suspended.remove(&c) {
+                    open.insert(
+                        c,
+                        Belief {
+                            client: c,
+                            token,
+                            from: e.at_ms,
+                            to: u64::MAX,
+                            end: End::Open,
+                            session_lost: false,
+                        },
+                    );
+                }
+            }
+            LockEvent::Lost | LockEvent::Crashed => {
+                let end = if e.event == LockEvent::Lost {
+                    report.losses += 1;
+                    End::Lost
+                } else {
+                    End::Crashed
+                };
+                close(&mut open, &mut out, c, e.at_ms, end);
+                if let Some((_, at)) = suspended.remove(&c) {
+                    out[at].session_lost = e.event == LockEvent::Lost;
+                }
+            }
+            LockEvent::Recovered { found } => {
+                if *found {
+                    report.recovered_found += 1;
+                } else {
+                    report.recovered_not_found += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    out.extend(open.into_values());
+    out
+}
+
+fn check_liveness(log: &[Entry<LockEvent>], l: Liveness, report: &mut LockReport) {
+    // Per client: what it is waiting for and since when.
+    let mut waiting: BTreeMap<usize, (&'static str, u64)> = BTreeMap::new();
+    let mut judge = |client: usize, what: &str, since: u64, done_at: Option<u64>| {
+        let deadline = since.max(l.from_ms) + l.bound_ms;
+        let late = match done_at {
+            Some(at) => at > deadline && deadline <= l.end_ms,
+            None => deadline <= l.end_ms,
+        };
+        if late {
+            report.violations.push(format!(
+                "liveness: client {client}'s {what} from {since} ms was not done within \
+                 {} ms of the quiet phase (at {} ms)",
+                l.bound_ms,
+                done_at.map_or("never".to_owned(), |t| t.to_string()),
+            ));
+        }
+    };
+    for e in log {
+        match e.event {
+            LockEvent::AcquireCalled => {
+                waiting.insert(e.client, ("acquire", e.at_ms));
+            }
+            LockEvent::ReleaseCalled => {
+                waiting.insert(e.client, ("release", e.at_ms));
+            }
+            LockEvent::Acquired { .. }
+            | LockEvent::Released
+            | LockEvent::Lost
+            | LockEvent::Failed { .. } => {
+                if let Some((what, since)) = waiting.remove(&e.client) {
+                    judge(e.client, what, since, Some(e.at_ms));
+                }
+            }
+            LockEvent::Crashed => {
+                waiting.remove(&e.client);
+            }
+            _ => {}
+        }
+    }
+    for (client, (what, since)) in waiting {
+        judge(client, what, since, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use LockEvent::*;
+
+    fn log(entries: &[(u64, usize, LockEvent)]) -> Vec<Entry<LockEvent>> {
+        entries
+            .iter()
+            .map(|(at, c, e)| Entry {
+                at_ms: *at,
+                client: *c,
+                event: e.clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn serial_holders_pass() {
+        let l = log(&[
+            (0, 0, AcquireCalled),
+            (0, 1, AcquireCalled),
+            (5, 0, Acquired { token: 1 }),
+            (
+                6,
+                0,
+                Access {
+                    token: 1,
+                    accepted: true,
+                },
+            ),
+            (9, 0, ReleaseCalled),
+            (10, 0, Released),
+            (
+                11,
+                1,
+                Woken {
+                    path: "/l/a".into(),
+                },
+            ),
+            (12, 1, Acquired { token: 2 }),
+            (
+                13,
+                1,
+                Access {
+                    token: 2,
+                    accepted: true,
+                },
+            ),
+            (14, 1, ReleaseCalled),
+            (15, 1, Released),
+        ]);
+        let r = check_lock(&l, None);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!(
+            (
+                r.acquisitions,
+                r.accesses_accepted,
+                r.max_woken_per_deletion
+            ),
+            (2, 2, 1)
+        );
+    }
+
+    #[test]
+    fn two_healthy_holders_are_a_violation() {
+        let l = log(&[
+            (5, 0, Acquired { token: 1 }),
+            (6, 1, Acquired { token: 2 }),
+            (7, 1, ReleaseCalled),
+            (8, 0, ReleaseCalled),
+        ]);
+        let r = check_lock(&l, None);
+        assert_eq!(r.violations.len(), 1, "{r}");
+        assert!(r.violations[0].starts_with("two holders"));
+    }
+
+    #[test]
+    fn a_holder_whose_session_was_lost_is_a_stale_belief() {
+        let l = log(&[
+            (5, 0, Acquired { token: 1 }),
+            (
+                6,
+                0,
+                Access {
+                    token: 1,
+                    accepted: true,
+                },
+            ),
+            (100, 1, Acquired { token: 2 }),
+            (
+                101,
+                1,
+                Access {
+                    token: 2,
+                    accepted: true,
+                },
+            ),
+            (
+                150,
+                0,
+                Access {
+                    token: 1,
+                    accepted: false,
+                },
+            ),
+            (160, 0, Suspended),
+            (170, 0, Lost),
+        ]);
+        let r = check_lock(&l, None);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!((r.stale_beliefs, r.accesses_rejected), (1, 1));
+    }
+
+    #[test]
+    fn a_suspended_holder_that_resumes_while_another_holds_is_a_violation() {
+        let l = log(&[
+            (5, 0, Acquired { token: 1 }),
+            (10, 0, Suspended),
+            (20, 1, Acquired { token: 2 }),
+            (30, 0, Resumed),
+            (40, 1, ReleaseCalled),
+        ]);
+        let r = check_lock(&l, None);
+        assert_eq!(r.violations.len(), 1, "{r}");
+    }
+
+    #[test]
+    fn fencing_failures_are_violations() {
+        let l = log(&[
+            (5, 0, Acquired { token: 2 }),
+            (
+                6,
+                0,
+                Access {
+                    token: 2,
+                    accepted: true,
+                },
+            ),
+            (7, 0, ReleaseCalled),
+            (8, 1, Acquired { token: 1 }),
+            (
+                9,
+                1,
+                Access {
+                    token: 1,
+                    accepted: true,
+                },
+            ),
+            (
+                10,
+                2,
+                Access {
+                    token: 3,
+                    accepted: true,
+                },
+            ),
+            (11, 1, ReleaseCalled),
+            (12, 2, Acquired { token: 1 }),
+        ]);
+        let r = check_lock(&l, None);
+        let v = r.violations.join("\n");
+        assert!(v.contains("accepted token 1 after 2"), "{v}");
+        assert!(v.contains("client 2 acted with token 3"), "{v}");
+        assert!(v.contains("token 1 handed out twice"), "{v}");
+    }
+
+    #[test]
+    fn a_herd_is_a_violation() {
+        let l = log(&[
+            (
+                1,
+                1,
+                Woken {
+                    path: "/l/x".into(),
+                },
+            ),
+            (
+                1,
+                2,
+                Woken {
+                    path: "/l/x".into(),
+                },
+            ),
+            (
+                2,
+                3,
+                Woken {
+                    path: "/l/y".into(),
+                },
+            ),
+        ]);
+        let r = check_lock(&l, None);
+        assert_eq!(r.max_woken_per_deletion, 2);
+        assert_eq!(r.violations.len(), 1, "{r}");
+    }
+
+    #[test]
+    fn liveness_judges_waits_in_the_quiet_phase_only() {
+        let quiet = Liveness {
+            from_ms: 100,
+            bound_ms: 50,
+            end_ms: 300,
+        };
+        // Waiting since before the quiet phase, done in time.
+        let ok = log(&[(10, 0, AcquireCalled), (140, 0, Acquired { token: 1 })]);
+        assert!(check_lock(&ok, Some(quiet)).is_ok());
+        // Never done.
+        let stuck = log(&[(10, 0, AcquireCalled)]);
+        assert_eq!(check_lock(&stuck, Some(quiet)).violations.len(), 1);
+        // Done, late.
+        let late = log(&[(200, 0, ReleaseCalled), (260, 0, Released)]);
+        assert_eq!(check_lock(&late, Some(quiet)).violations.len(), 1);
+        // Started too close to the end to be judged; a crash ends the wait.
+        let unjudged = log(&[
+            (280, 0, AcquireCalled),
+            (10, 1, AcquireCalled),
+            (20, 1, Crashed),
+        ]);
+        assert!(check_lock(&unjudged, Some(quiet)).is_ok());
+    }
+}
