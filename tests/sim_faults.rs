@@ -39,6 +39,7 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::{Handle, Runtime};
 use madsim::time::{sleep, timeout, Instant};
 use zoosim::client::Zk;
+use zoosim::ensemble::sim::nemesis::{self, ClientSlot, ClientSlots, Fault, NemesisConfig};
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Flavour, SimZk};
 use zoosim::proto::{ClientEvent, CreateMode, Op, Reply, SessionEvent, SessionId, ZkError, Zxid};
 use zoosim::tree::TxnBody;
@@ -51,23 +52,6 @@ const QUIET_SECS: u64 = 15;
 
 const SEEDS: u64 = 200;
 
-const KINDS: [&str; 14] = [
-    "server crash+restart",
-    "leader crash+restart",
-    "partition",
-    "flipping partitions",
-    "leader isolated",
-    "one-way clog",
-    "link delay",
-    "client cut off",
-    "client crash",
-    "forced expiry",
-    "broken connection",
-    "lost write reply",
-    "short client pause",
-    "long client pause",
-];
-
 /// What a client knows of its own session.
 #[derive(Default)]
 struct Record {
@@ -78,9 +62,6 @@ struct Record {
     /// Acknowledged creates and setDatas: the txn's zxid (from the Stat).
     acked: Vec<Zxid>,
     expired: bool,
-    crashed: bool,
-    /// How long the nemesis has paused the client, in all.
-    paused_ms: u64,
     connection_losses: u64,
     reconnects: u64,
     ops_ok: u64,
@@ -88,14 +69,14 @@ struct Record {
 
 #[derive(Default, Debug)]
 struct Tally {
-    faults: BTreeMap<&'static str, u64>,
+    faults: BTreeMap<Fault, u64>,
     counts: BTreeMap<&'static str, u64>,
 }
 
 impl Tally {
     fn add(&mut self, other: &Tally) {
         for (k, v) in &other.faults {
-            *self.faults.entry(k).or_default() += v;
+            *self.faults.entry(*k).or_default() += v;
         }
         for (k, v) in &other.counts {
             *self.counts.entry(k).or_default() += v;
@@ -103,7 +84,13 @@ impl Tally {
     }
 }
 
-async fn workload(c: usize, zk: Arc<SimZk>, record: Arc<Mutex<Record>>, until: Instant) {
+async fn workload(
+    c: usize,
+    zk: Arc<SimZk>,
+    record: Arc<Mutex<Record>>,
+    slots: ClientSlots,
+    until: Instant,
+) {
     let mut k = 0;
     while Instant::now() < until {
         k += 1;
@@ -142,7 +129,7 @@ async fn workload(c: usize, zk: Arc<SimZk>, record: Arc<Mutex<Record>>, until: I
         // No call may hang: each ends within 3T of the client's own
         // (unpaused) time.
         let started = Instant::now();
-        let paused_before = record.lock().unwrap().paused_ms;
+        let paused_before = slots.lock().unwrap()[c].paused_ms;
         let call = zk.call(op.clone());
         futures::pin_mut!(call);
         let mut limit = Duration::from_millis(3 * T_MS);
@@ -150,7 +137,7 @@ async fn workload(c: usize, zk: Arc<SimZk>, record: Arc<Mutex<Record>>, until: I
             match timeout(limit.saturating_sub(started.elapsed()), &mut call).await {
                 Ok(r) => break r,
                 Err(_) => {
-                    let paused = record.lock().unwrap().paused_ms - paused_before;
+                    let paused = slots.lock().unwrap()[c].paused_ms - paused_before;
                     let allowed = Duration::from_millis(3 * T_MS + paused);
                     assert!(
                         allowed > limit,
@@ -203,60 +190,12 @@ async fn workload(c: usize, zk: Arc<SimZk>, record: Arc<Mutex<Record>>, until: I
             rec.expired
         };
         if stop {
+            // Expired: nothing for the nemesis to aim at any more.
+            slots.lock().unwrap()[c].zk = None;
             return;
         }
         sleep(Duration::from_millis(thread_rng().gen_range(0..200))).await;
     }
-}
-
-/// Takes server `s` down for a while, unless that would leave less than a
-/// quorum up (`down` holds the servers down now).
-fn crash_for_a_while(ensemble: &Arc<Ensemble>, down: &Arc<Mutex<BTreeSet<u32>>>, s: u32) -> bool {
-    let servers = ensemble.config().servers as usize;
-    {
-        let mut d = down.lock().unwrap();
-        if d.len() + 1 > (servers - 1) / 2 || !d.insert(s) {
-            return false;
-        }
-    }
-    ensemble.crash_server(s);
-    let (e, down) = (ensemble.clone(), down.clone());
-    let outage = Duration::from_millis(thread_rng().gen_range(500..4000));
-    madsim::task::spawn(async move {
-        sleep(outage).await;
-        e.restart_server(s);
-        down.lock().unwrap().remove(&s);
-    });
-    true
-}
-
-/// Undoes a network fault after a while.
-fn heal_later(ensemble: &Arc<Ensemble>, links: Vec<(u32, u32)>, how_long: Duration) {
-    let e = ensemble.clone();
-    madsim::task::spawn(async move {
-        sleep(how_long).await;
-        for (a, b) in links {
-            e.net().heal(server_ip(a), server_ip(b));
-            e.delay(a, b, Duration::ZERO);
-        }
-    });
-}
-
-fn server_ip(s: u32) -> std::net::IpAddr {
-    zoosim::ensemble::sim::server_addr(s).ip()
-}
-
-/// Every ordered pair of servers on different sides.
-fn across(sides: &[Vec<u32>]) -> Vec<(u32, u32)> {
-    let mut links = Vec::new();
-    for (i, a) in sides.iter().enumerate() {
-        for (j, b) in sides.iter().enumerate() {
-            if i != j {
-                links.extend(a.iter().flat_map(|&x| b.iter().map(move |&y| (x, y))));
-            }
-        }
-    }
-    links
 }
 
 /// One seed: the workload under this seed's fault mix, then a quiet
@@ -276,14 +215,8 @@ fn run_seed(seed: u64) -> (Tally, u64) {
             ..EnsembleConfig::default()
         }));
         // Swarm testing: this seed's fault mix.
-        let mut on: Vec<&'static str> = KINDS
-            .iter()
-            .copied()
-            .filter(|_| thread_rng().gen_bool(0.5))
-            .collect();
-        if on.is_empty() {
-            on.push(KINDS[thread_rng().gen_range(0..KINDS.len())]);
-        }
+        let on = nemesis::swarm();
+        let slots: ClientSlots = Arc::default();
         let mut clients = Vec::new();
         let mut records = Vec::new();
         let until = Instant::now() + FAULT_PHASE;
@@ -302,166 +235,36 @@ fn run_seed(seed: u64) -> (Tally, u64) {
             );
             let _ = zk.try_next_event(); // the first Connected
             let record = Arc::new(Mutex::new(Record::default()));
+            slots.lock().unwrap().push(ClientSlot {
+                zk: Some(zk.clone()),
+                ..ClientSlot::default()
+            });
             // On the client's own node: its crashes and pauses stop it too.
             let node = Handle::current().get_node(zk.node()).expect("client node");
-            tasks.push(node.spawn(workload(c, zk.clone(), record.clone(), until)));
+            tasks.push(node.spawn(workload(
+                c,
+                zk.clone(),
+                record.clone(),
+                slots.clone(),
+                until,
+            )));
             clients.push(zk);
             records.push(record);
         }
         // The nemesis. Crashes never take a quorum down (partitions may
-        // leave none for a while).
-        let down: Arc<Mutex<BTreeSet<u32>>> = Arc::default();
-        let mut client_crashed = false;
-        while Instant::now() + Duration::from_secs(1) < until {
-            sleep(Duration::from_millis(thread_rng().gen_range(300..1500))).await;
-            let kind = on[thread_rng().gen_range(0..on.len())];
-            let c = thread_rng().gen_range(0..CLIENTS);
-            let zk = &clients[c];
-            let window = Duration::from_millis(thread_rng().gen_range(500..4000));
-            let injected = match kind {
-                "server crash+restart" => {
-                    let s = thread_rng().gen_range(0..servers);
-                    crash_for_a_while(&ensemble, &down, s)
-                }
-                "leader crash+restart" => match ensemble.leader() {
-                    Some(l) => crash_for_a_while(&ensemble, &down, l),
-                    None => false,
-                },
-                "partition" => {
-                    // A random split in two (possibly leaving no quorum).
-                    let (mut a, mut b) = (Vec::new(), Vec::new());
-                    for s in 0..servers {
-                        if thread_rng().gen_bool(0.5) {
-                            a.push(s);
-                        } else {
-                            b.push(s);
-                        }
-                    }
-                    if a.is_empty() || b.is_empty() {
-                        false
-                    } else {
-                        ensemble.partition(&[&a, &b]);
-                        heal_later(&ensemble, across(&[a, b]), window);
-                        true
-                    }
-                }
-                "flipping partitions" => {
-                    // Several random splits in a row, each replacing the
-                    // last, so the majority side moves around.
-                    let e = ensemble.clone();
-                    let flips = thread_rng().gen_range(2..6);
-                    madsim::task::spawn(async move {
-                        for _ in 0..flips {
-                            if Instant::now() + Duration::from_secs(3) > until {
-                                break; // the quiet phase stays quiet
-                            }
-                            let (mut a, mut b) = (Vec::new(), Vec::new());
-                            for s in 0..servers {
-                                if thread_rng().gen_bool(0.5) {
-                                    a.push(s);
-                                } else {
-                                    b.push(s);
-                                }
-                            }
-                            if a.is_empty() || b.is_empty() {
-                                continue;
-                            }
-                            e.partition(&[&a, &b]);
-                            sleep(Duration::from_millis(thread_rng().gen_range(200..3000))).await;
-                            for (x, y) in across(&[a, b]) {
-                                e.net().heal(server_ip(x), server_ip(y));
-                            }
-                        }
-                    });
-                    true
-                }
-                "leader isolated" => match ensemble.leader() {
-                    Some(l) => {
-                        let rest: Vec<u32> = (0..servers).filter(|&s| s != l).collect();
-                        ensemble.partition(&[&[l], &rest]);
-                        heal_later(&ensemble, across(&[vec![l], rest]), window);
-                        true
-                    }
-                    None => false,
-                },
-                "one-way clog" => {
-                    let a = thread_rng().gen_range(0..servers);
-                    let b = (a + thread_rng().gen_range(1..servers)) % servers;
-                    ensemble.clog(a, b);
-                    heal_later(&ensemble, vec![(a, b)], window);
-                    true
-                }
-                "link delay" => {
-                    // Mostly from the leader, so a follower lags behind.
-                    let a = match ensemble.leader() {
-                        Some(l) if thread_rng().gen_bool(0.7) => l,
-                        _ => thread_rng().gen_range(0..servers),
-                    };
-                    let b = (a + thread_rng().gen_range(1..servers)) % servers;
-                    let delay = Duration::from_millis(thread_rng().gen_range(50..1500));
-                    ensemble.delay(a, b, delay);
-                    heal_later(&ensemble, vec![(a, b)], window);
-                    true
-                }
-                "client cut off" => match zk.current_server() {
-                    Some(s) => {
-                        ensemble.cut_client(zk, s);
-                        let (e, ip) = (ensemble.clone(), zk.addr().ip());
-                        madsim::task::spawn(async move {
-                            sleep(window).await;
-                            e.net().heal(ip, server_ip(s));
-                            e.net().heal(server_ip(s), ip);
-                        });
-                        true
-                    }
-                    None => false,
-                },
-                "client crash" if !client_crashed && !records[c].lock().unwrap().expired => {
-                    client_crashed = true;
-                    records[c].lock().unwrap().crashed = true;
-                    ensemble.crash_client(zk);
-                    true
-                }
-                "client crash" => false,
-                "forced expiry" => {
-                    let window = Duration::from_millis(thread_rng().gen_range(0..50));
-                    ensemble.expire_session_with_window(zk.session_id(), window)
-                }
-                "broken connection" => {
-                    zk.break_connection();
-                    true
-                }
-                "lost write reply" => ensemble.lose_next_write_reply(zk),
-                "short client pause" | "long client pause" => {
-                    let stall = if kind == "short client pause" {
-                        thread_rng().gen_range(100..T_MS / 2)
-                    } else {
-                        T_MS + thread_rng().gen_range(0..T_MS)
-                    };
-                    records[c].lock().unwrap().paused_ms += stall;
-                    ensemble.pause_client(zk, Duration::from_millis(stall));
-                    true
-                }
-                other => unreachable!("{other}"),
-            };
-            if injected {
-                *tally.faults.entry(kind).or_default() += 1;
-                if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
-                    let at = madsim::time::TimeHandle::current().elapsed();
-                    eprintln!("{at:?}: {kind} (client {c}, window {window:?})");
-                }
-            }
+        // leave none for a while); it returns with every server back and
+        // every link healed.
+        let config = NemesisConfig::new(on, T_MS);
+        for f in nemesis::run(ensemble.clone(), slots.clone(), &config, until).await {
+            *tally.faults.entry(f.fault).or_default() += 1;
         }
         for (c, t) in tasks.into_iter().enumerate() {
             let done = t.await;
-            let crashed = records[c].lock().unwrap().crashed;
+            let crashed = slots.lock().unwrap()[c].crashed;
             assert!(done.is_ok() || crashed, "client {c}'s workload died");
         }
-        // Quiet phase: every link heals; restarts are at most 4 s away,
-        // then an election takes at most initLimit.
-        ensemble.heal();
+        // Quiet phase: an election takes at most initLimit.
         sleep(Duration::from_secs(QUIET_SECS)).await;
-        assert!(down.lock().unwrap().is_empty(), "a server stayed down");
         let leader = ensemble.leader().expect("a leader after the quiet phase");
         let states: Vec<String> = (0..servers)
             .map(|s| ensemble.with_server(s, |s| s.describe()))
@@ -506,7 +309,7 @@ fn run_seed(seed: u64) -> (Tally, u64) {
         for (c, zk) in clients.iter().enumerate() {
             let rec = records[c].lock().unwrap();
             let session = zk.session_id();
-            if rec.crashed {
+            if slots.lock().unwrap()[c].crashed {
                 assert!(
                     !tree.has_session(session),
                     "client {c} crashed; its session must expire"
@@ -597,15 +400,18 @@ fn raw_workloads_under_all_faults() {
         seeds.len(),
         started.elapsed().as_secs_f64()
     );
-    for (k, v) in total.faults.iter().chain(total.counts.iter()) {
+    for (k, v) in &total.faults {
+        eprintln!("  {:<40} {v:>6}", k.name());
+    }
+    for (k, v) in &total.counts {
         eprintln!("  {k:<40} {v:>6}");
     }
     if seeds.len() >= 100 {
         // A green sweep must mean the faults hit and the recovery paths ran.
-        for kind in KINDS {
+        for fault in Fault::ALL {
             assert!(
-                total.faults.get(kind).copied().unwrap_or(0) > 0,
-                "no {kind} injected"
+                total.faults.get(&fault).copied().unwrap_or(0) > 0,
+                "no {fault} injected"
             );
         }
         for key in [

@@ -5,12 +5,15 @@
 //!   token at the time. This is the safety a lock user can have.
 //! * **Beliefs.** A client believes it holds from `Acquired` (or `Resumed`)
 //!   to the first of release, `Suspended`, `Lost`, crash. Two beliefs
-//!   overlapping is a *stale belief* when the older holder's session was
-//!   lost — it ends with `Lost`, directly or after `Suspended` without a
-//!   `Resumed` — which is ZooKeeper's known window (a paused or partitioned
-//!   holder cannot know its session expired): counted and reported, never
-//!   hidden. Any other overlap means a client took the lock while the
-//!   holder's node existed: a violation.
+//!   overlapping is a *stale belief* when one of the two holders' session
+//!   was lost (usually the older holder's; it can be the newer one's, when a
+//!   waiter whose session the leader had expired reads a lagging follower's
+//!   old child list) — `Lost` ends its belief, or follows the suspension or release
+//!   call that did with no `Resumed` or `Released` between — which is
+//!   ZooKeeper's known window (a paused or partitioned holder cannot know
+//!   its session expired): counted and reported, never hidden. Any other
+//!   overlap means a client took the lock while the holder's node existed:
+//!   a violation.
 //! * **Herd.** Each deletion wakes at most one waiter.
 //! * **Liveness.** In the quiet phase every acquire and release finishes
 //!   within the bound.
@@ -120,7 +123,9 @@ struct Belief {
     from: u64,
     to: u64,
     end: End,
-    /// For `Suspended`: the session was lost before it resumed.
+    /// The holder's session was lost before it could have resumed or
+    /// released: it ended with `Lost`, or `Lost` followed a suspension or a
+    /// release call with nothing in between.
     session_lost: bool,
 }
 
@@ -180,17 +185,16 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
                 continue;
             }
             let (older, newer) = if a.from <= b.from { (a, b) } else { (b, a) };
-            let stale = match older.end {
-                End::Lost => true,
-                End::Suspended => older.session_lost,
-                _ => false,
-            };
+            // Either side may be the stale one: a waiter whose session had
+            // already expired at the leader can still read a lagging
+            // follower's old child list and believe it holds.
+            let stale = older.session_lost || newer.session_lost;
             if stale {
                 report.stale_beliefs += 1;
             } else {
                 report.violations.push(format!(
                     "two holders: client {} (token {}, from {} ms, {:?}) and client {} \
-                     (token {}, from {} ms) while the first one's session was intact",
+                     (token {}, from {} ms) while both sessions were intact",
                     older.client,
                     older.token,
                     older.from,
@@ -238,23 +242,23 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
 
 fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
     let mut out: Vec<Belief> = Vec::new();
-    // Per client: the open belief, and the token of a suspended one.
+    // Per client: the open belief; and the last one that ended by a
+    // suspension or a release call whose fate is not known yet (did the
+    // session survive?), with its token.
     let mut open: BTreeMap<usize, Belief> = BTreeMap::new();
-    let mut suspended: BTreeMap<usize, (u64, usize)> = BTreeMap::new();
+    let mut pending: BTreeMap<usize, (u64, usize)> = BTreeMap::new();
     let close = |open: &mut BTreeMap<usize, Belief>, out: &mut Vec<Belief>, c, at, end| {
-        if let Some(mut b) = open.remove(&c) {
-            b.to = at;
-            b.end = end;
-            out.push(b);
-            Some(out.len() - 1)
-        } else {
-            None
-        }
+        let mut b: Belief = open.remove(&c)?;
+        b.to = at;
+        b.end = end;
+        out.push(b);
+        Some((b.token, out.len() - 1))
     };
     for e in log {
         let c = e.client;
         match &e.event {
             LockEvent::Acquired { token } => {
+                pending.remove(&c);
                 close(&mut open, &mut out, c, e.at_ms, End::Released);
                 open.insert(
                     c,
@@ -269,20 +273,24 @@ fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
                 );
             }
             LockEvent::ReleaseCalled => {
-                close(&mut open, &mut out, c, e.at_ms, End::Released);
-                suspended.remove(&c);
+                // The release may still find the session gone: wait for it.
+                if let Some(p) = close(&mut open, &mut out, c, e.at_ms, End::Released) {
+                    pending.insert(c, p);
+                }
             }
             LockEvent::Suspended => {
                 report.suspensions += 1;
-                if let Some(b) = open.get(&c) {
-                    let token = b.token;
-                    let at = close(&mut open, &mut out, c, e.at_ms, End::Suspended);
-                    suspended.insert(c, (token, at.expect("just closed")));
+                if let Some(p) = close(&mut open, &mut out, c, e.at_ms, End::Suspended) {
+                    pending.insert(c, p);
                 }
+            }
+            LockEvent::Released => {
+                // The delete went through: the session was intact.
+                pending.remove(&c);
             }
             LockEvent::Resumed => {
                 report.resumptions += 1;
-                if let Some((token, _)) = suspended.remove(&c) {
+                if let Some((token, _)) = pending.remove(&c) {
                     open.insert(
                         c,
                         Belief {
@@ -297,15 +305,16 @@ fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
                 }
             }
             LockEvent::Lost | LockEvent::Crashed => {
-                let end = if e.event == LockEvent::Lost {
+                let lost = e.event == LockEvent::Lost;
+                if lost {
                     report.losses += 1;
-                    End::Lost
-                } else {
-                    End::Crashed
-                };
-                close(&mut open, &mut out, c, e.at_ms, end);
-                if let Some((_, at)) = suspended.remove(&c) {
-                    out[at].session_lost = e.event == LockEvent::Lost;
+                }
+                let end = if lost { End::Lost } else { End::Crashed };
+                if let Some((_, at)) = close(&mut open, &mut out, c, e.at_ms, end) {
+                    out[at].session_lost = lost;
+                }
+                if let Some((_, at)) = pending.remove(&c) {
+                    out[at].session_lost = lost;
                 }
             }
             LockEvent::Recovered { found } => {
@@ -478,6 +487,77 @@ mod tests {
         let r = check_lock(&l, None);
         assert!(r.is_ok(), "{r}");
         assert_eq!((r.stale_beliefs, r.accesses_rejected), (1, 1));
+    }
+
+    #[test]
+    fn a_paused_holder_that_releases_then_learns_its_session_is_gone_is_stale() {
+        let l = log(&[
+            (5, 0, Acquired { token: 1 }),
+            (
+                6,
+                0,
+                Access {
+                    token: 1,
+                    accepted: true,
+                },
+            ),
+            (100, 1, Acquired { token: 2 }),
+            (
+                101,
+                1,
+                Access {
+                    token: 2,
+                    accepted: true,
+                },
+            ),
+            (
+                150,
+                0,
+                Access {
+                    token: 1,
+                    accepted: false,
+                },
+            ),
+            (150, 0, ReleaseCalled),
+            (170, 0, Lost),
+        ]);
+        let r = check_lock(&l, None);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!(r.stale_beliefs, 1);
+        // The same release, completed: the session was intact all along.
+        let mut intact = l.clone();
+        intact[6].event = Released;
+        assert_eq!(check_lock(&intact, None).violations.len(), 1);
+    }
+
+    #[test]
+    fn a_waiter_whose_session_had_expired_reading_a_stale_list_is_stale() {
+        let l = log(&[
+            (5, 3, Acquired { token: 41 }),
+            (10, 4, Acquired { token: 38 }),
+            (
+                20,
+                3,
+                Access {
+                    token: 41,
+                    accepted: true,
+                },
+            ),
+            (
+                25,
+                4,
+                Access {
+                    token: 38,
+                    accepted: false,
+                },
+            ),
+            (30, 3, ReleaseCalled),
+            (31, 3, Released),
+            (40, 4, Lost),
+        ]);
+        let r = check_lock(&l, None);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!(r.stale_beliefs, 1);
     }
 
     #[test]

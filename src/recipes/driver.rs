@@ -1,7 +1,14 @@
 //! Runs a recipe machine over a [`Zk`] handle: the machine's requests are
-//! sent one at a time, in order (the session is FIFO anyway), and the events
-//! that arrived before a reply are handed to the machine before the reply,
-//! as ZooKeeper orders them.
+//! sent one at a time, in order (the session is FIFO anyway).
+//!
+//! A reply is handed to the machine before the events that arrived with
+//! it. The handle cannot say which of them came first on the wire, and
+//! this order is the safe one: an event the server sent before the reply
+//! describes a change the reply already shows (the machine reads again,
+//! needlessly), while an event handed over before a reply it came after
+//! would be taken for news about a state the machine has not seen yet — a
+//! lock waiter would then take its predecessor's NodeDeleted before the
+//! exists() reply that says the node is there, and wait for ever.
 
 use std::collections::VecDeque;
 
@@ -72,10 +79,10 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
         match self.sends.pop_front() {
             Some((id, op)) => {
                 let result = self.zk.call(op).await;
+                self.machine.handle(Input::Reply(id, result));
                 while let Some(event) = self.zk.try_next_event() {
                     self.deliver(event);
                 }
-                self.machine.handle(Input::Reply(id, result));
             }
             None => {
                 let event = self.zk.next_event().await;

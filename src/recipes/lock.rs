@@ -124,8 +124,13 @@ enum Phase {
     Syncing(Pending),
     Searching(Pending),
     Listing(Pending),
-    Checking { req: Pending, predecessor: String },
-    Waiting { predecessor: String },
+    Checking {
+        req: Pending,
+        predecessor: String,
+    },
+    Waiting {
+        predecessor: String,
+    },
     Held,
     Releasing(Pending),
     /// The session ended or the recipe failed.

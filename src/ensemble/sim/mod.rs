@@ -21,7 +21,9 @@ use madsim::runtime::{Handle, NodeHandle};
 use madsim::time::TimeHandle;
 
 mod client;
+pub mod nemesis;
 mod net;
+pub mod workload;
 
 pub use client::{Flavour, SimZk};
 use net::Outbox;

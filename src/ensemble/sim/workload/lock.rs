@@ -132,6 +132,7 @@ async fn supervise(
         let guid = format!("c{c}-{:08x}", thread_rng().gen::<u32>());
         let run = node.spawn(session(
             c,
+            slots.clone(),
             zk.clone(),
             guid,
             w.clone(),
@@ -139,7 +140,9 @@ async fn supervise(
             until,
         ));
         let ended = run.await;
-        slots.lock().unwrap()[c].zk = None;
+        let slot = &mut slots.lock().unwrap()[c];
+        slot.zk = None;
+        slot.busy = false;
         match ended {
             Ok(SessionEnd::Replace) => continue,
             // Done, or the node was crashed: this client is finished.
@@ -150,6 +153,7 @@ async fn supervise(
 
 async fn session(
     c: usize,
+    slots: ClientSlots,
     zk: Arc<SimZk>,
     guid: String,
     w: LockWorkload,
@@ -164,26 +168,39 @@ async fn session(
         record.push(c, LockEvent::AcquireCalled);
         driver.command(LockCommand::Acquire);
         let token = match wait(&mut driver, c, &record, until).await {
-            Some(LockOutcome::Acquired { token, .. }) => token,
+            Some(LockOutcome::Acquired { token, .. }) => {
+                slots.lock().unwrap()[c].busy = true;
+                token
+            }
             Some(_) => break SessionEnd::Replace,
             None => break SessionEnd::Done,
         };
-        for _ in 0..2 {
-            driver.pump();
-            if log_outcomes(&mut driver, c, &record) {
-                return close(&zk).await;
-            }
-            if driver.machine().is_holder() {
+        // The critical section: check, touch the resource, work, touch it
+        // again. The second touch is not preceded by a check, as in any
+        // real application: a pause or a partition during the work is
+        // exactly when a holder acts on a lock it has lost, and the fencing
+        // token is what stops it.
+        driver.pump();
+        if log_outcomes(&mut driver, c, &record) {
+            return close(&zk).await;
+        }
+        if driver.machine().is_holder() {
+            for touch in 0..2 {
+                if touch == 1 {
+                    sleep(Duration::from_millis(w.hold_ms)).await;
+                }
                 let accepted = record.resource.lock().unwrap().access(token);
                 record.push(c, LockEvent::Access { token, accepted });
             }
-            sleep(Duration::from_millis(w.hold_ms / 2)).await;
         }
+        // What happened meanwhile ends the belief first (a suspension, the
+        // session's loss), not the release.
         driver.pump();
         if log_outcomes(&mut driver, c, &record) {
             return close(&zk).await;
         }
         record.push(c, LockEvent::ReleaseCalled);
+        slots.lock().unwrap()[c].busy = false;
         driver.command(LockCommand::Release);
         match wait(&mut driver, c, &record, until).await {
             Some(LockOutcome::Released) => {}
