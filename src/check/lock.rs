@@ -9,11 +9,14 @@
 //!   was lost (usually the older holder's; it can be the newer one's, when a
 //!   waiter whose session the leader had expired reads a lagging follower's
 //!   old child list) — `Lost` ends its belief, or follows the suspension or release
-//!   call that did with no `Resumed` or `Released` between — which is
+//!   call that did with no `Released` between, or the client crashes —
+//!   which is
 //!   ZooKeeper's known window (a paused or partitioned holder cannot know
 //!   its session expired): counted and reported, never hidden. Any other
 //!   overlap means a client took the lock while the holder's node existed:
 //!   a violation.
+//! * **Told is told.** No access after the client learned its session
+//!   ended (CURATOR-696's leader that keeps leading after expiry).
 //! * **Herd.** Each deletion wakes at most one waiter.
 //! * **Liveness.** In the quiet phase every acquire and release finishes
 //!   within the bound.
@@ -54,6 +57,9 @@ pub enum LockEvent {
     Failed {
         error: String,
     },
+    /// The client learned its session had ended (Expired, Closed, or a
+    /// SessionExpired reply). Acting as holder after this is a violation.
+    SessionEnded,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -102,6 +108,19 @@ impl fmt::Display for LockReport {
             writeln!(f, "VIOLATION: {v}")?;
         }
         Ok(())
+    }
+}
+
+impl Belief {
+    fn new(client: usize, token: u64, from: u64) -> Belief {
+        Belief {
+            client,
+            token,
+            from,
+            to: u64::MAX,
+            end: End::Open,
+            session_lost: false,
+        }
     }
 }
 
@@ -181,7 +200,11 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
     // Overlapping beliefs.
     for (i, a) in beliefs.iter().enumerate() {
         for b in &beliefs[i + 1..] {
-            if a.client == b.client || !(a.from < b.to && b.from < a.to) {
+            if a.client == b.client
+                || !(a.from < b.to && b.from < a.to)
+                || a.from == a.to
+                || b.from == b.to
+            {
                 continue;
             }
             let (older, newer) = if a.from <= b.from { (a, b) } else { (b, a) };
@@ -216,6 +239,27 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
         }
     }
 
+    // Nobody acts on a role after being told its session is gone.
+    let mut ended: BTreeSet<usize> = BTreeSet::new();
+    for e in log {
+        match e.event {
+            LockEvent::SessionEnded => {
+                ended.insert(e.client);
+            }
+            LockEvent::AcquireCalled => {
+                ended.remove(&e.client);
+            }
+            LockEvent::Access { token, .. } if ended.contains(&e.client) => {
+                report.violations.push(format!(
+                    "client {} acted with token {token} at {} ms after it was told its \
+                     session had ended",
+                    e.client, e.at_ms
+                ));
+            }
+            _ => {}
+        }
+    }
+
     // Herd: clients woken per deleted path.
     let mut woken: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
     for e in log {
@@ -246,62 +290,52 @@ fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
     // suspension or a release call whose fate is not known yet (did the
     // session survive?), with its token.
     let mut open: BTreeMap<usize, Belief> = BTreeMap::new();
-    let mut pending: BTreeMap<usize, (u64, usize)> = BTreeMap::new();
-    let close = |open: &mut BTreeMap<usize, Belief>, out: &mut Vec<Belief>, c, at, end| {
+    // Per client: the beliefs of its current acquisition closed so far
+    // (a suspension, a release call) whose session's fate is not known
+    // yet. A `Resumed` does not settle it: a Connected that was on its way
+    // before the session expired can reach a paused client after it.
+    let mut chain: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    let close = |open: &mut BTreeMap<usize, Belief>,
+                 out: &mut Vec<Belief>,
+                 chain: &mut BTreeMap<usize, Vec<usize>>,
+                 c,
+                 at,
+                 end| {
         let mut b: Belief = open.remove(&c)?;
         b.to = at;
         b.end = end;
         out.push(b);
-        Some((b.token, out.len() - 1))
+        chain.entry(c).or_default().push(out.len() - 1);
+        Some(b.token)
     };
+    let mut last_token: BTreeMap<usize, u64> = BTreeMap::new();
     for e in log {
         let c = e.client;
         match &e.event {
             LockEvent::Acquired { token } => {
-                pending.remove(&c);
-                close(&mut open, &mut out, c, e.at_ms, End::Released);
-                open.insert(
-                    c,
-                    Belief {
-                        client: c,
-                        token: *token,
-                        from: e.at_ms,
-                        to: u64::MAX,
-                        end: End::Open,
-                        session_lost: false,
-                    },
-                );
+                close(&mut open, &mut out, &mut chain, c, e.at_ms, End::Released);
+                chain.remove(&c);
+                last_token.insert(c, *token);
+                open.insert(c, Belief::new(c, *token, e.at_ms));
             }
             LockEvent::ReleaseCalled => {
-                // The release may still find the session gone: wait for it.
-                if let Some(p) = close(&mut open, &mut out, c, e.at_ms, End::Released) {
-                    pending.insert(c, p);
-                }
+                close(&mut open, &mut out, &mut chain, c, e.at_ms, End::Released);
             }
             LockEvent::Suspended => {
                 report.suspensions += 1;
-                if let Some(p) = close(&mut open, &mut out, c, e.at_ms, End::Suspended) {
-                    pending.insert(c, p);
-                }
+                close(&mut open, &mut out, &mut chain, c, e.at_ms, End::Suspended);
             }
             LockEvent::Released => {
                 // The delete went through: the session was intact.
-                pending.remove(&c);
+                chain.remove(&c);
+                last_token.remove(&c);
             }
             LockEvent::Resumed => {
                 report.resumptions += 1;
-                if let Some((token, _)) = pending.remove(&c) {
-                    open.insert(
-                        c,
-                        Belief {
-                            client: c,
-                            token,
-                            from: e.at_ms,
-                            to: u64::MAX,
-                            end: End::Open,
-                            session_lost: false,
-                        },
-                    );
+                if let Some(&token) = last_token.get(&c) {
+                    if !open.contains_key(&c) {
+                        open.insert(c, Belief::new(c, token, e.at_ms));
+                    }
                 }
             }
             LockEvent::Lost | LockEvent::Crashed => {
@@ -310,12 +344,14 @@ fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
                     report.losses += 1;
                 }
                 let end = if lost { End::Lost } else { End::Crashed };
-                if let Some((_, at)) = close(&mut open, &mut out, c, e.at_ms, end) {
-                    out[at].session_lost = lost;
+                close(&mut open, &mut out, &mut chain, c, e.at_ms, end);
+                // A crashed client's session is lost too, at a moment the
+                // log cannot tell (a paused holder whose session expired
+                // may be crashed before it learns): counted as lost.
+                for at in chain.remove(&c).unwrap_or_default() {
+                    out[at].session_lost = true;
                 }
-                if let Some((_, at)) = pending.remove(&c) {
-                    out[at].session_lost = lost;
-                }
+                last_token.remove(&c);
             }
             LockEvent::Recovered { found } => {
                 if *found {
@@ -561,6 +597,32 @@ mod tests {
     }
 
     #[test]
+    fn a_late_connected_before_the_loss_does_not_excuse_nor_condemn() {
+        // Paused: the Connected of a reconnect made before the expiry is
+        // taken after the pause, then the expiry itself.
+        let l = log(&[
+            (5, 2, Acquired { token: 10 }),
+            (100, 3, Acquired { token: 11 }),
+            (
+                200,
+                2,
+                Access {
+                    token: 10,
+                    accepted: false,
+                },
+            ),
+            (200, 2, Suspended),
+            (200, 2, Resumed),
+            (200, 2, ReleaseCalled),
+            (226, 2, Lost),
+            (300, 3, ReleaseCalled),
+        ]);
+        let r = check_lock(&l, None);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!(r.stale_beliefs, 1);
+    }
+
+    #[test]
     fn a_suspended_holder_that_resumes_while_another_holds_is_a_violation() {
         let l = log(&[
             (5, 0, Acquired { token: 1 }),
@@ -611,6 +673,34 @@ mod tests {
         assert!(v.contains("accepted token 1 after 2"), "{v}");
         assert!(v.contains("client 2 acted with token 3"), "{v}");
         assert!(v.contains("token 1 handed out twice"), "{v}");
+    }
+
+    #[test]
+    fn acting_after_being_told_the_session_ended_is_a_violation() {
+        let l = log(&[
+            (5, 0, Acquired { token: 1 }),
+            (
+                6,
+                0,
+                Access {
+                    token: 1,
+                    accepted: true,
+                },
+            ),
+            (10, 0, SessionEnded),
+            (
+                11,
+                0,
+                Access {
+                    token: 1,
+                    accepted: true,
+                },
+            ),
+            (20, 0, AcquireCalled),
+        ]);
+        let r = check_lock(&l, None);
+        assert_eq!(r.violations.len(), 1, "{r}");
+        assert!(r.violations[0].contains("told its session had ended"));
     }
 
     #[test]

@@ -124,6 +124,10 @@ enum Phase {
     Syncing(Pending),
     Searching(Pending),
     Listing(Pending),
+    /// Lowest, and told to confirm it before holding: sync, then exists()
+    /// on the own node (leader election).
+    ConfirmSync(Pending),
+    ConfirmExists(Pending),
     Checking {
         req: Pending,
         predecessor: String,
@@ -154,6 +158,12 @@ pub struct Lock {
     /// The request that failed with ConnectionLoss, to send again once the
     /// session has reconnected.
     lost: Option<Pending>,
+    /// What marks a contender's node: `<guid><marker><sequence>`.
+    marker: String,
+    /// Confirm the own node with sync + exists() before holding.
+    confirm: bool,
+    /// Election's bug switch: an expiry while holding is ignored.
+    keep_after_expiry: bool,
 }
 
 impl Lock {
@@ -178,7 +188,26 @@ impl Lock {
             suspended: false,
             cancel: false,
             lost: None,
+            marker: "-lock-".into(),
+            confirm: false,
+            keep_after_expiry: false,
         }
+    }
+
+    /// The same algorithm for leader election: nodes `<guid>-n_<seq>`,
+    /// the lowest confirmed (sync + exists) before it holds.
+    pub(crate) fn for_election(dir: &str, guid: &str, keep_after_expiry: bool) -> Lock {
+        Lock {
+            marker: "-n_".into(),
+            confirm: true,
+            keep_after_expiry,
+            ..Lock::new(dir, guid)
+        }
+    }
+
+    /// The machine's session has ended (expired or closed).
+    pub fn session_ended(&self) -> bool {
+        self.io.has_ended()
     }
 
     /// True while the lock is held and the session connected: the only time
@@ -213,7 +242,7 @@ impl Lock {
     }
 
     fn prefix(&self) -> String {
-        format!("{}-lock-", self.guid)
+        format!("{}{}", self.guid, self.marker)
     }
 
     fn create(&mut self, with_parents: bool) {
@@ -290,6 +319,8 @@ impl Lock {
                 self.phase = Phase::Searching(req);
             }
             Phase::Listing(_) => self.list(),
+            Phase::ConfirmSync(_) => self.confirm_sync(),
+            Phase::ConfirmExists(_) => self.confirm_exists(),
             Phase::Checking { predecessor, .. } => self.check(predecessor),
             Phase::Releasing(_) => self.release(),
             phase => unreachable!("nothing to send again in {phase:?}"),
@@ -302,6 +333,8 @@ impl Lock {
             | Phase::Syncing(p)
             | Phase::Searching(p)
             | Phase::Listing(p)
+            | Phase::ConfirmSync(p)
+            | Phase::ConfirmExists(p)
             | Phase::Releasing(p)
             | Phase::Checking { req: p, .. } => Some(*p),
             _ => None,
@@ -309,6 +342,13 @@ impl Lock {
     }
 
     fn end(&mut self, reason: ZkError) {
+        if self.keep_after_expiry && self.phase == Phase::Held {
+            // BUG (election/keep-leadership-after-expiry, CURATOR-696):
+            // goes on acting as holder with a session that is gone.
+            self.suspended = false;
+            self.lost = None;
+            return;
+        }
         if !matches!(self.phase, Phase::Idle | Phase::Over) {
             self.io.report(LockOutcome::Lost { reason });
         }
@@ -329,7 +369,7 @@ impl Lock {
         let ours = base_name(&node);
         let mut contenders: Vec<(u64, &str)> = children
             .iter()
-            .filter(|c| c.contains("-lock-"))
+            .filter(|c| c.contains(self.marker.as_str()))
             .filter_map(|c| Some((sequence_of(c)?, c.as_str())))
             .collect();
         match self.variant {
@@ -343,14 +383,12 @@ impl Lock {
             self.end(ZkError::NoNode);
             return;
         };
+        if at == 0 && self.confirm {
+            self.confirm_sync();
+            return;
+        }
         if at == 0 {
-            let token = contenders[0].0;
-            self.phase = Phase::Held;
-            self.suspended = !self.io.is_connected();
-            self.io.report(LockOutcome::Acquired { node, token });
-            if self.suspended {
-                self.io.report(LockOutcome::Suspended);
-            }
+            self.hold();
             return;
         }
         let predecessor = match self.variant {
@@ -358,6 +396,32 @@ impl Lock {
             _ => contenders[at - 1].1,
         };
         self.check(predecessor.to_owned());
+    }
+
+    fn confirm_sync(&mut self) {
+        let req = self.io.send(Op::Sync {
+            path: self.dir.clone(),
+        });
+        self.phase = Phase::ConfirmSync(req);
+    }
+
+    fn confirm_exists(&mut self) {
+        let req = self.io.send(Op::Exists {
+            path: self.node.clone().expect("confirming a known node"),
+            watch: false,
+        });
+        self.phase = Phase::ConfirmExists(req);
+    }
+
+    fn hold(&mut self) {
+        let node = self.node.clone().expect("holding with a known node");
+        let token = sequence_of(&node).expect("our node has a sequence number");
+        self.phase = Phase::Held;
+        self.suspended = !self.io.is_connected();
+        self.io.report(LockOutcome::Acquired { node, token });
+        if self.suspended {
+            self.io.report(LockOutcome::Suspended);
+        }
     }
 
     fn on_reply(&mut self, result: Result<Reply, ZkError>) {
@@ -421,6 +485,14 @@ impl Lock {
                 }
             }
             (Phase::Listing(_), Reply::GetChildren { children, .. }) => self.decide(&children),
+            (Phase::ConfirmSync(_), Reply::Sync) => self.confirm_exists(),
+            (Phase::ConfirmExists(_), Reply::Exists(Some(_))) => self.hold(),
+            // Our node is gone: the session expired while a lagging server
+            // still listed it.
+            (Phase::ConfirmExists(_), Reply::Exists(None)) => {
+                self.node = None;
+                self.end(ZkError::NoNode);
+            }
             (Phase::Checking { predecessor, .. }, Reply::Exists(stat)) => match stat {
                 Some(_) => self.phase = Phase::Waiting { predecessor },
                 None if self.variant == LockVariant::StallOnVanishedPredecessor => {
@@ -475,8 +547,15 @@ impl Lock {
     fn on_command(&mut self, command: LockCommand) {
         match (command, &self.phase) {
             (LockCommand::Acquire, Phase::Idle) => self.create(false),
+            (LockCommand::Release, _) if self.io.has_ended() => {
+                // Even the buggy election lets go when told to.
+                self.keep_after_expiry = false;
+                self.end(ZkError::SessionExpired)
+            }
             (LockCommand::Release, Phase::Held)
             | (LockCommand::Release, Phase::Listing(_))
+            | (LockCommand::Release, Phase::ConfirmSync(_))
+            | (LockCommand::Release, Phase::ConfirmExists(_))
             | (LockCommand::Release, Phase::Checking { .. })
             | (LockCommand::Release, Phase::Waiting { .. }) => {
                 // A request in flight has its reply ignored from now on.

@@ -24,6 +24,7 @@
 //! Waiting is done with watches only: no polling and no timers.
 
 mod driver;
+pub mod election;
 pub mod lock;
 
 pub use driver::Driver;

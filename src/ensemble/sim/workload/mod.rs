@@ -7,7 +7,7 @@
 //! crashes and pauses stop the recipe code too; a supervisor on the main
 //! node opens the next session.
 
-pub mod lock;
+pub mod exclusive;
 
 use madsim::time::TimeHandle;
 

@@ -1,9 +1,12 @@
-//! The lock recipe on the simulated ensemble, under the generic randomized
-//! fault mix (every fault kind, swarm-mixed per seed; nothing placed by
-//! hand), judged by the lock oracle (src/check/lock.rs): fenced effects,
-//! overlapping beliefs (stale only when the older holder's session was
-//! lost), no herd, and liveness in the quiet phase after the faults.
-//! Five clients, Java and Rust flavours alternating, 3 or 5 servers.
+//! The lock and leader election recipes on the simulated ensemble, under
+//! the generic randomized fault mix (every fault kind, swarm-mixed per seed;
+//! nothing placed by hand), judged by the lock oracle (src/check/lock.rs;
+//! leadership is an exclusive role like a lock): fenced effects,
+//! overlapping beliefs (stale only when a holder's session was lost), no
+//! acting after being told the session ended, no herd, and liveness in the
+//! quiet phase after the faults. Five clients, Java and Rust flavours
+//! alternating, 3 or 5 servers, critical sections (leader terms) of 10 ms
+//! to 1 s.
 //!
 //! Each buggy variant must be caught by the same mix within its budget of
 //! seeds; the seeds to first failure are printed.
@@ -13,7 +16,7 @@
 
 #[cfg(not(madsim))]
 compile_error!(
-    "tests/recipe_lock.rs needs `--cfg madsim`, which .cargo/config.toml sets; \
+    "tests/recipe_exclusive.rs needs `--cfg madsim`, which .cargo/config.toml sets; \
      a RUSTFLAGS environment variable replaces it: add `--cfg madsim` to it"
 );
 
@@ -30,10 +33,11 @@ use madsim::time::{sleep, Instant};
 use zoosim::check::lock::{check_lock, LockEvent, LockReport};
 use zoosim::check::{Entry, Liveness};
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
-use zoosim::ensemble::sim::workload::lock::{self, LockWorkload};
+use zoosim::ensemble::sim::workload::exclusive::{self, Exclusive, ExclusiveWorkload, Make};
 use zoosim::ensemble::sim::workload::now_ms;
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
-use zoosim::recipes::lock::LockVariant;
+use zoosim::recipes::election::{Election, ElectionVariant};
+use zoosim::recipes::lock::{Lock, LockVariant};
 
 const START_SEED: u64 = 0x10c4_0000;
 const SEEDS: u64 = 60;
@@ -52,7 +56,15 @@ struct Seed {
     digest: u64,
 }
 
-fn run_seed(seed: u64, variant: LockVariant) -> Seed {
+fn lock(variant: LockVariant) -> Make<Lock> {
+    Arc::new(move |guid| Lock::with_variant("/locks/l", guid, variant))
+}
+
+fn election(variant: ElectionVariant) -> Make<Election> {
+    Arc::new(move |guid| Election::with_variant("/app/election", guid, variant))
+}
+
+fn run_seed<M: Exclusive>(seed: u64, make: Make<M>, touches: u32) -> Seed {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async {
         let servers = if seed % 2 == 1 { 5 } else { 3 };
@@ -68,17 +80,18 @@ fn run_seed(seed: u64, variant: LockVariant) -> Seed {
         // Short and long critical sections: a long one is where a pause or
         // a partition of the holder bites.
         let hold_ms = [10, 100, 1000][thread_rng().gen_range(0..3)];
-        let workload = LockWorkload {
-            variant,
+        let workload = ExclusiveWorkload {
             hold_ms,
+            touches,
             session_timeout_ms: T_MS,
-            ..LockWorkload::default()
+            ..ExclusiveWorkload::default()
         };
         let fault_end = Instant::now() + FAULT_PHASE;
         // The clients run until the simulation ends with the quiet phase
         // (which starts when the nemesis returns).
         let until = fault_end + Duration::from_secs(3600);
-        let (record, tasks) = lock::spawn(ensemble.clone(), slots.clone(), &workload, until);
+        let (record, tasks) =
+            exclusive::spawn(ensemble.clone(), slots.clone(), &workload, make, until);
         let config = NemesisConfig::new(faults, T_MS);
         let injected = nemesis::run(ensemble.clone(), slots.clone(), &config, fault_end).await;
         let quiet_from = now_ms();
@@ -130,24 +143,25 @@ fn run_seed(seed: u64, variant: LockVariant) -> Seed {
     })
 }
 
-#[test]
-fn the_lock_holds_under_all_faults() {
+fn sweep<M: Exclusive>(test: &str, make: Make<M>, touches: u32) {
     let seeds = common::seeds(START_SEED, SEEDS);
     let started = std::time::Instant::now();
     let mut total = LockReport::default();
     let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
     for (i, &seed) in seeds.iter().enumerate() {
-        let s = common::replaying("recipe_lock", "under_all_faults", seed, || {
-            run_seed(seed, LockVariant::Correct)
+        let once = std::panic::AssertUnwindSafe(make.clone());
+        let s = common::replaying("recipe_exclusive", test, seed, move || {
+            let once = once; // the whole wrapper, not its field
+            run_seed(seed, once.0, touches)
         });
         assert!(
             s.report.is_ok(),
-            "under_all_faults: seed {seed}:\n{}\nreplay: ZOOSIM_SEED={seed} ZOOSIM_VERBOSE=1 \
-             cargo test --test recipe_lock under_all_faults -- --nocapture",
+            "{test}: seed {seed}:\n{}\nreplay: ZOOSIM_SEED={seed} ZOOSIM_VERBOSE=1 \
+             cargo test --test recipe_exclusive {test} -- --nocapture",
             s.report
         );
         if i < 2 {
-            let again = run_seed(seed, LockVariant::Correct);
+            let again = run_seed(seed, make.clone(), touches);
             assert_eq!(s.digest, again.digest, "seed {seed} ran differently twice");
         }
         let r = &s.report;
@@ -167,7 +181,7 @@ fn the_lock_holds_under_all_faults() {
         }
     }
     eprintln!(
-        "recipe_lock: {} seeds in {:.1} s\n  {total}",
+        "{test}: {} seeds in {:.1} s\n  {total}",
         seeds.len(),
         started.elapsed().as_secs_f64()
     );
@@ -198,12 +212,33 @@ fn the_lock_holds_under_all_faults() {
     }
 }
 
+#[test]
+fn the_lock_holds_under_all_faults() {
+    sweep("the_lock_holds", lock(LockVariant::Correct), 2);
+}
+
+#[test]
+fn leader_election_holds_under_all_faults() {
+    sweep(
+        "leader_election_holds",
+        election(ElectionVariant::Correct),
+        4,
+    );
+}
+
 /// Runs seeds until the oracle (or an assertion) fails; returns how many
 /// seeds that took, or None within the budget.
-fn seeds_to_first_failure(variant: LockVariant, budget: u64) -> Option<(u64, String)> {
+fn seeds_to_first_failure<M: Exclusive>(
+    make: Make<M>,
+    touches: u32,
+    budget: u64,
+) -> Option<(u64, String)> {
     for n in 0..budget {
         let seed = START_SEED + n;
-        let outcome = std::panic::catch_unwind(|| run_seed(seed, variant));
+        let make = make.clone();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_seed(seed, make, touches)
+        }));
         match outcome {
             Ok(s) if s.report.is_ok() => continue,
             Ok(s) => return Some((n + 1, s.report.violations.join("; "))),
@@ -213,46 +248,49 @@ fn seeds_to_first_failure(variant: LockVariant, budget: u64) -> Option<(u64, Str
     None
 }
 
-fn caught(variant: LockVariant, budget: u64, expect: &str) {
+fn caught<M: Exclusive>(name: &str, make: Make<M>, touches: u32, budget: u64, expect: &str) {
     let started = std::time::Instant::now();
-    let found = seeds_to_first_failure(variant, budget);
-    let Some((n, why)) = found else {
-        panic!(
-            "{} survived {budget} seeds of the generic fault mix",
-            variant.name()
-        );
+    let Some((n, why)) = seeds_to_first_failure(make, touches, budget) else {
+        panic!("{name} survived {budget} seeds of the generic fault mix");
     };
-    let first = why.lines().next().unwrap_or("");
+    let first: String = why.chars().take(200).collect();
     eprintln!(
-        "{}: caught at seed {} ({n} seeds, {:.1} s): {}",
-        variant.name(),
+        "{name}: caught at seed {} ({n} seeds, {:.1} s): {first}",
         START_SEED + n - 1,
         started.elapsed().as_secs_f64(),
-        first.chars().take(200).collect::<String>()
     );
     assert!(
         why.contains(expect),
-        "{} was caught, but not for {expect:?}: {why}",
-        variant.name()
+        "{name} was caught, but not for {expect:?}: {why}"
     );
 }
 
 #[test]
 fn blind_retry_is_caught() {
-    caught(LockVariant::BlindRetry, 30, "liveness");
+    let v = LockVariant::BlindRetry;
+    caught(v.name(), lock(v), 2, 30, "liveness");
 }
 
 #[test]
 fn herd_is_caught() {
-    caught(LockVariant::Herd, 5, "herd");
+    let v = LockVariant::Herd;
+    caught(v.name(), lock(v), 2, 5, "herd");
 }
 
 #[test]
 fn sort_by_full_name_is_caught() {
-    caught(LockVariant::SortByFullName, 5, "two holders");
+    let v = LockVariant::SortByFullName;
+    caught(v.name(), lock(v), 2, 5, "two holders");
 }
 
 #[test]
 fn stall_on_vanished_predecessor_is_caught() {
-    caught(LockVariant::StallOnVanishedPredecessor, 20, "liveness");
+    let v = LockVariant::StallOnVanishedPredecessor;
+    caught(v.name(), lock(v), 2, 20, "liveness");
+}
+
+#[test]
+fn election_keep_leadership_after_expiry_is_caught() {
+    let v = ElectionVariant::KeepLeadershipAfterExpiry;
+    caught(v.name(), election(v), 4, 30, "told its session had ended");
 }

@@ -1,0 +1,402 @@
+//! Clients contending for one exclusive role — a lock, or leadership —
+//! acquire it, touch the fenced resource, hold it, touch it again, release
+//! it, think, and again, under whatever the nemesis does. Every outcome goes
+//! into the log [`crate::check::lock`] judges (leadership is judged as a
+//! lock: one holder at a time, fenced effects, no herd, liveness).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Handle;
+use madsim::task::JoinHandle;
+use madsim::time::{sleep, timeout, Instant};
+
+use super::now_ms;
+use crate::check::fence::FencedResource;
+use crate::check::lock::LockEvent;
+use crate::check::Entry;
+use crate::client::Zk;
+use crate::ensemble::sim::nemesis::ClientSlots;
+use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
+use crate::recipes::election::{Election, ElectionCommand, ElectionOutcome};
+use crate::recipes::lock::{Lock, LockCommand, LockOutcome};
+use crate::recipes::{Driver, Machine};
+
+/// What the workload needs of a recipe machine holding an exclusive role.
+pub trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
+    fn acquire() -> Self::Command;
+    fn release() -> Self::Command;
+    fn is_holder(&self) -> bool;
+    fn session_ended(&self) -> bool;
+    /// The outcome in the oracle's terms, and what it means for the loop.
+    fn judge(outcome: &Self::Outcome) -> (LockEvent, Step);
+}
+
+/// What an outcome means for the client's loop.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Step {
+    Acquired(u64),
+    Released,
+    /// Lost or failed: this session is done.
+    Over,
+    /// Anything else: keep going.
+    Other,
+}
+
+impl Exclusive for Lock {
+    fn acquire() -> LockCommand {
+        LockCommand::Acquire
+    }
+    fn release() -> LockCommand {
+        LockCommand::Release
+    }
+    fn is_holder(&self) -> bool {
+        Lock::is_holder(self)
+    }
+    fn session_ended(&self) -> bool {
+        Lock::session_ended(self)
+    }
+    fn judge(outcome: &LockOutcome) -> (LockEvent, Step) {
+        match outcome {
+            LockOutcome::Acquired { token, .. } => (
+                LockEvent::Acquired { token: *token },
+                Step::Acquired(*token),
+            ),
+            LockOutcome::Suspended => (LockEvent::Suspended, Step::Other),
+            LockOutcome::Resumed => (LockEvent::Resumed, Step::Other),
+            LockOutcome::Released => (LockEvent::Released, Step::Released),
+            LockOutcome::Recovered { found } => {
+                (LockEvent::Recovered { found: *found }, Step::Other)
+            }
+            LockOutcome::Woken { path } => (LockEvent::Woken { path: path.clone() }, Step::Other),
+            LockOutcome::Lost { .. } => (LockEvent::Lost, Step::Over),
+            LockOutcome::Refused { command } => (
+                LockEvent::Failed {
+                    error: format!("{command:?} refused"),
+                },
+                Step::Over,
+            ),
+            LockOutcome::Failed(e) => (
+                LockEvent::Failed {
+                    error: format!("{e:?}"),
+                },
+                Step::Over,
+            ),
+        }
+    }
+}
+
+impl Exclusive for Election {
+    fn acquire() -> ElectionCommand {
+        ElectionCommand::Join
+    }
+    fn release() -> ElectionCommand {
+        ElectionCommand::Resign
+    }
+    fn is_holder(&self) -> bool {
+        self.is_leader()
+    }
+    fn session_ended(&self) -> bool {
+        Election::session_ended(self)
+    }
+    fn judge(outcome: &ElectionOutcome) -> (LockEvent, Step) {
+        match outcome {
+            ElectionOutcome::Elected { epoch } => (
+                LockEvent::Acquired { token: *epoch },
+                Step::Acquired(*epoch),
+            ),
+            ElectionOutcome::Suspended => (LockEvent::Suspended, Step::Other),
+            ElectionOutcome::Resumed => (LockEvent::Resumed, Step::Other),
+            ElectionOutcome::Resigned => (LockEvent::Released, Step::Released),
+            ElectionOutcome::Recovered { found } => {
+                (LockEvent::Recovered { found: *found }, Step::Other)
+            }
+            ElectionOutcome::Woken { path } => {
+                (LockEvent::Woken { path: path.clone() }, Step::Other)
+            }
+            ElectionOutcome::Lost { .. } => (LockEvent::Lost, Step::Over),
+            ElectionOutcome::Refused { command } => (
+                LockEvent::Failed {
+                    error: format!("{command:?} refused"),
+                },
+                Step::Over,
+            ),
+            ElectionOutcome::Failed(e) => (
+                LockEvent::Failed {
+                    error: format!("{e:?}"),
+                },
+                Step::Over,
+            ),
+        }
+    }
+}
+
+/// Makes a client's machine for a new session from its guid.
+pub type Make<M> = Arc<dyn Fn(&str) -> M + Send + Sync>;
+
+#[derive(Clone, Debug)]
+pub struct ExclusiveWorkload {
+    pub clients: usize,
+    pub hold_ms: u64,
+    /// Touches of the resource per holding: the first and the middle ones
+    /// after checking the role is still held, the last one (after the hold)
+    /// without, as any application does.
+    pub touches: u32,
+    pub think_ms_max: u64,
+    pub session_timeout_ms: u64,
+}
+
+impl Default for ExclusiveWorkload {
+    fn default() -> Self {
+        ExclusiveWorkload {
+            clients: 5,
+            hold_ms: 10,
+            touches: 2,
+            think_ms_max: 50,
+            session_timeout_ms: 4000,
+        }
+    }
+}
+
+/// What a lock run records, shared by its clients.
+#[derive(Clone, Default)]
+pub struct ExclusiveRecord {
+    pub log: Arc<Mutex<Vec<Entry<LockEvent>>>>,
+    pub resource: Arc<Mutex<FencedResource>>,
+}
+
+impl ExclusiveRecord {
+    fn push(&self, client: usize, event: LockEvent) {
+        self.log.lock().unwrap().push(Entry {
+            at_ms: now_ms(),
+            client,
+            event,
+        });
+    }
+}
+
+/// Starts the clients (even ones Java-flavoured, odd ones Rust); they stop
+/// at `until`. Each client's handle is kept in its slot for the nemesis.
+pub fn spawn<M: Exclusive>(
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    workload: &ExclusiveWorkload,
+    make: Make<M>,
+    until: Instant,
+) -> (ExclusiveRecord, Vec<JoinHandle<()>>) {
+    let record = ExclusiveRecord::default();
+    {
+        let mut s = slots.lock().unwrap();
+        if s.len() < workload.clients {
+            s.resize_with(workload.clients, Default::default);
+        }
+    }
+    let tasks = (0..workload.clients)
+        .map(|c| {
+            let (e, s, w, r, m) = (
+                ensemble.clone(),
+                slots.clone(),
+                workload.clone(),
+                record.clone(),
+                make.clone(),
+            );
+            madsim::task::spawn(supervise(c, e, s, w, r, m, until))
+        })
+        .collect();
+    (record, tasks)
+}
+
+/// Why a session's loop ended.
+enum SessionEnd {
+    /// Lost or failed: open a new session.
+    Replace,
+    /// `until` reached.
+    Done,
+}
+
+async fn supervise<M: Exclusive>(
+    c: usize,
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    w: ExclusiveWorkload,
+    record: ExclusiveRecord,
+    make: Make<M>,
+    until: Instant,
+) {
+    let flavour = if c % 2 == 0 {
+        Flavour::Java
+    } else {
+        Flavour::Rust
+    };
+    let servers = ensemble.config().servers;
+    while Instant::now() < until {
+        let server = thread_rng().gen_range(0..servers);
+        let zk = match ensemble
+            .connect_with(server, w.session_timeout_ms, flavour)
+            .await
+        {
+            Ok(zk) => Arc::new(zk),
+            Err(_) => {
+                sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        // The first Connected belongs to the handshake, not to a reconnect.
+        let _ = zk.try_next_event();
+        slots.lock().unwrap()[c].zk = Some(zk.clone());
+        let node = Handle::current()
+            .get_node(zk.node())
+            .expect("the client's node");
+        let guid = format!("c{c}-{:08x}", thread_rng().gen::<u32>());
+        let run = node.spawn(session(
+            c,
+            slots.clone(),
+            zk.clone(),
+            make(&guid),
+            w.clone(),
+            record.clone(),
+            until,
+        ));
+        let ended = run.await;
+        let slot = &mut slots.lock().unwrap()[c];
+        slot.zk = None;
+        slot.busy = false;
+        match ended {
+            Ok(SessionEnd::Replace) => continue,
+            // Done, or the node was crashed: this client is finished.
+            _ => return,
+        }
+    }
+}
+
+async fn session<M: Exclusive>(
+    c: usize,
+    slots: ClientSlots,
+    zk: Arc<SimZk>,
+    machine: M,
+    w: ExclusiveWorkload,
+    record: ExclusiveRecord,
+    until: Instant,
+) -> SessionEnd {
+    let mut driver = Driver::new(&*zk, machine);
+    let mut told_ended = false;
+    let end = loop {
+        if Instant::now() >= until {
+            break SessionEnd::Done;
+        }
+        record.push(c, LockEvent::AcquireCalled);
+        driver.command(M::acquire());
+        let token = match wait(&mut driver, c, &record, until, &mut told_ended).await {
+            Some(Step::Acquired(token)) => {
+                slots.lock().unwrap()[c].busy = true;
+                token
+            }
+            Some(_) => break SessionEnd::Replace,
+            None => break SessionEnd::Done,
+        };
+        // The critical section. The last touch, after the hold, is not
+        // preceded by a check, as in any real application: a pause or a
+        // partition during the work is exactly when a holder acts on a
+        // role it has lost, and the fencing token is what stops it.
+        let touches = w.touches.max(2);
+        for touch in 0..touches {
+            if touch + 1 < touches {
+                driver.pump();
+                if log_outcomes(&mut driver, c, &record, &mut told_ended) {
+                    return close(&zk).await;
+                }
+                if !driver.machine().is_holder() {
+                    break;
+                }
+            }
+            if touch > 0 {
+                sleep(Duration::from_millis(w.hold_ms / u64::from(touches - 1))).await;
+            }
+            let accepted = record.resource.lock().unwrap().access(token);
+            record.push(c, LockEvent::Access { token, accepted });
+        }
+        // What happened meanwhile ends the belief first (a suspension, the
+        // session's loss), not the release.
+        driver.pump();
+        if log_outcomes(&mut driver, c, &record, &mut told_ended) {
+            return close(&zk).await;
+        }
+        record.push(c, LockEvent::ReleaseCalled);
+        slots.lock().unwrap()[c].busy = false;
+        driver.command(M::release());
+        match wait(&mut driver, c, &record, until, &mut told_ended).await {
+            Some(Step::Released) => {}
+            Some(_) => break SessionEnd::Replace,
+            None => break SessionEnd::Done,
+        }
+        let think = thread_rng().gen_range(0..=w.think_ms_max);
+        sleep(Duration::from_millis(think)).await;
+    };
+    match end {
+        SessionEnd::Replace => close(&zk).await,
+        SessionEnd::Done => SessionEnd::Done,
+    }
+}
+
+/// Closes a session the recipe gave up on (if it is not gone already), so
+/// its ephemerals do not linger until it expires.
+async fn close(zk: &SimZk) -> SessionEnd {
+    let bound = Duration::from_millis(zk.session_timeout_ms());
+    let _ = timeout(bound, zk.close()).await;
+    SessionEnd::Replace
+}
+
+/// Runs the machine until an outcome that ends the wait (acquired,
+/// released, over), logging every outcome; None at `until`.
+async fn wait<M: Exclusive>(
+    driver: &mut Driver<'_, SimZk, M>,
+    c: usize,
+    record: &ExclusiveRecord,
+    until: Instant,
+    told_ended: &mut bool,
+) -> Option<Step> {
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let outcome = timeout(left, driver.next_outcome()).await.ok()?;
+        let step = log(driver, c, record, &outcome, told_ended);
+        if step != Step::Other {
+            return Some(step);
+        }
+    }
+}
+
+/// Logs the outcomes already reported; true if one ended the session's
+/// use.
+fn log_outcomes<M: Exclusive>(
+    driver: &mut Driver<'_, SimZk, M>,
+    c: usize,
+    record: &ExclusiveRecord,
+    told_ended: &mut bool,
+) -> bool {
+    let mut over = false;
+    while let Some(o) = driver.take_outcome() {
+        over |= log(driver, c, record, &o, told_ended) == Step::Over;
+    }
+    if !*told_ended && driver.machine().session_ended() {
+        *told_ended = true;
+        record.push(c, LockEvent::SessionEnded);
+    }
+    over
+}
+
+fn log<M: Exclusive>(
+    driver: &Driver<'_, SimZk, M>,
+    c: usize,
+    record: &ExclusiveRecord,
+    outcome: &M::Outcome,
+    told_ended: &mut bool,
+) -> Step {
+    let (event, step) = M::judge(outcome);
+    record.push(c, event);
+    if !*told_ended && driver.machine().session_ended() {
+        *told_ended = true;
+        record.push(c, LockEvent::SessionEnded);
+    }
+    step
+}

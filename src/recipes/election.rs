@@ -1,0 +1,240 @@
+//! Leader election (recipes page, "Leader Election"): every candidate
+//! creates `dir/<guid>-n_` EPHEMERAL_SEQUENTIAL; the lowest sequence number
+//! leads; every other candidate watches the next lower node (exists with a
+//! watch) and lists again when it goes. It is the lock's algorithm
+//! ([`super::lock`], guid recovery included), with one step more: before
+//! acting as leader a candidate confirms its own node still exists in its
+//! current session — a sync, then exists() — because the child list that
+//! made it lowest may come from a lagging server that has not yet applied
+//! the expiry of its session. The leader's epoch (its fencing token) is its
+//! node's sequence number: every new leader's is larger.
+//!
+//! ```
+//! # use zoosim::client::local::{LocalConfig, LocalServer};
+//! # use zoosim::recipes::election::{Election, ElectionClient};
+//! # futures::executor::block_on(async {
+//! let server = LocalServer::new(LocalConfig::default());
+//! let zk = server.connect(4000);
+//! let mut candidate = ElectionClient::new(&zk, Election::new("/app/election", "node-a"));
+//! let epoch = candidate.lead().await.expect("elected");
+//! // ... lead, stamping every effect with `epoch` ...
+//! assert!(candidate.is_leader());
+//! candidate.resign().await.expect("resigned");
+//! # let _ = epoch;
+//! # });
+//! ```
+
+use super::lock::{Lock, LockCommand, LockOutcome};
+use super::{Driver, Input, Machine, Output};
+use crate::client::Zk;
+use crate::proto::ZkError;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum ElectionVariant {
+    #[default]
+    Correct,
+    /// After its session expired, goes on acting as leader on the old node
+    /// (CURATOR-696).
+    KeepLeadershipAfterExpiry,
+}
+
+impl ElectionVariant {
+    pub const ALL: [ElectionVariant; 2] = [
+        ElectionVariant::Correct,
+        ElectionVariant::KeepLeadershipAfterExpiry,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ElectionVariant::Correct => "election",
+            ElectionVariant::KeepLeadershipAfterExpiry => "election/keep-leadership-after-expiry",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ElectionVariant> {
+        ElectionVariant::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ElectionCommand {
+    /// Become a candidate.
+    Join,
+    /// Stop leading, or stop being a candidate (the node is deleted).
+    Resign,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum ElectionOutcome {
+    /// This candidate leads; `epoch` grows with every new leader.
+    Elected {
+        epoch: u64,
+    },
+    /// The leader's connection broke: it must not act as leader.
+    Suspended,
+    /// Reconnected with the session intact: leading again.
+    Resumed,
+    /// The candidate's node is deleted.
+    Resigned,
+    /// After a ConnectionLoss on the create: whether the guid search found
+    /// the node.
+    Recovered {
+        found: bool,
+    },
+    /// The deletion of `path` woke this candidate.
+    Woken {
+        path: String,
+    },
+    /// Not leading and not a candidate any more: the session ended or the
+    /// node vanished. Join again with a new session.
+    Lost {
+        reason: ZkError,
+    },
+    Refused {
+        command: ElectionCommand,
+    },
+    Failed(ZkError),
+}
+
+/// The election's state machine.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Election {
+    inner: Lock,
+    variant: ElectionVariant,
+}
+
+impl Election {
+    /// A candidate in `dir` (created if missing); `guid` unique to this
+    /// session.
+    pub fn new(dir: &str, guid: &str) -> Election {
+        Election::with_variant(dir, guid, ElectionVariant::Correct)
+    }
+
+    pub fn with_variant(dir: &str, guid: &str, variant: ElectionVariant) -> Election {
+        let keep = variant == ElectionVariant::KeepLeadershipAfterExpiry;
+        Election {
+            inner: Lock::for_election(dir, guid, keep),
+            variant,
+        }
+    }
+
+    /// True while leading and connected: the only time to act as leader.
+    pub fn is_leader(&self) -> bool {
+        self.inner.is_holder()
+    }
+
+    pub fn is_over(&self) -> bool {
+        self.inner.is_over()
+    }
+
+    pub fn session_ended(&self) -> bool {
+        self.inner.session_ended()
+    }
+
+    pub fn node(&self) -> Option<&str> {
+        self.inner.node()
+    }
+
+    pub fn variant(&self) -> ElectionVariant {
+        self.variant
+    }
+}
+
+impl Machine for Election {
+    type Command = ElectionCommand;
+    type Outcome = ElectionOutcome;
+
+    fn handle(&mut self, input: Input<ElectionCommand>) {
+        let input = match input {
+            Input::Command(ElectionCommand::Join) => Input::Command(LockCommand::Acquire),
+            Input::Command(ElectionCommand::Resign) => Input::Command(LockCommand::Release),
+            Input::Reply(id, r) => Input::Reply(id, r),
+            Input::Watch(w) => Input::Watch(w),
+            Input::Session(s) => Input::Session(s),
+        };
+        self.inner.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<ElectionOutcome>> {
+        Some(match self.inner.poll()? {
+            Output::Send(id, op) => Output::Send(id, op),
+            Output::Outcome(o) => Output::Outcome(match o {
+                LockOutcome::Acquired { token, .. } => ElectionOutcome::Elected { epoch: token },
+                LockOutcome::Suspended => ElectionOutcome::Suspended,
+                LockOutcome::Resumed => ElectionOutcome::Resumed,
+                LockOutcome::Released => ElectionOutcome::Resigned,
+                LockOutcome::Recovered { found } => ElectionOutcome::Recovered { found },
+                LockOutcome::Woken { path } => ElectionOutcome::Woken { path },
+                LockOutcome::Lost { reason } => ElectionOutcome::Lost { reason },
+                LockOutcome::Refused { command } => ElectionOutcome::Refused {
+                    command: match command {
+                        LockCommand::Acquire => ElectionCommand::Join,
+                        LockCommand::Release => ElectionCommand::Resign,
+                    },
+                },
+                LockOutcome::Failed(e) => ElectionOutcome::Failed(e),
+            }),
+        })
+    }
+}
+
+/// Why a candidate did not get what it asked for.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum ElectionError {
+    /// The session ended (or the node vanished): join again with a new
+    /// session.
+    Lost(ZkError),
+    Failed(ZkError),
+    Refused,
+}
+
+/// The election for application code: [`Election`] over a [`Zk`] handle.
+pub struct ElectionClient<'z, Z: Zk> {
+    driver: Driver<'z, Z, Election>,
+}
+
+impl<'z, Z: Zk + Sync> ElectionClient<'z, Z> {
+    pub fn new(zk: &'z Z, election: Election) -> Self {
+        ElectionClient {
+            driver: Driver::new(zk, election),
+        }
+    }
+
+    /// Joins and waits until elected; returns the epoch.
+    pub async fn lead(&mut self) -> Result<u64, ElectionError> {
+        self.driver.command(ElectionCommand::Join);
+        loop {
+            match self.driver.next_outcome().await {
+                ElectionOutcome::Elected { epoch } => return Ok(epoch),
+                ElectionOutcome::Lost { reason } => return Err(ElectionError::Lost(reason)),
+                ElectionOutcome::Failed(e) => return Err(ElectionError::Failed(e)),
+                ElectionOutcome::Refused { .. } => return Err(ElectionError::Refused),
+                _ => {}
+            }
+        }
+    }
+
+    pub async fn resign(&mut self) -> Result<(), ElectionError> {
+        self.driver.command(ElectionCommand::Resign);
+        loop {
+            match self.driver.next_outcome().await {
+                ElectionOutcome::Resigned => return Ok(()),
+                ElectionOutcome::Lost { reason } => return Err(ElectionError::Lost(reason)),
+                ElectionOutcome::Failed(e) => return Err(ElectionError::Failed(e)),
+                ElectionOutcome::Refused { .. } => return Err(ElectionError::Refused),
+                _ => {}
+            }
+        }
+    }
+
+    /// True while leading and connected, after taking in the events that
+    /// have arrived. Check it before every act of leadership.
+    pub fn is_leader(&mut self) -> bool {
+        self.driver.pump();
+        self.driver.machine().is_leader()
+    }
+
+    pub fn driver(&mut self) -> &mut Driver<'z, Z, Election> {
+        &mut self.driver
+    }
+}
