@@ -55,7 +55,7 @@ async fn contend(
     let guid = format!("c{client}-{:x}", zk.session_id().0);
     let mut driver = Driver::new(&zk, Lock::new(&dir, &guid));
     for _ in 0..rounds {
-        push(&log, t0, client, LockEvent::AcquireCalled);
+        push(&log, t0, client, LockEvent::AcquireCalled { shared: false });
         driver.command(LockCommand::Acquire);
         loop {
             match driver.next_outcome().await {

@@ -37,7 +37,7 @@ use zoosim::ensemble::sim::workload::exclusive::{self, Exclusive, ExclusiveWorkl
 use zoosim::ensemble::sim::workload::now_ms;
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
 use zoosim::recipes::election::{Election, ElectionVariant};
-use zoosim::recipes::lock::{Lock, LockVariant};
+use zoosim::recipes::lock::{Lock, LockMode, LockVariant};
 
 const START_SEED: u64 = 0x10c4_0000;
 const SEEDS: u64 = 60;
@@ -57,11 +57,23 @@ struct Seed {
 }
 
 fn lock(variant: LockVariant) -> Make<Lock> {
-    Arc::new(move |guid| Lock::with_variant("/locks/l", guid, variant))
+    Arc::new(move |_, guid| Lock::with_variant("/locks/l", guid, variant))
 }
 
 fn election(variant: ElectionVariant) -> Make<Election> {
-    Arc::new(move |guid| Election::with_variant("/app/election", guid, variant))
+    Arc::new(move |_, guid| Election::with_variant("/app/election", guid, variant))
+}
+
+/// Clients 0 and 3 write, the others read.
+fn rwlock(variant: LockVariant) -> Make<Lock> {
+    Arc::new(move |c, guid| {
+        let mode = if c % 3 == 0 {
+            LockMode::Write
+        } else {
+            LockMode::Read
+        };
+        Lock::shared("/data/rw", guid, mode, variant)
+    })
 }
 
 fn run_seed<M: Exclusive>(seed: u64, make: Make<M>, touches: u32) -> Seed {
@@ -131,6 +143,16 @@ fn run_seed<M: Exclusive>(seed: u64, make: Make<M>, touches: u32) -> Seed {
         if std::env::var("ZOOSIM_VERBOSE").as_deref() == Ok("2") {
             for e in &log {
                 eprintln!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event);
+            }
+            if let Some(l) = ensemble.leader() {
+                let history = ensemble.history();
+                for txn in history
+                    .iter()
+                    .filter(|t| format!("{:?}", t.body).contains("Create"))
+                {
+                    eprintln!("txn {:#x} session {} {:?}", txn.zxid, txn.session, txn.body);
+                }
+                let _ = l;
             }
         }
         let mut digest = std::collections::hash_map::DefaultHasher::new();
@@ -218,6 +240,11 @@ fn the_lock_holds_under_all_faults() {
 }
 
 #[test]
+fn the_shared_lock_holds_under_all_faults() {
+    sweep("the_shared_lock_holds", rwlock(LockVariant::Correct), 2);
+}
+
+#[test]
 fn leader_election_holds_under_all_faults() {
     sweep(
         "leader_election_holds",
@@ -293,4 +320,10 @@ fn stall_on_vanished_predecessor_is_caught() {
 fn election_keep_leadership_after_expiry_is_caught() {
     let v = ElectionVariant::KeepLeadershipAfterExpiry;
     caught(v.name(), election(v), 4, 30, "told its session had ended");
+}
+
+#[test]
+fn rwlock_reader_waits_on_any_is_caught() {
+    let v = LockVariant::ReaderWaitsOnAny;
+    caught(v.name(), rwlock(v), 2, 30, "waited on a reader");
 }

@@ -369,6 +369,7 @@ fn run_seed(seed: u64) -> (Tally, u64) {
             add("syncs with truncation", st.truncations);
             add("entries truncated", st.truncated_entries);
             add("connections dropped by role changes", st.role_change_drops);
+            add("older connections closed on reconnect", st.reconnect_closes);
         }
         let net = ensemble.net().stats();
         *tally.counts.entry("datagrams held by cuts").or_default() += net.held;
@@ -431,6 +432,7 @@ fn raw_workloads_under_all_faults() {
             "refusals by the zxid rule",
             "refusals while not serving",
             "connections dropped by role changes",
+            "older connections closed on reconnect",
             "datagrams held by cuts",
             "datagrams delayed",
         ] {

@@ -182,6 +182,71 @@ fn requests_from_an_abandoned_connection_meet_session_moved() {
     );
 }
 
+/// A write stalled on a cut link, from a connection the client gave up:
+/// the client's next connection attempt to that server stalls too, and it
+/// connects elsewhere. When the link heals, both stalled datagrams reach
+/// the old server in either order; the late ConnectRequest re-attaches the
+/// session there (taking its ownership), and ZooKeeper then closes the
+/// session's older connection (processConnectRequest, CLIENT_RECONNECT), so
+/// the write is never applied — else a lock client's guid search (sync,
+/// then list) finds nothing, creates again, and leaves an orphan node
+/// behind. Found by the leader-election sweep.
+#[test]
+fn a_write_stalled_on_an_abandoned_connection_is_never_applied() {
+    let closes = common::sweep(
+        "sim_reconnect",
+        "stalled_on_an_abandoned",
+        0x57a1_0000,
+        50,
+        |seed| {
+            runtime(seed).block_on(async {
+                let ensemble = Arc::new(Ensemble::start(EnsembleConfig::default()));
+                let a = Arc::new(
+                    ensemble
+                        .connect_list(&[1, 1, 2], T_MS, Flavour::Java)
+                        .await
+                        .unwrap(),
+                );
+                let _ = drain(&a);
+                ensemble.cut_client(&a, 1);
+                let write = {
+                    let a = a.clone();
+                    madsim::task::spawn(
+                        async move { a.create("/x", b"", CreateMode::Persistent).await },
+                    )
+                };
+                assert_eq!(write.await.unwrap(), Err(ZkError::ConnectionLoss));
+                let reconnected = timeout(Duration::from_millis(2 * T_MS), async {
+                    while !a.is_connected() {
+                        sleep(Duration::from_millis(10)).await;
+                    }
+                })
+                .await;
+                assert!(reconnected.is_ok(), "the client reconnects to server 2");
+                let (client, server) = (a.addr().ip(), zoosim::ensemble::sim::server_addr(1).ip());
+                ensemble.net().heal(client, server);
+                ensemble.net().heal(server, client);
+                sleep(Duration::from_secs(1)).await;
+                let _ = a.sync("/").await;
+                let b = ensemble.connect(0, T_MS).await.unwrap();
+                b.sync("/").await.unwrap();
+                assert_eq!(
+                    b.exists("/x", false).await.unwrap(),
+                    None,
+                    "a write from a connection the client gave up was applied"
+                );
+                ensemble.with_server(1, |s| s.stats().reconnect_closes)
+            })
+        },
+    );
+    let hit = closes.iter().filter(|&&c| c > 0).count();
+    eprintln!("stalled writes: the older connection closed at a late re-attach in {hit} seeds");
+    assert!(
+        hit > 0,
+        "the late re-attach never closed an older connection"
+    );
+}
+
 #[test]
 fn with_no_server_reachable_the_flavours_part() {
     // The client knows one server, which dies. The Rust client gives the

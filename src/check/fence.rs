@@ -27,6 +27,17 @@ impl FencedResource {
         true
     }
 
+    /// A shared reader's access: accepted if no newer write has been seen;
+    /// readers do not fence each other out.
+    pub fn read(&mut self, token: u64) -> bool {
+        if self.highest.is_some_and(|h| token < h) {
+            self.rejected += 1;
+            return false;
+        }
+        self.accepted += 1;
+        true
+    }
+
     pub fn highest(&self) -> Option<u64> {
         self.highest
     }
@@ -53,5 +64,8 @@ mod tests {
         assert!(!r.access(3));
         assert!(r.access(5));
         assert_eq!((r.accepted(), r.rejected(), r.highest()), (4, 1, Some(5)));
+        // Readers: no fencing among themselves, fenced by writes.
+        assert!(r.read(7) && r.read(6) && r.read(5) && !r.read(4));
+        assert_eq!(r.highest(), Some(5));
     }
 }

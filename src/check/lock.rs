@@ -1,23 +1,24 @@
-//! The lock's oracle.
+//! The oracle of the exclusive roles: the lock, the shared (read/write)
+//! lock, and leadership (judged as a lock).
 //!
-//! * **Fenced effects.** The accesses the protected resource accepted come
-//!   in token order, and each from a client that held the lock with that
-//!   token at the time. This is the safety a lock user can have.
+//! * **Fenced effects.** The writes the protected resource accepted come in
+//!   token order, each from a client holding the lock with that token at
+//!   the time; a reader's accepted reads carry a token no smaller than the
+//!   last accepted write's. This is the safety a lock user can have.
 //! * **Beliefs.** A client believes it holds from `Acquired` (or `Resumed`)
-//!   to the first of release, `Suspended`, `Lost`, crash. Two beliefs
-//!   overlapping is a *stale belief* when one of the two holders' session
-//!   was lost (usually the older holder's; it can be the newer one's, when a
-//!   waiter whose session the leader had expired reads a lagging follower's
-//!   old child list) — `Lost` ends its belief, or follows the suspension or release
-//!   call that did with no `Released` between, or the client crashes —
-//!   which is
-//!   ZooKeeper's known window (a paused or partitioned holder cannot know
-//!   its session expired): counted and reported, never hidden. Any other
-//!   overlap means a client took the lock while the holder's node existed:
-//!   a violation.
+//!   to the first of release, `Suspended`, `Lost`, crash. Two overlapping
+//!   beliefs (not both a reader's) are a *stale belief* when one holder's
+//!   session was lost — `Lost` ends its belief, or follows the suspension or
+//!   release call that did with no `Released` between, or the client
+//!   crashed — which is ZooKeeper's known window (a paused or partitioned
+//!   holder cannot know its session expired; a waiter whose session the
+//!   leader had already expired can read a lagging follower's old child
+//!   list): counted and reported, never hidden. Any other overlap means a
+//!   client took the lock while the holder's node existed: a violation.
 //! * **Told is told.** No access after the client learned its session
 //!   ended (CURATOR-696's leader that keeps leading after expiry).
-//! * **Herd.** Each deletion wakes at most one waiter.
+//! * **Herd.** A deletion wakes at most one waiter, or only readers.
+//!   A reader is never woken by a reader's node: readers wait on writers.
 //! * **Liveness.** In the quiet phase every acquire and release finishes
 //!   within the bound.
 
@@ -28,7 +29,10 @@ use super::{Entry, Liveness};
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum LockEvent {
-    AcquireCalled,
+    /// `shared`: as a shared lock's reader (readers may hold together).
+    AcquireCalled {
+        shared: bool,
+    },
     Acquired {
         token: u64,
     },
@@ -112,10 +116,11 @@ impl fmt::Display for LockReport {
 }
 
 impl Belief {
-    fn new(client: usize, token: u64, from: u64) -> Belief {
+    fn new(client: usize, token: u64, shared: bool, from: u64) -> Belief {
         Belief {
             client,
             token,
+            shared,
             from,
             to: u64::MAX,
             end: End::Open,
@@ -139,6 +144,8 @@ enum End {
 struct Belief {
     client: usize,
     token: u64,
+    /// A reader's: readers may hold together.
+    shared: bool,
     from: u64,
     to: u64,
     end: End,
@@ -168,14 +175,22 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
 
     // Fenced effects.
     let mut highest: Option<u64> = None;
+    let mut reader: BTreeMap<usize, bool> = BTreeMap::new();
     for e in log {
-        let LockEvent::Access { token, accepted } = e.event else {
-            continue;
+        let token = match e.event {
+            LockEvent::AcquireCalled { shared } => {
+                reader.insert(e.client, shared);
+                continue;
+            }
+            LockEvent::Access {
+                accepted: false, ..
+            } => {
+                report.accesses_rejected += 1;
+                continue;
+            }
+            LockEvent::Access { token, .. } => token,
+            _ => continue,
         };
-        if !accepted {
-            report.accesses_rejected += 1;
-            continue;
-        }
         report.accesses_accepted += 1;
         if highest.is_some_and(|h| token < h) {
             report.violations.push(format!(
@@ -185,7 +200,9 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
                 e.at_ms
             ));
         }
-        highest = highest.max(Some(token));
+        if !reader.get(&e.client).copied().unwrap_or(false) {
+            highest = highest.max(Some(token));
+        }
         let held = beliefs.iter().any(|b| {
             b.client == e.client && b.token == token && b.from <= e.at_ms && e.at_ms <= b.to
         });
@@ -206,6 +223,9 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
                 || b.from == b.to
             {
                 continue;
+            }
+            if a.shared && b.shared {
+                continue; // readers together
             }
             let (older, newer) = if a.from <= b.from { (a, b) } else { (b, a) };
             // Either side may be the stale one: a waiter whose session had
@@ -246,7 +266,7 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
             LockEvent::SessionEnded => {
                 ended.insert(e.client);
             }
-            LockEvent::AcquireCalled => {
+            LockEvent::AcquireCalled { .. } => {
                 ended.remove(&e.client);
             }
             LockEvent::Access { token, .. } if ended.contains(&e.client) => {
@@ -260,18 +280,33 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
         }
     }
 
-    // Herd: clients woken per deleted path.
-    let mut woken: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+    // Herd: clients woken per deleted path (several readers may be).
+    let mut woken: BTreeMap<&str, BTreeSet<(usize, bool)>> = BTreeMap::new();
+    let mut reader: BTreeMap<usize, bool> = BTreeMap::new();
     for e in log {
-        if let LockEvent::Woken { path } = &e.event {
-            woken.entry(path).or_default().insert(e.client);
+        match &e.event {
+            LockEvent::AcquireCalled { shared } => {
+                reader.insert(e.client, *shared);
+            }
+            LockEvent::Woken { path } => {
+                let is_reader = reader.get(&e.client).copied().unwrap_or(false);
+                if is_reader && path.contains("-read-") {
+                    report.violations.push(format!(
+                        "reader {} waited on a reader's node {path} (readers wait on writers)",
+                        e.client
+                    ));
+                }
+                woken.entry(path).or_default().insert((e.client, is_reader));
+            }
+            _ => {}
         }
     }
     report.deletions_waking_someone = woken.len() as u64;
     for (path, clients) in &woken {
         let n = clients.len() as u64;
         report.max_woken_per_deletion = report.max_woken_per_deletion.max(n);
-        if n > 1 {
+        if n > 1 && clients.iter().any(|&(_, is_reader)| !is_reader) {
+            let clients: Vec<usize> = clients.iter().map(|c| c.0).collect();
             report.violations.push(format!(
                 "herd: the deletion of {path} woke {n} clients {clients:?}"
             ));
@@ -309,14 +344,19 @@ fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
         Some(b.token)
     };
     let mut last_token: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut shared: BTreeMap<usize, bool> = BTreeMap::new();
     for e in log {
         let c = e.client;
+        let reader = shared.get(&c).copied().unwrap_or(false);
         match &e.event {
+            LockEvent::AcquireCalled { shared: s } => {
+                shared.insert(c, *s);
+            }
             LockEvent::Acquired { token } => {
                 close(&mut open, &mut out, &mut chain, c, e.at_ms, End::Released);
                 chain.remove(&c);
                 last_token.insert(c, *token);
-                open.insert(c, Belief::new(c, *token, e.at_ms));
+                open.insert(c, Belief::new(c, *token, reader, e.at_ms));
             }
             LockEvent::ReleaseCalled => {
                 close(&mut open, &mut out, &mut chain, c, e.at_ms, End::Released);
@@ -333,9 +373,8 @@ fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
             LockEvent::Resumed => {
                 report.resumptions += 1;
                 if let Some(&token) = last_token.get(&c) {
-                    if !open.contains_key(&c) {
-                        open.insert(c, Belief::new(c, token, e.at_ms));
-                    }
+                    open.entry(c)
+                        .or_insert_with(|| Belief::new(c, token, reader, e.at_ms));
                 }
             }
             LockEvent::Lost | LockEvent::Crashed => {
@@ -387,7 +426,7 @@ fn check_liveness(log: &[Entry<LockEvent>], l: Liveness, report: &mut LockReport
     };
     for e in log {
         match e.event {
-            LockEvent::AcquireCalled => {
+            LockEvent::AcquireCalled { .. } => {
                 waiting.insert(e.client, ("acquire", e.at_ms));
             }
             LockEvent::ReleaseCalled => {
@@ -431,8 +470,8 @@ mod tests {
     #[test]
     fn serial_holders_pass() {
         let l = log(&[
-            (0, 0, AcquireCalled),
-            (0, 1, AcquireCalled),
+            (0, 0, AcquireCalled { shared: false }),
+            (0, 1, AcquireCalled { shared: false }),
             (5, 0, Acquired { token: 1 }),
             (
                 6,
@@ -696,7 +735,7 @@ mod tests {
                     accepted: true,
                 },
             ),
-            (20, 0, AcquireCalled),
+            (20, 0, AcquireCalled { shared: false }),
         ]);
         let r = check_lock(&l, None);
         assert_eq!(r.violations.len(), 1, "{r}");
@@ -741,18 +780,21 @@ mod tests {
             end_ms: 300,
         };
         // Waiting since before the quiet phase, done in time.
-        let ok = log(&[(10, 0, AcquireCalled), (140, 0, Acquired { token: 1 })]);
+        let ok = log(&[
+            (10, 0, AcquireCalled { shared: false }),
+            (140, 0, Acquired { token: 1 }),
+        ]);
         assert!(check_lock(&ok, Some(quiet)).is_ok());
         // Never done.
-        let stuck = log(&[(10, 0, AcquireCalled)]);
+        let stuck = log(&[(10, 0, AcquireCalled { shared: false })]);
         assert_eq!(check_lock(&stuck, Some(quiet)).violations.len(), 1);
         // Done, late.
         let late = log(&[(200, 0, ReleaseCalled), (260, 0, Released)]);
         assert_eq!(check_lock(&late, Some(quiet)).violations.len(), 1);
         // Started too close to the end to be judged; a crash ends the wait.
         let unjudged = log(&[
-            (280, 0, AcquireCalled),
-            (10, 1, AcquireCalled),
+            (280, 0, AcquireCalled { shared: false }),
+            (10, 1, AcquireCalled { shared: false }),
             (20, 1, Crashed),
         ]);
         assert!(check_lock(&unjudged, Some(quiet)).is_ok());

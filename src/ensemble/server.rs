@@ -117,6 +117,8 @@ pub struct ServerStats {
     pub syncs: u64,
     /// Client connections dropped because the server left its role.
     pub role_change_drops: u64,
+    /// Older connections of a session closed when it reconnected here.
+    pub reconnect_closes: u64,
 }
 
 /// A logged proposal: the txn and who to answer.
@@ -473,6 +475,27 @@ impl Server {
                     }
                     Some(session) => {
                         c.reattach = Some((last_zxid, watches));
+                        // The session's older connections here close, as
+                        // ZooKeeperServer.processConnectRequest does
+                        // (CLIENT_RECONNECT): a request still in flight on
+                        // one must not be applied after the client has
+                        // moved on.
+                        let older: Vec<ConnId> = self
+                            .conns
+                            .iter()
+                            .filter(|(&id, c)| id != conn && c.session == Some(session))
+                            .map(|(&id, _)| id)
+                            .collect();
+                        for old in older {
+                            self.conns.remove(&old);
+                            self.dropped.insert(old);
+                            self.watches.remove_connection(old);
+                            self.stats.reconnect_closes += 1;
+                            out.push(Output::Client {
+                                conn: old,
+                                msg: ServerMsg::ConnectionClosed,
+                            });
+                        }
                         self.ask_revalidate(now_ms, origin(-1), session, out);
                     }
                 }

@@ -53,15 +53,19 @@ pub enum LockVariant {
     /// When exists() finds the predecessor gone, waits for an event that
     /// never comes instead of listing again.
     StallOnVanishedPredecessor,
+    /// A shared lock's reader waits on the next lower node of either kind
+    /// (kazoo #649): readers queue behind readers.
+    ReaderWaitsOnAny,
 }
 
 impl LockVariant {
-    pub const ALL: [LockVariant; 5] = [
+    pub const ALL: [LockVariant; 6] = [
         LockVariant::Correct,
         LockVariant::BlindRetry,
         LockVariant::Herd,
         LockVariant::SortByFullName,
         LockVariant::StallOnVanishedPredecessor,
+        LockVariant::ReaderWaitsOnAny,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,11 +75,39 @@ impl LockVariant {
             LockVariant::Herd => "lock/herd",
             LockVariant::SortByFullName => "lock/sort-by-full-name",
             LockVariant::StallOnVanishedPredecessor => "lock/stall-on-vanished-predecessor",
+            LockVariant::ReaderWaitsOnAny => "rwlock/reader-waits-on-any",
         }
     }
 
     pub fn from_name(name: &str) -> Option<LockVariant> {
         LockVariant::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+const LOCK: &str = "-lock-";
+const READ: &str = "-read-";
+const WRITE: &str = "-write-";
+
+/// An exclusive lock, or one side of a shared (read/write) lock.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum LockMode {
+    #[default]
+    Exclusive,
+    Read,
+    Write,
+}
+
+impl LockMode {
+    fn marker(self) -> &'static str {
+        match self {
+            LockMode::Exclusive => LOCK,
+            LockMode::Read => READ,
+            LockMode::Write => WRITE,
+        }
+    }
+
+    pub fn is_shared(self) -> bool {
+        self == LockMode::Read
     }
 }
 
@@ -160,6 +192,7 @@ pub struct Lock {
     lost: Option<Pending>,
     /// What marks a contender's node: `<guid><marker><sequence>`.
     marker: String,
+    mode: LockMode,
     /// Confirm the own node with sync + exists() before holding.
     confirm: bool,
     /// Election's bug switch: an expiry while holding is ignored.
@@ -188,10 +221,36 @@ impl Lock {
             suspended: false,
             cancel: false,
             lost: None,
-            marker: "-lock-".into(),
+            marker: LOCK.into(),
+            mode: LockMode::Exclusive,
             confirm: false,
             keep_after_expiry: false,
         }
+    }
+
+    /// A shared lock's reader (recipes page, "Shared Locks"): nodes
+    /// `<guid>-read-<seq>` under `dir`, held when no write node is lower,
+    /// waiting on the next lower write node only.
+    pub fn read(dir: &str, guid: &str) -> Lock {
+        Lock::shared(dir, guid, LockMode::Read, LockVariant::Correct)
+    }
+
+    /// A shared lock's writer: nodes `<guid>-write-<seq>`, held when lowest
+    /// of both kinds, waiting on the next lower node of either kind.
+    pub fn write(dir: &str, guid: &str) -> Lock {
+        Lock::shared(dir, guid, LockMode::Write, LockVariant::Correct)
+    }
+
+    pub fn shared(dir: &str, guid: &str, mode: LockMode, variant: LockVariant) -> Lock {
+        Lock {
+            marker: mode.marker().into(),
+            mode,
+            ..Lock::with_variant(dir, guid, variant)
+        }
+    }
+
+    pub fn mode(&self) -> LockMode {
+        self.mode
     }
 
     /// The same algorithm for leader election: nodes `<guid>-n_<seq>`,
@@ -369,7 +428,10 @@ impl Lock {
         let ours = base_name(&node);
         let mut contenders: Vec<(u64, &str)> = children
             .iter()
-            .filter(|c| c.contains(self.marker.as_str()))
+            .filter(|c| match self.mode {
+                LockMode::Exclusive => c.contains(self.marker.as_str()),
+                LockMode::Read | LockMode::Write => c.contains(READ) || c.contains(WRITE),
+            })
             .filter_map(|c| Some((sequence_of(c)?, c.as_str())))
             .collect();
         match self.variant {
@@ -383,17 +445,26 @@ impl Lock {
             self.end(ZkError::NoNode);
             return;
         };
-        if at == 0 && self.confirm {
-            self.confirm_sync();
+        // What blocks us: for a reader, only the write nodes below it.
+        let blockers: Vec<&str> = contenders[..at]
+            .iter()
+            .map(|c| c.1)
+            .filter(|name| self.mode != LockMode::Read || name.contains(WRITE))
+            .collect();
+        let Some(&last_blocker) = blockers.last() else {
+            if self.confirm {
+                self.confirm_sync();
+            } else {
+                self.hold();
+            }
             return;
-        }
-        if at == 0 {
-            self.hold();
-            return;
-        }
+        };
         let predecessor = match self.variant {
             LockVariant::Herd => contenders[0].1,
-            _ => contenders[at - 1].1,
+            // BUG (rwlock/reader-waits-on-any, kazoo #649): a reader waits
+            // on the next lower node of either kind.
+            LockVariant::ReaderWaitsOnAny if self.mode == LockMode::Read => contenders[at - 1].1,
+            _ => last_blocker,
         };
         self.check(predecessor.to_owned());
     }

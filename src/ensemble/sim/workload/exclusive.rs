@@ -28,6 +28,8 @@ pub trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
     fn acquire() -> Self::Command;
     fn release() -> Self::Command;
     fn is_holder(&self) -> bool;
+    /// A shared lock's reader: it may hold with other readers, and reads.
+    fn is_shared(&self) -> bool;
     fn session_ended(&self) -> bool;
     /// The outcome in the oracle's terms, and what it means for the loop.
     fn judge(outcome: &Self::Outcome) -> (LockEvent, Step);
@@ -53,6 +55,9 @@ impl Exclusive for Lock {
     }
     fn is_holder(&self) -> bool {
         Lock::is_holder(self)
+    }
+    fn is_shared(&self) -> bool {
+        self.mode().is_shared()
     }
     fn session_ended(&self) -> bool {
         Lock::session_ended(self)
@@ -97,6 +102,9 @@ impl Exclusive for Election {
     fn is_holder(&self) -> bool {
         self.is_leader()
     }
+    fn is_shared(&self) -> bool {
+        false
+    }
     fn session_ended(&self) -> bool {
         Election::session_ended(self)
     }
@@ -132,8 +140,8 @@ impl Exclusive for Election {
     }
 }
 
-/// Makes a client's machine for a new session from its guid.
-pub type Make<M> = Arc<dyn Fn(&str) -> M + Send + Sync>;
+/// Makes client `c`'s machine for a new session from its guid.
+pub type Make<M> = Arc<dyn Fn(usize, &str) -> M + Send + Sync>;
 
 #[derive(Clone, Debug)]
 pub struct ExclusiveWorkload {
@@ -253,7 +261,7 @@ async fn supervise<M: Exclusive>(
             c,
             slots.clone(),
             zk.clone(),
-            make(&guid),
+            make(c, &guid),
             w.clone(),
             record.clone(),
             until,
@@ -285,7 +293,8 @@ async fn session<M: Exclusive>(
         if Instant::now() >= until {
             break SessionEnd::Done;
         }
-        record.push(c, LockEvent::AcquireCalled);
+        let shared = driver.machine().is_shared();
+        record.push(c, LockEvent::AcquireCalled { shared });
         driver.command(M::acquire());
         let token = match wait(&mut driver, c, &record, until, &mut told_ended).await {
             Some(Step::Acquired(token)) => {
@@ -313,7 +322,14 @@ async fn session<M: Exclusive>(
             if touch > 0 {
                 sleep(Duration::from_millis(w.hold_ms / u64::from(touches - 1))).await;
             }
-            let accepted = record.resource.lock().unwrap().access(token);
+            let accepted = {
+                let mut resource = record.resource.lock().unwrap();
+                if shared {
+                    resource.read(token)
+                } else {
+                    resource.access(token)
+                }
+            };
             record.push(c, LockEvent::Access { token, accepted });
         }
         // What happened meanwhile ends the belief first (a suspension, the
