@@ -22,6 +22,9 @@
 //!   takes a new session (and a new guid).
 //!
 //! Waiting is done with watches only: no polling and no timers.
+//!
+//! The rest of this page is docs/RECIPES.md (its examples run as doctests).
+#![doc = include_str!("../../docs/RECIPES.md")]
 
 mod driver;
 pub mod election;
