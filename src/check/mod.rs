@@ -4,6 +4,7 @@
 
 pub mod fence;
 pub mod lock;
+pub mod queue;
 
 /// One line of an outcome log: at `at_ms` (simulated time), `client` (a
 /// process: it may go through several sessions) saw or did `event`.

@@ -37,6 +37,11 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
         &self.machine
     }
 
+    /// For inputs that are not events (a producer's next item).
+    pub fn machine_mut(&mut self) -> &mut M {
+        &mut self.machine
+    }
+
     pub fn zk(&self) -> &'z Z {
         self.zk
     }

@@ -29,6 +29,7 @@
 mod driver;
 pub mod election;
 pub mod lock;
+pub mod queue;
 
 pub use driver::Driver;
 

@@ -8,6 +8,7 @@
 //! node opens the next session.
 
 pub mod exclusive;
+pub mod queue;
 
 use madsim::time::TimeHandle;
 

@@ -1,0 +1,259 @@
+//! Producers and consumers on one queue (plain or priority): producers
+//! enqueue unique items until `produce_until`, consumers take items until
+//! the run ends, under whatever the nemesis does. Every outcome goes into
+//! the log [`crate::check::queue`] judges.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Handle;
+use madsim::task::JoinHandle;
+use madsim::time::{sleep, timeout, Instant};
+
+use super::now_ms;
+use crate::check::queue::QueueEvent;
+use crate::check::Entry;
+use crate::client::Zk;
+use crate::ensemble::sim::nemesis::ClientSlots;
+use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
+use crate::recipes::queue::{Consumer, Producer, QueueCommand, QueueOutcome};
+use crate::recipes::{base_name, sequence_of, Driver, Machine};
+
+#[derive(Clone, Debug)]
+pub struct QueueWorkload {
+    pub dir: String,
+    pub producers: usize,
+    pub consumers: usize,
+    /// A priority queue: each producer uses priority `c % 3`.
+    pub priority: bool,
+    pub think_ms_max: u64,
+    pub session_timeout_ms: u64,
+}
+
+impl Default for QueueWorkload {
+    fn default() -> Self {
+        QueueWorkload {
+            dir: "/queues/q".into(),
+            producers: 2,
+            consumers: 3,
+            priority: false,
+            think_ms_max: 100,
+            session_timeout_ms: 4000,
+        }
+    }
+}
+
+pub type QueueLog = Arc<Mutex<Vec<Entry<QueueEvent>>>>;
+
+fn push(log: &QueueLog, client: usize, event: QueueEvent) {
+    log.lock().unwrap().push(Entry {
+        at_ms: now_ms(),
+        client,
+        event,
+    });
+}
+
+/// Starts producers (clients `0..producers`) and consumers (the rest);
+/// producers stop enqueueing at `produce_until`, everyone stops at `until`.
+pub fn spawn(
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    w: &QueueWorkload,
+    produce_until: Instant,
+    until: Instant,
+) -> (QueueLog, Vec<JoinHandle<()>>) {
+    let log = QueueLog::default();
+    let n = w.producers + w.consumers;
+    {
+        let mut s = slots.lock().unwrap();
+        if s.len() < n {
+            s.resize_with(n, Default::default);
+        }
+    }
+    let tasks = (0..n)
+        .map(|c| {
+            let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
+            madsim::task::spawn(supervise(c, e, s, w, l, produce_until, until))
+        })
+        .collect();
+    (log, tasks)
+}
+
+async fn supervise(
+    c: usize,
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    w: QueueWorkload,
+    log: QueueLog,
+    produce_until: Instant,
+    until: Instant,
+) {
+    let flavour = if c % 2 == 0 {
+        Flavour::Java
+    } else {
+        Flavour::Rust
+    };
+    let servers = ensemble.config().servers;
+    // A producer's item numbers run on across its sessions.
+    let next_item = Arc::new(Mutex::new(0u64));
+    while Instant::now() < until {
+        let server = thread_rng().gen_range(0..servers);
+        let Ok(zk) = ensemble
+            .connect_with(server, w.session_timeout_ms, flavour)
+            .await
+        else {
+            sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let zk = Arc::new(zk);
+        let _ = zk.try_next_event(); // the handshake's Connected
+        slots.lock().unwrap()[c].zk = Some(zk.clone());
+        let node = Handle::current()
+            .get_node(zk.node())
+            .expect("the client's node");
+        let run = if c < w.producers {
+            let guid = format!("c{c}s{:08x}", thread_rng().gen::<u32>());
+            let priority = w.priority.then_some((c % 3) as u8);
+            let machine = Producer::new(&w.dir, &guid, priority);
+            node.spawn(produce(
+                c,
+                zk.clone(),
+                machine,
+                w.clone(),
+                log.clone(),
+                next_item.clone(),
+                produce_until,
+                until,
+            ))
+        } else {
+            let machine = Consumer::new(&w.dir, w.priority);
+            node.spawn(consume(c, zk.clone(), machine, log.clone(), until))
+        };
+        let ended = run.await;
+        slots.lock().unwrap()[c].zk = None;
+        match ended {
+            Ok(true) => continue, // the session was lost: a new one
+            _ => return,          // done, or crashed
+        }
+    }
+}
+
+/// Returns true when the session was lost (open another).
+#[allow(clippy::too_many_arguments)]
+async fn produce(
+    c: usize,
+    zk: Arc<SimZk>,
+    machine: Producer,
+    w: QueueWorkload,
+    log: QueueLog,
+    next_item: Arc<Mutex<u64>>,
+    produce_until: Instant,
+    until: Instant,
+) -> bool {
+    let mut driver = Driver::new(&*zk, machine);
+    while Instant::now() < produce_until {
+        let item = {
+            let mut k = next_item.lock().unwrap();
+            *k += 1;
+            format!("p{c}-{}", *k)
+        };
+        push(&log, c, QueueEvent::EnqueueCalled { item: item.clone() });
+        driver.machine_mut().set_item(item.clone().into_bytes());
+        driver.command(QueueCommand::Enqueue);
+        match wait(&mut driver, c, &log, until, Some(&item)).await {
+            Some(true) => {}
+            Some(false) => return close(&zk).await,
+            None => return false,
+        }
+        let think = thread_rng().gen_range(0..=w.think_ms_max);
+        sleep(Duration::from_millis(think)).await;
+    }
+    false
+}
+
+async fn consume(
+    c: usize,
+    zk: Arc<SimZk>,
+    machine: Consumer,
+    log: QueueLog,
+    until: Instant,
+) -> bool {
+    let mut driver = Driver::new(&*zk, machine);
+    loop {
+        driver.command(QueueCommand::Take);
+        match wait(&mut driver, c, &log, until, None).await {
+            Some(true) => {}
+            Some(false) => return close(&zk).await,
+            None => return false,
+        }
+    }
+}
+
+async fn close(zk: &SimZk) -> bool {
+    let bound = Duration::from_millis(zk.session_timeout_ms());
+    let _ = timeout(bound, zk.close()).await;
+    true
+}
+
+/// Runs until the command's outcome, logging everything: Some(true) when
+/// it went through, Some(false) when the session is lost, None at `until`.
+/// `enqueuing`: the item a producer is enqueuing.
+async fn wait<M: Machine<Command = QueueCommand, Outcome = QueueOutcome>>(
+    driver: &mut Driver<'_, SimZk, M>,
+    c: usize,
+    log: &QueueLog,
+    until: Instant,
+    enqueuing: Option<&str>,
+) -> Option<bool> {
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let outcome = timeout(left, driver.next_outcome()).await.ok()?;
+        let item = |data: &[u8]| String::from_utf8_lossy(data).into_owned();
+        let (event, done) = match outcome {
+            QueueOutcome::Enqueued {
+                name,
+                duplicate_possible,
+            } => (
+                QueueEvent::Enqueued {
+                    item: enqueuing.map_or_else(|| base_name(&name).to_owned(), str::to_owned),
+                    duplicate_possible,
+                },
+                Some(true),
+            ),
+            QueueOutcome::Recovered { found } => (QueueEvent::Recovered { found }, None),
+            QueueOutcome::Claiming { data, .. } => {
+                (QueueEvent::Claiming { item: item(&data) }, None)
+            }
+            QueueOutcome::Taken { name, data } => (
+                QueueEvent::Taken {
+                    item: item(&data),
+                    seq: sequence_of(&name).unwrap_or(0),
+                },
+                Some(true),
+            ),
+            QueueOutcome::Missed { name } => (QueueEvent::Missed { item: name }, None),
+            QueueOutcome::MaybeTaken { data, .. } => {
+                (QueueEvent::MaybeTaken { item: item(&data) }, Some(true))
+            }
+            QueueOutcome::Woken => continue,
+            QueueOutcome::Lost { .. } => (QueueEvent::Lost, Some(false)),
+            QueueOutcome::Refused { command } => (
+                QueueEvent::Failed {
+                    error: format!("{command:?} refused"),
+                },
+                Some(false),
+            ),
+            QueueOutcome::Failed(e) => (
+                QueueEvent::Failed {
+                    error: format!("{e:?}"),
+                },
+                Some(false),
+            ),
+        };
+        push(log, c, event);
+        if let Some(done) = done {
+            return Some(done);
+        }
+    }
+}

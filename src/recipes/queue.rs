@@ -1,0 +1,665 @@
+//! Distributed queue and priority queue (recipes page, "Queues" and
+//! "Priority Queues").
+//!
+//! A producer creates `dir/qn-<guid>-<k>-` PERSISTENT_SEQUENTIAL with the
+//! item as data (a priority queue: `dir/queue-<YY>-<guid>-<k>-`, YY the
+//! priority, lower first). A consumer lists `dir` with a watch, takes the
+//! head — lowest sequence number; for a priority queue lowest (priority,
+//! sequence) — by reading it and deleting it; NoNode means another consumer
+//! took it: it tries the next. An empty queue waits for NodeChildrenChanged.
+//! A priority consumer throws its list away on every child event, since a
+//! more urgent item may have arrived.
+//!
+//! What is promised under ConnectionLoss:
+//! * enqueue: the producer syncs and looks for its `<guid>-<k>-` name, and
+//!   creates again only if absent — an item is never lost, and duplicated
+//!   only if a consumer took the first copy between the loss and the search
+//!   (reported as `Enqueued { duplicate_possible: true }`);
+//! * take: a delete is retried after the reconnect; NoNode on the retry
+//!   means the first delete may have been ours — `MaybeTaken`, the page's
+//!   "at most once" caveat made explicit instead of silent.
+//!
+//! ```
+//! # use zoosim::client::local::{LocalConfig, LocalServer};
+//! # use zoosim::recipes::queue::{Consumer, Producer, QueueClient};
+//! # futures::executor::block_on(async {
+//! let server = LocalServer::new(LocalConfig::default());
+//! let zk = server.connect(4000);
+//! let mut producer = QueueClient::new(&zk, Producer::new("/jobs", "p1", None));
+//! producer.enqueue(b"job 1".to_vec()).await.expect("enqueued");
+//! let mut consumer = QueueClient::new(&zk, Consumer::new("/jobs", false));
+//! assert_eq!(consumer.take().await.expect("taken"), b"job 1".to_vec());
+//! # });
+//! ```
+
+use super::{
+    ancestors, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine, Output,
+    Pending,
+};
+use crate::client::Zk;
+use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
+
+/// The item names' common start.
+const PLAIN: &str = "qn-";
+const PRIORITY: &str = "queue-";
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum QueueCommand {
+    Enqueue,
+    Take,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum QueueOutcome {
+    /// The item is in the queue as `name`.
+    Enqueued {
+        name: String,
+        duplicate_possible: bool,
+    },
+    /// After a ConnectionLoss on the create: whether the search found it.
+    Recovered {
+        found: bool,
+    },
+    /// About to delete `name` (read as `data`): if the client dies now, the
+    /// item may be gone without anyone having reported it.
+    Claiming {
+        name: String,
+        data: Vec<u8>,
+    },
+    /// The item is ours: deleted by us.
+    Taken {
+        name: String,
+        data: Vec<u8>,
+    },
+    /// Another consumer took `name` first (NoNode).
+    Missed {
+        name: String,
+    },
+    /// Our delete met ConnectionLoss and its retry NoNode: the item is gone,
+    /// taken by us or by someone else.
+    MaybeTaken {
+        name: String,
+        data: Vec<u8>,
+    },
+    /// A child event reached an idle or waiting consumer.
+    Woken,
+    /// The session ended: start over with a new one.
+    Lost {
+        reason: ZkError,
+    },
+    Refused {
+        command: QueueCommand,
+    },
+    Failed(ZkError),
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum ProducerPhase {
+    Idle,
+    Creating(Pending),
+    Syncing(Pending),
+    Searching(Pending),
+    Over,
+}
+
+/// A queue producer: one item at a time.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Producer {
+    dir: String,
+    guid: String,
+    priority: Option<u8>,
+    io: Io<QueueOutcome>,
+    phase: ProducerPhase,
+    /// The item being enqueued: its number and data.
+    item: u64,
+    data: Vec<u8>,
+    lost: Option<Pending>,
+    searched: bool,
+}
+
+impl Producer {
+    /// A producer for `dir` (created if missing); `priority` (0–99, lower
+    /// first) makes it a priority queue's. `guid` unique to the session.
+    pub fn new(dir: &str, guid: &str, priority: Option<u8>) -> Producer {
+        assert!(
+            priority.is_none_or(|p| p < 100),
+            "priorities are two digits"
+        );
+        assert!(
+            !guid.is_empty() && !guid.contains('/'),
+            "a guid is one non-empty path component, got {guid:?}"
+        );
+        Producer {
+            dir: dir.to_owned(),
+            guid: guid.to_owned(),
+            priority,
+            io: Io::new(),
+            phase: ProducerPhase::Idle,
+            item: 0,
+            data: Vec::new(),
+            lost: None,
+            searched: false,
+        }
+    }
+
+    /// Sets the data of the next item (the command carries no payload, so
+    /// the machine stays a small Copy-command machine).
+    pub fn set_item(&mut self, data: Vec<u8>) {
+        assert_eq!(self.phase, ProducerPhase::Idle, "one item at a time");
+        self.data = data;
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.phase == ProducerPhase::Idle
+    }
+
+    pub fn session_ended(&self) -> bool {
+        self.io.has_ended()
+    }
+
+    /// `qn-<guid>-<k>-` or `queue-<YY>-<guid>-<k>-`.
+    fn prefix(&self) -> String {
+        match self.priority {
+            None => format!("{PLAIN}{}-{}-", self.guid, self.item),
+            Some(p) => format!("{PRIORITY}{p:02}-{}-{}-", self.guid, self.item),
+        }
+    }
+
+    fn create(&mut self, with_parents: bool) {
+        if with_parents {
+            for path in ancestors(&self.dir).into_iter().chain([self.dir.clone()]) {
+                self.io.send(Op::Create {
+                    path,
+                    data: vec![],
+                    mode: CreateMode::Persistent,
+                });
+            }
+        }
+        let req = self.io.send(Op::Create {
+            path: child_path(&self.dir, &self.prefix()),
+            data: self.data.clone(),
+            mode: CreateMode::PersistentSequential,
+        });
+        self.phase = ProducerPhase::Creating(req);
+    }
+
+    fn sync(&mut self) {
+        let req = self.io.send(Op::Sync {
+            path: self.dir.clone(),
+        });
+        self.phase = ProducerPhase::Syncing(req);
+    }
+
+    fn search(&mut self) {
+        let req = self.io.send(Op::GetChildren {
+            path: self.dir.clone(),
+            watch: false,
+        });
+        self.phase = ProducerPhase::Searching(req);
+    }
+
+    fn current(&self) -> Option<Pending> {
+        match &self.phase {
+            ProducerPhase::Creating(p)
+            | ProducerPhase::Syncing(p)
+            | ProducerPhase::Searching(p) => Some(*p),
+            _ => None,
+        }
+    }
+
+    fn resend(&mut self) {
+        self.lost = None;
+        match self.phase {
+            // The create's outcome is unknown: look before creating again.
+            ProducerPhase::Creating(_) | ProducerPhase::Syncing(_) => self.sync(),
+            ProducerPhase::Searching(_) => self.search(),
+            _ => unreachable!("nothing to send again"),
+        }
+    }
+
+    fn enqueued(&mut self, name: String) {
+        self.io.report(QueueOutcome::Enqueued {
+            name,
+            duplicate_possible: self.searched,
+        });
+        self.item += 1;
+        self.searched = false;
+        self.phase = ProducerPhase::Idle;
+    }
+
+    fn end(&mut self, reason: ZkError) {
+        if !matches!(self.phase, ProducerPhase::Idle | ProducerPhase::Over) {
+            self.io.report(QueueOutcome::Lost { reason });
+        }
+        self.phase = ProducerPhase::Over;
+        self.lost = None;
+    }
+
+    fn on_reply(&mut self, result: Result<Reply, ZkError>) {
+        let reply = match result {
+            Ok(r) => r,
+            Err(e) => match classify(e) {
+                Failure::SessionEnded => return self.end(ZkError::SessionExpired),
+                Failure::Unknown => {
+                    let p = self.current().expect("a reply to the current request");
+                    if self.io.may_retry(p) {
+                        self.resend();
+                    } else {
+                        self.lost = Some(p);
+                    }
+                    return;
+                }
+                Failure::Answer(ZkError::NoNode) => {
+                    return match self.phase {
+                        ProducerPhase::Creating(_) => self.create(true),
+                        ProducerPhase::Syncing(_) => self.search(),
+                        ProducerPhase::Searching(_) => {
+                            self.io.report(QueueOutcome::Recovered { found: false });
+                            self.create(true)
+                        }
+                        _ => unreachable!(),
+                    };
+                }
+                Failure::Answer(e) => {
+                    self.io.report(QueueOutcome::Failed(e));
+                    self.phase = ProducerPhase::Over;
+                    return;
+                }
+            },
+        };
+        match (self.phase.clone(), reply) {
+            (ProducerPhase::Creating(_), Reply::Create { path, .. }) => self.enqueued(path),
+            (ProducerPhase::Syncing(_), Reply::Sync) => self.search(),
+            (ProducerPhase::Searching(_), Reply::GetChildren { children, .. }) => {
+                self.searched = true;
+                let prefix = self.prefix();
+                let found = children.iter().find(|c| c.starts_with(&prefix)).cloned();
+                self.io.report(QueueOutcome::Recovered {
+                    found: found.is_some(),
+                });
+                match found {
+                    Some(name) => self.enqueued(child_path(&self.dir, &name)),
+                    None => self.create(false),
+                }
+            }
+            (phase, reply) => unreachable!("producer: {reply:?} in {phase:?}"),
+        }
+    }
+}
+
+impl Machine for Producer {
+    type Command = QueueCommand;
+    type Outcome = QueueOutcome;
+
+    fn handle(&mut self, input: Input<QueueCommand>) {
+        match input {
+            Input::Command(QueueCommand::Enqueue) if self.phase == ProducerPhase::Idle => {
+                self.create(false)
+            }
+            Input::Command(command) => self.io.report(QueueOutcome::Refused { command }),
+            Input::Reply(id, result) => {
+                if self.current().map(|p| p.op) == Some(id) {
+                    self.on_reply(result);
+                } else if result == Err(ZkError::SessionExpired) {
+                    self.end(ZkError::SessionExpired);
+                }
+            }
+            Input::Watch(_) => {}
+            Input::Session(event) => {
+                if self.io.on_session(event) {
+                    return self.end(ZkError::SessionExpired);
+                }
+                if event == SessionEvent::Connected {
+                    if let Some(p) = self.lost {
+                        if self.io.may_retry(p) {
+                            self.resend();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<QueueOutcome>> {
+        self.io.poll()
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum ConsumerPhase {
+    Idle,
+    Listing(Pending),
+    /// The queue was empty: waiting for NodeChildrenChanged.
+    Waiting,
+    Reading {
+        req: Pending,
+        name: String,
+    },
+    Deleting {
+        req: Pending,
+        name: String,
+        data: Vec<u8>,
+        /// Sent again after a ConnectionLoss.
+        retried: bool,
+    },
+    Over,
+}
+
+/// A queue consumer: takes one item per `Take`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Consumer {
+    dir: String,
+    priority: bool,
+    io: Io<QueueOutcome>,
+    phase: ConsumerPhase,
+    /// The rest of the last list, head first.
+    candidates: Vec<String>,
+    /// A child event came since the last list (a priority consumer then
+    /// lists again rather than trusting `candidates`).
+    stale: bool,
+    lost: Option<Pending>,
+}
+
+impl Consumer {
+    /// A consumer of `dir`; `priority` for a priority queue.
+    pub fn new(dir: &str, priority: bool) -> Consumer {
+        Consumer {
+            dir: dir.to_owned(),
+            priority,
+            io: Io::new(),
+            phase: ConsumerPhase::Idle,
+            candidates: Vec::new(),
+            stale: false,
+            lost: None,
+        }
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.phase == ConsumerPhase::Idle
+    }
+
+    pub fn session_ended(&self) -> bool {
+        self.io.has_ended()
+    }
+
+    /// Queue items in the order they are taken.
+    fn order(&self, children: &[String]) -> Vec<String> {
+        let marker = if self.priority { PRIORITY } else { PLAIN };
+        let mut items: Vec<((u8, u64), &String)> = children
+            .iter()
+            .filter(|c| c.starts_with(marker))
+            .filter_map(|c| {
+                let seq = sequence_of(c)?;
+                let priority = if self.priority {
+                    c[PRIORITY.len()..].get(..2)?.parse().ok()?
+                } else {
+                    0
+                };
+                Some(((priority, seq), c))
+            })
+            .collect();
+        items.sort();
+        items.into_iter().map(|(_, c)| c.clone()).collect()
+    }
+
+    fn list(&mut self) {
+        self.stale = false;
+        let req = self.io.send(Op::GetChildren {
+            path: self.dir.clone(),
+            watch: true,
+        });
+        self.phase = ConsumerPhase::Listing(req);
+    }
+
+    /// The next candidate, or a fresh list.
+    fn next(&mut self) {
+        if self.candidates.is_empty() || (self.priority && self.stale) {
+            return self.list();
+        }
+        let name = self.candidates.remove(0);
+        let req = self.io.send(Op::GetData {
+            path: child_path(&self.dir, &name),
+            watch: false,
+        });
+        self.phase = ConsumerPhase::Reading { req, name };
+    }
+
+    fn delete(&mut self, name: String, data: Vec<u8>, retried: bool) {
+        if !retried {
+            self.io.report(QueueOutcome::Claiming {
+                name: name.clone(),
+                data: data.clone(),
+            });
+        }
+        let req = self.io.send(Op::Delete {
+            path: child_path(&self.dir, &name),
+            version: -1,
+        });
+        self.phase = ConsumerPhase::Deleting {
+            req,
+            name,
+            data,
+            retried,
+        };
+    }
+
+    fn current(&self) -> Option<Pending> {
+        match &self.phase {
+            ConsumerPhase::Listing(p)
+            | ConsumerPhase::Reading { req: p, .. }
+            | ConsumerPhase::Deleting { req: p, .. } => Some(*p),
+            _ => None,
+        }
+    }
+
+    fn resend(&mut self) {
+        self.lost = None;
+        match self.phase.clone() {
+            ConsumerPhase::Listing(_) => self.list(),
+            ConsumerPhase::Reading { name, .. } => {
+                self.candidates.insert(0, name);
+                self.next();
+            }
+            ConsumerPhase::Deleting { name, data, .. } => self.delete(name, data, true),
+            phase => unreachable!("nothing to send again in {phase:?}"),
+        }
+    }
+
+    fn end(&mut self, reason: ZkError) {
+        if !matches!(self.phase, ConsumerPhase::Idle | ConsumerPhase::Over) {
+            self.io.report(QueueOutcome::Lost { reason });
+        }
+        self.phase = ConsumerPhase::Over;
+        self.lost = None;
+    }
+
+    fn on_reply(&mut self, result: Result<Reply, ZkError>) {
+        let phase = self.phase.clone();
+        let reply = match result {
+            Ok(r) => r,
+            Err(e) => match classify(e) {
+                Failure::SessionEnded => return self.end(ZkError::SessionExpired),
+                Failure::Unknown => {
+                    let p = self.current().expect("a reply to the current request");
+                    if self.io.may_retry(p) {
+                        self.resend();
+                    } else {
+                        self.lost = Some(p);
+                    }
+                    return;
+                }
+                Failure::Answer(ZkError::NoNode) => {
+                    return match phase {
+                        // No queue yet: nothing to take; wait for it by
+                        // watching its creation is not what the page does,
+                        // so list again once something changes.
+                        ConsumerPhase::Listing(_) => {
+                            let req = self.io.send(Op::Exists {
+                                path: self.dir.clone(),
+                                watch: true,
+                            });
+                            self.phase = ConsumerPhase::Listing(req);
+                        }
+                        ConsumerPhase::Reading { name, .. } => {
+                            self.io.report(QueueOutcome::Missed { name });
+                            self.next();
+                        }
+                        ConsumerPhase::Deleting {
+                            name,
+                            data,
+                            retried,
+                            ..
+                        } => {
+                            if retried {
+                                self.io.report(QueueOutcome::MaybeTaken { name, data });
+                                self.phase = ConsumerPhase::Idle;
+                            } else {
+                                self.io.report(QueueOutcome::Missed { name });
+                                self.next();
+                            }
+                        }
+                        _ => unreachable!(),
+                    };
+                }
+                Failure::Answer(e) => {
+                    self.io.report(QueueOutcome::Failed(e));
+                    self.phase = ConsumerPhase::Over;
+                    return;
+                }
+            },
+        };
+        match (phase, reply) {
+            (ConsumerPhase::Listing(_), Reply::GetChildren { children, .. }) => {
+                self.candidates = self.order(&children);
+                if self.candidates.is_empty() {
+                    // The list's watch wakes us when something arrives.
+                    self.phase = ConsumerPhase::Waiting;
+                } else {
+                    self.stale = false;
+                    self.next();
+                }
+            }
+            // The queue's parent did not exist; it does now, or its
+            // creation will wake us.
+            (ConsumerPhase::Listing(_), Reply::Exists(stat)) => match stat {
+                Some(_) => self.list(),
+                None => self.phase = ConsumerPhase::Waiting,
+            },
+            (ConsumerPhase::Reading { name, .. }, Reply::GetData { data, .. }) => {
+                self.delete(name, data, false)
+            }
+            (ConsumerPhase::Deleting { name, data, .. }, Reply::Delete) => {
+                self.io.report(QueueOutcome::Taken { name, data });
+                self.phase = ConsumerPhase::Idle;
+            }
+            (phase, reply) => unreachable!("consumer: {reply:?} in {phase:?}"),
+        }
+    }
+}
+
+impl Machine for Consumer {
+    type Command = QueueCommand;
+    type Outcome = QueueOutcome;
+
+    fn handle(&mut self, input: Input<QueueCommand>) {
+        match input {
+            Input::Command(QueueCommand::Take) if self.phase == ConsumerPhase::Idle => self.next(),
+            Input::Command(command) => self.io.report(QueueOutcome::Refused { command }),
+            Input::Reply(id, result) => {
+                if self.current().map(|p| p.op) == Some(id) {
+                    self.on_reply(result);
+                } else if result == Err(ZkError::SessionExpired) {
+                    self.end(ZkError::SessionExpired);
+                }
+            }
+            Input::Watch(event) => {
+                if matches!(
+                    event.event_type,
+                    EventType::NodeChildrenChanged | EventType::NodeCreated
+                ) {
+                    self.stale = true;
+                    if self.phase == ConsumerPhase::Waiting {
+                        self.io.report(QueueOutcome::Woken);
+                        self.list();
+                    }
+                }
+            }
+            Input::Session(event) => {
+                if self.io.on_session(event) {
+                    return self.end(ZkError::SessionExpired);
+                }
+                if event == SessionEvent::Connected {
+                    if let Some(p) = self.lost {
+                        if self.io.may_retry(p) {
+                            self.resend();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<QueueOutcome>> {
+        self.io.poll()
+    }
+}
+
+/// Why an enqueue or take did not succeed.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum QueueError {
+    Lost(ZkError),
+    Failed(ZkError),
+    Refused,
+    /// The item is gone, maybe to us (ConnectionLoss on the delete).
+    MaybeTaken(Vec<u8>),
+}
+
+/// A producer or consumer for application code.
+pub struct QueueClient<'z, Z: Zk, M: Machine> {
+    driver: Driver<'z, Z, M>,
+}
+
+impl<'z, Z: Zk + Sync, M: Machine<Command = QueueCommand, Outcome = QueueOutcome>>
+    QueueClient<'z, Z, M>
+{
+    pub fn new(zk: &'z Z, machine: M) -> Self {
+        QueueClient {
+            driver: Driver::new(zk, machine),
+        }
+    }
+
+    async fn until_done(&mut self) -> Result<Option<Vec<u8>>, QueueError> {
+        loop {
+            match self.driver.next_outcome().await {
+                QueueOutcome::Enqueued { .. } => return Ok(None),
+                QueueOutcome::Taken { data, .. } => return Ok(Some(data)),
+                QueueOutcome::MaybeTaken { data, .. } => return Err(QueueError::MaybeTaken(data)),
+                QueueOutcome::Lost { reason } => return Err(QueueError::Lost(reason)),
+                QueueOutcome::Failed(e) => return Err(QueueError::Failed(e)),
+                QueueOutcome::Refused { .. } => return Err(QueueError::Refused),
+                _ => {}
+            }
+        }
+    }
+
+    pub fn driver(&mut self) -> &mut Driver<'z, Z, M> {
+        &mut self.driver
+    }
+}
+
+impl<'z, Z: Zk + Sync> QueueClient<'z, Z, Producer> {
+    /// Enqueues one item.
+    pub async fn enqueue(&mut self, data: Vec<u8>) -> Result<(), QueueError> {
+        self.driver.machine_mut().set_item(data);
+        self.driver.command(QueueCommand::Enqueue);
+        self.until_done().await.map(|_| ())
+    }
+}
+
+impl<'z, Z: Zk + Sync> QueueClient<'z, Z, Consumer> {
+    /// Takes the head item, waiting while the queue is empty.
+    pub async fn take(&mut self) -> Result<Vec<u8>, QueueError> {
+        self.driver.command(QueueCommand::Take);
+        Ok(self.until_done().await?.expect("a take ends with an item"))
+    }
+}

@@ -1,0 +1,164 @@
+//! The queue and priority queue recipes on the simulated ensemble, under
+//! the generic randomized fault mix (every fault kind, swarm-mixed per
+//! seed), judged by the queue oracle (src/check/queue.rs): no item taken
+//! twice, none lost, none invented, FIFO per consumer (plain queue), and
+//! the queue drained in the quiet phase. Two producers and three consumers,
+//! Java and Rust flavours alternating, 3 or 5 servers.
+//!
+//! `ZOOSIM_SEED=S` replays one seed; `ZOOSIM_SEEDS=N` widens the sweep;
+//! `ZOOSIM_VERBOSE=1` prints the fault schedule and the report.
+
+#[cfg(not(madsim))]
+compile_error!(
+    "tests/recipe_queue.rs needs `--cfg madsim`, which .cargo/config.toml sets; \
+     a RUSTFLAGS environment variable replaces it: add `--cfg madsim` to it"
+);
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+mod common;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Runtime;
+use madsim::time::{sleep, Instant};
+use zoosim::check::queue::{check_queue, QueueEvent, QueueReport};
+use zoosim::check::Entry;
+use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
+use zoosim::ensemble::sim::workload::queue::{self, QueueWorkload};
+use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
+
+const START_SEED: u64 = 0x9e9e_0000;
+const SEEDS: u64 = 60;
+const T_MS: u64 = 4000;
+const FAULT_PHASE: Duration = Duration::from_secs(20);
+const QUIET: Duration = Duration::from_secs(30);
+
+fn run_seed(seed: u64, priority: bool) -> (QueueReport, BTreeMap<Fault, u64>) {
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    runtime.block_on(async {
+        let servers = if seed % 2 == 1 { 5 } else { 3 };
+        let sync_limit_ticks = thread_rng().gen_range(2..=5);
+        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
+            servers,
+            sync_limit_ticks,
+            init_limit_ticks: 2 * sync_limit_ticks,
+            ..EnsembleConfig::default()
+        }));
+        let faults = nemesis::swarm();
+        let slots: ClientSlots = Arc::default();
+        let workload = QueueWorkload {
+            priority,
+            session_timeout_ms: T_MS,
+            ..QueueWorkload::default()
+        };
+        let fault_end = Instant::now() + FAULT_PHASE;
+        let until = fault_end + Duration::from_secs(3600);
+        let (log, _tasks) =
+            queue::spawn(ensemble.clone(), slots.clone(), &workload, fault_end, until);
+        let config = NemesisConfig::new(faults, T_MS);
+        let injected = nemesis::run(ensemble.clone(), slots.clone(), &config, fault_end).await;
+        sleep(QUIET).await;
+        let mut log: Vec<Entry<QueueEvent>> = log.lock().unwrap().clone();
+        for f in &injected {
+            if f.fault == Fault::ClientCrash {
+                log.push(Entry {
+                    at_ms: f.at.as_millis() as u64,
+                    client: f.client.expect("a crash names its client"),
+                    event: QueueEvent::Crashed,
+                });
+            }
+        }
+        log.sort_by_key(|e| e.at_ms);
+        let leader = ensemble.leader().expect("a leader after the quiet phase");
+        let remaining: Vec<String> = ensemble.with_server(leader, |s| {
+            let tree = s.tree();
+            tree.node(&workload.dir)
+                .map(|dir| {
+                    dir.children
+                        .iter()
+                        .map(|c| {
+                            let node = tree.node(&format!("{}/{c}", workload.dir)).unwrap();
+                            String::from_utf8_lossy(&node.data).into_owned()
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        let report = check_queue(&log, &remaining, !priority, true);
+        if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
+            for f in &injected {
+                eprintln!("{f}");
+            }
+            eprintln!("{report}");
+        }
+        if std::env::var("ZOOSIM_VERBOSE").as_deref() == Ok("2") {
+            for e in &log {
+                eprintln!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event);
+            }
+        }
+        let mut counts = BTreeMap::new();
+        for f in &injected {
+            *counts.entry(f.fault).or_default() += 1;
+        }
+        (report, counts)
+    })
+}
+
+fn sweep(test: &str, priority: bool) {
+    let seeds = common::seeds(START_SEED, SEEDS);
+    let started = std::time::Instant::now();
+    let mut total = QueueReport::default();
+    let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
+    for &seed in &seeds {
+        let (r, f) = common::replaying("recipe_queue", test, seed, || run_seed(seed, priority));
+        assert!(
+            r.is_ok(),
+            "{test}: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} ZOOSIM_VERBOSE=1 \
+             cargo test --test recipe_queue {test} -- --nocapture"
+        );
+        total.enqueued += r.enqueued;
+        total.taken += r.taken;
+        total.maybe_taken += r.maybe_taken;
+        total.unresolved_claims += r.unresolved_claims;
+        total.missed += r.missed;
+        total.duplicates_possible += r.duplicates_possible;
+        total.recovered_found += r.recovered_found;
+        total.recovered_not_found += r.recovered_not_found;
+        for (k, n) in f {
+            *faults.entry(k).or_default() += n;
+        }
+    }
+    eprintln!(
+        "{test}: {} seeds in {:.1} s\n  {total}",
+        seeds.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if seeds.len() >= 50 {
+        for f in Fault::ALL {
+            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
+        }
+        for (what, n) in [
+            ("items taken", total.taken),
+            ("items missed (another consumer first)", total.missed),
+            (
+                "producer searches that found the item",
+                total.recovered_found,
+            ),
+            ("producer searches that did not", total.recovered_not_found),
+        ] {
+            assert!(n > 0, "{what} stayed at zero");
+        }
+    }
+}
+
+#[test]
+fn the_queue_holds_under_all_faults() {
+    sweep("the_queue_holds", false);
+}
+
+#[test]
+fn the_priority_queue_holds_under_all_faults() {
+    sweep("the_priority_queue_holds", true);
+}
