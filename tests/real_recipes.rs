@@ -166,3 +166,188 @@ async fn a_closed_holder_session_passes_the_lock_on() {
     );
     report(test, started);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_delivers_each_item_once_in_order_on_a_real_server() {
+    use zoosim::check::queue::{check_queue, QueueEvent};
+    use zoosim::recipes::queue::{Consumer, Producer, QueueClient, QueueCommand, QueueOutcome};
+    use zoosim::recipes::sequence_of;
+
+    let test = "the_queue_delivers_each_item_once_in_order_on_a_real_server";
+    let Some(server) = shared_server(test) else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = format!("{}/queue", fresh_root(test));
+    let log: Arc<Mutex<Vec<Entry<QueueEvent>>>> = Arc::default();
+    let (producers, items) = (2usize, 15usize);
+    let total = producers * items;
+    let mut tasks = Vec::new();
+    for p in 0..producers {
+        let (zk, dir, log) = (connect(server).await, dir.clone(), log.clone());
+        tasks.push(tokio::spawn(async move {
+            let guid = format!("p{p}");
+            let mut producer = QueueClient::new(&zk, Producer::new(&dir, &guid, None));
+            for k in 0..items {
+                let item = format!("p{p}-{k}");
+                log.lock().unwrap().push(Entry {
+                    at_ms: 0,
+                    client: p,
+                    event: QueueEvent::EnqueueCalled { item: item.clone() },
+                });
+                producer
+                    .enqueue(item.clone().into_bytes())
+                    .await
+                    .expect("enqueue");
+                log.lock().unwrap().push(Entry {
+                    at_ms: 0,
+                    client: p,
+                    event: QueueEvent::Enqueued {
+                        item,
+                        duplicate_possible: false,
+                    },
+                });
+            }
+            zk.close().await.expect("close");
+        }));
+    }
+    let consumers = 2usize;
+    let mut takers = Vec::new();
+    for c in 0..consumers {
+        let (zk, dir, log) = (connect(server).await, dir.clone(), log.clone());
+        takers.push(tokio::spawn(async move {
+            let client = producers + c;
+            let mut driver = Driver::new(&zk, Consumer::new(&dir, false));
+            loop {
+                driver.command(QueueCommand::Take);
+                let (name, data) = loop {
+                    match driver.next_outcome().await {
+                        QueueOutcome::Taken { name, data } => break (name, data),
+                        QueueOutcome::Missed { .. }
+                        | QueueOutcome::Claiming { .. }
+                        | QueueOutcome::Woken => {}
+                        other => panic!("consumer {c}: {other:?} without faults"),
+                    }
+                };
+                let item = String::from_utf8(data).expect("utf-8 items");
+                if item == "stop" {
+                    break;
+                }
+                log.lock().unwrap().push(Entry {
+                    at_ms: 0,
+                    client,
+                    event: QueueEvent::Taken {
+                        item,
+                        seq: sequence_of(&name).expect("a sequential name"),
+                    },
+                });
+            }
+            zk.close().await.expect("close");
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .expect("every producer finishes")
+            .expect("no producer panics");
+    }
+    // One poison pill per consumer, behind every item.
+    let zk = connect(server).await;
+    let mut stopper = QueueClient::new(&zk, Producer::new(&dir, "stopper", None));
+    for _ in 0..consumers {
+        stopper
+            .enqueue(b"stop".to_vec())
+            .await
+            .expect("enqueue stop");
+    }
+    for t in takers {
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .expect("every consumer finishes")
+            .expect("no consumer panics");
+    }
+    let log = log.lock().unwrap().clone();
+    let r = check_queue(&log, &[], true, true);
+    eprintln!("{r}");
+    assert!(r.is_ok(), "{r}");
+    assert_eq!((r.enqueued, r.taken), (total as u64, total as u64));
+    report(test, started);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn election_and_shared_lock_on_a_real_server() {
+    use zoosim::recipes::election::{Election, ElectionClient};
+
+    let test = "election_and_shared_lock_on_a_real_server";
+    let Some(server) = shared_server(test) else {
+        return;
+    };
+    let started = Instant::now();
+    let root = fresh_root(test);
+    // Three candidates: one leads at a time, each new leader's epoch larger.
+    // Leaked: the candidates' tasks outlive this scope's borrows.
+    let a = connect(server).await;
+    let b: &'static RealZk = Box::leak(Box::new(connect(server).await));
+    let c: &'static RealZk = Box::leak(Box::new(connect(server).await));
+    let dir = format!("{root}/election");
+    let mut ca = ElectionClient::new(&a, Election::new(&dir, "a"));
+    let mut cb = ElectionClient::new(b, Election::new(&dir, "b"));
+    let mut cc = ElectionClient::new(c, Election::new(&dir, "c"));
+    let first = ca.lead().await.expect("a leads");
+    let b_wait = tokio::spawn(async move {
+        let epoch = cb.lead().await.expect("b leads");
+        (epoch, cb.is_leader(), cb)
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!b_wait.is_finished(), "b waits while a leads");
+    ca.resign().await.expect("a resigns");
+    let (second, b_leads, mut cb) = tokio::time::timeout(Duration::from_secs(10), b_wait)
+        .await
+        .expect("b is elected")
+        .expect("b's task");
+    assert!(b_leads && second > first, "epochs {first} then {second}");
+    // c joins behind b, and b's session dies: c leads.
+    let c_wait = tokio::spawn(async move { cc.lead().await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    b.close().await.expect("close");
+    let third = tokio::time::timeout(Duration::from_secs(10), c_wait)
+        .await
+        .expect("c is elected")
+        .expect("c's task")
+        .expect("c leads");
+    assert!(third > second);
+    assert!(!cb.is_leader(), "a closed session does not lead");
+
+    // Shared lock: two readers hold together; a writer waits for both.
+    let rw = format!("{root}/rw");
+    let (r1, r2, w) = (
+        connect(server).await,
+        connect(server).await,
+        connect(server).await,
+    );
+    let mut l1 = LockClient::new(&r1, Lock::read(&rw, "r1"));
+    let mut l2 = LockClient::new(&r2, Lock::read(&rw, "r2"));
+    l1.acquire().await.expect("r1 reads");
+    l2.acquire().await.expect("r2 reads too");
+    let writer = tokio::spawn(async move {
+        let mut lw = LockClient::new(&w, Lock::write(&rw, "w"));
+        let token = lw.acquire().await.expect("w writes");
+        (token, Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!writer.is_finished(), "the writer waits for the readers");
+    l1.release().await.expect("r1 done");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !writer.is_finished(),
+        "the writer waits for the last reader"
+    );
+    let released = Instant::now();
+    l2.release().await.expect("r2 done");
+    let (_, at) = tokio::time::timeout(Duration::from_secs(10), writer)
+        .await
+        .expect("the writer gets it")
+        .expect("the writer's task");
+    assert!(at >= released);
+    report(test, started);
+}
