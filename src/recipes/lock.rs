@@ -401,6 +401,9 @@ impl Lock {
     }
 
     fn end(&mut self, reason: ZkError) {
+        if reason == ZkError::SessionExpired {
+            self.io.end(); // a SessionExpired reply says so as much as the event
+        }
         if self.keep_after_expiry && self.phase == Phase::Held {
             // BUG (election/keep-leadership-after-expiry, CURATOR-696):
             // goes on acting as holder with a session that is gone.

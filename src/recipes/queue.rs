@@ -228,6 +228,9 @@ impl Producer {
     }
 
     fn end(&mut self, reason: ZkError) {
+        if reason == ZkError::SessionExpired {
+            self.io.end(); // a SessionExpired reply says so as much as the event
+        }
         if !matches!(self.phase, ProducerPhase::Idle | ProducerPhase::Over) {
             self.io.report(QueueOutcome::Lost { reason });
         }
@@ -466,6 +469,9 @@ impl Consumer {
     }
 
     fn end(&mut self, reason: ZkError) {
+        if reason == ZkError::SessionExpired {
+            self.io.end(); // a SessionExpired reply says so as much as the event
+        }
         if !matches!(self.phase, ConsumerPhase::Idle | ConsumerPhase::Over) {
             self.io.report(QueueOutcome::Lost { reason });
         }
@@ -661,5 +667,335 @@ impl<'z, Z: Zk + Sync> QueueClient<'z, Z, Consumer> {
     pub async fn take(&mut self) -> Result<Vec<u8>, QueueError> {
         self.driver.command(QueueCommand::Take);
         Ok(self.until_done().await?.expect("a take ends with an item"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{Stat, WatchEvent};
+
+    /// Drains a machine: (requests sent, outcomes reported).
+    fn drain<M: Machine>(m: &mut M) -> (Vec<(u64, Op)>, Vec<M::Outcome>) {
+        let (mut sends, mut outcomes) = (Vec::new(), Vec::new());
+        while let Some(o) = m.poll() {
+            match o {
+                Output::Send(id, op) => sends.push((id, op)),
+                Output::Outcome(x) => outcomes.push(x),
+            }
+        }
+        (sends, outcomes)
+    }
+
+    fn created(path: &str) -> Result<Reply, ZkError> {
+        Ok(Reply::Create {
+            path: path.into(),
+            stat: Stat::default(),
+        })
+    }
+
+    fn children(names: &[&str]) -> Result<Reply, ZkError> {
+        Ok(Reply::GetChildren {
+            children: names.iter().map(|n| n.to_string()).collect(),
+            stat: Stat::default(),
+        })
+    }
+
+    fn producer() -> Producer {
+        let mut p = Producer::new("/q", "g", None);
+        p.set_item(b"x".to_vec());
+        p.handle(Input::Command(QueueCommand::Enqueue));
+        p
+    }
+
+    #[test]
+    fn a_producer_creates_a_sequential_node_with_the_item() {
+        let mut p = producer();
+        let (sends, _) = drain(&mut p);
+        assert_eq!(
+            sends,
+            vec![(
+                0,
+                Op::Create {
+                    path: "/q/qn-g-0-".into(),
+                    data: b"x".to_vec(),
+                    mode: CreateMode::PersistentSequential
+                }
+            )]
+        );
+        p.handle(Input::Reply(0, created("/q/qn-g-0-0000000007")));
+        let (_, out) = drain(&mut p);
+        assert_eq!(
+            out,
+            vec![QueueOutcome::Enqueued {
+                name: "/q/qn-g-0-0000000007".into(),
+                duplicate_possible: false
+            }]
+        );
+        assert!(p.is_idle());
+        // The next item is number 1; priorities go into the name.
+        let mut q = Producer::new("/q", "g", Some(3));
+        q.handle(Input::Command(QueueCommand::Enqueue));
+        let (sends, _) = drain(&mut q);
+        assert!(matches!(&sends[0].1, Op::Create { path, .. } if path == "/q/queue-03-g-0-"));
+    }
+
+    #[test]
+    fn a_producer_creates_missing_parents() {
+        let mut p = Producer::new("/a/q", "g", None);
+        p.handle(Input::Command(QueueCommand::Enqueue));
+        drain(&mut p);
+        p.handle(Input::Reply(0, Err(ZkError::NoNode)));
+        let (sends, _) = drain(&mut p);
+        let paths: Vec<&str> = sends
+            .iter()
+            .map(|(_, op)| match op {
+                Op::Create { path, .. } => path.as_str(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(paths, vec!["/a", "/a/q", "/a/q/qn-g-0-"]);
+        // The parents' replies are ignored.
+        p.handle(Input::Reply(1, Err(ZkError::NodeExists)));
+        assert!(drain(&mut p).1.is_empty());
+    }
+
+    #[test]
+    fn a_producer_searches_before_creating_again_after_connection_loss() {
+        let mut p = producer();
+        drain(&mut p);
+        p.handle(Input::Reply(0, Err(ZkError::ConnectionLoss)));
+        assert!(
+            drain(&mut p).0.is_empty(),
+            "nothing sent while disconnected"
+        );
+        p.handle(Input::Session(SessionEvent::Disconnected));
+        p.handle(Input::Session(SessionEvent::Connected));
+        let (sends, _) = drain(&mut p);
+        assert_eq!(sends, vec![(1, Op::Sync { path: "/q".into() })]);
+        p.handle(Input::Reply(1, Ok(Reply::Sync)));
+        let (sends, _) = drain(&mut p);
+        assert!(matches!(&sends[0].1, Op::GetChildren { watch: false, .. }));
+        // Found: enqueued, flagged.
+        let mut found = p.clone();
+        found.handle(Input::Reply(
+            2,
+            children(&["qn-h-0-0000000001", "qn-g-0-0000000002"]),
+        ));
+        let (_, out) = drain(&mut found);
+        assert_eq!(
+            out,
+            vec![
+                QueueOutcome::Recovered { found: true },
+                QueueOutcome::Enqueued {
+                    name: "/q/qn-g-0-0000000002".into(),
+                    duplicate_possible: true
+                }
+            ]
+        );
+        // Not found: created again.
+        p.handle(Input::Reply(2, children(&["qn-h-0-0000000001"])));
+        let (sends, out) = drain(&mut p);
+        assert_eq!(out, vec![QueueOutcome::Recovered { found: false }]);
+        assert!(matches!(&sends[0].1, Op::Create { path, .. } if path == "/q/qn-g-0-"));
+    }
+
+    #[test]
+    fn a_producer_reports_a_lost_session_and_refuses_after() {
+        let mut p = producer();
+        drain(&mut p);
+        p.handle(Input::Reply(0, Err(ZkError::SessionExpired)));
+        let (_, out) = drain(&mut p);
+        assert_eq!(
+            out,
+            vec![QueueOutcome::Lost {
+                reason: ZkError::SessionExpired
+            }]
+        );
+        assert!(p.session_ended());
+        p.handle(Input::Command(QueueCommand::Enqueue));
+        let (sends, out) = drain(&mut p);
+        assert!(sends.is_empty());
+        assert_eq!(
+            out,
+            vec![QueueOutcome::Refused {
+                command: QueueCommand::Enqueue
+            }]
+        );
+    }
+
+    fn consumer(priority: bool) -> Consumer {
+        let mut c = Consumer::new("/q", priority);
+        c.handle(Input::Command(QueueCommand::Take));
+        c
+    }
+
+    #[test]
+    fn a_consumer_waits_on_an_empty_queue_for_a_child_event() {
+        let mut c = consumer(false);
+        let (sends, _) = drain(&mut c);
+        assert_eq!(
+            sends,
+            vec![(
+                0,
+                Op::GetChildren {
+                    path: "/q".into(),
+                    watch: true
+                }
+            )]
+        );
+        c.handle(Input::Reply(0, children(&["lock-0000000001"])));
+        assert!(drain(&mut c).0.is_empty(), "no items: wait");
+        c.handle(Input::Watch(WatchEvent {
+            event_type: EventType::NodeChildrenChanged,
+            path: "/q".into(),
+        }));
+        let (sends, out) = drain(&mut c);
+        assert_eq!(out, vec![QueueOutcome::Woken]);
+        assert!(matches!(&sends[0].1, Op::GetChildren { watch: true, .. }));
+    }
+
+    #[test]
+    fn a_consumer_takes_the_head_and_moves_on_when_beaten() {
+        let mut c = consumer(false);
+        drain(&mut c);
+        c.handle(Input::Reply(
+            0,
+            children(&[
+                "qn-b-0-0000000009",
+                "qn-a-0-0000000003",
+                "qn-c-0-0000000005",
+            ]),
+        ));
+        let (sends, _) = drain(&mut c);
+        assert!(matches!(&sends[0].1, Op::GetData { path, .. } if path == "/q/qn-a-0-0000000003"));
+        // Another consumer took it before we read it.
+        c.handle(Input::Reply(1, Err(ZkError::NoNode)));
+        let (sends, out) = drain(&mut c);
+        assert_eq!(
+            out,
+            vec![QueueOutcome::Missed {
+                name: "qn-a-0-0000000003".into()
+            }]
+        );
+        assert!(matches!(&sends[0].1, Op::GetData { path, .. } if path == "/q/qn-c-0-0000000005"));
+        c.handle(Input::Reply(
+            2,
+            Ok(Reply::GetData {
+                data: b"item".to_vec(),
+                stat: Stat::default(),
+            }),
+        ));
+        let (sends, out) = drain(&mut c);
+        assert_eq!(
+            out,
+            vec![QueueOutcome::Claiming {
+                name: "qn-c-0-0000000005".into(),
+                data: b"item".to_vec()
+            }]
+        );
+        assert!(matches!(&sends[0].1, Op::Delete { version: -1, .. }));
+        // Beaten at the delete: the next candidate.
+        let mut beaten = c.clone();
+        beaten.handle(Input::Reply(3, Err(ZkError::NoNode)));
+        let (sends, _) = drain(&mut beaten);
+        assert!(matches!(&sends[0].1, Op::GetData { path, .. } if path == "/q/qn-b-0-0000000009"));
+        c.handle(Input::Reply(3, Ok(Reply::Delete)));
+        let (_, out) = drain(&mut c);
+        assert_eq!(
+            out,
+            vec![QueueOutcome::Taken {
+                name: "qn-c-0-0000000005".into(),
+                data: b"item".to_vec()
+            }]
+        );
+        assert!(c.is_idle());
+    }
+
+    #[test]
+    fn a_lost_delete_is_retried_and_may_end_unknown() {
+        let mut c = consumer(false);
+        drain(&mut c);
+        c.handle(Input::Reply(0, children(&["qn-a-0-0000000001"])));
+        drain(&mut c);
+        c.handle(Input::Reply(
+            1,
+            Ok(Reply::GetData {
+                data: b"i".to_vec(),
+                stat: Stat::default(),
+            }),
+        ));
+        drain(&mut c);
+        c.handle(Input::Reply(2, Err(ZkError::ConnectionLoss)));
+        assert!(drain(&mut c).0.is_empty());
+        c.handle(Input::Session(SessionEvent::Connected));
+        let (sends, out) = drain(&mut c);
+        assert!(out.is_empty(), "no second Claiming");
+        assert!(matches!(&sends[0].1, Op::Delete { .. }));
+        let mut done = c.clone();
+        done.handle(Input::Reply(3, Ok(Reply::Delete)));
+        assert!(matches!(drain(&mut done).1[0], QueueOutcome::Taken { .. }));
+        c.handle(Input::Reply(3, Err(ZkError::NoNode)));
+        let (_, out) = drain(&mut c);
+        assert_eq!(
+            out,
+            vec![QueueOutcome::MaybeTaken {
+                name: "qn-a-0-0000000001".into(),
+                data: b"i".to_vec()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_priority_consumer_orders_by_priority_and_relists_after_events() {
+        let mut c = consumer(true);
+        drain(&mut c);
+        c.handle(Input::Reply(
+            0,
+            children(&[
+                "queue-05-a-0-0000000001",
+                "queue-01-b-0-0000000004",
+                "qn-x-0-0000000000",
+            ]),
+        ));
+        let (sends, _) = drain(&mut c);
+        assert!(
+            matches!(&sends[0].1, Op::GetData { path, .. } if path == "/q/queue-01-b-0-0000000004")
+        );
+        // A child event while working: the next step lists afresh.
+        c.handle(Input::Watch(WatchEvent {
+            event_type: EventType::NodeChildrenChanged,
+            path: "/q".into(),
+        }));
+        c.handle(Input::Reply(1, Err(ZkError::NoNode)));
+        let (sends, _) = drain(&mut c);
+        assert!(matches!(&sends[0].1, Op::GetChildren { watch: true, .. }));
+    }
+
+    #[test]
+    fn a_consumer_of_a_missing_queue_waits_for_its_creation() {
+        let mut c = consumer(false);
+        drain(&mut c);
+        c.handle(Input::Reply(0, Err(ZkError::NoNode)));
+        let (sends, _) = drain(&mut c);
+        assert_eq!(
+            sends,
+            vec![(
+                1,
+                Op::Exists {
+                    path: "/q".into(),
+                    watch: true
+                }
+            )]
+        );
+        c.handle(Input::Reply(1, Ok(Reply::Exists(None))));
+        assert!(drain(&mut c).0.is_empty());
+        c.handle(Input::Watch(WatchEvent {
+            event_type: EventType::NodeCreated,
+            path: "/q".into(),
+        }));
+        let (sends, out) = drain(&mut c);
+        assert_eq!(out, vec![QueueOutcome::Woken]);
+        assert!(matches!(&sends[0].1, Op::GetChildren { .. }));
     }
 }
