@@ -9,18 +9,27 @@
 //! would be taken for news about a state the machine has not seen yet — a
 //! lock waiter would then take its predecessor's NodeDeleted before the
 //! exists() reply that says the node is there, and wait for ever.
+//!
+//! Cancellation-safe: a request in flight is kept by the driver, so a
+//! caller may put a timeout around [`Driver::next_outcome`] and call it
+//! again later without losing the reply.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 
 use super::{Input, Machine, OpId, Output};
 use crate::client::Zk;
-use crate::proto::{ClientEvent, Op};
+use crate::proto::{ClientEvent, Op, Reply, ZkError};
+
+type Call<'z> = Pin<Box<dyn Future<Output = Result<Reply, ZkError>> + Send + 'z>>;
 
 pub struct Driver<'z, Z: Zk, M: Machine> {
     zk: &'z Z,
     machine: M,
     outcomes: VecDeque<M::Outcome>,
     sends: VecDeque<(OpId, Op)>,
+    in_flight: Option<(OpId, Call<'z>)>,
 }
 
 impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
@@ -30,6 +39,7 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
             machine,
             outcomes: VecDeque::new(),
             sends: VecDeque::new(),
+            in_flight: None,
         }
     }
 
@@ -81,9 +91,15 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
     /// to send, wait for one event.
     pub async fn step(&mut self) {
         self.collect();
-        match self.sends.pop_front() {
-            Some((id, op)) => {
-                let result = self.zk.call(op).await;
+        if self.in_flight.is_none() {
+            if let Some((id, op)) = self.sends.pop_front() {
+                self.in_flight = Some((id, Box::pin(self.zk.call(op))));
+            }
+        }
+        match &mut self.in_flight {
+            Some((id, call)) => {
+                let (id, result) = (*id, call.as_mut().await);
+                self.in_flight = None;
                 self.machine.handle(Input::Reply(id, result));
                 while let Some(event) = self.zk.try_next_event() {
                     self.deliver(event);

@@ -1,0 +1,197 @@
+//! Clients following one configuration node and raising the counter it
+//! holds with compare-and-set updates until `update_until`, then only
+//! following, under whatever the nemesis does. Every outcome goes into the
+//! log [`crate::check::config`] judges.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Handle;
+use madsim::task::JoinHandle;
+use madsim::time::{sleep, timeout, Instant};
+
+use super::now_ms;
+use crate::check::config::ConfigEvent;
+use crate::check::Entry;
+use crate::client::Zk;
+use crate::ensemble::sim::nemesis::ClientSlots;
+use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
+use crate::recipes::config::{Config, ConfigCommand, ConfigOutcome};
+use crate::recipes::Driver;
+
+#[derive(Clone, Debug)]
+pub struct ConfigWorkload {
+    pub path: String,
+    pub clients: usize,
+    pub think_ms_max: u64,
+    pub session_timeout_ms: u64,
+}
+
+impl Default for ConfigWorkload {
+    fn default() -> Self {
+        ConfigWorkload {
+            path: "/config".into(),
+            clients: 4,
+            think_ms_max: 200,
+            session_timeout_ms: 4000,
+        }
+    }
+}
+
+pub type ConfigLog = Arc<Mutex<Vec<Entry<ConfigEvent>>>>;
+
+fn push(log: &ConfigLog, client: usize, event: ConfigEvent) {
+    log.lock().unwrap().push(Entry {
+        at_ms: now_ms(),
+        client,
+        event,
+    });
+}
+
+/// Starts the clients (the node must exist with data "0"). Returns the log
+/// and, per client, whether its current session is live.
+pub fn spawn(
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    w: &ConfigWorkload,
+    update_until: Instant,
+    until: Instant,
+) -> (ConfigLog, Vec<JoinHandle<()>>) {
+    let log = ConfigLog::default();
+    {
+        let mut s = slots.lock().unwrap();
+        if s.len() < w.clients {
+            s.resize_with(w.clients, Default::default);
+        }
+    }
+    let tasks = (0..w.clients)
+        .map(|c| {
+            let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
+            madsim::task::spawn(supervise(c, e, s, w, l, update_until, until))
+        })
+        .collect();
+    (log, tasks)
+}
+
+async fn supervise(
+    c: usize,
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    w: ConfigWorkload,
+    log: ConfigLog,
+    update_until: Instant,
+    until: Instant,
+) {
+    let flavour = if c % 2 == 0 {
+        Flavour::Java
+    } else {
+        Flavour::Rust
+    };
+    let servers = ensemble.config().servers;
+    while Instant::now() < until {
+        let server = thread_rng().gen_range(0..servers);
+        let Ok(zk) = ensemble
+            .connect_with(server, w.session_timeout_ms, flavour)
+            .await
+        else {
+            sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let zk = Arc::new(zk);
+        let _ = zk.try_next_event(); // the handshake's Connected
+        slots.lock().unwrap()[c].zk = Some(zk.clone());
+        push(&log, c, ConfigEvent::SessionStarted);
+        let node = Handle::current()
+            .get_node(zk.node())
+            .expect("the client's node");
+        let run = node.spawn(session(
+            c,
+            zk.clone(),
+            w.clone(),
+            log.clone(),
+            update_until,
+            until,
+        ));
+        let ended = run.await;
+        slots.lock().unwrap()[c].zk = None;
+        match ended {
+            Ok(true) => continue,
+            _ => return,
+        }
+    }
+}
+
+/// True when the session was lost (open another).
+async fn session(
+    c: usize,
+    zk: Arc<SimZk>,
+    w: ConfigWorkload,
+    log: ConfigLog,
+    update_until: Instant,
+    until: Instant,
+) -> bool {
+    let mut driver = Driver::new(&*zk, Config::new(&w.path));
+    driver.command(ConfigCommand::Follow);
+    let mut view: Option<(i32, i64)> = None;
+    let mut next_update = Instant::now();
+    loop {
+        // Wait for news, or for the time of our next update.
+        let now = Instant::now();
+        if now >= until {
+            return false;
+        }
+        let updating = driver.machine().is_updating();
+        let wake = if now < update_until && !updating && view.is_some() {
+            next_update.min(until)
+        } else {
+            until
+        };
+        match timeout(wake.saturating_duration_since(now), driver.next_outcome()).await {
+            Ok(outcome) => {
+                let event = match outcome {
+                    ConfigOutcome::Value { data, version } => {
+                        let count = String::from_utf8_lossy(&data).parse().unwrap_or(-1);
+                        view = Some((version, count));
+                        ConfigEvent::Value { version, count }
+                    }
+                    ConfigOutcome::Missing => ConfigEvent::Missing,
+                    ConfigOutcome::Set { version } => ConfigEvent::Set { version },
+                    ConfigOutcome::Conflict => ConfigEvent::Conflict,
+                    ConfigOutcome::Lost { .. } => {
+                        push(&log, c, ConfigEvent::Lost);
+                        let bound = Duration::from_millis(zk.session_timeout_ms());
+                        let _ = timeout(bound, zk.close()).await;
+                        return true;
+                    }
+                    ConfigOutcome::Refused => ConfigEvent::Failed {
+                        error: "refused".into(),
+                    },
+                    ConfigOutcome::Failed(e) => ConfigEvent::Failed {
+                        error: format!("{e:?}"),
+                    },
+                };
+                push(&log, c, event);
+            }
+            Err(_) if Instant::now() >= until => return false,
+            Err(_) => {
+                // Time to update, from the view we have.
+                if let Some((version, count)) = view {
+                    push(
+                        &log,
+                        c,
+                        ConfigEvent::SetCalled {
+                            expected_version: version,
+                        },
+                    );
+                    driver.command(ConfigCommand::CompareAndSet {
+                        expected_version: version,
+                        data: (count + 1).to_string().into_bytes(),
+                    });
+                }
+                next_update = Instant::now()
+                    + Duration::from_millis(thread_rng().gen_range(0..=w.think_ms_max));
+            }
+        }
+    }
+}

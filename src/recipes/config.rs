@@ -1,0 +1,368 @@
+//! Name service and configuration (recipes page, "Name Service and
+//! Configuration"): a node's data, followed with a watch and re-read on
+//! every change, and updated by a versioned setData, ZooKeeper's
+//! compare-and-set.
+//!
+//! * Follow: getData(path, watch). NodeDataChanged, NodeCreated or
+//!   NodeDeleted: read again (watches are one-shot; the re-read re-arms).
+//!   A missing node is followed with exists(watch) until it appears.
+//! * Compare-and-set: setData(path, data, version). BadVersion: someone
+//!   else updated first (`Conflict`). ConnectionLoss: the outcome is
+//!   unknown, so once reconnected the machine reads the node: the next
+//!   version holding our data is ours (`Set`); the expected version still
+//!   there means it did not happen, and it is sent again; anything else is
+//!   `Conflict` (someone else's update came first, or ours was overwritten:
+//!   it cannot be told apart, and the caller must read and decide).
+//!
+//! ```
+//! # use zoosim::client::local::{LocalConfig, LocalServer};
+//! # use zoosim::client::ZkExt;
+//! # use zoosim::proto::CreateMode;
+//! # use zoosim::recipes::config::{Config, ConfigClient};
+//! # futures::executor::block_on(async {
+//! let server = LocalServer::new(LocalConfig::default());
+//! let zk = server.connect(4000);
+//! zk.create("/app-config", b"v1", CreateMode::Persistent).await.unwrap();
+//! let mut config = ConfigClient::new(&zk, Config::new("/app-config"));
+//! let (data, version) = config.read().await.expect("read").expect("present");
+//! assert_eq!(data, b"v1".to_vec());
+//! assert_eq!(config.compare_and_set(version, b"v2".to_vec()).await, Ok(Some(1)));
+//! # });
+//! ```
+
+use super::{classify, Driver, Failure, Input, Io, Machine, Output, Pending};
+use crate::client::Zk;
+use crate::proto::{EventType, Op, Reply, SessionEvent, ZkError};
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum ConfigCommand {
+    /// Read the node and follow it from now on.
+    Follow,
+    /// Replace the data if the version is still `expected_version`.
+    CompareAndSet {
+        expected_version: i32,
+        data: Vec<u8>,
+    },
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum ConfigOutcome {
+    /// The node's data as read (every read while following).
+    Value {
+        data: Vec<u8>,
+        version: i32,
+    },
+    /// The node does not exist (followed until it does).
+    Missing,
+    /// Our update is in, as `version`.
+    Set {
+        version: i32,
+    },
+    /// The update did not happen: another came first (or, after a lost
+    /// reply, ours cannot be told from another's).
+    Conflict,
+    Lost {
+        reason: ZkError,
+    },
+    Refused,
+    Failed(ZkError),
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Update {
+    /// setData in flight.
+    Setting(Pending),
+    /// After a lost setData: reading to learn what happened.
+    Checking(Pending),
+}
+
+/// The configuration node's state machine: a follower and one update at a
+/// time, independently.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Config {
+    path: String,
+    io: Io<ConfigOutcome>,
+    following: bool,
+    /// The follow read in flight, and whether it is an exists().
+    read: Option<(Pending, bool)>,
+    /// A change was notified while a read was in flight: read again after.
+    reread: bool,
+    update: Option<(Update, i32, Vec<u8>)>,
+    /// Requests that met ConnectionLoss, to send again after a reconnect.
+    lost_read: Option<Pending>,
+    lost_update: Option<Pending>,
+    over: bool,
+}
+
+impl Config {
+    pub fn new(path: &str) -> Config {
+        Config {
+            path: path.to_owned(),
+            io: Io::new(),
+            following: false,
+            read: None,
+            reread: false,
+            update: None,
+            lost_read: None,
+            lost_update: None,
+            over: false,
+        }
+    }
+
+    pub fn session_ended(&self) -> bool {
+        self.io.has_ended()
+    }
+
+    pub fn is_updating(&self) -> bool {
+        self.update.is_some()
+    }
+
+    fn get(&mut self) {
+        let req = self.io.send(Op::GetData {
+            path: self.path.clone(),
+            watch: true,
+        });
+        self.read = Some((req, false));
+    }
+
+    fn set(&mut self, expected_version: i32, data: Vec<u8>) {
+        let req = self.io.send(Op::SetData {
+            path: self.path.clone(),
+            data: data.clone(),
+            version: expected_version,
+        });
+        self.update = Some((Update::Setting(req), expected_version, data));
+    }
+
+    fn check(&mut self, expected_version: i32, data: Vec<u8>) {
+        let req = self.io.send(Op::GetData {
+            path: self.path.clone(),
+            watch: false,
+        });
+        self.update = Some((Update::Checking(req), expected_version, data));
+    }
+
+    fn end(&mut self, reason: ZkError) {
+        if reason == ZkError::SessionExpired {
+            self.io.end();
+        }
+        if !self.over {
+            self.io.report(ConfigOutcome::Lost { reason });
+        }
+        self.over = true;
+        self.read = None;
+        self.update = None;
+        self.lost_read = None;
+        self.lost_update = None;
+    }
+
+    fn on_read(&mut self, pending: Pending, was_exists: bool, result: Result<Reply, ZkError>) {
+        match result {
+            Ok(Reply::GetData { data, stat }) => self.io.report(ConfigOutcome::Value {
+                data,
+                version: stat.version,
+            }),
+            // Created between our getData and exists: read it.
+            Ok(Reply::Exists(Some(_))) => return self.get(),
+            Ok(Reply::Exists(None)) => self.io.report(ConfigOutcome::Missing),
+            Ok(other) => unreachable!("config read: {other:?}"),
+            Err(ZkError::NoNode) if !was_exists => {
+                let req = self.io.send(Op::Exists {
+                    path: self.path.clone(),
+                    watch: true,
+                });
+                self.read = Some((req, true));
+                return;
+            }
+            Err(e) => {
+                return match classify(e) {
+                    Failure::SessionEnded => self.end(ZkError::SessionExpired),
+                    Failure::Unknown if self.io.may_retry(pending) => self.get(),
+                    Failure::Unknown => self.lost_read = Some(pending),
+                    Failure::Answer(e) => {
+                        self.io.report(ConfigOutcome::Failed(e));
+                        self.over = true;
+                    }
+                };
+            }
+        }
+        if std::mem::take(&mut self.reread) {
+            self.get();
+        }
+    }
+
+    fn on_update(&mut self, pending: Pending, result: Result<Reply, ZkError>) {
+        let (step, expected, ours) = self.update.take().expect("an update in flight");
+        match result {
+            Ok(Reply::SetData(stat)) => self.io.report(ConfigOutcome::Set {
+                version: stat.version,
+            }),
+            Ok(Reply::GetData { data, stat }) => {
+                if stat.version == expected + 1 && data == ours {
+                    self.io.report(ConfigOutcome::Set {
+                        version: stat.version,
+                    });
+                } else if stat.version == expected {
+                    // The lost setData never happened: send it again.
+                    self.set(expected, ours);
+                } else {
+                    self.io.report(ConfigOutcome::Conflict);
+                }
+            }
+            Ok(other) => unreachable!("config update: {other:?}"),
+            Err(ZkError::BadVersion) | Err(ZkError::NoNode) => {
+                self.io.report(ConfigOutcome::Conflict)
+            }
+            Err(e) => match classify(e) {
+                Failure::SessionEnded => self.end(ZkError::SessionExpired),
+                Failure::Unknown => {
+                    // Whatever was lost, what happened is learned by reading.
+                    if self.io.may_retry(pending) {
+                        self.check(expected, ours);
+                    } else {
+                        self.update = Some((step, expected, ours));
+                        self.lost_update = Some(pending);
+                    }
+                }
+                Failure::Answer(e) => {
+                    self.io.report(ConfigOutcome::Failed(e));
+                    self.over = true;
+                }
+            },
+        }
+    }
+}
+
+impl Machine for Config {
+    type Command = ConfigCommand;
+    type Outcome = ConfigOutcome;
+
+    fn handle(&mut self, input: Input<ConfigCommand>) {
+        match input {
+            Input::Command(_) if self.over => self.io.report(ConfigOutcome::Refused),
+            Input::Command(ConfigCommand::Follow) => {
+                if !self.following {
+                    self.following = true;
+                    self.get();
+                }
+            }
+            Input::Command(ConfigCommand::CompareAndSet {
+                expected_version,
+                data,
+            }) => {
+                if self.update.is_some() {
+                    self.io.report(ConfigOutcome::Refused);
+                } else {
+                    self.set(expected_version, data);
+                }
+            }
+            Input::Reply(id, result) => {
+                let update = self.update.as_ref().map(|u| match u.0 {
+                    Update::Setting(p) | Update::Checking(p) => p,
+                });
+                if let Some((p, was_exists)) = self.read.filter(|(p, _)| p.op == id) {
+                    self.read = None;
+                    self.on_read(p, was_exists, result);
+                } else if let Some(p) = update.filter(|p| p.op == id) {
+                    self.on_update(p, result);
+                } else if result == Err(ZkError::SessionExpired) {
+                    self.end(ZkError::SessionExpired);
+                }
+            }
+            Input::Watch(event) => {
+                if event.path != self.path || !self.following || self.over {
+                    return;
+                }
+                if matches!(
+                    event.event_type,
+                    EventType::NodeDataChanged | EventType::NodeCreated | EventType::NodeDeleted
+                ) {
+                    if self.read.is_some() || self.lost_read.is_some() {
+                        self.reread = true;
+                    } else {
+                        self.get();
+                    }
+                }
+            }
+            Input::Session(event) => {
+                if self.io.on_session(event) {
+                    return self.end(ZkError::SessionExpired);
+                }
+                if event == SessionEvent::Connected {
+                    if self.lost_read.is_some_and(|p| self.io.may_retry(p)) {
+                        self.lost_read = None;
+                        self.get();
+                    }
+                    if self.lost_update.is_some_and(|p| self.io.may_retry(p)) {
+                        self.lost_update = None;
+                        let (_, expected, ours) = self.update.take().expect("a lost update");
+                        self.check(expected, ours);
+                    }
+                }
+            }
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<ConfigOutcome>> {
+        self.io.poll()
+    }
+}
+
+/// The configuration node for application code.
+pub struct ConfigClient<'z, Z: Zk> {
+    driver: Driver<'z, Z, Config>,
+}
+
+impl<'z, Z: Zk + Sync> ConfigClient<'z, Z> {
+    pub fn new(zk: &'z Z, config: Config) -> Self {
+        ConfigClient {
+            driver: Driver::new(zk, config),
+        }
+    }
+
+    /// Starts following and returns the first read: (data, version), or
+    /// None if the node does not exist.
+    pub async fn read(&mut self) -> Result<Option<(Vec<u8>, i32)>, ZkError> {
+        self.driver.command(ConfigCommand::Follow);
+        loop {
+            match self.driver.next_outcome().await {
+                ConfigOutcome::Value { data, version } => return Ok(Some((data, version))),
+                ConfigOutcome::Missing => return Ok(None),
+                ConfigOutcome::Lost { reason } => return Err(reason),
+                ConfigOutcome::Failed(e) => return Err(e),
+                _ => {}
+            }
+        }
+    }
+
+    /// Waits for the next change of the followed node.
+    pub async fn next_change(&mut self) -> Result<Option<(Vec<u8>, i32)>, ZkError> {
+        self.read().await
+    }
+
+    /// Ok(Some(version)) if set, Ok(None) on a conflict.
+    pub async fn compare_and_set(
+        &mut self,
+        expected_version: i32,
+        data: Vec<u8>,
+    ) -> Result<Option<i32>, ZkError> {
+        self.driver.command(ConfigCommand::CompareAndSet {
+            expected_version,
+            data,
+        });
+        loop {
+            match self.driver.next_outcome().await {
+                ConfigOutcome::Set { version } => return Ok(Some(version)),
+                ConfigOutcome::Conflict => return Ok(None),
+                ConfigOutcome::Lost { reason } => return Err(reason),
+                ConfigOutcome::Failed(e) => return Err(e),
+                ConfigOutcome::Refused => return Err(ZkError::ApiError),
+                _ => {}
+            }
+        }
+    }
+
+    pub fn driver(&mut self) -> &mut Driver<'z, Z, Config> {
+        &mut self.driver
+    }
+}

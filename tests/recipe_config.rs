@@ -1,0 +1,154 @@
+//! Name service / configuration on the simulated ensemble, under the
+//! generic randomized fault mix: four clients follow one node with watches
+//! and raise the counter it holds by compare-and-set; judged by the config
+//! oracle (src/check/config.rs): no lost update (count == version in every
+//! read), monotonic reads within a session, and every live follower
+//! converged to the final version after the quiet phase.
+//!
+//! `ZOOSIM_SEED=S` replays one seed; `ZOOSIM_SEEDS=N` widens the sweep.
+
+#[cfg(not(madsim))]
+compile_error!(
+    "tests/recipe_config.rs needs `--cfg madsim`, which .cargo/config.toml sets; \
+     a RUSTFLAGS environment variable replaces it: add `--cfg madsim` to it"
+);
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+mod common;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Runtime;
+use madsim::time::{sleep, Instant};
+use zoosim::check::config::{check_config, ConfigEvent, ConfigReport};
+use zoosim::check::Entry;
+use zoosim::client::ZkExt;
+use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
+use zoosim::ensemble::sim::workload::config::{self, ConfigWorkload};
+use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
+use zoosim::proto::CreateMode;
+
+const START_SEED: u64 = 0xc0f1_0000;
+const SEEDS: u64 = 60;
+const T_MS: u64 = 4000;
+const FAULT_PHASE: Duration = Duration::from_secs(20);
+const QUIET: Duration = Duration::from_secs(30);
+
+fn run_seed(seed: u64) -> (ConfigReport, BTreeMap<Fault, u64>) {
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    runtime.block_on(async {
+        let servers = if seed % 2 == 1 { 5 } else { 3 };
+        let sync_limit_ticks = thread_rng().gen_range(2..=5);
+        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
+            servers,
+            sync_limit_ticks,
+            init_limit_ticks: 2 * sync_limit_ticks,
+            ..EnsembleConfig::default()
+        }));
+        let workload = ConfigWorkload {
+            session_timeout_ms: T_MS,
+            ..ConfigWorkload::default()
+        };
+        {
+            let setup = ensemble.connect(0, T_MS).await.expect("connect");
+            setup
+                .create(&workload.path, b"0", CreateMode::Persistent)
+                .await
+                .expect("the node");
+        }
+        let faults = nemesis::swarm();
+        let slots: ClientSlots = Arc::default();
+        let fault_end = Instant::now() + FAULT_PHASE;
+        let until = fault_end + Duration::from_secs(3600);
+        let (log, _tasks) =
+            config::spawn(ensemble.clone(), slots.clone(), &workload, fault_end, until);
+        let nemesis_config = NemesisConfig::new(faults, T_MS);
+        let injected =
+            nemesis::run(ensemble.clone(), slots.clone(), &nemesis_config, fault_end).await;
+        sleep(QUIET).await;
+        let mut log: Vec<Entry<ConfigEvent>> = log.lock().unwrap().clone();
+        for f in &injected {
+            if f.fault == Fault::ClientCrash {
+                log.push(Entry {
+                    at_ms: f.at.as_millis() as u64,
+                    client: f.client.expect("a crash names its client"),
+                    event: ConfigEvent::Crashed,
+                });
+            }
+        }
+        log.sort_by_key(|e| e.at_ms);
+        let leader = ensemble.leader().expect("a leader after the quiet phase");
+        let final_version = ensemble.with_server(leader, |s| {
+            s.tree().node(&workload.path).expect("the node").version
+        });
+        // Live at the end: a handle in the slot, its session still known.
+        let live: Vec<usize> = {
+            let slots = slots.lock().unwrap();
+            (0..workload.clients)
+                .filter(|&c| {
+                    slots[c].zk.as_ref().is_some_and(|zk| {
+                        use zoosim::client::Zk;
+                        ensemble.with_server(leader, |s| s.tree().has_session(zk.session_id()))
+                    })
+                })
+                .collect()
+        };
+        let report = check_config(&log, final_version, &live);
+        if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
+            for f in &injected {
+                eprintln!("{f}");
+            }
+            eprintln!("{report}");
+        }
+        let mut counts = BTreeMap::new();
+        for f in &injected {
+            *counts.entry(f.fault).or_default() += 1;
+        }
+        (report, counts)
+    })
+}
+
+#[test]
+fn the_configuration_holds_under_all_faults() {
+    let seeds = common::seeds(START_SEED, SEEDS);
+    let started = std::time::Instant::now();
+    let mut total = ConfigReport::default();
+    let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
+    for &seed in &seeds {
+        let (r, f) = common::replaying("recipe_config", "the_configuration_holds", seed, || {
+            run_seed(seed)
+        });
+        assert!(
+            r.is_ok(),
+            "the_configuration_holds: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} \
+             ZOOSIM_VERBOSE=1 cargo test --test recipe_config -- --nocapture"
+        );
+        total.reads += r.reads;
+        total.sets += r.sets;
+        total.conflicts += r.conflicts;
+        total.losses += r.losses;
+        for (k, n) in f {
+            *faults.entry(k).or_default() += n;
+        }
+    }
+    eprintln!(
+        "the_configuration_holds: {} seeds in {:.1} s\n  {total}",
+        seeds.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if seeds.len() >= 50 {
+        for f in Fault::ALL {
+            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
+        }
+        for (what, n) in [
+            ("reads", total.reads),
+            ("sets", total.sets),
+            ("conflicts", total.conflicts),
+            ("sessions lost", total.losses),
+        ] {
+            assert!(n > 0, "{what} stayed at zero");
+        }
+    }
+}
