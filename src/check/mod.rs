@@ -5,6 +5,7 @@
 pub mod config;
 pub mod fence;
 pub mod lock;
+pub mod membership;
 pub mod queue;
 
 /// One line of an outcome log: at `at_ms` (simulated time), `client` (a

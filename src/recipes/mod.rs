@@ -30,6 +30,7 @@ pub mod config;
 mod driver;
 pub mod election;
 pub mod lock;
+pub mod membership;
 pub mod queue;
 
 pub use driver::Driver;

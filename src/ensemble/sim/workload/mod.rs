@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod exclusive;
+pub mod membership;
 pub mod queue;
 
 use madsim::time::TimeHandle;

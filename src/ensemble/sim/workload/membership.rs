@@ -1,0 +1,199 @@
+//! Clients in one group: each joins and follows the group, and until
+//! `churn_until` leaves and joins again now and then; afterwards it stays
+//! joined and follows, under whatever the nemesis does. Every outcome goes
+//! into the log [`crate::check::membership`] judges.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Handle;
+use madsim::task::JoinHandle;
+use madsim::time::{sleep, timeout, Instant};
+
+use super::now_ms;
+use crate::check::membership::MembershipEvent;
+use crate::check::Entry;
+use crate::client::Zk;
+use crate::ensemble::sim::nemesis::ClientSlots;
+use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
+use crate::recipes::membership::{Membership, MembershipCommand, MembershipOutcome};
+use crate::recipes::Driver;
+
+#[derive(Clone, Debug)]
+pub struct MembershipWorkload {
+    pub group: String,
+    pub clients: usize,
+    pub churn_ms_max: u64,
+    pub session_timeout_ms: u64,
+}
+
+impl Default for MembershipWorkload {
+    fn default() -> Self {
+        MembershipWorkload {
+            group: "/groups/g".into(),
+            clients: 5,
+            churn_ms_max: 1500,
+            session_timeout_ms: 4000,
+        }
+    }
+}
+
+/// Client `c`'s member name.
+pub fn member_name(c: usize) -> String {
+    format!("m{c}")
+}
+
+pub type MembershipLog = Arc<Mutex<Vec<Entry<MembershipEvent>>>>;
+
+fn push(log: &MembershipLog, client: usize, event: MembershipEvent) {
+    log.lock().unwrap().push(Entry {
+        at_ms: now_ms(),
+        client,
+        event,
+    });
+}
+
+pub fn spawn(
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    w: &MembershipWorkload,
+    churn_until: Instant,
+    until: Instant,
+) -> (MembershipLog, Vec<JoinHandle<()>>) {
+    let log = MembershipLog::default();
+    {
+        let mut s = slots.lock().unwrap();
+        if s.len() < w.clients {
+            s.resize_with(w.clients, Default::default);
+        }
+    }
+    let tasks = (0..w.clients)
+        .map(|c| {
+            let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
+            madsim::task::spawn(supervise(c, e, s, w, l, churn_until, until))
+        })
+        .collect();
+    (log, tasks)
+}
+
+async fn supervise(
+    c: usize,
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    w: MembershipWorkload,
+    log: MembershipLog,
+    churn_until: Instant,
+    until: Instant,
+) {
+    let flavour = if c % 2 == 0 {
+        Flavour::Java
+    } else {
+        Flavour::Rust
+    };
+    let servers = ensemble.config().servers;
+    while Instant::now() < until {
+        let server = thread_rng().gen_range(0..servers);
+        let Ok(zk) = ensemble
+            .connect_with(server, w.session_timeout_ms, flavour)
+            .await
+        else {
+            sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let zk = Arc::new(zk);
+        let _ = zk.try_next_event();
+        slots.lock().unwrap()[c].zk = Some(zk.clone());
+        push(&log, c, MembershipEvent::SessionStarted);
+        let node = Handle::current()
+            .get_node(zk.node())
+            .expect("the client's node");
+        let guid = format!("{:08x}", thread_rng().gen::<u32>());
+        let machine = Membership::new(&w.group, &member_name(c), &guid);
+        let run = node.spawn(session(
+            c,
+            zk.clone(),
+            machine,
+            w.clone(),
+            log.clone(),
+            churn_until,
+            until,
+        ));
+        let ended = run.await;
+        if !matches!(ended, Ok(false)) {
+            // Replaced or crashed: this handle is done.
+            slots.lock().unwrap()[c].zk = None;
+        }
+        match ended {
+            Ok(true) => continue,
+            _ => return,
+        }
+    }
+}
+
+/// True when the session was lost (open another).
+async fn session(
+    c: usize,
+    zk: Arc<SimZk>,
+    machine: Membership,
+    w: MembershipWorkload,
+    log: MembershipLog,
+    churn_until: Instant,
+    until: Instant,
+) -> bool {
+    let mut driver = Driver::new(&*zk, machine);
+    driver.command(MembershipCommand::Follow);
+    push(&log, c, MembershipEvent::JoinCalled);
+    driver.command(MembershipCommand::Join);
+    let mut next_churn = Instant::now() + churn_delay(&w);
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return false;
+        }
+        let wake = if now < churn_until && !driver.machine().is_busy() {
+            next_churn.min(until)
+        } else if !driver.machine().is_busy() && !driver.machine().is_member() {
+            now // after the churn: join again at once
+        } else {
+            until
+        };
+        match timeout(wake.saturating_duration_since(now), driver.next_outcome()).await {
+            Ok(outcome) => {
+                let event = match outcome {
+                    MembershipOutcome::Joined => MembershipEvent::Joined,
+                    MembershipOutcome::Left => MembershipEvent::Left,
+                    MembershipOutcome::Members(members) => MembershipEvent::View { members },
+                    MembershipOutcome::Lost { .. } => {
+                        push(&log, c, MembershipEvent::Lost);
+                        let bound = Duration::from_millis(zk.session_timeout_ms());
+                        let _ = timeout(bound, zk.close()).await;
+                        return true;
+                    }
+                    MembershipOutcome::Refused { command } => MembershipEvent::Failed {
+                        error: format!("{command:?} refused"),
+                    },
+                    MembershipOutcome::Failed(e) => MembershipEvent::Failed {
+                        error: format!("{e:?}"),
+                    },
+                };
+                push(&log, c, event);
+            }
+            Err(_) if Instant::now() >= until => return false,
+            Err(_) => {
+                if driver.machine().is_member() {
+                    push(&log, c, MembershipEvent::LeaveCalled);
+                    driver.command(MembershipCommand::Leave);
+                } else {
+                    push(&log, c, MembershipEvent::JoinCalled);
+                    driver.command(MembershipCommand::Join);
+                }
+                next_churn = Instant::now() + churn_delay(&w);
+            }
+        }
+    }
+}
+
+fn churn_delay(w: &MembershipWorkload) -> Duration {
+    Duration::from_millis(thread_rng().gen_range(100..=w.churn_ms_max))
+}
