@@ -2,6 +2,7 @@
 //! outcome logs (what each client saw and did, with simulated times) and on
 //! the effects a fenced resource accepted.
 
+pub mod barrier;
 pub mod config;
 pub mod fence;
 pub mod lock;

@@ -26,6 +26,7 @@
 //! The rest of this page is docs/RECIPES.md (its examples run as doctests).
 #![doc = include_str!("../../docs/RECIPES.md")]
 
+pub mod barrier;
 pub mod config;
 mod driver;
 pub mod election;

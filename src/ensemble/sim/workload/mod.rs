@@ -7,6 +7,7 @@
 //! crashes and pauses stop the recipe code too; a supervisor on the main
 //! node opens the next session.
 
+pub mod barrier;
 pub mod config;
 pub mod exclusive;
 pub mod membership;

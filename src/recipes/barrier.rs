@@ -1,0 +1,321 @@
+//! Barrier (recipes page, "Barriers"): a node that blocks processes while
+//! it exists. The coordinator sets it (create) and removes it (delete);
+//! a process waits with exists(b, watch): absent, it passes; present, it
+//! waits for the watch event and calls exists again.
+//!
+//! One step more than the page: the waiter syncs before its first exists.
+//! A process that learned out of band that the barrier is up (the usual
+//! way: the coordinator told it) may otherwise read a lagging server that
+//! has not applied the create yet, find no barrier, and pass before the
+//! removal — the simulation caught exactly that. ZooKeeper orders one
+//! client's view, not the views of two clients; sync is how a reader asks
+//! to see everything committed before it. The page's literal version is
+//! kept as the variant `barrier/no-sync`.
+//!
+//! Set and remove are idempotent, so after ConnectionLoss they are simply
+//! sent again: NodeExists then means set, NoNode means removed. A barrier
+//! removed and set again while a waiter was disconnected may be missed by
+//! it (the watch replay shows a change, exists finds it present again):
+//! ZooKeeper's watches report state, not every transition.
+//!
+//! ```
+//! # use zoosim::client::local::{LocalConfig, LocalServer};
+//! # use zoosim::recipes::barrier::{Barrier, BarrierClient};
+//! # futures::executor::block_on(async {
+//! let server = LocalServer::new(LocalConfig::default());
+//! let zk = server.connect(4000);
+//! let mut coordinator = BarrierClient::new(&zk, Barrier::new("/barriers/start"));
+//! coordinator.set().await.expect("set");
+//! coordinator.remove().await.expect("removed");
+//! let mut worker = BarrierClient::new(&zk, Barrier::new("/barriers/start"));
+//! worker.wait().await.expect("passed"); // the barrier is down
+//! # });
+//! ```
+
+use super::{ancestors, classify, Driver, Failure, Input, Io, Machine, Output, Pending};
+use crate::client::Zk;
+use crate::proto::{CreateMode, Op, Reply, SessionEvent, ZkError};
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum BarrierVariant {
+    #[default]
+    Correct,
+    /// The page's waiter without the sync: it can pass a barrier it was
+    /// told is up, reading a lagging server.
+    NoSync,
+}
+
+impl BarrierVariant {
+    pub const ALL: [BarrierVariant; 2] = [BarrierVariant::Correct, BarrierVariant::NoSync];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BarrierVariant::Correct => "barrier",
+            BarrierVariant::NoSync => "barrier/no-sync",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<BarrierVariant> {
+        BarrierVariant::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum BarrierCommand {
+    Set,
+    Remove,
+    Wait,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum BarrierOutcome {
+    Set,
+    Removed,
+    /// The barrier is down: go on.
+    Passed,
+    /// A watch event woke the waiter (it checks again).
+    Woken,
+    Lost {
+        reason: ZkError,
+    },
+    Refused {
+        command: BarrierCommand,
+    },
+    Failed(ZkError),
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Phase {
+    Idle,
+    Setting(Pending),
+    Removing(Pending),
+    Syncing(Pending),
+    Checking(Pending),
+    Waiting,
+    Over,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Barrier {
+    path: String,
+    variant: BarrierVariant,
+    io: Io<BarrierOutcome>,
+    phase: Phase,
+    lost: Option<Pending>,
+}
+
+impl Barrier {
+    pub fn new(path: &str) -> Barrier {
+        Barrier::with_variant(path, BarrierVariant::Correct)
+    }
+
+    pub fn with_variant(path: &str, variant: BarrierVariant) -> Barrier {
+        Barrier {
+            path: path.to_owned(),
+            variant,
+            io: Io::new(),
+            phase: Phase::Idle,
+            lost: None,
+        }
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.phase == Phase::Idle
+    }
+
+    pub fn session_ended(&self) -> bool {
+        self.io.has_ended()
+    }
+
+    fn set(&mut self, with_parents: bool) {
+        if with_parents {
+            for path in ancestors(&self.path) {
+                self.io.send(Op::Create {
+                    path,
+                    data: vec![],
+                    mode: CreateMode::Persistent,
+                });
+            }
+        }
+        let req = self.io.send(Op::Create {
+            path: self.path.clone(),
+            data: vec![],
+            mode: CreateMode::Persistent,
+        });
+        self.phase = Phase::Setting(req);
+    }
+
+    fn remove(&mut self) {
+        let req = self.io.send(Op::Delete {
+            path: self.path.clone(),
+            version: -1,
+        });
+        self.phase = Phase::Removing(req);
+    }
+
+    fn sync(&mut self) {
+        let req = self.io.send(Op::Sync {
+            path: self.path.clone(),
+        });
+        self.phase = Phase::Syncing(req);
+    }
+
+    fn check(&mut self) {
+        let req = self.io.send(Op::Exists {
+            path: self.path.clone(),
+            watch: true,
+        });
+        self.phase = Phase::Checking(req);
+    }
+
+    fn current(&self) -> Option<Pending> {
+        match self.phase {
+            Phase::Setting(p) | Phase::Removing(p) | Phase::Syncing(p) | Phase::Checking(p) => {
+                Some(p)
+            }
+            _ => None,
+        }
+    }
+
+    fn resend(&mut self) {
+        self.lost = None;
+        match self.phase {
+            Phase::Setting(_) => self.set(false),
+            Phase::Removing(_) => self.remove(),
+            Phase::Syncing(_) => self.sync(),
+            Phase::Checking(_) => self.check(),
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, reason: ZkError) {
+        if reason == ZkError::SessionExpired {
+            self.io.end();
+        }
+        if !matches!(self.phase, Phase::Idle | Phase::Over) {
+            self.io.report(BarrierOutcome::Lost { reason });
+        }
+        self.phase = Phase::Over;
+        self.lost = None;
+    }
+
+    fn done(&mut self, outcome: BarrierOutcome) {
+        self.phase = Phase::Idle;
+        self.io.report(outcome);
+    }
+
+    fn on_reply(&mut self, pending: Pending, result: Result<Reply, ZkError>) {
+        match (self.phase.clone(), result) {
+            (Phase::Setting(_), Ok(Reply::Create { .. }) | Err(ZkError::NodeExists)) => {
+                self.done(BarrierOutcome::Set)
+            }
+            (Phase::Setting(_), Err(ZkError::NoNode)) => self.set(true),
+            (Phase::Removing(_), Ok(Reply::Delete) | Err(ZkError::NoNode)) => {
+                self.done(BarrierOutcome::Removed)
+            }
+            // A sync of a path that is gone is still a sync.
+            (Phase::Syncing(_), Ok(Reply::Sync) | Err(ZkError::NoNode)) => self.check(),
+            (Phase::Checking(_), Ok(Reply::Exists(None))) => self.done(BarrierOutcome::Passed),
+            (Phase::Checking(_), Ok(Reply::Exists(Some(_)))) => self.phase = Phase::Waiting,
+            (phase, Ok(reply)) => unreachable!("barrier: {reply:?} in {phase:?}"),
+            (_, Err(e)) => match classify(e) {
+                Failure::SessionEnded => self.end(ZkError::SessionExpired),
+                Failure::Unknown if self.io.may_retry(pending) => self.resend(),
+                Failure::Unknown => self.lost = Some(pending),
+                Failure::Answer(e) => {
+                    self.io.report(BarrierOutcome::Failed(e));
+                    self.phase = Phase::Over;
+                }
+            },
+        }
+    }
+}
+
+impl Machine for Barrier {
+    type Command = BarrierCommand;
+    type Outcome = BarrierOutcome;
+
+    fn handle(&mut self, input: Input<BarrierCommand>) {
+        match input {
+            Input::Command(command) if self.phase != Phase::Idle => {
+                self.io.report(BarrierOutcome::Refused { command })
+            }
+            Input::Command(BarrierCommand::Set) => self.set(false),
+            Input::Command(BarrierCommand::Remove) => self.remove(),
+            Input::Command(BarrierCommand::Wait) => match self.variant {
+                BarrierVariant::Correct => self.sync(),
+                // BUG (barrier/no-sync): the page's literal waiter.
+                BarrierVariant::NoSync => self.check(),
+            },
+            Input::Reply(id, result) => match self.current() {
+                Some(p) if p.op == id => self.on_reply(p, result),
+                _ if result == Err(ZkError::SessionExpired) => self.end(ZkError::SessionExpired),
+                _ => {}
+            },
+            Input::Watch(event) => {
+                if event.path == self.path && self.phase == Phase::Waiting {
+                    self.io.report(BarrierOutcome::Woken);
+                    self.check();
+                }
+            }
+            Input::Session(event) => {
+                if self.io.on_session(event) {
+                    return self.end(ZkError::SessionExpired);
+                }
+                if event == SessionEvent::Connected
+                    && self.lost.is_some_and(|p| self.io.may_retry(p))
+                {
+                    self.resend();
+                }
+            }
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<BarrierOutcome>> {
+        self.io.poll()
+    }
+}
+
+/// The barrier for application code.
+pub struct BarrierClient<'z, Z: Zk> {
+    driver: Driver<'z, Z, Barrier>,
+}
+
+impl<'z, Z: Zk + Sync> BarrierClient<'z, Z> {
+    pub fn new(zk: &'z Z, barrier: Barrier) -> Self {
+        BarrierClient {
+            driver: Driver::new(zk, barrier),
+        }
+    }
+
+    async fn run(&mut self, command: BarrierCommand, want: BarrierOutcome) -> Result<(), ZkError> {
+        self.driver.command(command);
+        loop {
+            match self.driver.next_outcome().await {
+                o if o == want => return Ok(()),
+                BarrierOutcome::Lost { reason } => return Err(reason),
+                BarrierOutcome::Failed(e) => return Err(e),
+                BarrierOutcome::Refused { .. } => return Err(ZkError::ApiError),
+                _ => {}
+            }
+        }
+    }
+
+    pub async fn set(&mut self) -> Result<(), ZkError> {
+        self.run(BarrierCommand::Set, BarrierOutcome::Set).await
+    }
+
+    pub async fn remove(&mut self) -> Result<(), ZkError> {
+        self.run(BarrierCommand::Remove, BarrierOutcome::Removed)
+            .await
+    }
+
+    /// Waits until the barrier is down.
+    pub async fn wait(&mut self) -> Result<(), ZkError> {
+        self.run(BarrierCommand::Wait, BarrierOutcome::Passed).await
+    }
+
+    pub fn driver(&mut self) -> &mut Driver<'z, Z, Barrier> {
+        &mut self.driver
+    }
+}
