@@ -3,14 +3,17 @@
 //! a process waits with exists(b, watch): absent, it passes; present, it
 //! waits for the watch event and calls exists again.
 //!
-//! One step more than the page: the waiter syncs before its first exists.
-//! A process that learned out of band that the barrier is up (the usual
-//! way: the coordinator told it) may otherwise read a lagging server that
-//! has not applied the create yet, find no barrier, and pass before the
-//! removal — the simulation caught exactly that. ZooKeeper orders one
-//! client's view, not the views of two clients; sync is how a reader asks
-//! to see everything committed before it. The page's literal version is
-//! kept as the variant `barrier/no-sync`.
+//! One step more than the page: before its first exists() the waiter
+//! checks the barrier through the leader, with a multi holding one
+//! `check(b, -1)` — a write-path request, so the answer is that of the
+//! quorum at a point after everything committed before it. A process that
+//! learned out of band that the barrier is up (the usual way: the
+//! coordinator told it) may otherwise read a lagging server that has not
+//! applied the create yet, find no barrier, and pass before the removal —
+//! the simulation caught exactly that. `sync` first is not enough: a
+//! leader cut off from its quorum answers syncs from its own stale state
+//! until it notices (up to syncLimit), and the simulation caught that too.
+//! The page's literal waiter is kept as the variant `barrier/no-sync`.
 //!
 //! Set and remove are idempotent, so after ConnectionLoss they are simply
 //! sent again: NodeExists then means set, NoNode means removed. A barrier
@@ -34,14 +37,14 @@
 
 use super::{ancestors, classify, Driver, Failure, Input, Io, Machine, Output, Pending};
 use crate::client::Zk;
-use crate::proto::{CreateMode, Op, Reply, SessionEvent, ZkError};
+use crate::proto::{CreateMode, MultiOp, Op, Reply, SessionEvent, ZkError};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum BarrierVariant {
     #[default]
     Correct,
-    /// The page's waiter without the sync: it can pass a barrier it was
-    /// told is up, reading a lagging server.
+    /// The page's waiter, without the check through the leader: it can
+    /// pass a barrier it was told is up, reading a lagging server.
     NoSync,
 }
 
@@ -153,10 +156,13 @@ impl Barrier {
         self.phase = Phase::Removing(req);
     }
 
+    /// A linearizable look at the barrier: `check(b, -1)` in a multi
+    /// succeeds iff the node exists when the leader commits it.
     fn sync(&mut self) {
-        let req = self.io.send(Op::Sync {
+        let req = self.io.send(Op::Multi(vec![MultiOp::Check {
             path: self.path.clone(),
-        });
+            version: -1,
+        }]));
         self.phase = Phase::Syncing(req);
     }
 
@@ -213,8 +219,17 @@ impl Barrier {
             (Phase::Removing(_), Ok(Reply::Delete) | Err(ZkError::NoNode)) => {
                 self.done(BarrierOutcome::Removed)
             }
-            // A sync of a path that is gone is still a sync.
-            (Phase::Syncing(_), Ok(Reply::Sync) | Err(ZkError::NoNode)) => self.check(),
+            (Phase::Syncing(_), Ok(reply @ Reply::Multi(_))) => match reply.multi_error() {
+                // Up now: wait for it with a watch (our server has applied
+                // at least as much as the check saw).
+                None => self.check(),
+                // Down at a point after the waiter was told it was up.
+                Some(ZkError::NoNode) => self.done(BarrierOutcome::Passed),
+                Some(e) => {
+                    self.io.report(BarrierOutcome::Failed(e));
+                    self.phase = Phase::Over;
+                }
+            },
             (Phase::Checking(_), Ok(Reply::Exists(None))) => self.done(BarrierOutcome::Passed),
             (Phase::Checking(_), Ok(Reply::Exists(Some(_)))) => self.phase = Phase::Waiting,
             (phase, Ok(reply)) => unreachable!("barrier: {reply:?} in {phase:?}"),
