@@ -61,6 +61,13 @@ pub enum LockEvent {
     Failed {
         error: String,
     },
+    /// A revoker asked for the lock held with `token` (its setData of
+    /// "unlock" was acknowledged).
+    RevokeCalled {
+        token: u64,
+    },
+    /// The holder saw the revocation request.
+    RevokeAsked,
     /// The client learned its session had ended (Expired, Closed, or a
     /// SessionExpired reply). Acting as holder after this is a violation.
     SessionEnded,
@@ -81,6 +88,10 @@ pub struct LockReport {
     pub deletions_waking_someone: u64,
     /// The most clients one deletion woke.
     pub max_woken_per_deletion: u64,
+    pub revokes_called: u64,
+    pub revokes_asked: u64,
+    /// Revocations that reached a holder, which let go.
+    pub revokes_honoured: u64,
     pub violations: Vec<String>,
 }
 
@@ -96,7 +107,7 @@ impl fmt::Display for LockReport {
             f,
             "acquisitions {}, accesses accepted {} / rejected {}, stale beliefs {}, \
              suspended {} / resumed {}, lost {}, guid search found {} / not {}, \
-             max woken per deletion {}",
+             max woken per deletion {}, revocations asked {} / seen {} / honoured {}",
             self.acquisitions,
             self.accesses_accepted,
             self.accesses_rejected,
@@ -106,7 +117,10 @@ impl fmt::Display for LockReport {
             self.losses,
             self.recovered_found,
             self.recovered_not_found,
-            self.max_woken_per_deletion
+            self.max_woken_per_deletion,
+            self.revokes_called,
+            self.revokes_asked,
+            self.revokes_honoured
         )?;
         for v in &self.violations {
             writeln!(f, "VIOLATION: {v}")?;
@@ -310,6 +324,35 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
             report.violations.push(format!(
                 "herd: the deletion of {path} woke {n} clients {clients:?}"
             ));
+        }
+    }
+
+    // Revocation honoured: a holder asked to let go does, within the
+    // bound (judged in the quiet phase, like liveness).
+    for e in log {
+        match e.event {
+            LockEvent::RevokeAsked => report.revokes_asked += 1,
+            LockEvent::RevokeCalled { token } => {
+                report.revokes_called += 1;
+                let Some(b) = beliefs
+                    .iter()
+                    .find(|b| b.token == token && b.from <= e.at_ms && e.at_ms < b.to)
+                else {
+                    continue; // not held (any more) when asked
+                };
+                report.revokes_honoured += u64::from(b.to != u64::MAX);
+                if let Some(l) = liveness {
+                    let deadline = e.at_ms.max(l.from_ms) + l.bound_ms;
+                    if deadline <= l.end_ms && b.to > deadline {
+                        report.violations.push(format!(
+                            "revocation: client {} held token {token} past {deadline} ms, asked \
+                             to let go at {} ms",
+                            b.client, e.at_ms
+                        ));
+                    }
+                }
+            }
+            _ => {}
         }
     }
 

@@ -173,6 +173,7 @@ impl Machine for Election {
                     },
                 },
                 LockOutcome::Failed(e) => ElectionOutcome::Failed(e),
+                LockOutcome::RevokeAsked => unreachable!("an election is not revocable"),
             }),
         })
     }

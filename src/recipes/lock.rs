@@ -85,6 +85,8 @@ impl LockVariant {
 }
 
 const LOCK: &str = "-lock-";
+/// What a revoker writes into a holder's node to ask for it.
+pub const REVOKE: &[u8] = b"unlock";
 const READ: &str = "-read-";
 const WRITE: &str = "-write-";
 
@@ -140,6 +142,8 @@ pub enum LockOutcome {
     /// (SessionExpired) or the node vanished (NoNode). Start over with a new
     /// session.
     Lost { reason: ZkError },
+    /// A revoker asked for the lock (revocable locks): release it.
+    RevokeAsked,
     /// A command that makes no sense now (acquire while acquiring, or after
     /// the session ended); nothing changed.
     Refused { command: LockCommand },
@@ -197,6 +201,16 @@ pub struct Lock {
     confirm: bool,
     /// Election's bug switch: an expiry while holding is ignored.
     keep_after_expiry: bool,
+    /// Revocable (recipes page, "Revocable Shared Locks"): the machine
+    /// watches its own node's data; "unlock" there asks it to let go.
+    revocable: bool,
+    /// The getData(own node, watch) in flight, or lost to ConnectionLoss.
+    data_watch: Option<Pending>,
+    /// The node whose data watch is armed: its events are ours, not a
+    /// predecessor's (they may come after we released it).
+    own_watched: Option<String>,
+    lost_data_watch: Option<Pending>,
+    revoke_asked: bool,
 }
 
 impl Lock {
@@ -225,6 +239,11 @@ impl Lock {
             mode: LockMode::Exclusive,
             confirm: false,
             keep_after_expiry: false,
+            revocable: false,
+            data_watch: None,
+            own_watched: None,
+            lost_data_watch: None,
+            revoke_asked: false,
         }
     }
 
@@ -253,6 +272,14 @@ impl Lock {
         self.mode
     }
 
+    /// Makes the lock revocable: once its node exists the machine reads it
+    /// with a data watch, and reports `RevokeAsked` when a revoker writes
+    /// "unlock" there ([`REVOKE`]); the holder consents by releasing.
+    pub fn revocable(mut self) -> Lock {
+        self.revocable = true;
+        self
+    }
+
     /// The same algorithm for leader election: nodes `<guid>-n_<seq>`,
     /// the lowest confirmed (sync + exists) before it holds.
     pub(crate) fn for_election(dir: &str, guid: &str, keep_after_expiry: bool) -> Lock {
@@ -262,6 +289,11 @@ impl Lock {
             keep_after_expiry,
             ..Lock::new(dir, guid)
         }
+    }
+
+    /// A revoker asked for the lock (revocable locks).
+    pub fn revoke_asked(&self) -> bool {
+        self.revoke_asked
     }
 
     /// The machine's session has ended (expired or closed).
@@ -404,6 +436,8 @@ impl Lock {
         if reason == ZkError::SessionExpired {
             self.io.end(); // a SessionExpired reply says so as much as the event
         }
+        self.data_watch = None;
+        self.lost_data_watch = None;
         if self.keep_after_expiry && self.phase == Phase::Held {
             // BUG (election/keep-leadership-after-expiry, CURATOR-696):
             // goes on acting as holder with a session that is gone.
@@ -519,6 +553,7 @@ impl Lock {
         match (phase, reply) {
             (Phase::Creating(_), Reply::Create { path, .. }) => {
                 self.node = Some(path);
+                self.watch_own_data();
                 if self.cancel {
                     self.release();
                 } else {
@@ -544,6 +579,7 @@ impl Lock {
                 match mine {
                     Some(name) => {
                         self.node = Some(child_path(&self.dir, name));
+                        self.watch_own_data();
                         if self.cancel {
                             self.release();
                         } else {
@@ -612,7 +648,43 @@ impl Lock {
         }
     }
 
+    fn watch_own_data(&mut self) {
+        if !self.revocable || self.cancel {
+            return;
+        }
+        let node = self.node.clone().expect("a known node");
+        self.own_watched = Some(node.clone());
+        self.data_watch = Some(self.io.send(Op::GetData {
+            path: node,
+            watch: true,
+        }));
+    }
+
+    fn on_data_watch(&mut self, pending: Pending, result: Result<Reply, ZkError>) {
+        self.data_watch = None;
+        match result {
+            Ok(Reply::GetData { data, .. }) => {
+                if data == REVOKE && !self.revoke_asked && self.node.is_some() {
+                    self.revoke_asked = true;
+                    self.io.report(LockOutcome::RevokeAsked);
+                }
+            }
+            // Our node is gone; the lock's own steps will find out.
+            Err(ZkError::NoNode) => {}
+            Err(e) => match classify(e) {
+                Failure::SessionEnded => self.end(ZkError::SessionExpired),
+                Failure::Unknown if self.io.may_retry(pending) => self.watch_own_data(),
+                Failure::Unknown => self.lost_data_watch = Some(pending),
+                Failure::Answer(e) => self.fail(e),
+            },
+            Ok(other) => unreachable!("lock data watch: {other:?}"),
+        }
+    }
+
     fn released(&mut self) {
+        self.revoke_asked = false;
+        self.data_watch = None;
+        self.lost_data_watch = None;
         self.node = None;
         self.phase = Phase::Idle;
         self.io.report(LockOutcome::Released);
@@ -621,6 +693,7 @@ impl Lock {
     fn on_command(&mut self, command: LockCommand) {
         match (command, &self.phase) {
             (LockCommand::Acquire, Phase::Idle) => self.create(false),
+            (LockCommand::Release, Phase::Over) => self.io.report(LockOutcome::Refused { command }),
             (LockCommand::Release, _) if self.io.has_ended() => {
                 // Even the buggy election lets go when told to.
                 self.keep_after_expiry = false;
@@ -654,23 +727,42 @@ impl Machine for Lock {
             Input::Reply(id, result) => {
                 // Replies to requests the machine has moved on from (parent
                 // creates, a request whose phase was cancelled) are dropped.
-                if self.current().map(|p| p.op) == Some(id) {
+                if let Some(p) = self.data_watch.filter(|p| p.op == id) {
+                    self.on_data_watch(p, result);
+                } else if self.current().map(|p| p.op) == Some(id) {
                     self.on_reply(result);
                 } else if result == Err(ZkError::SessionExpired) {
                     self.end(ZkError::SessionExpired);
                 }
             }
             Input::Watch(event) => {
-                if event.event_type != EventType::NodeDeleted {
-                    return; // an exist watch left on a vanished node
-                }
-                self.io.report(LockOutcome::Woken {
-                    path: event.path.clone(),
-                });
-                if let Phase::Waiting { predecessor } = &self.phase {
-                    if child_path(&self.dir, predecessor) == event.path {
-                        self.list();
+                if self.own_watched.as_deref() == Some(event.path.as_str()) {
+                    // Our own node's data watch (revocable locks), which
+                    // fired: one-shot, re-armed while the node is ours.
+                    self.own_watched = None;
+                    let current = self.node.as_deref() == Some(event.path.as_str());
+                    if current
+                        && event.event_type == EventType::NodeDataChanged
+                        && self.data_watch.is_none()
+                        && !self.io.has_ended()
+                    {
+                        self.watch_own_data();
                     }
+                    return;
+                }
+                let on_predecessor = matches!(&self.phase, Phase::Waiting { predecessor }
+                    if child_path(&self.dir, predecessor) == event.path);
+                if event.event_type == EventType::NodeDeleted {
+                    self.io.report(LockOutcome::Woken {
+                        path: event.path.clone(),
+                    });
+                }
+                // Any event on the predecessor ends its exist watch: a
+                // revoker's setData there fires NodeDataChanged, and a
+                // waiter that only listened for NodeDeleted would wait for
+                // ever (found by the revocable-lock sweep). List again.
+                if on_predecessor {
+                    self.list();
                 }
             }
             Input::Session(event) => {
@@ -692,6 +784,10 @@ impl Machine for Lock {
                             if self.io.may_retry(p) {
                                 self.resend();
                             }
+                        }
+                        if self.lost_data_watch.is_some_and(|p| self.io.may_retry(p)) {
+                            self.lost_data_watch = None;
+                            self.watch_own_data();
                         }
                     }
                     _ => {}

@@ -33,6 +33,7 @@ pub mod election;
 pub mod lock;
 pub mod membership;
 pub mod queue;
+pub mod revocable;
 
 pub use driver::Driver;
 

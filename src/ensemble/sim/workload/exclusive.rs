@@ -19,9 +19,11 @@ use crate::check::Entry;
 use crate::client::Zk;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
+use crate::proto::{Op, Reply, ZkError};
 use crate::recipes::election::{Election, ElectionCommand, ElectionOutcome};
 use crate::recipes::lock::{Lock, LockCommand, LockOutcome};
-use crate::recipes::{Driver, Machine};
+use crate::recipes::revocable::{Revoker, RevokerCommand, RevokerOutcome};
+use crate::recipes::{sequence_of, Driver, Machine};
 
 /// What the workload needs of a recipe machine holding an exclusive role.
 pub trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
@@ -31,6 +33,11 @@ pub trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
     /// A shared lock's reader: it may hold with other readers, and reads.
     fn is_shared(&self) -> bool;
     fn session_ended(&self) -> bool;
+    /// Asked to let go (a revocable lock's revoker): end the critical
+    /// section and release.
+    fn asked_to_release(&self) -> bool {
+        false
+    }
     /// The outcome in the oracle's terms, and what it means for the loop.
     fn judge(outcome: &Self::Outcome) -> (LockEvent, Step);
 }
@@ -59,6 +66,9 @@ impl Exclusive for Lock {
     fn is_shared(&self) -> bool {
         self.mode().is_shared()
     }
+    fn asked_to_release(&self) -> bool {
+        self.revoke_asked()
+    }
     fn session_ended(&self) -> bool {
         Lock::session_ended(self)
     }
@@ -76,6 +86,7 @@ impl Exclusive for Lock {
             }
             LockOutcome::Woken { path } => (LockEvent::Woken { path: path.clone() }, Step::Other),
             LockOutcome::Lost { .. } => (LockEvent::Lost, Step::Over),
+            LockOutcome::RevokeAsked => (LockEvent::RevokeAsked, Step::Other),
             LockOutcome::Refused { command } => (
                 LockEvent::Failed {
                     error: format!("{command:?} refused"),
@@ -153,6 +164,9 @@ pub struct ExclusiveWorkload {
     pub touches: u32,
     pub think_ms_max: u64,
     pub session_timeout_ms: u64,
+    /// A revocable lock's dir: one more client (the last) revokes the
+    /// lowest node there every 0.3–1 s.
+    pub revoke_dir: Option<String>,
 }
 
 impl Default for ExclusiveWorkload {
@@ -163,6 +177,7 @@ impl Default for ExclusiveWorkload {
             touches: 2,
             think_ms_max: 50,
             session_timeout_ms: 4000,
+            revoke_dir: None,
         }
     }
 }
@@ -194,13 +209,14 @@ pub fn spawn<M: Exclusive>(
     until: Instant,
 ) -> (ExclusiveRecord, Vec<JoinHandle<()>>) {
     let record = ExclusiveRecord::default();
+    let n = workload.clients + usize::from(workload.revoke_dir.is_some());
     {
         let mut s = slots.lock().unwrap();
-        if s.len() < workload.clients {
-            s.resize_with(workload.clients, Default::default);
+        if s.len() < n {
+            s.resize_with(n, Default::default);
         }
     }
-    let tasks = (0..workload.clients)
+    let mut tasks: Vec<JoinHandle<()>> = (0..workload.clients)
         .map(|c| {
             let (e, s, w, r, m) = (
                 ensemble.clone(),
@@ -212,7 +228,115 @@ pub fn spawn<M: Exclusive>(
             madsim::task::spawn(supervise(c, e, s, w, r, m, until))
         })
         .collect();
+    if let Some(dir) = workload.revoke_dir.clone() {
+        let c = workload.clients;
+        let (e, s, w, r) = (
+            ensemble.clone(),
+            slots.clone(),
+            workload.clone(),
+            record.clone(),
+        );
+        tasks.push(madsim::task::spawn(revoke(c, e, s, w, r, dir, until)));
+    }
     (record, tasks)
+}
+
+/// The revoker: asks the holder of the lowest node to let go, now and
+/// then, across sessions.
+async fn revoke(
+    c: usize,
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    w: ExclusiveWorkload,
+    record: ExclusiveRecord,
+    dir: String,
+    until: Instant,
+) {
+    let servers = ensemble.config().servers;
+    while Instant::now() < until {
+        let server = thread_rng().gen_range(0..servers);
+        let Ok(zk) = ensemble
+            .connect_with(server, w.session_timeout_ms, Flavour::Java)
+            .await
+        else {
+            sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        let zk = Arc::new(zk);
+        let _ = zk.try_next_event();
+        slots.lock().unwrap()[c].zk = Some(zk.clone());
+        let node = Handle::current()
+            .get_node(zk.node())
+            .expect("the client's node");
+        let run = node.spawn(revoke_session(
+            c,
+            zk.clone(),
+            record.clone(),
+            dir.clone(),
+            until,
+        ));
+        let ended = run.await;
+        slots.lock().unwrap()[c].zk = None;
+        if !matches!(ended, Ok(true)) {
+            return;
+        }
+    }
+}
+
+/// True when the session was lost.
+async fn revoke_session(
+    c: usize,
+    zk: Arc<SimZk>,
+    record: ExclusiveRecord,
+    dir: String,
+    until: Instant,
+) -> bool {
+    let mut driver = Driver::new(&*zk, Revoker::new());
+    loop {
+        sleep(Duration::from_millis(thread_rng().gen_range(300..1000))).await;
+        if Instant::now() >= until {
+            return false;
+        }
+        // Which node to revoke is the revoker's business: the lowest.
+        let children = match zk
+            .call(Op::GetChildren {
+                path: dir.clone(),
+                watch: false,
+            })
+            .await
+        {
+            Ok(Reply::GetChildren { children, .. }) => children,
+            Err(ZkError::SessionExpired) => return true,
+            _ => continue,
+        };
+        let Some((token, name)) = children
+            .iter()
+            .filter_map(|n| Some((sequence_of(n)?, n)))
+            .min()
+        else {
+            continue;
+        };
+        driver.command(RevokerCommand::Revoke {
+            node: format!("{dir}/{name}"),
+        });
+        let left = until.saturating_duration_since(Instant::now());
+        match timeout(left, driver.next_outcome()).await {
+            Ok(RevokerOutcome::Asked) => record.push(c, LockEvent::RevokeCalled { token }),
+            Ok(RevokerOutcome::NotHeld) => {}
+            Ok(RevokerOutcome::Lost { .. }) => {
+                let bound = Duration::from_millis(zk.session_timeout_ms());
+                let _ = timeout(bound, zk.close()).await;
+                return true;
+            }
+            Ok(other) => record.push(
+                c,
+                LockEvent::Failed {
+                    error: format!("revoker: {other:?}"),
+                },
+            ),
+            Err(_) => return false,
+        }
+    }
 }
 
 /// Why a session's loop ended.
@@ -315,8 +439,8 @@ async fn session<M: Exclusive>(
                 if log_outcomes(&mut driver, c, &record, &mut told_ended) {
                     return close(&zk).await;
                 }
-                if !driver.machine().is_holder() {
-                    break;
+                if !driver.machine().is_holder() || driver.machine().asked_to_release() {
+                    break; // lost it, or consenting to a revocation
                 }
             }
             if touch > 0 {

@@ -1,0 +1,181 @@
+//! Revocable shared locks (recipes page, "Revocable Shared Locks"): the
+//! holder side is the lock made revocable ([`super::lock::Lock::revocable`]:
+//! it reads its own node with a data watch and reports `RevokeAsked` when
+//! "unlock" appears there); this is the revoker's side: setData(node,
+//! "unlock"). NoNode means the node is gone already (released or expired).
+//! The write is idempotent, so after ConnectionLoss it is simply sent again.
+//!
+//! ```
+//! # use zoosim::client::local::{LocalConfig, LocalServer};
+//! # use zoosim::recipes::lock::{Lock, LockClient, LockOutcome};
+//! # use zoosim::recipes::revocable::{Revoker, RevokerClient};
+//! # futures::executor::block_on(async {
+//! let server = LocalServer::new(LocalConfig::default());
+//! let (holder_zk, admin_zk) = (server.connect(4000), server.connect(4000));
+//! let mut lock = LockClient::new(&holder_zk, Lock::read("/data/rw", "g1").revocable());
+//! lock.acquire().await.expect("held");
+//! let node = lock.driver().machine().node().expect("our node").to_owned();
+//! let mut admin = RevokerClient::new(&admin_zk, Revoker::new());
+//! assert_eq!(admin.revoke(&node).await, Ok(true));
+//! // The holder hears of it and consents.
+//! assert_eq!(lock.driver().next_outcome().await, LockOutcome::RevokeAsked);
+//! lock.release().await.expect("released");
+//! assert_eq!(admin.revoke(&node).await, Ok(false)); // gone now
+//! # });
+//! ```
+
+use super::lock::REVOKE;
+use super::{classify, Driver, Failure, Input, Io, Machine, Output, Pending};
+use crate::client::Zk;
+use crate::proto::{Op, Reply, SessionEvent, ZkError};
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum RevokerCommand {
+    /// Ask the holder of `node` (a lock node's path) to let go.
+    Revoke { node: String },
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum RevokerOutcome {
+    /// The request is written into the node.
+    Asked,
+    /// The node is gone: nothing to revoke.
+    NotHeld,
+    Lost {
+        reason: ZkError,
+    },
+    Refused,
+    Failed(ZkError),
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Revoker {
+    io: Io<RevokerOutcome>,
+    request: Option<(Pending, String)>,
+    lost: bool,
+    over: bool,
+}
+
+impl Default for Revoker {
+    fn default() -> Self {
+        Revoker::new()
+    }
+}
+
+impl Revoker {
+    pub fn new() -> Revoker {
+        Revoker {
+            io: Io::new(),
+            request: None,
+            lost: false,
+            over: false,
+        }
+    }
+
+    fn send(&mut self, node: String) {
+        let req = self.io.send(Op::SetData {
+            path: node.clone(),
+            data: REVOKE.to_vec(),
+            version: -1,
+        });
+        self.request = Some((req, node));
+        self.lost = false;
+    }
+
+    fn finish(&mut self, outcome: RevokerOutcome) {
+        self.request = None;
+        self.io.report(outcome);
+    }
+}
+
+impl Machine for Revoker {
+    type Command = RevokerCommand;
+    type Outcome = RevokerOutcome;
+
+    fn handle(&mut self, input: Input<RevokerCommand>) {
+        match input {
+            Input::Command(RevokerCommand::Revoke { node }) => {
+                if self.over || self.request.is_some() {
+                    self.io.report(RevokerOutcome::Refused);
+                } else {
+                    self.send(node);
+                }
+            }
+            Input::Reply(id, result) => {
+                let Some((p, node)) = self.request.clone().filter(|(p, _)| p.op == id) else {
+                    return;
+                };
+                match result {
+                    Ok(Reply::SetData(_)) => self.finish(RevokerOutcome::Asked),
+                    Ok(other) => unreachable!("revoker: {other:?}"),
+                    Err(ZkError::NoNode) => self.finish(RevokerOutcome::NotHeld),
+                    Err(e) => match classify(e) {
+                        Failure::SessionEnded => {
+                            self.io.end();
+                            self.over = true;
+                            self.finish(RevokerOutcome::Lost {
+                                reason: ZkError::SessionExpired,
+                            });
+                        }
+                        Failure::Unknown if self.io.may_retry(p) => self.send(node),
+                        Failure::Unknown => self.lost = true,
+                        Failure::Answer(e) => {
+                            self.over = true;
+                            self.finish(RevokerOutcome::Failed(e));
+                        }
+                    },
+                }
+            }
+            Input::Watch(_) => {}
+            Input::Session(event) => {
+                if self.io.on_session(event) {
+                    self.over = true;
+                    if self.request.is_some() {
+                        self.finish(RevokerOutcome::Lost {
+                            reason: ZkError::SessionExpired,
+                        });
+                    }
+                    return;
+                }
+                if event == SessionEvent::Connected && self.lost {
+                    if let Some((p, node)) = self.request.clone() {
+                        if self.io.may_retry(p) {
+                            self.send(node);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<RevokerOutcome>> {
+        self.io.poll()
+    }
+}
+
+/// The revoker for application code.
+pub struct RevokerClient<'z, Z: Zk> {
+    driver: Driver<'z, Z, Revoker>,
+}
+
+impl<'z, Z: Zk + Sync> RevokerClient<'z, Z> {
+    pub fn new(zk: &'z Z, revoker: Revoker) -> Self {
+        RevokerClient {
+            driver: Driver::new(zk, revoker),
+        }
+    }
+
+    /// Ok(true) if asked, Ok(false) if the node was gone.
+    pub async fn revoke(&mut self, node: &str) -> Result<bool, ZkError> {
+        self.driver.command(RevokerCommand::Revoke {
+            node: node.to_owned(),
+        });
+        match self.driver.next_outcome().await {
+            RevokerOutcome::Asked => Ok(true),
+            RevokerOutcome::NotHeld => Ok(false),
+            RevokerOutcome::Lost { reason } => Err(reason),
+            RevokerOutcome::Failed(e) => Err(e),
+            RevokerOutcome::Refused => Err(ZkError::ApiError),
+        }
+    }
+}
