@@ -1609,7 +1609,7 @@ fn machines_that_differ_are_unequal() {
 #[test]
 fn a_revocable_holder_watches_its_own_node_and_hears_unlock() {
     let mut m = Lock::read("/rw", "g").revocable();
-    let mut run = |m: &mut Lock, input: Input<LockCommand>| {
+    let run = |m: &mut Lock, input: Input<LockCommand>| {
         m.handle(input);
         let (mut sends, mut outs) = (Vec::new(), Vec::new());
         while let Some(o) = m.poll() {
