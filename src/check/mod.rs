@@ -4,6 +4,7 @@
 
 pub mod barrier;
 pub mod config;
+pub mod double_barrier;
 pub mod fence;
 pub mod lock;
 pub mod membership;

@@ -28,6 +28,7 @@
 
 pub mod barrier;
 pub mod config;
+pub mod double_barrier;
 mod driver;
 pub mod election;
 pub mod lock;

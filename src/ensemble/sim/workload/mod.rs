@@ -9,6 +9,7 @@
 
 pub mod barrier;
 pub mod config;
+pub mod double_barrier;
 pub mod exclusive;
 pub mod membership;
 pub mod queue;

@@ -1,0 +1,143 @@
+//! The double barrier on the simulated ensemble, under the generic
+//! randomized fault mix: five clients go through one barrier per round
+//! (threshold 3): enter, compute, leave; judged by the double-barrier
+//! oracle (src/check/double_barrier.rs): nobody in before 3 asked to enter,
+//! nobody out before everyone who entered asked to leave, and in the quiet
+//! phase every enter and leave ends within the bound.
+//!
+//! `ZOOSIM_SEED=S` replays one seed; `ZOOSIM_SEEDS=N` widens the sweep.
+
+#[cfg(not(madsim))]
+compile_error!(
+    "tests/recipe_double_barrier.rs needs `--cfg madsim`, which .cargo/config.toml sets; \
+     a RUSTFLAGS environment variable replaces it: add `--cfg madsim` to it"
+);
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+mod common;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Runtime;
+use madsim::time::{sleep, Instant};
+use zoosim::check::double_barrier::{
+    check_double_barrier, DoubleBarrierEvent, DoubleBarrierReport,
+};
+use zoosim::check::{Entry, Liveness};
+use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
+use zoosim::ensemble::sim::workload::double_barrier::{self, DoubleBarrierWorkload};
+use zoosim::ensemble::sim::workload::now_ms;
+use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
+
+const START_SEED: u64 = 0xdb44_0000;
+const SEEDS: u64 = 60;
+const T_MS: u64 = 4000;
+const FAULT_PHASE: Duration = Duration::from_secs(20);
+const QUIET: Duration = Duration::from_secs(30);
+
+fn run_seed(seed: u64) -> (DoubleBarrierReport, BTreeMap<Fault, u64>) {
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    runtime.block_on(async {
+        let servers = if seed % 2 == 1 { 5 } else { 3 };
+        let sync_limit_ticks = thread_rng().gen_range(2..=5);
+        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
+            servers,
+            sync_limit_ticks,
+            init_limit_ticks: 2 * sync_limit_ticks,
+            ..EnsembleConfig::default()
+        }));
+        let workload = DoubleBarrierWorkload {
+            session_timeout_ms: T_MS,
+            ..DoubleBarrierWorkload::default()
+        };
+        let faults = nemesis::swarm();
+        let slots: ClientSlots = Arc::default();
+        let fault_end = Instant::now() + FAULT_PHASE;
+        let until = fault_end + Duration::from_secs(3600);
+        let (log, _tasks) =
+            double_barrier::spawn(ensemble.clone(), slots.clone(), &workload, until);
+        let nemesis_config = NemesisConfig::new(faults, T_MS);
+        let injected =
+            nemesis::run(ensemble.clone(), slots.clone(), &nemesis_config, fault_end).await;
+        let quiet_from = now_ms();
+        sleep(QUIET).await;
+        let end_ms = now_ms();
+        let mut log: Vec<Entry<DoubleBarrierEvent>> = log.lock().unwrap().clone();
+        for f in &injected {
+            if f.fault == Fault::ClientCrash {
+                log.push(Entry {
+                    at_ms: f.at.as_millis() as u64,
+                    client: f.client.expect("a crash names its client"),
+                    event: DoubleBarrierEvent::Crashed,
+                });
+            }
+        }
+        log.sort_by_key(|e| e.at_ms);
+        let report = check_double_barrier(
+            &log,
+            workload.threshold,
+            Some(Liveness {
+                from_ms: quiet_from,
+                bound_ms: 20_000,
+                end_ms,
+            }),
+        );
+        if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
+            for f in &injected {
+                eprintln!("{f}");
+            }
+            eprintln!("{report}");
+        }
+        let mut counts = BTreeMap::new();
+        for f in &injected {
+            *counts.entry(f.fault).or_default() += 1;
+        }
+        (report, counts)
+    })
+}
+
+#[test]
+fn the_double_barrier_holds_under_all_faults() {
+    let seeds = common::seeds(START_SEED, SEEDS);
+    let started = std::time::Instant::now();
+    let mut total = DoubleBarrierReport::default();
+    let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
+    for &seed in &seeds {
+        let (r, f) = common::replaying(
+            "recipe_double_barrier",
+            "the_double_barrier_holds",
+            seed,
+            || run_seed(seed),
+        );
+        assert!(
+            r.is_ok(),
+            "the_double_barrier_holds: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} \
+             ZOOSIM_VERBOSE=1 cargo test --test recipe_double_barrier -- --nocapture"
+        );
+        total.entries += r.entries;
+        total.exits += r.exits;
+        total.losses += r.losses;
+        for (k, n) in f {
+            *faults.entry(k).or_default() += n;
+        }
+    }
+    eprintln!(
+        "the_double_barrier_holds: {} seeds in {:.1} s\n  {total}",
+        seeds.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if seeds.len() >= 50 {
+        for f in Fault::ALL {
+            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
+        }
+        for (what, n) in [
+            ("entries", total.entries),
+            ("exits", total.exits),
+            ("sessions lost", total.losses),
+        ] {
+            assert!(n > 0, "{what} stayed at zero");
+        }
+    }
+}
