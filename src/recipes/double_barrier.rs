@@ -226,7 +226,7 @@ impl DoubleBarrier {
     /// Leave, steps 2–5, on a fresh list.
     fn leave_step(&mut self, children: &[String]) {
         let processes = Self::processes(children);
-        let ours = processes.iter().any(|p| *p == self.name);
+        let ours = processes.contains(&self.name);
         match processes.as_slice() {
             [] => self.done(Phase::Idle, DoubleBarrierOutcome::Left),
             [only] if *only == self.name => self.delete_own(),
