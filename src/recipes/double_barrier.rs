@@ -6,9 +6,13 @@
 //! create `b/ready` (NodeExists: someone did). Leave: list `b`; none left,
 //! done; only us, delete ours, done; lowest, wait on the highest; else
 //! delete ours and wait on the lowest; on every wake-up list again.
-//! Ordering is by node name; `<p>` is `<name>-<guid>`, unique to the
-//! session, so a create sent again after ConnectionLoss that meets
-//! NodeExists has found its own node.
+//! Ordering is by node name; `<p>` is the process's stable name. A create
+//! that meets NodeExists checks the node's owner: ours (a create sent again
+//! after ConnectionLoss) means in; a previous session's (the process
+//! restarted while its old session lingers) means waiting for that node to
+//! go — counting it would let a restarted process count twice and the
+//! barrier open with fewer than `x` processes (the simulation caught a
+//! guid-named version doing exactly that).
 //!
 //! ```
 //! # use zoosim::client::local::{LocalConfig, LocalServer};
@@ -17,7 +21,8 @@
 //! let server = LocalServer::new(LocalConfig::default());
 //! let zk = server.connect(4000);
 //! // A barrier of one: enters and leaves at once.
-//! let mut me = DoubleBarrierClient::new(&zk, DoubleBarrier::new("/db/round-1", "p1-g", 1));
+//! # use zoosim::client::Zk;
+//! let mut me = DoubleBarrierClient::new(&zk, DoubleBarrier::new("/db/round-1", "p1", zk.session_id(), 1));
 //! me.enter().await.expect("entered");
 //! me.leave().await.expect("left");
 //! # });
@@ -27,7 +32,7 @@ use super::{
     ancestors, child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending,
 };
 use crate::client::Zk;
-use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
+use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, SessionId, ZkError};
 
 const READY: &str = "ready";
 
@@ -51,6 +56,10 @@ enum Phase {
     Idle,
     // Enter.
     Creating(Pending),
+    /// NodeExists on our create: whose node is it?
+    Owning(Pending),
+    /// An older session's node of ours: wait for it to go.
+    AwaitingOld,
     WatchingReady(Pending),
     Counting(Pending),
     /// Fewer than x: waiting for `ready`.
@@ -70,6 +79,8 @@ enum Phase {
 pub struct DoubleBarrier {
     dir: String,
     name: String,
+    /// Our session's id, to recognise our own node.
+    session: i64,
     threshold: usize,
     io: Io<DoubleBarrierOutcome>,
     phase: Phase,
@@ -79,8 +90,9 @@ pub struct DoubleBarrier {
 }
 
 impl DoubleBarrier {
-    /// `name`: this process's node name, unique to the session (no '/').
-    pub fn new(dir: &str, name: &str, threshold: usize) -> DoubleBarrier {
+    /// `name`: this process's node name, stable across its sessions (no
+    /// '/'); `session`: the id of the session it runs on.
+    pub fn new(dir: &str, name: &str, session: SessionId, threshold: usize) -> DoubleBarrier {
         assert!(
             !name.is_empty() && !name.contains('/') && name != READY,
             "a process name is one path component other than {READY:?}, got {name:?}"
@@ -89,6 +101,7 @@ impl DoubleBarrier {
         DoubleBarrier {
             dir: dir.to_owned(),
             name: name.to_owned(),
+            session: session.0,
             threshold,
             io: Io::new(),
             phase: Phase::Idle,
@@ -125,6 +138,14 @@ impl DoubleBarrier {
             mode: CreateMode::Ephemeral,
         });
         self.phase = Phase::Creating(req);
+    }
+
+    fn owner(&mut self) {
+        let req = self.io.send(Op::Exists {
+            path: self.own(),
+            watch: true,
+        });
+        self.phase = Phase::Owning(req);
     }
 
     fn watch_ready(&mut self) {
@@ -175,6 +196,7 @@ impl DoubleBarrier {
     fn current(&self) -> Option<Pending> {
         match &self.phase {
             Phase::Creating(p)
+            | Phase::Owning(p)
             | Phase::WatchingReady(p)
             | Phase::Counting(p)
             | Phase::MakingReady(p)
@@ -189,6 +211,7 @@ impl DoubleBarrier {
         self.lost = None;
         match self.phase.clone() {
             Phase::Creating(_) => self.create(false),
+            Phase::Owning(_) => self.owner(),
             Phase::WatchingReady(_) => self.watch_ready(),
             Phase::Counting(_) => self.list(false),
             Phase::MakingReady(_) => self.make_ready(),
@@ -249,7 +272,7 @@ impl DoubleBarrier {
             Ok(r) => r,
             Err(e) => {
                 return match (phase, e) {
-                    (Phase::Creating(_), ZkError::NodeExists) => self.watch_ready(),
+                    (Phase::Creating(_), ZkError::NodeExists) => self.owner(),
                     (Phase::Creating(_), ZkError::NoNode) => self.create(true),
                     (Phase::MakingReady(_), ZkError::NodeExists) => {
                         self.done(Phase::In, DoubleBarrierOutcome::Entered)
@@ -270,6 +293,15 @@ impl DoubleBarrier {
         };
         match (phase, reply) {
             (Phase::Creating(_), Reply::Create { .. }) => self.watch_ready(),
+            (Phase::Owning(_), Reply::Exists(Some(stat)))
+                if stat.ephemeral_owner == self.session =>
+            {
+                self.watch_ready()
+            }
+            // An older session's: its deletion (the watch just set) calls
+            // us back.
+            (Phase::Owning(_), Reply::Exists(Some(_))) => self.phase = Phase::AwaitingOld,
+            (Phase::Owning(_), Reply::Exists(None)) => self.create(false),
             (Phase::WatchingReady(_), Reply::Exists(Some(_))) => {
                 self.done(Phase::In, DoubleBarrierOutcome::Entered)
             }
@@ -337,6 +369,7 @@ impl Machine for DoubleBarrier {
                 Phase::AwaitingLeave(name) if event.path == child_path(&self.dir, name) => {
                     self.list(true)
                 }
+                Phase::AwaitingOld if event.path == self.own() => self.create(false),
                 _ => {}
             },
             Input::Session(event) => {

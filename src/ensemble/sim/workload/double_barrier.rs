@@ -130,11 +130,15 @@ async fn session(
     round: Arc<Mutex<u64>>,
     until: Instant,
 ) -> bool {
-    let guid = format!("{:08x}", thread_rng().gen::<u32>());
     loop {
         let r = *round.lock().unwrap();
-        let name = format!("c{c}-{guid}");
-        let machine = DoubleBarrier::new(&format!("{}/r{r}", w.dir), &name, w.threshold);
+        let name = format!("c{c}");
+        let machine = DoubleBarrier::new(
+            &format!("{}/r{r}", w.dir),
+            &name,
+            zk.session_id(),
+            w.threshold,
+        );
         let mut driver = Driver::new(&*zk, machine);
         for (command, called, done) in [
             (
