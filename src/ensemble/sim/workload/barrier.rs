@@ -6,16 +6,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::runtime::Handle;
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::now_ms;
+use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
 use crate::check::barrier::BarrierEvent;
 use crate::check::Entry;
-use crate::client::Zk;
 use crate::ensemble::sim::nemesis::ClientSlots;
-use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
+use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::barrier::{Barrier, BarrierCommand, BarrierOutcome, BarrierVariant};
 use crate::recipes::Driver;
 
@@ -73,12 +71,7 @@ pub fn spawn(
 ) -> (BarrierLog, Vec<JoinHandle<()>>) {
     let log = BarrierLog::default();
     let rounds: Arc<Mutex<Rounds>> = Arc::default();
-    {
-        let mut s = slots.lock().unwrap();
-        if s.len() < w.clients {
-            s.resize_with(w.clients, Default::default);
-        }
-    }
+    ensure_slots(&slots, w.clients);
     let tasks = (0..w.clients)
         .map(|c| {
             let (e, s, w, l, r) = (
@@ -103,54 +96,20 @@ async fn supervise(
     rounds: Arc<Mutex<Rounds>>,
     until: Instant,
 ) {
-    let flavour = if c % 2 == 0 {
-        Flavour::Java
-    } else {
-        Flavour::Rust
-    };
-    let servers = ensemble.config().servers;
     let passed = Arc::new(Mutex::new(None::<u64>));
-    while Instant::now() < until {
-        let server = thread_rng().gen_range(0..servers);
-        let Ok(zk) = ensemble
-            .connect_with(server, w.session_timeout_ms, flavour)
-            .await
-        else {
-            sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let zk = Arc::new(zk);
-        let _ = zk.try_next_event();
-        slots.lock().unwrap()[c].zk = Some(zk.clone());
-        let node = Handle::current()
-            .get_node(zk.node())
-            .expect("the client's node");
-        let run = if c == 0 {
-            node.spawn(coordinate(
-                zk.clone(),
-                w.clone(),
-                log.clone(),
-                rounds.clone(),
-                until,
-            ))
-        } else {
-            node.spawn(wait(
-                c,
-                zk.clone(),
-                w.clone(),
-                log.clone(),
-                rounds.clone(),
-                passed.clone(),
-                until,
-            ))
-        };
-        let ended = run.await;
-        slots.lock().unwrap()[c].zk = None;
-        match ended {
-            Ok(true) => continue,
-            _ => return,
+    let t = w.session_timeout_ms;
+    client_sessions(c, ensemble, slots, flavour_of(c), t, until, |zk| {
+        let (w, log, rounds) = (w.clone(), log.clone(), rounds.clone());
+        let passed = passed.clone();
+        async move {
+            if c == 0 {
+                coordinate(zk, w, log, rounds, until).await
+            } else {
+                wait(c, zk, w, log, rounds, passed, until).await
+            }
         }
-    }
+    })
+    .await
 }
 
 /// Runs one command to its outcome; Some(false) if the session is lost.
@@ -174,9 +133,7 @@ async fn run(
 
 async fn lost(zk: &SimZk, log: &BarrierLog, c: usize) -> bool {
     push(log, c, BarrierEvent::Lost);
-    let bound = Duration::from_millis(zk.session_timeout_ms());
-    let _ = timeout(bound, zk.close()).await;
-    true
+    replace(zk).await
 }
 
 async fn coordinate(

@@ -7,16 +7,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::runtime::Handle;
 use madsim::task::JoinHandle;
-use madsim::time::{sleep, timeout, Instant};
+use madsim::time::{timeout, Instant};
 
-use super::now_ms;
+use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
 use crate::check::config::ConfigEvent;
 use crate::check::Entry;
-use crate::client::Zk;
 use crate::ensemble::sim::nemesis::ClientSlots;
-use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
+use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::config::{Config, ConfigCommand, ConfigOutcome};
 use crate::recipes::Driver;
 
@@ -59,12 +57,7 @@ pub fn spawn(
     until: Instant,
 ) -> (ConfigLog, Vec<JoinHandle<()>>) {
     let log = ConfigLog::default();
-    {
-        let mut s = slots.lock().unwrap();
-        if s.len() < w.clients {
-            s.resize_with(w.clients, Default::default);
-        }
-    }
+    ensure_slots(&slots, w.clients);
     let tasks = (0..w.clients)
         .map(|c| {
             let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
@@ -83,43 +76,12 @@ async fn supervise(
     update_until: Instant,
     until: Instant,
 ) {
-    let flavour = if c % 2 == 0 {
-        Flavour::Java
-    } else {
-        Flavour::Rust
-    };
-    let servers = ensemble.config().servers;
-    while Instant::now() < until {
-        let server = thread_rng().gen_range(0..servers);
-        let Ok(zk) = ensemble
-            .connect_with(server, w.session_timeout_ms, flavour)
-            .await
-        else {
-            sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let zk = Arc::new(zk);
-        let _ = zk.try_next_event(); // the handshake's Connected
-        slots.lock().unwrap()[c].zk = Some(zk.clone());
+    let t = w.session_timeout_ms;
+    client_sessions(c, ensemble, slots, flavour_of(c), t, until, |zk| {
         push(&log, c, ConfigEvent::SessionStarted);
-        let node = Handle::current()
-            .get_node(zk.node())
-            .expect("the client's node");
-        let run = node.spawn(session(
-            c,
-            zk.clone(),
-            w.clone(),
-            log.clone(),
-            update_until,
-            until,
-        ));
-        let ended = run.await;
-        slots.lock().unwrap()[c].zk = None;
-        match ended {
-            Ok(true) => continue,
-            _ => return,
-        }
-    }
+        session(c, zk, w.clone(), log.clone(), update_until, until)
+    })
+    .await
 }
 
 /// True when the session was lost (open another).
@@ -160,9 +122,7 @@ async fn session(
                     ConfigOutcome::Conflict => ConfigEvent::Conflict,
                     ConfigOutcome::Lost { .. } => {
                         push(&log, c, ConfigEvent::Lost);
-                        let bound = Duration::from_millis(zk.session_timeout_ms());
-                        let _ = timeout(bound, zk.close()).await;
-                        return true;
+                        return replace(&zk).await;
                     }
                     ConfigOutcome::Refused => ConfigEvent::Failed {
                         error: "refused".into(),

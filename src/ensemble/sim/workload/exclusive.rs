@@ -8,11 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::runtime::Handle;
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::now_ms;
+use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
 use crate::check::fence::FencedResource;
 use crate::check::lock::LockEvent;
 use crate::check::Entry;
@@ -209,13 +208,10 @@ pub fn spawn<M: Exclusive>(
     until: Instant,
 ) -> (ExclusiveRecord, Vec<JoinHandle<()>>) {
     let record = ExclusiveRecord::default();
-    let n = workload.clients + usize::from(workload.revoke_dir.is_some());
-    {
-        let mut s = slots.lock().unwrap();
-        if s.len() < n {
-            s.resize_with(n, Default::default);
-        }
-    }
+    ensure_slots(
+        &slots,
+        workload.clients + usize::from(workload.revoke_dir.is_some()),
+    );
     let mut tasks: Vec<JoinHandle<()>> = (0..workload.clients)
         .map(|c| {
             let (e, s, w, r, m) = (
@@ -252,35 +248,11 @@ async fn revoke(
     dir: String,
     until: Instant,
 ) {
-    let servers = ensemble.config().servers;
-    while Instant::now() < until {
-        let server = thread_rng().gen_range(0..servers);
-        let Ok(zk) = ensemble
-            .connect_with(server, w.session_timeout_ms, Flavour::Java)
-            .await
-        else {
-            sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let zk = Arc::new(zk);
-        let _ = zk.try_next_event();
-        slots.lock().unwrap()[c].zk = Some(zk.clone());
-        let node = Handle::current()
-            .get_node(zk.node())
-            .expect("the client's node");
-        let run = node.spawn(revoke_session(
-            c,
-            zk.clone(),
-            record.clone(),
-            dir.clone(),
-            until,
-        ));
-        let ended = run.await;
-        slots.lock().unwrap()[c].zk = None;
-        if !matches!(ended, Ok(true)) {
-            return;
-        }
-    }
+    let t = w.session_timeout_ms;
+    client_sessions(c, ensemble, slots, Flavour::Java, t, until, |zk| {
+        revoke_session(c, zk, record.clone(), dir.clone(), until)
+    })
+    .await
 }
 
 /// True when the session was lost.
@@ -323,11 +295,7 @@ async fn revoke_session(
         match timeout(left, driver.next_outcome()).await {
             Ok(RevokerOutcome::Asked) => record.push(c, LockEvent::RevokeCalled { token }),
             Ok(RevokerOutcome::NotHeld) => {}
-            Ok(RevokerOutcome::Lost { .. }) => {
-                let bound = Duration::from_millis(zk.session_timeout_ms());
-                let _ = timeout(bound, zk.close()).await;
-                return true;
-            }
+            Ok(RevokerOutcome::Lost { .. }) => return replace(&zk).await,
             Ok(other) => record.push(
                 c,
                 LockEvent::Failed {
@@ -339,14 +307,6 @@ async fn revoke_session(
     }
 }
 
-/// Why a session's loop ended.
-enum SessionEnd {
-    /// Lost or failed: open a new session.
-    Replace,
-    /// `until` reached.
-    Done,
-}
-
 async fn supervise<M: Exclusive>(
     c: usize,
     ensemble: Arc<Ensemble>,
@@ -356,50 +316,19 @@ async fn supervise<M: Exclusive>(
     make: Make<M>,
     until: Instant,
 ) {
-    let flavour = if c % 2 == 0 {
-        Flavour::Java
-    } else {
-        Flavour::Rust
-    };
-    let servers = ensemble.config().servers;
-    while Instant::now() < until {
-        let server = thread_rng().gen_range(0..servers);
-        let zk = match ensemble
-            .connect_with(server, w.session_timeout_ms, flavour)
-            .await
-        {
-            Ok(zk) => Arc::new(zk),
-            Err(_) => {
-                sleep(Duration::from_millis(200)).await;
-                continue;
-            }
-        };
-        // The first Connected belongs to the handshake, not to a reconnect.
-        let _ = zk.try_next_event();
-        slots.lock().unwrap()[c].zk = Some(zk.clone());
-        let node = Handle::current()
-            .get_node(zk.node())
-            .expect("the client's node");
+    let t = w.session_timeout_ms;
+    let s = slots.clone();
+    client_sessions(c, ensemble, slots, flavour_of(c), t, until, |zk| {
         let guid = format!("c{c}-{:08x}", thread_rng().gen::<u32>());
-        let run = node.spawn(session(
-            c,
-            slots.clone(),
-            zk.clone(),
-            make(c, &guid),
-            w.clone(),
-            record.clone(),
-            until,
-        ));
-        let ended = run.await;
-        let slot = &mut slots.lock().unwrap()[c];
-        slot.zk = None;
-        slot.busy = false;
-        match ended {
-            Ok(SessionEnd::Replace) => continue,
-            // Done, or the node was crashed: this client is finished.
-            _ => return,
+        let machine = make(c, &guid);
+        let (s, w, record) = (s.clone(), w.clone(), record.clone());
+        async move {
+            let lost = session(c, s.clone(), zk, machine, w, record, until).await;
+            s.lock().unwrap()[c].busy = false;
+            lost
         }
-    }
+    })
+    .await
 }
 
 async fn session<M: Exclusive>(
@@ -410,12 +339,12 @@ async fn session<M: Exclusive>(
     w: ExclusiveWorkload,
     record: ExclusiveRecord,
     until: Instant,
-) -> SessionEnd {
+) -> bool {
     let mut driver = Driver::new(&*zk, machine);
     let mut told_ended = false;
     let end = loop {
         if Instant::now() >= until {
-            break SessionEnd::Done;
+            break false;
         }
         let shared = driver.machine().is_shared();
         record.push(c, LockEvent::AcquireCalled { shared });
@@ -425,8 +354,8 @@ async fn session<M: Exclusive>(
                 slots.lock().unwrap()[c].busy = true;
                 token
             }
-            Some(_) => break SessionEnd::Replace,
-            None => break SessionEnd::Done,
+            Some(_) => break true,
+            None => break false,
         };
         // The critical section. The last touch, after the hold, is not
         // preceded by a check, as in any real application: a pause or a
@@ -437,7 +366,7 @@ async fn session<M: Exclusive>(
             if touch + 1 < touches {
                 driver.pump();
                 if log_outcomes(&mut driver, c, &record, &mut told_ended) {
-                    return close(&zk).await;
+                    return replace(&zk).await;
                 }
                 if !driver.machine().is_holder() || driver.machine().asked_to_release() {
                     break; // lost it, or consenting to a revocation
@@ -460,31 +389,24 @@ async fn session<M: Exclusive>(
         // session's loss), not the release.
         driver.pump();
         if log_outcomes(&mut driver, c, &record, &mut told_ended) {
-            return close(&zk).await;
+            return replace(&zk).await;
         }
         record.push(c, LockEvent::ReleaseCalled);
         slots.lock().unwrap()[c].busy = false;
         driver.command(M::release());
         match wait(&mut driver, c, &record, until, &mut told_ended).await {
             Some(Step::Released) => {}
-            Some(_) => break SessionEnd::Replace,
-            None => break SessionEnd::Done,
+            Some(_) => break true,
+            None => break false,
         }
         let think = thread_rng().gen_range(0..=w.think_ms_max);
         sleep(Duration::from_millis(think)).await;
     };
-    match end {
-        SessionEnd::Replace => close(&zk).await,
-        SessionEnd::Done => SessionEnd::Done,
+    if end {
+        replace(&zk).await
+    } else {
+        false
     }
-}
-
-/// Closes a session the recipe gave up on (if it is not gone already), so
-/// its ephemerals do not linger until it expires.
-async fn close(zk: &SimZk) -> SessionEnd {
-    let bound = Duration::from_millis(zk.session_timeout_ms());
-    let _ = timeout(bound, zk.close()).await;
-    SessionEnd::Replace
 }
 
 /// Runs the machine until an outcome that ends the wait (acquired,

@@ -7,16 +7,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::runtime::Handle;
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::now_ms;
+use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
 use crate::check::queue::QueueEvent;
 use crate::check::Entry;
-use crate::client::Zk;
 use crate::ensemble::sim::nemesis::ClientSlots;
-use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
+use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::queue::{Consumer, Producer, QueueCommand, QueueOutcome};
 use crate::recipes::{base_name, sequence_of, Driver, Machine};
 
@@ -65,12 +63,7 @@ pub fn spawn(
 ) -> (QueueLog, Vec<JoinHandle<()>>) {
     let log = QueueLog::default();
     let n = w.producers + w.consumers;
-    {
-        let mut s = slots.lock().unwrap();
-        if s.len() < n {
-            s.resize_with(n, Default::default);
-        }
-    }
+    ensure_slots(&slots, n);
     let tasks = (0..n)
         .map(|c| {
             let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
@@ -89,54 +82,24 @@ async fn supervise(
     produce_until: Instant,
     until: Instant,
 ) {
-    let flavour = if c % 2 == 0 {
-        Flavour::Java
-    } else {
-        Flavour::Rust
-    };
-    let servers = ensemble.config().servers;
     // A producer's item numbers run on across its sessions.
     let next_item = Arc::new(Mutex::new(0u64));
-    while Instant::now() < until {
-        let server = thread_rng().gen_range(0..servers);
-        let Ok(zk) = ensemble
-            .connect_with(server, w.session_timeout_ms, flavour)
-            .await
-        else {
-            sleep(Duration::from_millis(200)).await;
-            continue;
-        };
-        let zk = Arc::new(zk);
-        let _ = zk.try_next_event(); // the handshake's Connected
-        slots.lock().unwrap()[c].zk = Some(zk.clone());
-        let node = Handle::current()
-            .get_node(zk.node())
-            .expect("the client's node");
-        let run = if c < w.producers {
-            let guid = format!("c{c}s{:08x}", thread_rng().gen::<u32>());
-            let priority = w.priority.then_some((c % 3) as u8);
-            let machine = Producer::new(&w.dir, &guid, priority);
-            node.spawn(produce(
-                c,
-                zk.clone(),
-                machine,
-                w.clone(),
-                log.clone(),
-                next_item.clone(),
-                produce_until,
-                until,
-            ))
-        } else {
-            let machine = Consumer::new(&w.dir, w.priority);
-            node.spawn(consume(c, zk.clone(), machine, log.clone(), until))
-        };
-        let ended = run.await;
-        slots.lock().unwrap()[c].zk = None;
-        match ended {
-            Ok(true) => continue, // the session was lost: a new one
-            _ => return,          // done, or crashed
+    let t = w.session_timeout_ms;
+    client_sessions(c, ensemble, slots, flavour_of(c), t, until, |zk| {
+        let (w, log, next_item) = (w.clone(), log.clone(), next_item.clone());
+        async move {
+            if c < w.producers {
+                let guid = format!("c{c}s{:08x}", thread_rng().gen::<u32>());
+                let priority = w.priority.then_some((c % 3) as u8);
+                let machine = Producer::new(&w.dir, &guid, priority);
+                produce(c, zk, machine, w, log, next_item, produce_until, until).await
+            } else {
+                let machine = Consumer::new(&w.dir, w.priority);
+                consume(c, zk, machine, log, until).await
+            }
         }
-    }
+    })
+    .await
 }
 
 /// Returns true when the session was lost (open another).
@@ -163,7 +126,7 @@ async fn produce(
         driver.command(QueueCommand::Enqueue);
         match wait(&mut driver, c, &log, until, Some(&item)).await {
             Some(true) => {}
-            Some(false) => return close(&zk).await,
+            Some(false) => return replace(&zk).await,
             None => return false,
         }
         let think = thread_rng().gen_range(0..=w.think_ms_max);
@@ -184,16 +147,10 @@ async fn consume(
         driver.command(QueueCommand::Take);
         match wait(&mut driver, c, &log, until, None).await {
             Some(true) => {}
-            Some(false) => return close(&zk).await,
+            Some(false) => return replace(&zk).await,
             None => return false,
         }
     }
-}
-
-async fn close(zk: &SimZk) -> bool {
-    let bound = Duration::from_millis(zk.session_timeout_ms());
-    let _ = timeout(bound, zk.close()).await;
-    true
 }
 
 /// Runs until the command's outcome, logging everything: Some(true) when
