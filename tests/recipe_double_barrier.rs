@@ -90,6 +90,11 @@ fn run_seed(seed: u64) -> (DoubleBarrierReport, BTreeMap<Fault, u64>) {
             }
             eprintln!("{report}");
         }
+        if std::env::var("ZOOSIM_VERBOSE").as_deref() == Ok("2") {
+            for e in &log {
+                eprintln!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event);
+            }
+        }
         let mut counts = BTreeMap::new();
         for f in &injected {
             *counts.entry(f.fault).or_default() += 1;

@@ -1,9 +1,11 @@
 //! The double barrier's oracle, per round (one barrier node per round).
 //!
 //! * **Enter**: nobody is in before `x` processes asked to enter.
-//! * **Leave**: nobody is out before every process that entered has asked
-//!   to leave — or lost its session inside the round, which deleted its
-//!   node (when exactly, a paused process's own log cannot show).
+//! * **Leave**: nobody is out before every process that was inside when it
+//!   started to leave has asked to leave too — or lost its session inside
+//!   the round, which deleted its node (when exactly, a paused process's own
+//!   log cannot show). A latecomer that enters after that, through the
+//!   `ready` node left behind, is not waited for.
 //! * **Liveness**: in the quiet phase every enter and leave ends within the
 //!   bound (a round short of `x` live processes is not judged for entry).
 
@@ -59,7 +61,10 @@ pub fn check_double_barrier(
     use DoubleBarrierEvent::*;
     let mut r = DoubleBarrierReport::default();
     let mut asked: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
-    let mut entered: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
+    // Per round: who entered, when.
+    let mut entered: BTreeMap<u64, BTreeMap<usize, u64>> = BTreeMap::new();
+    // Per (round, client): when it asked to leave.
+    let mut leave_called: BTreeMap<(u64, usize), u64> = BTreeMap::new();
     // Per round, the clients that asked to leave or lost their node.
     let mut gone: BTreeMap<u64, BTreeSet<usize>> = BTreeMap::new();
     // Per client: the round it is in (entered, not yet out).
@@ -101,7 +106,7 @@ pub fn check_double_barrier(
                         e.at_ms
                     ));
                 }
-                entered.entry(*round).or_default().insert(c);
+                entered.entry(*round).or_default().insert(c, e.at_ms);
                 inside.insert(c, *round);
                 if let Some((w, since)) = pending.remove(&c) {
                     judge(&mut r, c, w, since, Some(e.at_ms));
@@ -109,14 +114,19 @@ pub fn check_double_barrier(
             }
             LeaveCalled { round } => {
                 gone.entry(*round).or_default().insert(c);
+                leave_called.insert((*round, c), e.at_ms);
                 pending.insert(c, ("leave", e.at_ms));
             }
             Left { round } => {
                 r.exits += 1;
                 inside.remove(&c);
+                // Those inside when this one started to leave must all have
+                // asked to leave too (a latecomer entering after that,
+                // through the `ready` left behind, is not waited for).
                 let out = gone.get(round).cloned().unwrap_or_default();
-                for other in entered.get(round).into_iter().flatten() {
-                    if !out.contains(other) {
+                let since = leave_called.get(&(*round, c)).copied().unwrap_or(e.at_ms);
+                for (other, &at) in entered.get(round).into_iter().flatten() {
+                    if at < since && !out.contains(other) {
                         early.push((*round, c, *other, e.at_ms));
                     }
                 }
