@@ -9,6 +9,7 @@ pub mod fence;
 pub mod lock;
 pub mod membership;
 pub mod queue;
+pub mod two_phase_commit;
 
 /// One line of an outcome log: at `at_ms` (simulated time), `client` (a
 /// process: it may go through several sessions) saw or did `event`.

@@ -35,6 +35,7 @@ pub mod lock;
 pub mod membership;
 pub mod queue;
 pub mod revocable;
+pub mod two_phase_commit;
 
 pub use driver::Driver;
 

@@ -13,6 +13,7 @@ pub mod double_barrier;
 pub mod exclusive;
 pub mod membership;
 pub mod queue;
+pub mod two_phase_commit;
 
 use std::future::Future;
 use std::sync::Arc;

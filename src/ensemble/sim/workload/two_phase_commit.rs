@@ -1,0 +1,192 @@
+//! Two-phase commit, transaction after transaction: client 0 coordinates
+//! (creates each transaction's nodes), clients 1.. are the sites, each
+//! voting commit mostly and abort sometimes, then waiting for the decision.
+//! A site whose session is lost comes back to the same transaction with a
+//! new session. Every outcome goes into the log
+//! [`crate::check::two_phase_commit`] judges.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::task::JoinHandle;
+use madsim::time::{sleep, timeout, Instant};
+
+use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
+use crate::check::two_phase_commit::TpcEvent;
+use crate::check::Entry;
+use crate::client::Zk;
+use crate::ensemble::sim::nemesis::ClientSlots;
+use crate::ensemble::sim::{Ensemble, SimZk};
+use crate::proto::{Reply, ZkError};
+use crate::recipes::two_phase_commit::{create_transaction, Site, SiteCommand, SiteOutcome};
+use crate::recipes::Driver;
+
+#[derive(Clone, Debug)]
+pub struct TpcWorkload {
+    pub dir: String,
+    /// Sites (clients 1..=sites); client 0 coordinates.
+    pub sites: usize,
+    pub abort_probability: f64,
+    pub session_timeout_ms: u64,
+}
+
+impl Default for TpcWorkload {
+    fn default() -> Self {
+        TpcWorkload {
+            dir: "/tpc".into(),
+            sites: 4,
+            abort_probability: 0.15,
+            session_timeout_ms: 4000,
+        }
+    }
+}
+
+pub type TpcLog = Arc<Mutex<Vec<Entry<TpcEvent>>>>;
+
+fn push(log: &TpcLog, client: usize, event: TpcEvent) {
+    log.lock().unwrap().push(Entry {
+        at_ms: now_ms(),
+        client,
+        event,
+    });
+}
+
+fn tx_path(w: &TpcWorkload, tx: u64) -> String {
+    format!("{}/t{tx}", w.dir)
+}
+
+/// Starts the coordinator and the sites; the coordinator opens new
+/// transactions until `open_until`.
+pub fn spawn(
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    w: &TpcWorkload,
+    open_until: Instant,
+    until: Instant,
+) -> (TpcLog, Vec<JoinHandle<()>>) {
+    let log = TpcLog::default();
+    // The last transaction created (the harness's own bookkeeping).
+    let created: Arc<Mutex<Option<u64>>> = Arc::default();
+    ensure_slots(&slots, w.sites + 1);
+    let tasks = (0..=w.sites)
+        .map(|c| {
+            let (e, s, w, l, t) = (
+                ensemble.clone(),
+                slots.clone(),
+                w.clone(),
+                log.clone(),
+                created.clone(),
+            );
+            madsim::task::spawn(async move {
+                let next = Arc::new(Mutex::new((0u64, None::<bool>)));
+                let timeout_ms = w.session_timeout_ms;
+                client_sessions(c, e, s, flavour_of(c), timeout_ms, until, |zk| {
+                    let (w, l, t, next) = (w.clone(), l.clone(), t.clone(), next.clone());
+                    async move {
+                        if c == 0 {
+                            coordinate(zk, w, t, next, open_until).await
+                        } else {
+                            site(c, zk, w, l, t, next, until).await
+                        }
+                    }
+                })
+                .await
+            })
+        })
+        .collect();
+    (log, tasks)
+}
+
+/// True when the session was lost.
+async fn coordinate(
+    zk: Arc<SimZk>,
+    w: TpcWorkload,
+    created: Arc<Mutex<Option<u64>>>,
+    next: Arc<Mutex<(u64, Option<bool>)>>,
+    open_until: Instant,
+) -> bool {
+    // The parent, once.
+    let _ = zk
+        .call(crate::proto::Op::Create {
+            path: w.dir.clone(),
+            data: vec![],
+            mode: crate::proto::CreateMode::Persistent,
+        })
+        .await;
+    while Instant::now() < open_until {
+        let tx = next.lock().unwrap().0;
+        match zk.call(create_transaction(&tx_path(&w, tx), w.sites)).await {
+            Ok(reply @ Reply::Multi(_)) => match reply.multi_error() {
+                None | Some(ZkError::NodeExists) => {}
+                Some(_) => continue,
+            },
+            Ok(_) => {}
+            Err(ZkError::SessionExpired) => return replace(&zk).await,
+            Err(_) => continue, // ConnectionLoss: send it again (all or nothing)
+        }
+        *created.lock().unwrap() = Some(tx);
+        next.lock().unwrap().0 = tx + 1;
+        sleep(Duration::from_millis(thread_rng().gen_range(300..800))).await;
+    }
+    false
+}
+
+/// True when the session was lost (the site comes back to the same
+/// transaction).
+async fn site(
+    c: usize,
+    zk: Arc<SimZk>,
+    w: TpcWorkload,
+    log: TpcLog,
+    created: Arc<Mutex<Option<u64>>>,
+    next: Arc<Mutex<(u64, Option<bool>)>>,
+    until: Instant,
+) -> bool {
+    loop {
+        let tx = next.lock().unwrap().0;
+        if created.lock().unwrap().is_none_or(|t| t < tx) {
+            if Instant::now() >= until {
+                return false;
+            }
+            sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        // The vote is the site's for the transaction, kept across sessions.
+        let commit = *next
+            .lock()
+            .unwrap()
+            .1
+            .get_or_insert_with(|| !thread_rng().gen_bool(w.abort_probability));
+        push(&log, c, TpcEvent::VoteCalled { tx, commit });
+        let mut driver = Driver::new(&*zk, Site::new(&tx_path(&w, tx), c - 1, w.sites));
+        driver.command(SiteCommand::Vote { commit });
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match timeout(left, driver.next_outcome()).await {
+                Ok(SiteOutcome::Decided { commit }) => {
+                    push(&log, c, TpcEvent::Decided { tx, commit });
+                    break;
+                }
+                Ok(SiteOutcome::AbortedFor { .. }) => push(&log, c, TpcEvent::AbortedFor { tx }),
+                Ok(SiteOutcome::Voted { .. }) => {}
+                Ok(SiteOutcome::Lost { .. }) => {
+                    push(&log, c, TpcEvent::Lost);
+                    return replace(&zk).await;
+                }
+                Ok(other) => {
+                    push(
+                        &log,
+                        c,
+                        TpcEvent::Failed {
+                            error: format!("{other:?}"),
+                        },
+                    );
+                    return replace(&zk).await;
+                }
+                Err(_) => return false,
+            }
+        }
+        *next.lock().unwrap() = (tx + 1, None);
+    }
+}

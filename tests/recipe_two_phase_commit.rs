@@ -1,0 +1,152 @@
+//! Two-phase commit on the simulated ensemble, under the generic
+//! randomized fault mix: a coordinator opens a transaction every 0.3–0.8 s,
+//! four sites vote (commit mostly) and decide; judged by the 2PC oracle
+//! (src/check/two_phase_commit.rs): agreement, commit only if every site
+//! voted commit, and in the quiet phase every vote decided within the
+//! bound (unless a site of that transaction crashed unvoted).
+//!
+//! `ZOOSIM_SEED=S` replays one seed; `ZOOSIM_SEEDS=N` widens the sweep.
+
+#[cfg(not(madsim))]
+compile_error!(
+    "tests/recipe_two_phase_commit.rs needs `--cfg madsim`, which .cargo/config.toml sets; \
+     a RUSTFLAGS environment variable replaces it: add `--cfg madsim` to it"
+);
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+mod common;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Runtime;
+use madsim::time::{sleep, Instant};
+use zoosim::check::two_phase_commit::{check_tpc, TpcEvent, TpcReport};
+use zoosim::check::{Entry, Liveness};
+use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
+use zoosim::ensemble::sim::workload::now_ms;
+use zoosim::ensemble::sim::workload::two_phase_commit::{self, TpcWorkload};
+use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
+
+const START_SEED: u64 = 0x2bc0_0000;
+const SEEDS: u64 = 60;
+const T_MS: u64 = 4000;
+const FAULT_PHASE: Duration = Duration::from_secs(20);
+const QUIET: Duration = Duration::from_secs(30);
+
+fn run_seed(seed: u64) -> (TpcReport, BTreeMap<Fault, u64>) {
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    runtime.block_on(async {
+        let servers = if seed % 2 == 1 { 5 } else { 3 };
+        let sync_limit_ticks = thread_rng().gen_range(2..=5);
+        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
+            servers,
+            sync_limit_ticks,
+            init_limit_ticks: 2 * sync_limit_ticks,
+            ..EnsembleConfig::default()
+        }));
+        let workload = TpcWorkload {
+            session_timeout_ms: T_MS,
+            ..TpcWorkload::default()
+        };
+        let faults = nemesis::swarm();
+        let slots: ClientSlots = Arc::default();
+        let fault_end = Instant::now() + FAULT_PHASE;
+        let until = fault_end + Duration::from_secs(3600);
+        let (log, _tasks) =
+            two_phase_commit::spawn(ensemble.clone(), slots.clone(), &workload, fault_end, until);
+        let nemesis_config = NemesisConfig::new(faults, T_MS);
+        let injected =
+            nemesis::run(ensemble.clone(), slots.clone(), &nemesis_config, fault_end).await;
+        let quiet_from = now_ms();
+        sleep(QUIET).await;
+        let end_ms = now_ms();
+        let mut log: Vec<Entry<TpcEvent>> = log.lock().unwrap().clone();
+        for f in &injected {
+            if f.fault == Fault::ClientCrash {
+                log.push(Entry {
+                    at_ms: f.at.as_millis() as u64,
+                    client: f.client.expect("a crash names its client"),
+                    event: TpcEvent::Crashed,
+                });
+            }
+        }
+        log.sort_by_key(|e| e.at_ms);
+        let sites: Vec<usize> = (1..=workload.sites).collect();
+        let report = check_tpc(
+            &log,
+            &sites,
+            Some(Liveness {
+                from_ms: quiet_from,
+                bound_ms: 20_000,
+                end_ms,
+            }),
+        );
+        if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
+            for f in &injected {
+                eprintln!("{f}");
+            }
+            eprintln!("{report}");
+        }
+        if std::env::var("ZOOSIM_VERBOSE").as_deref() == Ok("2") {
+            for e in &log {
+                eprintln!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event);
+            }
+        }
+        let mut counts = BTreeMap::new();
+        for f in &injected {
+            *counts.entry(f.fault).or_default() += 1;
+        }
+        (report, counts)
+    })
+}
+
+#[test]
+fn two_phase_commit_holds_under_all_faults() {
+    let seeds = common::seeds(START_SEED, SEEDS);
+    let started = std::time::Instant::now();
+    let mut total = TpcReport::default();
+    let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
+    for &seed in &seeds {
+        let (r, f) = common::replaying(
+            "recipe_two_phase_commit",
+            "two_phase_commit_holds",
+            seed,
+            || run_seed(seed),
+        );
+        assert!(
+            r.is_ok(),
+            "two_phase_commit_holds: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} \
+             ZOOSIM_VERBOSE=1 cargo test --test recipe_two_phase_commit -- --nocapture"
+        );
+        total.commits += r.commits;
+        total.aborts += r.aborts;
+        total.aborts_for_failed_sites += r.aborts_for_failed_sites;
+        total.losses += r.losses;
+        for (k, n) in f {
+            *faults.entry(k).or_default() += n;
+        }
+    }
+    eprintln!(
+        "two_phase_commit_holds: {} seeds in {:.1} s\n  {total}",
+        seeds.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if seeds.len() >= 50 {
+        for f in Fault::ALL {
+            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
+        }
+        for (what, n) in [
+            ("commits", total.commits),
+            ("aborts", total.aborts),
+            (
+                "aborts written for failed sites",
+                total.aborts_for_failed_sites,
+            ),
+            ("sessions lost", total.losses),
+        ] {
+            assert!(n > 0, "{what} stayed at zero");
+        }
+    }
+}
