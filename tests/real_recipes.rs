@@ -351,3 +351,301 @@ async fn election_and_shared_lock_on_a_real_server() {
     assert!(at >= released);
     report(test, started);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configuration_and_membership_on_a_real_server() {
+    use zoosim::client::ZkExt;
+    use zoosim::proto::CreateMode;
+    use zoosim::recipes::config::{Config, ConfigClient};
+    use zoosim::recipes::membership::{Membership, MembershipClient};
+
+    let test = "configuration_and_membership_on_a_real_server";
+    let Some(server) = shared_server(test) else {
+        return;
+    };
+    let started = Instant::now();
+    let root = fresh_root(test);
+    // Configuration: a follower sees every compare-and-set; a stale one
+    // conflicts.
+    let path = format!("{root}-config");
+    let (a, b) = (connect(server).await, connect(server).await);
+    a.create(&path, b"0", CreateMode::Persistent)
+        .await
+        .expect("node");
+    let mut follower = ConfigClient::new(&a, Config::new(&path));
+    assert_eq!(follower.read().await, Ok(Some((b"0".to_vec(), 0))));
+    let mut writer = ConfigClient::new(&b, Config::new(&path));
+    for v in 0..3 {
+        let next = format!("{}", v + 1).into_bytes();
+        assert_eq!(
+            writer.compare_and_set(v, next.clone()).await,
+            Ok(Some(v + 1))
+        );
+        let seen = tokio::time::timeout(Duration::from_secs(5), follower.next_change())
+            .await
+            .expect("the follower hears of it");
+        assert_eq!(seen, Ok(Some((next, v + 1))));
+    }
+    assert_eq!(writer.compare_and_set(1, b"stale".to_vec()).await, Ok(None));
+
+    // Membership: three join, one's session ends, the view follows.
+    let group = format!("{root}/group");
+    let members: Vec<RealZk> = vec![
+        connect(server).await,
+        connect(server).await,
+        connect(server).await,
+    ];
+    for (i, zk) in members.iter().enumerate() {
+        let mut m = MembershipClient::new(zk, Membership::new(&group, &format!("m{i}"), "g"));
+        m.join().await.expect("join");
+    }
+    let watcher = connect(server).await;
+    let mut view = MembershipClient::new(&watcher, Membership::new(&group, "watcher", "g"));
+    assert_eq!(view.members().await.expect("list"), ["m0", "m1", "m2"]);
+    members[1].close().await.expect("close");
+    let after = tokio::time::timeout(Duration::from_secs(5), view.members())
+        .await
+        .expect("the view changes");
+    assert_eq!(after.expect("list"), ["m0", "m2"]);
+    report(test, started);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn barriers_on_a_real_server() {
+    use zoosim::recipes::barrier::{Barrier, BarrierClient};
+    use zoosim::recipes::double_barrier::{DoubleBarrier, DoubleBarrierClient};
+
+    let test = "barriers_on_a_real_server";
+    let Some(server) = shared_server(test) else {
+        return;
+    };
+    let started = Instant::now();
+    let root = fresh_root(test);
+    // Barrier: two waiters block until the coordinator removes it.
+    let path = format!("{root}/barrier");
+    let coordinator = connect(server).await;
+    let mut c = BarrierClient::new(&coordinator, Barrier::new(&path));
+    c.set().await.expect("set");
+    let mut waiters = Vec::new();
+    for _ in 0..2 {
+        let (zk, path) = (connect(server).await, path.clone());
+        waiters.push(tokio::spawn(async move {
+            let mut w = BarrierClient::new(&zk, Barrier::new(&path));
+            w.wait().await.expect("passes");
+            Instant::now()
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        waiters.iter().all(|w| !w.is_finished()),
+        "nobody passes a raised barrier"
+    );
+    let removed = Instant::now();
+    c.remove().await.expect("removed");
+    for w in waiters {
+        let passed = tokio::time::timeout(Duration::from_secs(5), w)
+            .await
+            .expect("passes once removed")
+            .expect("the waiter's task");
+        assert!(passed >= removed);
+    }
+    // Double barrier of three: all enter together, all leave together.
+    let dir = format!("{root}/double");
+    let mut procs = Vec::new();
+    for i in 0..3 {
+        let (zk, dir) = (connect(server).await, dir.clone());
+        procs.push(tokio::spawn(async move {
+            let session = zk.session_id();
+            let mut p = DoubleBarrierClient::new(
+                &zk,
+                DoubleBarrier::new(&dir, &format!("p{i}"), session, 3),
+            );
+            p.enter().await.expect("enter");
+            let entered = Instant::now();
+            tokio::time::sleep(Duration::from_millis(50 * i)).await;
+            let leaving = Instant::now();
+            p.leave().await.expect("leave");
+            (entered, leaving, Instant::now())
+        }));
+        // Staggered: the first two wait for the third.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut times = Vec::new();
+    for p in procs {
+        times.push(
+            tokio::time::timeout(Duration::from_secs(10), p)
+                .await
+                .expect("the barrier completes")
+                .expect("the process's task"),
+        );
+    }
+    let last_leaving = times.iter().map(|t| t.1).max().unwrap();
+    for (entered, _, left) in &times {
+        assert!(
+            *entered >= times[2].0 - Duration::from_millis(50),
+            "nobody in before the third"
+        );
+        assert!(
+            *left >= last_leaving,
+            "nobody out before the last one leaves"
+        );
+    }
+    report(test, started);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_and_two_phase_commit_on_a_real_server() {
+    use zoosim::client::ZkExt;
+    use zoosim::proto::CreateMode;
+    use zoosim::recipes::revocable::{Revoker, RevokerClient};
+    use zoosim::recipes::two_phase_commit::{create_transaction, Site, SiteClient};
+
+    let test = "revocation_and_two_phase_commit_on_a_real_server";
+    let Some(server) = shared_server(test) else {
+        return;
+    };
+    let started = Instant::now();
+    let root = fresh_root(test);
+    // Revocation: the holder hears "unlock" and lets go; the writer gets in.
+    let rw = format!("{root}/rw");
+    let (h, adm) = (connect(server).await, connect(server).await);
+    let mut holder = LockClient::new(&h, Lock::read(&rw, "h").revocable());
+    holder.acquire().await.expect("held");
+    let node = holder.driver().machine().node().expect("a node").to_owned();
+    let mut admin = RevokerClient::new(&adm, Revoker::new());
+    assert_eq!(admin.revoke(&node).await, Ok(true));
+    let asked = tokio::time::timeout(Duration::from_secs(5), holder.driver().next_outcome())
+        .await
+        .expect("the holder hears of it");
+    assert_eq!(asked, LockOutcome::RevokeAsked);
+    holder.release().await.expect("released");
+    assert_eq!(
+        admin.revoke(&node).await,
+        Ok(false),
+        "nothing left to revoke"
+    );
+
+    // 2PC: all commit → commit; one abort → abort, everywhere.
+    let base = connect(server).await;
+    base.create(&root, b"", CreateMode::Persistent).await.ok();
+    for (k, votes) in [[true, true, true], [true, false, true]].iter().enumerate() {
+        let tx = format!("{root}/tx{k}");
+        base.call(create_transaction(&tx, 3))
+            .await
+            .expect("transaction");
+        let mut sites = Vec::new();
+        for (i, &commit) in votes.iter().enumerate() {
+            let (zk, tx) = (connect(server).await, tx.clone());
+            sites.push(tokio::spawn(async move {
+                let mut s = SiteClient::new(&zk, Site::new(&tx, i, 3));
+                s.vote(commit).await.expect("vote");
+                s.decision().await.expect("decision")
+            }));
+        }
+        let all_commit = votes.iter().all(|&v| v);
+        for s in sites {
+            let d = tokio::time::timeout(Duration::from_secs(10), s)
+                .await
+                .expect("decides")
+                .expect("the site's task");
+            assert_eq!(d, all_commit, "transaction {k}");
+        }
+    }
+    // A site whose session ends after its alive node, before voting: the
+    // others write abort for it and abort.
+    let tx = format!("{root}/tx-failed");
+    base.call(create_transaction(&tx, 2))
+        .await
+        .expect("transaction");
+    let doomed = connect(server).await;
+    doomed
+        .create(&format!("{tx}/alive-s1"), b"", CreateMode::Ephemeral)
+        .await
+        .expect("alive");
+    let survivor = connect(server).await;
+    let tx2 = tx.clone();
+    let decided = tokio::spawn(async move {
+        let mut s = SiteClient::new(&survivor, Site::new(&tx2, 0, 2));
+        s.vote(true).await.expect("vote");
+        s.decision().await.expect("decision")
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    doomed.close().await.expect("close");
+    let d = tokio::time::timeout(Duration::from_secs(10), decided)
+        .await
+        .expect("decides after the failure")
+        .expect("the site's task");
+    assert!(!d, "a failed site's transaction aborts");
+    let (vote, _) = base
+        .get_data(&format!("{tx}/s1"), false)
+        .await
+        .expect("vote node");
+    assert_eq!(vote, b"abort".to_vec(), "written for the failed site");
+    report(test, started);
+}
+
+/// The lock across a leader kill on a real 3-node ensemble: the holder is
+/// suspended by the election's disconnect and resumes with its session;
+/// the waiter gets the lock only after the holder releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_survives_a_leader_kill_on_a_real_ensemble() {
+    use zoosim::real_server::RealEnsemble;
+
+    let test = "the_lock_survives_a_leader_kill_on_a_real_ensemble";
+    if shared_server(test).is_none() {
+        return;
+    }
+    let started = Instant::now();
+    let mut ensemble = tokio::task::spawn_blocking(|| RealEnsemble::start(3))
+        .await
+        .expect("the fixture's task")
+        .expect("a 3-node ensemble");
+    let connect_string = ensemble.connect_string();
+    let a = RealZk::connect(&connect_string, T_MS)
+        .await
+        .expect("connect");
+    let b = RealZk::connect(&connect_string, T_MS)
+        .await
+        .expect("connect");
+    let dir = format!("{}/lock", fresh_root(test));
+    let mut holder = LockClient::new(&a, Lock::new(&dir, "a"));
+    let first = holder.acquire().await.expect("a holds");
+    let waiter = tokio::spawn(async move {
+        let mut lock = LockClient::new(&b, Lock::new(&dir, "b"));
+        let token = lock.acquire().await.expect("b acquires");
+        lock.release().await.expect("b releases");
+        (token, Instant::now())
+    });
+    let leader = ensemble.leader().expect("a leader");
+    let ensemble = tokio::task::spawn_blocking(move || {
+        ensemble.kill(leader);
+        ensemble
+    })
+    .await
+    .expect("the kill");
+    // Every election drops every client: suspended, then resumed with the
+    // session intact.
+    let mut saw = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !saw.contains(&LockOutcome::Resumed) && Instant::now() < deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Ok(o) = tokio::time::timeout(left, holder.driver().next_outcome()).await {
+            saw.push(o);
+        }
+    }
+    assert!(
+        saw.contains(&LockOutcome::Suspended) && saw.contains(&LockOutcome::Resumed),
+        "the holder was suspended and resumed: {saw:?}"
+    );
+    assert!(holder.is_holder());
+    assert!(!waiter.is_finished(), "the waiter must not get a held lock");
+    let released = Instant::now();
+    holder.release().await.expect("a releases");
+    let (second, at) = tokio::time::timeout(Duration::from_secs(20), waiter)
+        .await
+        .expect("b gets it")
+        .expect("b's task");
+    assert!(second > first && at >= released);
+    drop(ensemble);
+    report(test, started);
+}
