@@ -334,3 +334,7 @@ impl<'z, Z: Zk + Sync> BarrierClient<'z, Z> {
         &mut self.driver
     }
 }
+
+#[cfg(test)]
+#[path = "barrier_tests.rs"]
+mod tests;

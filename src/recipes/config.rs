@@ -366,3 +366,7 @@ impl<'z, Z: Zk + Sync> ConfigClient<'z, Z> {
         &mut self.driver
     }
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -432,3 +432,7 @@ impl<'z, Z: Zk + Sync> DoubleBarrierClient<'z, Z> {
         &mut self.driver
     }
 }
+
+#[cfg(test)]
+#[path = "double_barrier_tests.rs"]
+mod tests;

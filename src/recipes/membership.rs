@@ -364,3 +364,7 @@ impl<'z, Z: Zk + Sync> MembershipClient<'z, Z> {
         &mut self.driver
     }
 }
+
+#[cfg(test)]
+#[path = "membership_tests.rs"]
+mod tests;

@@ -179,3 +179,7 @@ impl<'z, Z: Zk + Sync> RevokerClient<'z, Z> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "revocable_tests.rs"]
+mod tests;

@@ -368,3 +368,7 @@ impl<'z, Z: Zk + Sync> SiteClient<'z, Z> {
         &mut self.driver
     }
 }
+
+#[cfg(test)]
+#[path = "two_phase_commit_tests.rs"]
+mod tests;

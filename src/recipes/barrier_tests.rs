@@ -1,0 +1,1 @@
+//! Scripted-event tests of the barrier machine: see barrier.rs.

@@ -1,0 +1,1 @@
+//! Scripted-event tests of the config machine: see config.rs.

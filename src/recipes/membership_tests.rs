@@ -1,0 +1,1 @@
+//! Scripted-event tests of the membership machine: see membership.rs.

@@ -1,0 +1,1 @@
+//! Scripted-event tests of the revocable machine: see revocable.rs.
