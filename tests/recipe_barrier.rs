@@ -18,15 +18,13 @@ use std::time::Duration;
 
 mod common;
 
-use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
 use madsim::time::{sleep, Instant};
 use zoosim::check::barrier::{check_barrier, BarrierEvent, BarrierReport};
-use zoosim::check::{Entry, Liveness};
+use zoosim::check::Liveness;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
 use zoosim::ensemble::sim::workload::barrier::{self, BarrierWorkload};
 use zoosim::ensemble::sim::workload::now_ms;
-use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
 use zoosim::recipes::barrier::BarrierVariant;
 
 const START_SEED: u64 = 0xba44_0000;
@@ -38,14 +36,7 @@ const QUIET: Duration = Duration::from_secs(30);
 fn run_seed(seed: u64, variant: BarrierVariant) -> (BarrierReport, BTreeMap<Fault, u64>) {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async {
-        let servers = if seed % 2 == 1 { 5 } else { 3 };
-        let sync_limit_ticks = thread_rng().gen_range(2..=5);
-        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
-            servers,
-            sync_limit_ticks,
-            init_limit_ticks: 2 * sync_limit_ticks,
-            ..EnsembleConfig::default()
-        }));
+        let ensemble = common::recipe::ensemble(seed);
         let workload = BarrierWorkload {
             session_timeout_ms: T_MS,
             variant,
@@ -62,17 +53,8 @@ fn run_seed(seed: u64, variant: BarrierVariant) -> (BarrierReport, BTreeMap<Faul
         let quiet_from = now_ms();
         sleep(QUIET).await;
         let end_ms = now_ms();
-        let mut log: Vec<Entry<BarrierEvent>> = log.lock().unwrap().clone();
-        for f in &injected {
-            if f.fault == Fault::ClientCrash {
-                log.push(Entry {
-                    at_ms: f.at.as_millis() as u64,
-                    client: f.client.expect("a crash names its client"),
-                    event: BarrierEvent::Crashed,
-                });
-            }
-        }
-        log.sort_by_key(|e| e.at_ms);
+        let log = log.lock().unwrap().clone();
+        let log = common::recipe::with_crashes(log, &injected, || BarrierEvent::Crashed);
         let report = check_barrier(
             &log,
             Some(Liveness {
@@ -87,10 +69,7 @@ fn run_seed(seed: u64, variant: BarrierVariant) -> (BarrierReport, BTreeMap<Faul
             }
             eprintln!("{report}");
         }
-        let mut counts = BTreeMap::new();
-        for f in &injected {
-            *counts.entry(f.fault).or_default() += 1;
-        }
+        let counts = common::recipe::fault_counts(&injected);
         (report, counts)
     })
 }
@@ -123,9 +102,7 @@ fn the_barrier_holds_under_all_faults() {
         started.elapsed().as_secs_f64()
     );
     if seeds.len() >= 50 {
-        for f in Fault::ALL {
-            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
-        }
+        common::recipe::assert_every_fault(&faults);
         for (what, n) in [
             ("rounds", total.rounds),
             ("passes", total.passes),

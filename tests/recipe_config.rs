@@ -19,15 +19,12 @@ use std::time::Duration;
 
 mod common;
 
-use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
 use madsim::time::{sleep, Instant};
 use zoosim::check::config::{check_config, ConfigEvent, ConfigReport};
-use zoosim::check::Entry;
 use zoosim::client::ZkExt;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
 use zoosim::ensemble::sim::workload::config::{self, ConfigWorkload};
-use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
 use zoosim::proto::CreateMode;
 
 const START_SEED: u64 = 0xc0f1_0000;
@@ -39,14 +36,7 @@ const QUIET: Duration = Duration::from_secs(30);
 fn run_seed(seed: u64) -> (ConfigReport, BTreeMap<Fault, u64>) {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async {
-        let servers = if seed % 2 == 1 { 5 } else { 3 };
-        let sync_limit_ticks = thread_rng().gen_range(2..=5);
-        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
-            servers,
-            sync_limit_ticks,
-            init_limit_ticks: 2 * sync_limit_ticks,
-            ..EnsembleConfig::default()
-        }));
+        let ensemble = common::recipe::ensemble(seed);
         let workload = ConfigWorkload {
             session_timeout_ms: T_MS,
             ..ConfigWorkload::default()
@@ -68,17 +58,8 @@ fn run_seed(seed: u64) -> (ConfigReport, BTreeMap<Fault, u64>) {
         let injected =
             nemesis::run(ensemble.clone(), slots.clone(), &nemesis_config, fault_end).await;
         sleep(QUIET).await;
-        let mut log: Vec<Entry<ConfigEvent>> = log.lock().unwrap().clone();
-        for f in &injected {
-            if f.fault == Fault::ClientCrash {
-                log.push(Entry {
-                    at_ms: f.at.as_millis() as u64,
-                    client: f.client.expect("a crash names its client"),
-                    event: ConfigEvent::Crashed,
-                });
-            }
-        }
-        log.sort_by_key(|e| e.at_ms);
+        let log = log.lock().unwrap().clone();
+        let log = common::recipe::with_crashes(log, &injected, || ConfigEvent::Crashed);
         let leader = ensemble.leader().expect("a leader after the quiet phase");
         let final_version = ensemble.with_server(leader, |s| {
             s.tree().node(&workload.path).expect("the node").version
@@ -102,10 +83,7 @@ fn run_seed(seed: u64) -> (ConfigReport, BTreeMap<Fault, u64>) {
             }
             eprintln!("{report}");
         }
-        let mut counts = BTreeMap::new();
-        for f in &injected {
-            *counts.entry(f.fault).or_default() += 1;
-        }
+        let counts = common::recipe::fault_counts(&injected);
         (report, counts)
     })
 }
@@ -139,9 +117,7 @@ fn the_configuration_holds_under_all_faults() {
         started.elapsed().as_secs_f64()
     );
     if seeds.len() >= 50 {
-        for f in Fault::ALL {
-            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
-        }
+        common::recipe::assert_every_fault(&faults);
         for (what, n) in [
             ("reads", total.reads),
             ("sets", total.sets),

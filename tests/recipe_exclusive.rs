@@ -31,11 +31,10 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
 use madsim::time::{sleep, Instant};
 use zoosim::check::lock::{check_lock, LockEvent, LockReport};
-use zoosim::check::{Entry, Liveness};
+use zoosim::check::Liveness;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
 use zoosim::ensemble::sim::workload::exclusive::{self, Exclusive, ExclusiveWorkload, Make};
 use zoosim::ensemble::sim::workload::now_ms;
-use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
 use zoosim::recipes::election::{Election, ElectionVariant};
 use zoosim::recipes::lock::{Lock, LockMode, LockVariant};
 
@@ -88,14 +87,7 @@ fn run_seed_with<M: Exclusive>(
 ) -> Seed {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async {
-        let servers = if seed % 2 == 1 { 5 } else { 3 };
-        let sync_limit_ticks = thread_rng().gen_range(2..=5);
-        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
-            servers,
-            sync_limit_ticks,
-            init_limit_ticks: 2 * sync_limit_ticks,
-            ..EnsembleConfig::default()
-        }));
+        let ensemble = common::recipe::ensemble(seed);
         let faults = nemesis::swarm();
         let slots: ClientSlots = Arc::default();
         // Short and long critical sections: a long one is where a pause or
@@ -120,18 +112,9 @@ fn run_seed_with<M: Exclusive>(
         sleep(QUIET).await;
         let end_ms = now_ms();
         // Stop the clients where they are: the log ends here.
-        let mut log: Vec<Entry<LockEvent>> = record.log.lock().unwrap().clone();
+        let log = record.log.lock().unwrap().clone();
         drop(tasks);
-        for f in &injected {
-            if f.fault == Fault::ClientCrash {
-                log.push(Entry {
-                    at_ms: f.at.as_millis() as u64,
-                    client: f.client.expect("a crash names its client"),
-                    event: LockEvent::Crashed,
-                });
-            }
-        }
-        log.sort_by_key(|e| e.at_ms);
+        let log = common::recipe::with_crashes(log, &injected, || LockEvent::Crashed);
         let report = check_lock(
             &log,
             Some(Liveness {
@@ -140,10 +123,7 @@ fn run_seed_with<M: Exclusive>(
                 end_ms,
             }),
         );
-        let mut counts = BTreeMap::new();
-        for f in &injected {
-            *counts.entry(f.fault).or_default() += 1;
-        }
+        let counts = common::recipe::fault_counts(&injected);
         if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
             for f in &injected {
                 eprintln!("{f}");
@@ -222,9 +202,7 @@ fn sweep<M: Exclusive>(test: &str, make: Make<M>, touches: u32) {
     }
     if seeds.len() >= 50 {
         // A green sweep must mean the faults hit the recipe's hard paths.
-        for f in Fault::ALL {
-            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
-        }
+        common::recipe::assert_every_fault(&faults);
         for (what, n) in [
             ("acquisitions", total.acquisitions),
             ("fenced accesses rejected", total.accesses_rejected),

@@ -20,14 +20,11 @@ use std::time::Duration;
 
 mod common;
 
-use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
 use madsim::time::{sleep, Instant};
 use zoosim::check::queue::{check_queue, QueueEvent, QueueReport};
-use zoosim::check::Entry;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
 use zoosim::ensemble::sim::workload::queue::{self, QueueWorkload};
-use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
 
 const START_SEED: u64 = 0x9e9e_0000;
 const SEEDS: u64 = 60;
@@ -38,14 +35,7 @@ const QUIET: Duration = Duration::from_secs(30);
 fn run_seed(seed: u64, priority: bool) -> (QueueReport, BTreeMap<Fault, u64>) {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async {
-        let servers = if seed % 2 == 1 { 5 } else { 3 };
-        let sync_limit_ticks = thread_rng().gen_range(2..=5);
-        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
-            servers,
-            sync_limit_ticks,
-            init_limit_ticks: 2 * sync_limit_ticks,
-            ..EnsembleConfig::default()
-        }));
+        let ensemble = common::recipe::ensemble(seed);
         let faults = nemesis::swarm();
         let slots: ClientSlots = Arc::default();
         let workload = QueueWorkload {
@@ -60,17 +50,8 @@ fn run_seed(seed: u64, priority: bool) -> (QueueReport, BTreeMap<Fault, u64>) {
         let config = NemesisConfig::new(faults, T_MS);
         let injected = nemesis::run(ensemble.clone(), slots.clone(), &config, fault_end).await;
         sleep(QUIET).await;
-        let mut log: Vec<Entry<QueueEvent>> = log.lock().unwrap().clone();
-        for f in &injected {
-            if f.fault == Fault::ClientCrash {
-                log.push(Entry {
-                    at_ms: f.at.as_millis() as u64,
-                    client: f.client.expect("a crash names its client"),
-                    event: QueueEvent::Crashed,
-                });
-            }
-        }
-        log.sort_by_key(|e| e.at_ms);
+        let log = log.lock().unwrap().clone();
+        let log = common::recipe::with_crashes(log, &injected, || QueueEvent::Crashed);
         let leader = ensemble.leader().expect("a leader after the quiet phase");
         let remaining: Vec<String> = ensemble.with_server(leader, |s| {
             let tree = s.tree();
@@ -98,10 +79,7 @@ fn run_seed(seed: u64, priority: bool) -> (QueueReport, BTreeMap<Fault, u64>) {
                 eprintln!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event);
             }
         }
-        let mut counts = BTreeMap::new();
-        for f in &injected {
-            *counts.entry(f.fault).or_default() += 1;
-        }
+        let counts = common::recipe::fault_counts(&injected);
         (report, counts)
     })
 }
@@ -136,9 +114,7 @@ fn sweep(test: &str, priority: bool) {
         started.elapsed().as_secs_f64()
     );
     if seeds.len() >= 50 {
-        for f in Fault::ALL {
-            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
-        }
+        common::recipe::assert_every_fault(&faults);
         for (what, n) in [
             ("items taken", total.taken),
             ("items missed (another consumer first)", total.missed),

@@ -19,15 +19,13 @@ use std::time::Duration;
 
 mod common;
 
-use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
 use madsim::time::{sleep, Instant};
 use zoosim::check::two_phase_commit::{check_tpc, TpcEvent, TpcReport};
-use zoosim::check::{Entry, Liveness};
+use zoosim::check::Liveness;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
 use zoosim::ensemble::sim::workload::now_ms;
 use zoosim::ensemble::sim::workload::two_phase_commit::{self, TpcWorkload};
-use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
 
 const START_SEED: u64 = 0x2bc0_0000;
 const SEEDS: u64 = 60;
@@ -38,14 +36,7 @@ const QUIET: Duration = Duration::from_secs(30);
 fn run_seed(seed: u64) -> (TpcReport, BTreeMap<Fault, u64>) {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     runtime.block_on(async {
-        let servers = if seed % 2 == 1 { 5 } else { 3 };
-        let sync_limit_ticks = thread_rng().gen_range(2..=5);
-        let ensemble = Arc::new(Ensemble::start(EnsembleConfig {
-            servers,
-            sync_limit_ticks,
-            init_limit_ticks: 2 * sync_limit_ticks,
-            ..EnsembleConfig::default()
-        }));
+        let ensemble = common::recipe::ensemble(seed);
         let workload = TpcWorkload {
             session_timeout_ms: T_MS,
             ..TpcWorkload::default()
@@ -62,17 +53,8 @@ fn run_seed(seed: u64) -> (TpcReport, BTreeMap<Fault, u64>) {
         let quiet_from = now_ms();
         sleep(QUIET).await;
         let end_ms = now_ms();
-        let mut log: Vec<Entry<TpcEvent>> = log.lock().unwrap().clone();
-        for f in &injected {
-            if f.fault == Fault::ClientCrash {
-                log.push(Entry {
-                    at_ms: f.at.as_millis() as u64,
-                    client: f.client.expect("a crash names its client"),
-                    event: TpcEvent::Crashed,
-                });
-            }
-        }
-        log.sort_by_key(|e| e.at_ms);
+        let log = log.lock().unwrap().clone();
+        let log = common::recipe::with_crashes(log, &injected, || TpcEvent::Crashed);
         let sites: Vec<usize> = (1..=workload.sites).collect();
         let report = check_tpc(
             &log,
@@ -94,10 +76,7 @@ fn run_seed(seed: u64) -> (TpcReport, BTreeMap<Fault, u64>) {
                 eprintln!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event);
             }
         }
-        let mut counts = BTreeMap::new();
-        for f in &injected {
-            *counts.entry(f.fault).or_default() += 1;
-        }
+        let counts = common::recipe::fault_counts(&injected);
         (report, counts)
     })
 }
@@ -134,9 +113,7 @@ fn two_phase_commit_holds_under_all_faults() {
         started.elapsed().as_secs_f64()
     );
     if seeds.len() >= 50 {
-        for f in Fault::ALL {
-            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
-        }
+        common::recipe::assert_every_fault(&faults);
         for (what, n) in [
             ("commits", total.commits),
             ("aborts", total.aborts),

@@ -62,3 +62,82 @@ pub fn sweep<T>(
     );
     out
 }
+
+/// The recipe sweeps' shared pieces (simulation only).
+#[cfg(madsim)]
+pub mod recipe {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use madsim::rand::{thread_rng, Rng};
+    use zoosim::check::Entry;
+    use zoosim::ensemble::sim::nemesis::{Fault, InjectedFault};
+    use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
+
+    /// This seed's ensemble: 5 servers on odd seeds, 3 on even ones;
+    /// syncLimit 2–5 ticks, initLimit twice that.
+    pub fn ensemble(seed: u64) -> Arc<Ensemble> {
+        let servers = if seed % 2 == 1 { 5 } else { 3 };
+        let sync_limit_ticks = thread_rng().gen_range(2..=5);
+        Arc::new(Ensemble::start(EnsembleConfig {
+            servers,
+            sync_limit_ticks,
+            init_limit_ticks: 2 * sync_limit_ticks,
+            ..EnsembleConfig::default()
+        }))
+    }
+
+    /// The log in time order, with the nemesis's client crashes in it (a
+    /// crashed client cannot log its own end).
+    pub fn with_crashes<E>(
+        mut log: Vec<Entry<E>>,
+        injected: &[InjectedFault],
+        crashed: impl Fn() -> E,
+    ) -> Vec<Entry<E>> {
+        for f in injected.iter().filter(|f| f.fault == Fault::ClientCrash) {
+            log.push(Entry {
+                at_ms: f.at.as_millis() as u64,
+                client: f.client.expect("a crash names its client"),
+                event: crashed(),
+            });
+        }
+        log.sort_by_key(|e| e.at_ms);
+        log
+    }
+
+    pub fn fault_counts(injected: &[InjectedFault]) -> BTreeMap<Fault, u64> {
+        let mut counts = BTreeMap::new();
+        for f in injected {
+            *counts.entry(f.fault).or_default() += 1;
+        }
+        counts
+    }
+
+    /// ZOOSIM_VERBOSE=1: the fault schedule and the report; =2: the log too.
+    pub fn show<E: std::fmt::Debug>(
+        injected: &[InjectedFault],
+        report: &dyn std::fmt::Display,
+        log: &[Entry<E>],
+    ) {
+        let verbose = std::env::var("ZOOSIM_VERBOSE").unwrap_or_default();
+        if verbose.is_empty() {
+            return;
+        }
+        for f in injected {
+            eprintln!("{f}");
+        }
+        eprintln!("{report}");
+        if verbose == "2" {
+            for e in log {
+                eprintln!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event);
+            }
+        }
+    }
+
+    /// A green sweep must mean every fault hit.
+    pub fn assert_every_fault(faults: &BTreeMap<Fault, u64>) {
+        for f in Fault::ALL {
+            assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
+        }
+    }
+}
