@@ -76,33 +76,21 @@ fn run_seed(seed: u64, variant: BarrierVariant) -> (BarrierReport, BTreeMap<Faul
 
 #[test]
 fn the_barrier_holds_under_all_faults() {
-    let seeds = common::seeds(START_SEED, SEEDS);
-    let started = std::time::Instant::now();
     let mut total = BarrierReport::default();
-    let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
-    for &seed in &seeds {
-        let (r, f) = common::replaying("recipe_barrier", "the_barrier_holds", seed, || {
-            run_seed(seed, BarrierVariant::Correct)
-        });
-        assert!(
-            r.is_ok(),
-            "the_barrier_holds: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} \
-             ZOOSIM_VERBOSE=1 cargo test --test recipe_barrier -- --nocapture"
-        );
-        total.rounds += r.rounds;
-        total.passes += r.passes;
-        total.losses += r.losses;
-        for (k, n) in f {
-            *faults.entry(k).or_default() += n;
-        }
-    }
-    eprintln!(
-        "the_barrier_holds: {} seeds in {:.1} s\n  {total}",
-        seeds.len(),
-        started.elapsed().as_secs_f64()
+    let wide = common::recipe::sweep(
+        "recipe_barrier",
+        "the_barrier_holds",
+        START_SEED,
+        SEEDS,
+        |seed| run_seed(seed, BarrierVariant::Correct),
+        |r| {
+            total.rounds += r.rounds;
+            total.passes += r.passes;
+            total.losses += r.losses;
+        },
     );
-    if seeds.len() >= 50 {
-        common::recipe::assert_every_fault(&faults);
+    eprintln!("  {total}");
+    if wide {
         for (what, n) in [
             ("rounds", total.rounds),
             ("passes", total.passes),

@@ -90,34 +90,22 @@ fn run_seed(seed: u64) -> (ConfigReport, BTreeMap<Fault, u64>) {
 
 #[test]
 fn the_configuration_holds_under_all_faults() {
-    let seeds = common::seeds(START_SEED, SEEDS);
-    let started = std::time::Instant::now();
     let mut total = ConfigReport::default();
-    let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
-    for &seed in &seeds {
-        let (r, f) = common::replaying("recipe_config", "the_configuration_holds", seed, || {
-            run_seed(seed)
-        });
-        assert!(
-            r.is_ok(),
-            "the_configuration_holds: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} \
-             ZOOSIM_VERBOSE=1 cargo test --test recipe_config -- --nocapture"
-        );
-        total.reads += r.reads;
-        total.sets += r.sets;
-        total.conflicts += r.conflicts;
-        total.losses += r.losses;
-        for (k, n) in f {
-            *faults.entry(k).or_default() += n;
-        }
-    }
-    eprintln!(
-        "the_configuration_holds: {} seeds in {:.1} s\n  {total}",
-        seeds.len(),
-        started.elapsed().as_secs_f64()
+    let wide = common::recipe::sweep(
+        "recipe_config",
+        "the_configuration_holds",
+        START_SEED,
+        SEEDS,
+        run_seed,
+        |r| {
+            total.reads += r.reads;
+            total.sets += r.sets;
+            total.conflicts += r.conflicts;
+            total.losses += r.losses;
+        },
     );
-    if seeds.len() >= 50 {
-        common::recipe::assert_every_fault(&faults);
+    eprintln!("  {total}");
+    if wide {
         for (what, n) in [
             ("reads", total.reads),
             ("sets", total.sets),

@@ -89,34 +89,22 @@ fn run_seed(seed: u64) -> (MembershipReport, BTreeMap<Fault, u64>) {
 
 #[test]
 fn group_membership_holds_under_all_faults() {
-    let seeds = common::seeds(START_SEED, SEEDS);
-    let started = std::time::Instant::now();
     let mut total = MembershipReport::default();
-    let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
-    for &seed in &seeds {
-        let (r, f) = common::replaying("recipe_membership", "group_membership_holds", seed, || {
-            run_seed(seed)
-        });
-        assert!(
-            r.is_ok(),
-            "group_membership_holds: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} \
-             ZOOSIM_VERBOSE=1 cargo test --test recipe_membership -- --nocapture"
-        );
-        total.joins += r.joins;
-        total.leaves += r.leaves;
-        total.views += r.views;
-        total.losses += r.losses;
-        for (k, n) in f {
-            *faults.entry(k).or_default() += n;
-        }
-    }
-    eprintln!(
-        "group_membership_holds: {} seeds in {:.1} s\n  {total}",
-        seeds.len(),
-        started.elapsed().as_secs_f64()
+    let wide = common::recipe::sweep(
+        "recipe_membership",
+        "group_membership_holds",
+        START_SEED,
+        SEEDS,
+        run_seed,
+        |r| {
+            total.joins += r.joins;
+            total.leaves += r.leaves;
+            total.views += r.views;
+            total.losses += r.losses;
+        },
     );
-    if seeds.len() >= 50 {
-        common::recipe::assert_every_fault(&faults);
+    eprintln!("  {total}");
+    if wide {
         for (what, n) in [
             ("joins", total.joins),
             ("leaves", total.leaves),

@@ -85,36 +85,26 @@ fn run_seed(seed: u64, priority: bool) -> (QueueReport, BTreeMap<Fault, u64>) {
 }
 
 fn sweep(test: &str, priority: bool) {
-    let seeds = common::seeds(START_SEED, SEEDS);
-    let started = std::time::Instant::now();
     let mut total = QueueReport::default();
-    let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
-    for &seed in &seeds {
-        let (r, f) = common::replaying("recipe_queue", test, seed, || run_seed(seed, priority));
-        assert!(
-            r.is_ok(),
-            "{test}: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} ZOOSIM_VERBOSE=1 \
-             cargo test --test recipe_queue {test} -- --nocapture"
-        );
-        total.enqueued += r.enqueued;
-        total.taken += r.taken;
-        total.maybe_taken += r.maybe_taken;
-        total.unresolved_claims += r.unresolved_claims;
-        total.missed += r.missed;
-        total.duplicates_possible += r.duplicates_possible;
-        total.recovered_found += r.recovered_found;
-        total.recovered_not_found += r.recovered_not_found;
-        for (k, n) in f {
-            *faults.entry(k).or_default() += n;
-        }
-    }
-    eprintln!(
-        "{test}: {} seeds in {:.1} s\n  {total}",
-        seeds.len(),
-        started.elapsed().as_secs_f64()
+    let wide = common::recipe::sweep(
+        "recipe_queue",
+        test,
+        START_SEED,
+        SEEDS,
+        |seed| run_seed(seed, priority),
+        |r| {
+            total.enqueued += r.enqueued;
+            total.taken += r.taken;
+            total.maybe_taken += r.maybe_taken;
+            total.unresolved_claims += r.unresolved_claims;
+            total.missed += r.missed;
+            total.duplicates_possible += r.duplicates_possible;
+            total.recovered_found += r.recovered_found;
+            total.recovered_not_found += r.recovered_not_found;
+        },
     );
-    if seeds.len() >= 50 {
-        common::recipe::assert_every_fault(&faults);
+    eprintln!("  {total}");
+    if wide {
         for (what, n) in [
             ("items taken", total.taken),
             ("items missed (another consumer first)", total.missed),

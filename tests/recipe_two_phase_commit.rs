@@ -83,37 +83,22 @@ fn run_seed(seed: u64) -> (TpcReport, BTreeMap<Fault, u64>) {
 
 #[test]
 fn two_phase_commit_holds_under_all_faults() {
-    let seeds = common::seeds(START_SEED, SEEDS);
-    let started = std::time::Instant::now();
     let mut total = TpcReport::default();
-    let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
-    for &seed in &seeds {
-        let (r, f) = common::replaying(
-            "recipe_two_phase_commit",
-            "two_phase_commit_holds",
-            seed,
-            || run_seed(seed),
-        );
-        assert!(
-            r.is_ok(),
-            "two_phase_commit_holds: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} \
-             ZOOSIM_VERBOSE=1 cargo test --test recipe_two_phase_commit -- --nocapture"
-        );
-        total.commits += r.commits;
-        total.aborts += r.aborts;
-        total.aborts_for_failed_sites += r.aborts_for_failed_sites;
-        total.losses += r.losses;
-        for (k, n) in f {
-            *faults.entry(k).or_default() += n;
-        }
-    }
-    eprintln!(
-        "two_phase_commit_holds: {} seeds in {:.1} s\n  {total}",
-        seeds.len(),
-        started.elapsed().as_secs_f64()
+    let wide = common::recipe::sweep(
+        "recipe_two_phase_commit",
+        "two_phase_commit_holds",
+        START_SEED,
+        SEEDS,
+        run_seed,
+        |r| {
+            total.commits += r.commits;
+            total.aborts += r.aborts;
+            total.aborts_for_failed_sites += r.aborts_for_failed_sites;
+            total.losses += r.losses;
+        },
     );
-    if seeds.len() >= 50 {
-        common::recipe::assert_every_fault(&faults);
+    eprintln!("  {total}");
+    if wide {
         for (what, n) in [
             ("commits", total.commits),
             ("aborts", total.aborts),

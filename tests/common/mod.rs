@@ -140,4 +140,65 @@ pub mod recipe {
             assert!(faults.get(&f).copied().unwrap_or(0) > 0, "no {f} injected");
         }
     }
+
+    /// An oracle's report.
+    pub trait Verdict: std::fmt::Display {
+        fn ok(&self) -> bool;
+    }
+
+    macro_rules! verdicts {
+        ($($t:ty),*) => {$(impl Verdict for $t {
+            fn ok(&self) -> bool {
+                self.is_ok()
+            }
+        })*};
+    }
+    verdicts!(
+        zoosim::check::config::ConfigReport,
+        zoosim::check::membership::MembershipReport,
+        zoosim::check::barrier::BarrierReport,
+        zoosim::check::double_barrier::DoubleBarrierReport,
+        zoosim::check::two_phase_commit::TpcReport,
+        zoosim::check::queue::QueueReport
+    );
+
+    /// Runs the seeds (see [`super::seeds`]); every report must be ok, else
+    /// the failure names the seed and the command that replays it. `each`
+    /// sees every report (for totals). Returns whether the sweep was wide
+    /// enough for coverage goals (≥ 50 seeds), having checked that every
+    /// fault hit.
+    pub fn sweep<R: Verdict>(
+        binary: &str,
+        test: &str,
+        start: u64,
+        n: u64,
+        run: impl Fn(u64) -> (R, BTreeMap<Fault, u64>) + std::panic::RefUnwindSafe,
+        mut each: impl FnMut(&R),
+    ) -> bool {
+        let seeds = super::seeds(start, n);
+        let started = std::time::Instant::now();
+        let mut faults: BTreeMap<Fault, u64> = BTreeMap::new();
+        for &seed in &seeds {
+            let (r, f) = super::replaying(binary, test, seed, || run(seed));
+            assert!(
+                r.ok(),
+                "{test}: seed {seed}:\n{r}\nreplay: ZOOSIM_SEED={seed} ZOOSIM_VERBOSE=1 \
+                 cargo test --test {binary} {test} -- --nocapture"
+            );
+            each(&r);
+            for (k, v) in f {
+                *faults.entry(k).or_default() += v;
+            }
+        }
+        eprintln!(
+            "{test}: {} seeds in {:.1} s",
+            seeds.len(),
+            started.elapsed().as_secs_f64()
+        );
+        let wide = seeds.len() >= 50;
+        if wide {
+            assert_every_fault(&faults);
+        }
+        wide
+    }
 }
