@@ -35,7 +35,7 @@
 //! # });
 //! ```
 
-use super::{ancestors, classify, Driver, Failure, Input, Io, Machine, Output, Pending};
+use super::{classify, Driver, Failure, Input, Io, Machine, Output, Pending};
 use crate::client::Zk;
 use crate::proto::{CreateMode, MultiOp, Op, Reply, SessionEvent, ZkError};
 
@@ -132,12 +132,9 @@ impl Barrier {
 
     fn set(&mut self, with_parents: bool) {
         if with_parents {
-            for path in ancestors(&self.path) {
-                self.io.send(Op::Create {
-                    path,
-                    data: vec![],
-                    mode: CreateMode::Persistent,
-                });
+            if let Some((parent, _)) = self.path.rsplit_once('/').filter(|(p, _)| !p.is_empty()) {
+                let parent = parent.to_owned();
+                self.io.create_path(&parent);
             }
         }
         let req = self.io.send(Op::Create {

@@ -28,9 +28,7 @@
 //! # });
 //! ```
 
-use super::{
-    ancestors, child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending,
-};
+use super::{child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending};
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, SessionId, ZkError};
 
@@ -124,13 +122,8 @@ impl DoubleBarrier {
 
     fn create(&mut self, with_parents: bool) {
         if with_parents {
-            for path in ancestors(&self.dir).into_iter().chain([self.dir.clone()]) {
-                self.io.send(Op::Create {
-                    path,
-                    data: vec![],
-                    mode: CreateMode::Persistent,
-                });
-            }
+            let dir = self.dir.clone();
+            self.io.create_path(&dir);
         }
         let req = self.io.send(Op::Create {
             path: self.own(),

@@ -31,8 +31,8 @@
 //! ```
 
 use super::{
-    ancestors, base_name, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine,
-    Output, Pending,
+    base_name, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine, Output,
+    Pending,
 };
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
@@ -338,15 +338,8 @@ impl Lock {
 
     fn create(&mut self, with_parents: bool) {
         if with_parents {
-            for path in ancestors(&self.dir).into_iter().chain([self.dir.clone()]) {
-                // Replies ignored: NodeExists is fine, and any failure shows
-                // up again on the create behind it.
-                self.io.send(Op::Create {
-                    path,
-                    data: vec![],
-                    mode: CreateMode::Persistent,
-                });
-            }
+            let dir = self.dir.clone();
+            self.io.create_path(&dir);
         }
         let req = self.io.send(Op::Create {
             path: child_path(&self.dir, &self.prefix()),

@@ -20,9 +20,7 @@
 //! # });
 //! ```
 
-use super::{
-    ancestors, child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending,
-};
+use super::{child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending};
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 
@@ -115,16 +113,8 @@ impl Membership {
 
     fn join(&mut self, with_parents: bool) {
         if with_parents {
-            for path in ancestors(&self.group)
-                .into_iter()
-                .chain([self.group.clone()])
-            {
-                self.io.send(Op::Create {
-                    path,
-                    data: vec![],
-                    mode: CreateMode::Persistent,
-                });
-            }
+            let group = self.group.clone();
+            self.io.create_path(&group);
         }
         let req = self.io.send(Op::Create {
             path: self.node(),

@@ -126,6 +126,20 @@ impl<O> Io<O> {
         }
     }
 
+    /// Creates `path` and its missing ancestors (persistent, empty), for a
+    /// recipe whose create met NoNode. The replies are for nobody: a
+    /// NodeExists is fine, and any failure shows again on the request the
+    /// recipe sends behind them.
+    pub fn create_path(&mut self, path: &str) {
+        for p in ancestors(path).into_iter().chain([path.to_owned()]) {
+            self.send(Op::Create {
+                path: p,
+                data: vec![],
+                mode: crate::proto::CreateMode::Persistent,
+            });
+        }
+    }
+
     pub fn report(&mut self, outcome: O) {
         self.queue.push_back(Output::Outcome(outcome));
     }

@@ -33,8 +33,7 @@
 //! ```
 
 use super::{
-    ancestors, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine, Output,
-    Pending,
+    child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine, Output, Pending,
 };
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
@@ -167,13 +166,8 @@ impl Producer {
 
     fn create(&mut self, with_parents: bool) {
         if with_parents {
-            for path in ancestors(&self.dir).into_iter().chain([self.dir.clone()]) {
-                self.io.send(Op::Create {
-                    path,
-                    data: vec![],
-                    mode: CreateMode::Persistent,
-                });
-            }
+            let dir = self.dir.clone();
+            self.io.create_path(&dir);
         }
         let req = self.io.send(Op::Create {
             path: child_path(&self.dir, &self.prefix()),
