@@ -649,3 +649,32 @@ async fn the_lock_survives_a_leader_kill_on_a_real_ensemble() {
     drop(ensemble);
     report(test, started);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_priority_queue_serves_urgent_items_first_on_a_real_server() {
+    use zoosim::recipes::queue::{Consumer, Producer, QueueClient};
+
+    let test = "the_priority_queue_serves_urgent_items_first_on_a_real_server";
+    let Some(server) = shared_server(test) else {
+        return;
+    };
+    let started = Instant::now();
+    let dir = format!("{}/pq", fresh_root(test));
+    let zk = connect(server).await;
+    // Enqueued in this order, with these priorities (lower first).
+    let items = [(5u8, "e"), (1, "a"), (5, "f"), (3, "c"), (1, "b"), (4, "d")];
+    for (i, (priority, item)) in items.iter().enumerate() {
+        let guid = format!("p{i}");
+        let mut p = QueueClient::new(&zk, Producer::new(&dir, &guid, Some(*priority)));
+        p.enqueue(item.as_bytes().to_vec()).await.expect("enqueue");
+    }
+    let mut consumer = QueueClient::new(&zk, Consumer::new(&dir, true));
+    let mut taken = Vec::new();
+    for _ in 0..items.len() {
+        let data = consumer.take().await.expect("take");
+        taken.push(String::from_utf8(data).expect("utf-8"));
+    }
+    // By priority, and by arrival within one priority.
+    assert_eq!(taken, ["a", "b", "c", "d", "e", "f"]);
+    report(test, started);
+}
