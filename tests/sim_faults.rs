@@ -1,4 +1,5 @@
-//! Raw randomized workloads under every fault kind, swarm-mixed (each seed
+//! Raw randomized workloads under every fault kind of the library's
+//! nemesis (`zoosim::ensemble::sim::nemesis`), swarm-mixed (each seed
 //! draws which kinds are on): server crash and restart (any server), leader
 //! crash and restart, partitions (any split), an isolated leader, one-way
 //! clogs, link delays, a client cut off from its server, client crash,

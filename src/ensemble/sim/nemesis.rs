@@ -114,7 +114,8 @@ impl fmt::Display for Fault {
 }
 
 /// A client the nemesis may aim at. Workloads keep `zk` current (None
-/// between sessions: faults aimed at the client are then skipped).
+/// between sessions, and once crashed: faults aimed at the client are
+/// then skipped).
 #[derive(Default)]
 pub struct ClientSlot {
     pub zk: Option<Arc<SimZk>>,
@@ -376,7 +377,12 @@ impl Nemesis {
                     return None;
                 }
                 self.client_crashed = true;
-                self.clients.lock().unwrap()[c].crashed = true;
+                {
+                    // Dead now: later faults aimed at it must be skipped.
+                    let mut slots = self.clients.lock().unwrap();
+                    slots[c].crashed = true;
+                    slots[c].zk = None;
+                }
                 self.ensemble.crash_client(zk);
                 Some(Duration::ZERO)
             }
