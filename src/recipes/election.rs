@@ -239,3 +239,78 @@ impl<'z, Z: Zk + Sync> ElectionClient<'z, Z> {
         &mut self.driver
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The election's own layer: commands and outcomes in its terms. The
+    //! algorithm's branches are tested on the lock (`lock_tests.rs`,
+    //! `election_*`).
+    use super::*;
+    use crate::proto::{CreateMode, Op, Reply, SessionEvent, Stat};
+
+    fn step(e: &mut Election, input: Input<ElectionCommand>) -> Vec<Output<ElectionOutcome>> {
+        e.handle(input);
+        std::iter::from_fn(|| e.poll()).collect()
+    }
+
+    #[test]
+    fn variants_are_found_by_name() {
+        for v in ElectionVariant::ALL {
+            assert_eq!(ElectionVariant::from_name(v.name()), Some(v));
+        }
+        assert_eq!(ElectionVariant::from_name("election/none"), None);
+    }
+
+    #[test]
+    fn join_elect_suspend_resume_resign() {
+        let mut e = Election::new("/e", "g");
+        assert_eq!(
+            step(&mut e, Input::Command(ElectionCommand::Resign)),
+            vec![Output::Outcome(ElectionOutcome::Refused {
+                command: ElectionCommand::Resign
+            })]
+        );
+        let out = step(&mut e, Input::Command(ElectionCommand::Join));
+        assert!(matches!(
+            &out[..],
+            [Output::Send(0, Op::Create { path, mode: CreateMode::EphemeralSequential, .. })]
+                if path == "/e/g-n_"
+        ));
+        let created = Reply::Create {
+            path: "/e/g-n_0000000007".into(),
+            stat: Stat::default(),
+        };
+        step(&mut e, Input::Reply(0, Ok(created)));
+        let lowest = Reply::GetChildren {
+            children: vec!["g-n_0000000007".into()],
+            stat: Stat::default(),
+        };
+        step(&mut e, Input::Reply(1, Ok(lowest)));
+        step(&mut e, Input::Reply(2, Ok(Reply::Sync)));
+        let mine = Reply::Exists(Some(Stat::default()));
+        assert_eq!(
+            step(&mut e, Input::Reply(3, Ok(mine))),
+            vec![Output::Outcome(ElectionOutcome::Elected { epoch: 7 })]
+        );
+        assert!(e.is_leader());
+        assert_eq!(
+            step(&mut e, Input::Session(SessionEvent::Disconnected)),
+            vec![Output::Outcome(ElectionOutcome::Suspended)]
+        );
+        assert!(!e.is_leader(), "a disconnected leader must not act");
+        assert_eq!(
+            step(&mut e, Input::Session(SessionEvent::Connected)),
+            vec![Output::Outcome(ElectionOutcome::Resumed)]
+        );
+        assert!(e.is_leader());
+        let out = step(&mut e, Input::Command(ElectionCommand::Resign));
+        assert!(
+            matches!(&out[..], [Output::Send(4, Op::Delete { path, .. })] if path == "/e/g-n_0000000007")
+        );
+        assert_eq!(
+            step(&mut e, Input::Reply(4, Ok(Reply::Delete))),
+            vec![Output::Outcome(ElectionOutcome::Resigned)]
+        );
+        assert!(!e.is_leader());
+    }
+}
