@@ -71,7 +71,8 @@ pub mod recipe {
 
     use madsim::rand::{thread_rng, Rng};
     use zoosim::check::Entry;
-    use zoosim::ensemble::sim::nemesis::{Fault, InjectedFault};
+    use zoosim::ensemble::msg::ServerId;
+    use zoosim::ensemble::sim::nemesis::{ClientSlots, Fault, InjectedFault};
     use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
 
     /// This seed's ensemble: 5 servers on odd seeds, 3 on even ones;
@@ -132,6 +133,32 @@ pub mod recipe {
                 eprintln!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event);
             }
         }
+    }
+
+    /// A green sweep must mean something happened: each named count > 0.
+    pub fn assert_counted(counts: &[(&str, u64)]) {
+        for (what, n) in counts {
+            assert!(*n > 0, "{what} stayed at zero");
+        }
+    }
+
+    /// The clients alive at the end: a handle in the slot, its session
+    /// still known to `leader`.
+    pub fn live_clients(
+        ensemble: &Ensemble,
+        leader: ServerId,
+        slots: &ClientSlots,
+        clients: usize,
+    ) -> Vec<usize> {
+        use zoosim::client::Zk;
+        let slots = slots.lock().unwrap();
+        (0..clients)
+            .filter(|&c| {
+                slots[c].zk.as_ref().is_some_and(|zk| {
+                    ensemble.with_server(leader, |s| s.tree().has_session(zk.session_id()))
+                })
+            })
+            .collect()
     }
 
     /// A green sweep must mean every fault hit.
