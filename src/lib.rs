@@ -12,4 +12,5 @@ pub mod path;
 pub mod proto;
 pub mod real_server;
 pub mod recipes;
+pub mod scenario;
 pub mod tree;

@@ -23,9 +23,9 @@ use madsim::time::{sleep, Instant};
 use zoosim::check::barrier::{check_barrier, BarrierEvent, BarrierReport};
 use zoosim::check::Liveness;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
-use zoosim::ensemble::sim::workload::barrier::{self, BarrierWorkload};
-use zoosim::ensemble::sim::workload::now_ms;
 use zoosim::recipes::barrier::BarrierVariant;
+use zoosim::scenario::workload::barrier::{self, BarrierWorkload};
+use zoosim::scenario::workload::now_ms;
 
 const START_SEED: u64 = 0xba44_0000;
 const SEEDS: u64 = 60;

@@ -24,8 +24,8 @@ use madsim::time::{sleep, Instant};
 use zoosim::check::config::{check_config, ConfigEvent, ConfigReport};
 use zoosim::client::ZkExt;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
-use zoosim::ensemble::sim::workload::config::{self, ConfigWorkload};
 use zoosim::proto::CreateMode;
+use zoosim::scenario::workload::config::{self, ConfigWorkload};
 
 const START_SEED: u64 = 0xc0f1_0000;
 const SEEDS: u64 = 60;

@@ -26,8 +26,8 @@ use zoosim::check::double_barrier::{
 };
 use zoosim::check::Liveness;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
-use zoosim::ensemble::sim::workload::double_barrier::{self, DoubleBarrierWorkload};
-use zoosim::ensemble::sim::workload::now_ms;
+use zoosim::scenario::workload::double_barrier::{self, DoubleBarrierWorkload};
+use zoosim::scenario::workload::now_ms;
 
 const START_SEED: u64 = 0xdb44_0000;
 const SEEDS: u64 = 60;

@@ -33,10 +33,10 @@ use madsim::time::{sleep, Instant};
 use zoosim::check::lock::{check_lock, LockEvent, LockReport};
 use zoosim::check::Liveness;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
-use zoosim::ensemble::sim::workload::exclusive::{self, Exclusive, ExclusiveWorkload, Make};
-use zoosim::ensemble::sim::workload::now_ms;
 use zoosim::recipes::election::{Election, ElectionVariant};
 use zoosim::recipes::lock::{Lock, LockMode, LockVariant};
+use zoosim::scenario::workload::exclusive::{self, Exclusive, ExclusiveWorkload, Make};
+use zoosim::scenario::workload::now_ms;
 
 const START_SEED: u64 = 0x10c4_0000;
 const SEEDS: u64 = 60;

@@ -23,7 +23,7 @@ use madsim::runtime::Runtime;
 use madsim::time::{sleep, Instant};
 use zoosim::check::membership::{check_membership, MembershipEvent, MembershipReport};
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
-use zoosim::ensemble::sim::workload::membership::{self, member_name, MembershipWorkload};
+use zoosim::scenario::workload::membership::{self, member_name, MembershipWorkload};
 
 const START_SEED: u64 = 0x9a0b_0000;
 const SEEDS: u64 = 60;

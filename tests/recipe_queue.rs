@@ -24,7 +24,7 @@ use madsim::runtime::Runtime;
 use madsim::time::{sleep, Instant};
 use zoosim::check::queue::{check_queue, QueueEvent, QueueReport};
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
-use zoosim::ensemble::sim::workload::queue::{self, QueueWorkload};
+use zoosim::scenario::workload::queue::{self, QueueWorkload};
 
 const START_SEED: u64 = 0x9e9e_0000;
 const SEEDS: u64 = 60;

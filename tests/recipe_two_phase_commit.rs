@@ -24,8 +24,8 @@ use madsim::time::{sleep, Instant};
 use zoosim::check::two_phase_commit::{check_tpc, TpcEvent, TpcReport};
 use zoosim::check::Liveness;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlots, Fault, NemesisConfig};
-use zoosim::ensemble::sim::workload::now_ms;
-use zoosim::ensemble::sim::workload::two_phase_commit::{self, TpcWorkload};
+use zoosim::scenario::workload::now_ms;
+use zoosim::scenario::workload::two_phase_commit::{self, TpcWorkload};
 
 const START_SEED: u64 = 0x2bc0_0000;
 const SEEDS: u64 = 60;

@@ -23,7 +23,6 @@ use madsim::time::TimeHandle;
 mod client;
 pub mod nemesis;
 mod net;
-pub mod workload;
 
 pub use client::{Flavour, SimZk};
 use net::Outbox;

@@ -12,106 +12,11 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, Instant, TimeHandle};
 
+pub use crate::ensemble::fault::Fault;
+
 use super::{server_addr, Ensemble, SimZk};
 use crate::client::Zk;
 use crate::ensemble::msg::ServerId;
-
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub enum Fault {
-    /// A random server crashes and restarts 0.5–4 s later with its durable
-    /// log (never taking a quorum down).
-    ServerCrash,
-    /// The leader crashes and restarts likewise.
-    LeaderCrash,
-    /// A random split of the servers in two (possibly leaving no quorum),
-    /// healed after the window.
-    Partition,
-    /// Two to five random splits in a row, each replacing the last.
-    FlippingPartitions,
-    /// The leader cut off from every other server.
-    LeaderIsolated,
-    /// One direction of one server-to-server link stalls.
-    OneWayClog,
-    /// One server-to-server link (mostly from the leader) takes 50–1500 ms
-    /// extra per message.
-    LinkDelay,
-    /// A client cut off from its server, both ways.
-    ClientCutOff,
-    /// A client's process dies (at most one per run).
-    ClientCrash,
-    /// The leader expires a client's session now, writes racing the close
-    /// for up to 50 ms.
-    ForcedExpiry,
-    /// A client's connection breaks (ConnectionLoss, reconnect).
-    BrokenConnection,
-    /// The reply to a client's next write is lost after the write applied.
-    LostWriteReply,
-    /// A client process stalls for 0.1–T/2 (a short GC pause).
-    ShortClientPause,
-    /// A client process stalls for T–2T: its session expires meanwhile.
-    LongClientPause,
-}
-
-impl Fault {
-    pub const ALL: [Fault; 14] = [
-        Fault::ServerCrash,
-        Fault::LeaderCrash,
-        Fault::Partition,
-        Fault::FlippingPartitions,
-        Fault::LeaderIsolated,
-        Fault::OneWayClog,
-        Fault::LinkDelay,
-        Fault::ClientCutOff,
-        Fault::ClientCrash,
-        Fault::ForcedExpiry,
-        Fault::BrokenConnection,
-        Fault::LostWriteReply,
-        Fault::ShortClientPause,
-        Fault::LongClientPause,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Fault::ServerCrash => "server-crash",
-            Fault::LeaderCrash => "leader-crash",
-            Fault::Partition => "partition",
-            Fault::FlippingPartitions => "flipping-partitions",
-            Fault::LeaderIsolated => "leader-isolated",
-            Fault::OneWayClog => "one-way-clog",
-            Fault::LinkDelay => "link-delay",
-            Fault::ClientCutOff => "client-cut-off",
-            Fault::ClientCrash => "client-crash",
-            Fault::ForcedExpiry => "forced-expiry",
-            Fault::BrokenConnection => "broken-connection",
-            Fault::LostWriteReply => "lost-write-reply",
-            Fault::ShortClientPause => "short-client-pause",
-            Fault::LongClientPause => "long-client-pause",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Fault> {
-        Fault::ALL.into_iter().find(|f| f.name() == name)
-    }
-
-    fn aims_at_a_client(self) -> bool {
-        matches!(
-            self,
-            Fault::ClientCutOff
-                | Fault::ClientCrash
-                | Fault::ForcedExpiry
-                | Fault::BrokenConnection
-                | Fault::LostWriteReply
-                | Fault::ShortClientPause
-                | Fault::LongClientPause
-        )
-    }
-}
-
-impl fmt::Display for Fault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A client the nemesis may aim at. Workloads keep `zk` current (None
 /// between sessions, and once crashed: faults aimed at the client are
@@ -192,12 +97,35 @@ impl fmt::Display for InjectedFault {
     }
 }
 
+/// A fault placed by hand (a scenario's `[[faults.at]]`): its time since
+/// the fault phase began, and optional targets (drawn when absent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedFault {
+    pub at: Duration,
+    pub fault: Fault,
+    pub client: Option<usize>,
+    pub server: Option<ServerId>,
+    pub window: Option<Duration>,
+}
+
 /// Injects faults until `until`, then waits for every crashed server to
 /// be back and heals every link, so a quiet phase can follow.
 pub async fn run(
     ensemble: Arc<Ensemble>,
     clients: ClientSlots,
     config: &NemesisConfig,
+    until: Instant,
+) -> Vec<InjectedFault> {
+    run_planned(ensemble, clients, config, &[], until).await
+}
+
+/// [`run`], with `plan`'s faults at their times as well (times counted
+/// from now).
+pub async fn run_planned(
+    ensemble: Arc<Ensemble>,
+    clients: ClientSlots,
+    config: &NemesisConfig,
+    plan: &[PlannedFault],
     until: Instant,
 ) -> Vec<InjectedFault> {
     let mut nemesis = Nemesis {
@@ -208,14 +136,55 @@ pub async fn run(
         client_crashed: false,
         until,
     };
+    let start = Instant::now();
+    let mut plan: std::collections::VecDeque<PlannedFault> = plan.iter().cloned().collect();
+    plan.make_contiguous().sort_by_key(|p| p.at);
     let mut log = Vec::new();
     let (lo, hi) = config.interval_ms;
-    while !config.faults.is_empty() && Instant::now() + Duration::from_secs(1) < until {
-        sleep(Duration::from_millis(thread_rng().gen_range(lo..=hi))).await;
-        let fault = config.faults[thread_rng().gen_range(0..config.faults.len())];
-        let (wlo, whi) = config.window_ms;
-        let window = Duration::from_millis(thread_rng().gen_range(wlo..=whi));
-        if let Some(mut injected) = nemesis.inject(fault, window, config) {
+    let (wlo, whi) = config.window_ms;
+    // The random faults draw from the RNG in the same order with or
+    // without a plan: interval, then fault and window.
+    let mut next_random: Option<Instant> = None;
+    loop {
+        if next_random.is_none()
+            && !config.faults.is_empty()
+            && Instant::now() + Duration::from_secs(1) < until
+        {
+            let gap = Duration::from_millis(thread_rng().gen_range(lo..=hi));
+            next_random = Some(Instant::now() + gap);
+        }
+        let next_planned = plan.front().map(|p| start + p.at).filter(|&t| t < until);
+        let (fault, target) = match (next_planned, next_random) {
+            (Some(p), r) if r.is_none_or(|r| p <= r) => {
+                sleep(p.saturating_duration_since(Instant::now())).await;
+                let planned = plan.pop_front().expect("the next planned fault");
+                let window = planned
+                    .window
+                    .unwrap_or_else(|| Duration::from_millis(thread_rng().gen_range(wlo..=whi)));
+                let target = Target {
+                    client: planned.client,
+                    server: planned.server,
+                    window,
+                    pinned_window: planned.window.is_some(),
+                };
+                (planned.fault, target)
+            }
+            (_, Some(r)) => {
+                sleep(r.saturating_duration_since(Instant::now())).await;
+                next_random = None;
+                let fault = config.faults[thread_rng().gen_range(0..config.faults.len())];
+                let window = Duration::from_millis(thread_rng().gen_range(wlo..=whi));
+                let target = Target {
+                    client: None,
+                    server: None,
+                    window,
+                    pinned_window: false,
+                };
+                (fault, target)
+            }
+            _ => break,
+        };
+        if let Some(mut injected) = nemesis.inject(fault, &target, config) {
             injected.at = TimeHandle::current().elapsed();
             if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
                 eprintln!("{injected}");
@@ -228,6 +197,15 @@ pub async fn run(
     }
     nemesis.ensemble.heal();
     log
+}
+
+/// Where a fault aims and for how long.
+struct Target {
+    client: Option<usize>,
+    server: Option<ServerId>,
+    window: Duration,
+    /// The window was given (a pause lasts exactly this long).
+    pinned_window: bool,
 }
 
 struct Nemesis {
@@ -249,9 +227,10 @@ impl Nemesis {
     fn inject(
         &mut self,
         fault: Fault,
-        window: Duration,
+        target: &Target,
         config: &NemesisConfig,
     ) -> Option<InjectedFault> {
+        let window = target.window;
         let servers = self.servers();
         let mut injected = InjectedFault {
             at: Duration::ZERO,
@@ -271,7 +250,9 @@ impl Nemesis {
                     .filter(|&c| slots[c].busy && slots[c].zk.is_some())
                     .collect()
             };
-            let c = if !busy.is_empty() && thread_rng().gen_bool(0.5) {
+            let c = if let Some(c) = target.client.filter(|&c| c < n) {
+                c
+            } else if !busy.is_empty() && thread_rng().gen_bool(0.5) {
                 busy[thread_rng().gen_range(0..busy.len())]
             } else {
                 thread_rng().gen_range(0..n)
@@ -279,20 +260,26 @@ impl Nemesis {
             let zk = self.clients.lock().unwrap()[c].zk.clone()?;
             injected.client = Some(c);
             injected.window = Duration::ZERO;
-            return self.on_client(fault, c, &zk, window, config).map(|w| {
-                injected.window = w;
-                injected
-            });
+            let pinned = target.pinned_window.then_some(window);
+            return self
+                .on_client(fault, c, &zk, window, pinned, config)
+                .map(|w| {
+                    injected.window = w;
+                    injected
+                });
         }
         match fault {
             Fault::ServerCrash | Fault::LeaderCrash => {
-                let s = if fault == Fault::ServerCrash {
+                let s = if let Some(s) = target.server.filter(|&s| s < servers) {
+                    s
+                } else if fault == Fault::ServerCrash {
                     thread_rng().gen_range(0..servers)
                 } else {
                     self.ensemble.leader()?
                 };
                 injected.server = Some(s);
-                injected.window = self.crash_for_a_while(s)?;
+                let outage = target.pinned_window.then_some(window);
+                injected.window = self.crash_for_a_while(s, outage)?;
             }
             Fault::Partition => {
                 let (a, b) = random_split(servers)?;
@@ -327,7 +314,10 @@ impl Nemesis {
                 self.heal_later(across(&[vec![l], rest]), window);
             }
             Fault::OneWayClog => {
-                let a = thread_rng().gen_range(0..servers);
+                let a = target
+                    .server
+                    .filter(|&s| s < servers)
+                    .unwrap_or_else(|| thread_rng().gen_range(0..servers));
                 let b = (a + thread_rng().gen_range(1..servers)) % servers;
                 self.ensemble.clog(a, b);
                 injected.server = Some(a);
@@ -335,8 +325,12 @@ impl Nemesis {
             }
             Fault::LinkDelay => {
                 // Mostly from the leader, so a follower lags behind.
-                let a = match self.ensemble.leader() {
-                    Some(l) if thread_rng().gen_bool(0.7) => l,
+                let a = match (
+                    target.server.filter(|&s| s < servers),
+                    self.ensemble.leader(),
+                ) {
+                    (Some(s), _) => s,
+                    (None, Some(l)) if thread_rng().gen_bool(0.7) => l,
                     _ => thread_rng().gen_range(0..servers),
                 };
                 let b = (a + thread_rng().gen_range(1..servers)) % servers;
@@ -357,6 +351,7 @@ impl Nemesis {
         c: usize,
         zk: &Arc<SimZk>,
         window: Duration,
+        pinned: Option<Duration>,
         config: &NemesisConfig,
     ) -> Option<Duration> {
         let t = config.session_timeout_ms;
@@ -401,7 +396,9 @@ impl Nemesis {
                 .lose_next_write_reply(zk)
                 .then_some(Duration::ZERO),
             Fault::ShortClientPause | Fault::LongClientPause => {
-                let stall = if fault == Fault::ShortClientPause {
+                let stall = if let Some(p) = pinned {
+                    p.as_millis() as u64
+                } else if fault == Fault::ShortClientPause {
                     thread_rng().gen_range(100..(t / 2).max(101))
                 } else {
                     t + thread_rng().gen_range(0..t.max(1))
@@ -416,7 +413,7 @@ impl Nemesis {
 
     /// Takes server `s` down for 0.5–4 s, unless that would leave less
     /// than a quorum up.
-    fn crash_for_a_while(&mut self, s: ServerId) -> Option<Duration> {
+    fn crash_for_a_while(&mut self, s: ServerId, outage: Option<Duration>) -> Option<Duration> {
         let servers = self.servers() as usize;
         {
             let mut d = self.down.lock().unwrap();
@@ -426,7 +423,8 @@ impl Nemesis {
         }
         self.ensemble.crash_server(s);
         let (e, down) = (self.ensemble.clone(), self.down.clone());
-        let outage = Duration::from_millis(thread_rng().gen_range(500..4000));
+        let outage =
+            outage.unwrap_or_else(|| Duration::from_millis(thread_rng().gen_range(500..4000)));
         self.background.push(madsim::task::spawn(async move {
             sleep(outage).await;
             e.restart_server(s);

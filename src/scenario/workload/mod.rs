@@ -23,9 +23,9 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Handle;
 use madsim::time::{sleep, timeout, Instant, TimeHandle};
 
-use super::nemesis::ClientSlots;
-use super::{Ensemble, Flavour, SimZk};
 use crate::client::Zk;
+use crate::ensemble::sim::nemesis::ClientSlots;
+use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
 
 /// Simulated milliseconds since the run started.
 pub fn now_ms() -> u64 {

@@ -1,0 +1,110 @@
+//! The fault vocabulary (pure): the names scenario files use. The
+//! nemesis (`sim::nemesis`, simulation only) injects them.
+
+use std::fmt;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Fault {
+    /// A random server crashes and restarts 0.5–4 s later with its durable
+    /// log (never taking a quorum down).
+    ServerCrash,
+    /// The leader crashes and restarts likewise.
+    LeaderCrash,
+    /// A random split of the servers in two (possibly leaving no quorum),
+    /// healed after the window.
+    Partition,
+    /// Two to five random splits in a row, each replacing the last.
+    FlippingPartitions,
+    /// The leader cut off from every other server.
+    LeaderIsolated,
+    /// One direction of one server-to-server link stalls.
+    OneWayClog,
+    /// One server-to-server link (mostly from the leader) takes 50–1500 ms
+    /// extra per message.
+    LinkDelay,
+    /// A client cut off from its server, both ways.
+    ClientCutOff,
+    /// A client's process dies (at most one per run).
+    ClientCrash,
+    /// The leader expires a client's session now, writes racing the close
+    /// for up to 50 ms.
+    ForcedExpiry,
+    /// A client's connection breaks (ConnectionLoss, reconnect).
+    BrokenConnection,
+    /// The reply to a client's next write is lost after the write applied.
+    LostWriteReply,
+    /// A client process stalls for 0.1–T/2 (a short GC pause).
+    ShortClientPause,
+    /// A client process stalls for T–2T: its session expires meanwhile.
+    LongClientPause,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 14] = [
+        Fault::ServerCrash,
+        Fault::LeaderCrash,
+        Fault::Partition,
+        Fault::FlippingPartitions,
+        Fault::LeaderIsolated,
+        Fault::OneWayClog,
+        Fault::LinkDelay,
+        Fault::ClientCutOff,
+        Fault::ClientCrash,
+        Fault::ForcedExpiry,
+        Fault::BrokenConnection,
+        Fault::LostWriteReply,
+        Fault::ShortClientPause,
+        Fault::LongClientPause,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::ServerCrash => "server-crash",
+            Fault::LeaderCrash => "leader-crash",
+            Fault::Partition => "partition",
+            Fault::FlippingPartitions => "flipping-partitions",
+            Fault::LeaderIsolated => "leader-isolated",
+            Fault::OneWayClog => "one-way-clog",
+            Fault::LinkDelay => "link-delay",
+            Fault::ClientCutOff => "client-cut-off",
+            Fault::ClientCrash => "client-crash",
+            Fault::ForcedExpiry => "forced-expiry",
+            Fault::BrokenConnection => "broken-connection",
+            Fault::LostWriteReply => "lost-write-reply",
+            Fault::ShortClientPause => "short-client-pause",
+            Fault::LongClientPause => "long-client-pause",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// A fault aimed at one client (the others aim at servers or links).
+    pub fn aims_at_a_client(self) -> bool {
+        matches!(
+            self,
+            Fault::ClientCutOff
+                | Fault::ClientCrash
+                | Fault::ForcedExpiry
+                | Fault::BrokenConnection
+                | Fault::LostWriteReply
+                | Fault::ShortClientPause
+                | Fault::LongClientPause
+        )
+    }
+
+    /// Faults that may name the server they hit in a scenario's schedule.
+    pub fn takes_a_server(self) -> bool {
+        matches!(
+            self,
+            Fault::ServerCrash | Fault::OneWayClog | Fault::LinkDelay
+        )
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

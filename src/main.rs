@@ -1,0 +1,319 @@
+//! The `zoosim` command: run scenario files over many seeds, replay one
+//! seed, list what scenarios may name.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use zoosim::scenario::registry::{Recipe, ENSEMBLE_COUNTERS};
+use zoosim::scenario::spec::{self, Scenario};
+
+#[derive(Parser)]
+#[command(
+    name = "zoosim",
+    version,
+    about = "ZooKeeper recipes under simulated failure"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run scenario files (or every *.toml in the directories given).
+    Run {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Seeds per scenario (default: each file's `seeds`).
+        #[arg(long)]
+        seeds: Option<u64>,
+        /// The first seed (default: each file's `seed_start`).
+        #[arg(long)]
+        seed_start: Option<u64>,
+        /// Threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only shard i of n (0-based), e.g. --shard 2/8.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<(u64, u64)>,
+    },
+    /// Replay one seed of a scenario exactly.
+    Replay {
+        scenario: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        /// Print the fault schedule and the outcome log.
+        #[arg(long)]
+        trace: bool,
+    },
+    /// The recipes, their variants, workload keys, properties and
+    /// counters; the faults; the scenarios in a directory.
+    List {
+        #[arg(default_value = "scenarios")]
+        dir: PathBuf,
+    },
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("--shard takes i/n with 0 <= i < n, e.g. 0/4; got {s:?}");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u64, u64) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The scenario files under `paths`: files as given, directories' *.toml
+/// sorted by name.
+fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut in_dir: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| format!("{}: cannot read the directory: {e}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            in_dir.sort();
+            if in_dir.is_empty() {
+                return Err(format!("{}: no scenario files (*.toml) in it", p.display()));
+            }
+            files.extend(in_dir);
+        } else if p.is_file() {
+            files.push(p.clone());
+        } else {
+            return Err(format!("{}: no such file or directory", p.display()));
+        }
+    }
+    Ok(files)
+}
+
+fn load(path: &Path) -> Result<Scenario, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    spec::parse(&path.display().to_string(), &text).map_err(|e| e.to_string())
+}
+
+#[cfg(madsim)]
+fn run(command: Command) -> Result<ExitCode, String> {
+    use zoosim::scenario::runner;
+    match command {
+        Command::Run {
+            paths,
+            seeds,
+            seed_start,
+            jobs,
+            shard,
+        } => {
+            // Every file is read and checked before any seed runs.
+            let scenarios: Vec<Scenario> = scenario_files(&paths)?
+                .iter()
+                .map(|f| load(f))
+                .collect::<Result<_, _>>()?;
+            let options = runner::RunOptions {
+                seeds,
+                seed_start,
+                jobs: jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                shard,
+            };
+            run_all(&scenarios, &options)
+        }
+        Command::Replay {
+            scenario,
+            seed,
+            trace,
+        } => {
+            let s = load(&scenario)?;
+            let out = runner::run_one(&s, seed)?;
+            if trace {
+                println!("faults:");
+                for f in &out.faults {
+                    println!("  {f}");
+                }
+                println!("outcome log:");
+                for line in &out.log {
+                    println!("  {line}");
+                }
+            }
+            println!("{}", out.report);
+            println!(
+                "{} seed {seed}: {} simulated s, {} ops, digest {:016x}",
+                s.name,
+                out.sim_ms as f64 / 1000.0,
+                out.ops,
+                out.digest
+            );
+            Ok(match out.failure {
+                Some(why) => {
+                    println!("FAILED: {why}");
+                    ExitCode::from(1)
+                }
+                None => {
+                    println!("passed");
+                    ExitCode::SUCCESS
+                }
+            })
+        }
+        Command::List { dir } => list(&dir),
+    }
+}
+
+#[cfg(madsim)]
+fn run_all(
+    scenarios: &[Scenario],
+    options: &zoosim::scenario::runner::RunOptions,
+) -> Result<ExitCode, String> {
+    use indicatif::{ProgressBar, ProgressStyle};
+    use zoosim::scenario::runner;
+    let total: u64 = scenarios
+        .iter()
+        .map(|s| runner::seeds_of(s, options).len() as u64)
+        .sum();
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {msg}  [{elapsed}]")
+            .expect("a valid template"),
+    );
+    let started = std::time::Instant::now();
+    let mut summaries = Vec::new();
+    for s in scenarios {
+        bar.set_message(s.name.clone());
+        let summary = runner::run_scenario(s, options, &|| bar.inc(1));
+        // A scenario that stopped early: its unrun seeds leave the bar.
+        let ran = runner::seeds_of(s, options).len() as u64;
+        bar.inc(ran.saturating_sub(summary.seeds_run));
+        summaries.push(summary);
+    }
+    bar.finish_and_clear();
+    println!(
+        "{:<40} {:>6} {:>6} {:>9} {:>8} {:>10}  verdict",
+        "scenario", "seeds", "fails", "sim s", "wall s", "ops"
+    );
+    for s in &summaries {
+        println!(
+            "{:<40} {:>6} {:>6} {:>9.0} {:>8.1} {:>10}  {}",
+            s.name,
+            s.seeds_run,
+            s.failures.len(),
+            s.sim_ms as f64 / 1000.0,
+            s.wall_ms as f64 / 1000.0,
+            s.ops,
+            s.verdict()
+        );
+    }
+    let commit = option_env!("ZOOSIM_COMMIT").unwrap_or("unknown");
+    let mut bad = 0;
+    for (s, scenario) in summaries.iter().zip(scenarios) {
+        if !scenario.coverage.is_empty() {
+            let goals: Vec<String> = scenario
+                .coverage
+                .iter()
+                .map(|g| format!("{g} {}", s.counters.get(g).copied().unwrap_or(0)))
+                .collect();
+            println!("  {}: coverage {}", s.name, goals.join(", "));
+        }
+        if !s.passed() {
+            bad += 1;
+        }
+        let shown = if s.expect_failure { 1 } else { 3 };
+        for f in s.failures.iter().take(shown) {
+            let tag = if s.expect_failure { "caught" } else { "FAILED" };
+            println!(
+                "  {tag} {} seed {} (commit {commit}): {}\n    replay: {}",
+                s.name,
+                f.seed,
+                first_line(&f.why),
+                runner::replay_command(&s.file, f.seed)
+            );
+        }
+    }
+    let seeds: u64 = summaries.iter().map(|s| s.seeds_run).sum();
+    let wall = started.elapsed().as_secs_f64();
+    println!(
+        "{} scenarios, {seeds} seeds in {wall:.1} s ({:.1} seeds/s): {}",
+        summaries.len(),
+        seeds as f64 / wall.max(1e-9),
+        if bad == 0 {
+            "all as expected".to_owned()
+        } else {
+            format!("{bad} not as expected")
+        }
+    );
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(madsim)]
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+#[cfg(not(madsim))]
+fn run(command: Command) -> Result<ExitCode, String> {
+    match command {
+        Command::List { dir } => list(&dir),
+        _ => Err(
+            "this zoosim was built without the simulation (--cfg madsim, which \
+                  .cargo/config.toml sets; a RUSTFLAGS variable replaces it)"
+                .into(),
+        ),
+    }
+}
+
+fn list(dir: &Path) -> Result<ExitCode, String> {
+    println!("recipes (variant names go in `variant = ...`):");
+    for r in Recipe::ALL {
+        println!("  {}", r.name());
+        for v in r.variants() {
+            println!("    variant {v}");
+        }
+        println!("    workload keys: {}", r.workload_keys().join(", "));
+        for p in r.properties() {
+            println!("    property {p}");
+        }
+        println!("    counters: {}", r.counters().join(", "));
+    }
+    println!("ensemble counters: {}", ENSEMBLE_COUNTERS.join(", "));
+    println!("faults (`faults.kinds`, `[[faults.at]] fault = ...`, coverage `fault:<name>`):");
+    for f in zoosim::ensemble::fault::Fault::ALL {
+        println!("  {f}");
+    }
+    if dir.is_dir() {
+        println!("scenarios in {}:", dir.display());
+        for f in scenario_files(&[dir.to_path_buf()])? {
+            match load(&f) {
+                Ok(s) => println!(
+                    "  {:<40} {:<36} {} seeds{}  {}",
+                    s.name,
+                    s.variant_name(),
+                    s.seeds,
+                    if s.expect_failure {
+                        ", expected to fail"
+                    } else {
+                        ""
+                    },
+                    s.description
+                ),
+                Err(e) => println!("  {e}"),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

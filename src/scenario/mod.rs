@@ -1,0 +1,14 @@
+//! Scenarios as data: TOML files naming a recipe (or one of its buggy
+//! variants), the ensemble, the workload, the fault mix and the coverage
+//! goals ([`spec`], [`registry`]: pure); and, in the simulation, the
+//! workloads ([`workload`]) and the seed runner ([`run`]).
+
+pub mod registry;
+pub mod spec;
+
+#[cfg(madsim)]
+pub mod run;
+#[cfg(madsim)]
+pub mod runner;
+#[cfg(madsim)]
+pub mod workload;

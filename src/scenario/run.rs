@@ -1,0 +1,569 @@
+//! One seed of a scenario: an ensemble, the recipe's workload, the nemesis
+//! (the scenario's pool, swarm-drawn, plus its planned faults), a quiet
+//! phase, then the recipe's oracle. Everything random comes from the
+//! seed's madsim RNG, so a seed replays exactly; the digest (over the
+//! outcome log and the faults) shows it.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use madsim::rand::{thread_rng, Rng};
+use madsim::runtime::Runtime;
+use madsim::task::JoinHandle;
+use madsim::time::{sleep, Instant};
+
+use super::registry::Recipe;
+use super::spec::Scenario;
+use super::workload::{self, now_ms};
+use crate::check::{self, Entry, Liveness};
+use crate::client::{Zk, ZkExt};
+use crate::ensemble::fault::Fault;
+use crate::ensemble::sim::nemesis::{
+    self, ClientSlots, InjectedFault, NemesisConfig, PlannedFault,
+};
+use crate::ensemble::sim::{Ensemble, EnsembleConfig};
+use crate::proto::CreateMode;
+use crate::recipes::barrier::BarrierVariant;
+use crate::recipes::election::{Election, ElectionVariant};
+use crate::recipes::lock::{Lock, LockMode, LockVariant};
+
+/// What one seed did.
+#[derive(Clone, Debug)]
+pub struct SeedOutcome {
+    pub seed: u64,
+    /// The oracle's verdict: None when every property held.
+    pub failure: Option<String>,
+    /// The oracle's report, for a reader.
+    pub report: String,
+    /// The recipe's counters, `fault:<name>` and the ensemble's.
+    pub counters: BTreeMap<String, u64>,
+    pub faults: Vec<InjectedFault>,
+    /// Recipe operations logged (acquisitions, takes, reads, ...).
+    pub ops: u64,
+    pub sim_ms: u64,
+    /// Hash of the outcome log and the faults: equal for equal runs.
+    pub digest: u64,
+    /// The outcome log, one line per entry (for `--trace` and reports).
+    pub log: Vec<String>,
+}
+
+/// What the recipe's part of a run hands back.
+struct Judged {
+    failure: Option<String>,
+    report: String,
+    counters: Vec<(&'static str, u64)>,
+    log: Vec<String>,
+    digest: u64,
+}
+
+/// Runs `seed` of `scenario` in a fresh simulation.
+pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedOutcome {
+    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let scenario = scenario.clone();
+    runtime.block_on(async move { run(&scenario, seed).await })
+}
+
+async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
+    let ensemble = ensemble(s);
+    let t_ms = s.ensemble.session_timeout_ms;
+    let pool = fault_pool(s);
+    let slots: ClientSlots = Arc::default();
+    let fault_end = Instant::now() + Duration::from_millis(s.faults.phase_ms);
+    // Clients run on through the quiet phase; the run ends under them.
+    let until = fault_end + Duration::from_secs(3600);
+    let plan: Vec<PlannedFault> = s
+        .faults
+        .at
+        .iter()
+        .map(|f| PlannedFault {
+            at: Duration::from_millis(f.at_ms),
+            fault: f.fault,
+            client: f.client,
+            server: f.server,
+            window: f.window_ms.map(Duration::from_millis),
+        })
+        .collect();
+    let nemesis_config = NemesisConfig {
+        interval_ms: s.faults.interval_ms,
+        window_ms: s.faults.window_ms,
+        ..NemesisConfig::new(pool, t_ms)
+    };
+    let started = Started {
+        ensemble: ensemble.clone(),
+        slots: slots.clone(),
+        fault_end,
+        until,
+    };
+    let (pending, tasks) = start(s, &started).await;
+    let injected = nemesis::run_planned(
+        ensemble.clone(),
+        slots.clone(),
+        &nemesis_config,
+        &plan,
+        fault_end,
+    )
+    .await;
+    let quiet_from = now_ms();
+    sleep(Duration::from_millis(s.quiet_ms)).await;
+    let liveness = Liveness {
+        from_ms: quiet_from,
+        bound_ms: s.liveness_bound_ms,
+        end_ms: now_ms(),
+    };
+    // Stop the clients where they are: the log ends here.
+    drop(tasks);
+    let judged = pending.judge(&started, &injected, liveness);
+    let mut counters: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, v) in &judged.counters {
+        *counters.entry(k.to_string()).or_default() += v;
+    }
+    for f in &injected {
+        *counters.entry(format!("fault:{}", f.fault)).or_default() += 1;
+    }
+    for (k, v) in ensemble_counters(&ensemble) {
+        counters.insert(k.to_owned(), v);
+    }
+    let mut digest = DefaultHasher::new();
+    judged.digest.hash(&mut digest);
+    format!("{injected:?}").hash(&mut digest);
+    SeedOutcome {
+        seed,
+        failure: judged.failure,
+        report: judged.report,
+        ops: judged.log.len() as u64,
+        counters,
+        faults: injected,
+        sim_ms: now_ms(),
+        digest: digest.finish(),
+        log: judged.log,
+    }
+}
+
+fn ensemble(s: &Scenario) -> Arc<Ensemble> {
+    let choices = &s.ensemble.servers;
+    let servers = choices[thread_rng().gen_range(0..choices.len())];
+    let (lo, hi) = s.ensemble.sync_limit_ticks;
+    let sync_limit_ticks = u64::from(thread_rng().gen_range(lo..=hi));
+    Arc::new(Ensemble::start(EnsembleConfig {
+        servers,
+        sync_limit_ticks,
+        init_limit_ticks: 2 * sync_limit_ticks,
+        ..EnsembleConfig::default()
+    }))
+}
+
+/// This seed's random faults: the scenario's pool, or (swarm) each kind of
+/// it on with probability 1/2, at least one.
+fn fault_pool(s: &Scenario) -> Vec<Fault> {
+    let kinds = &s.faults.kinds;
+    if !s.faults.swarm || kinds.is_empty() {
+        return kinds.clone();
+    }
+    let mut on: Vec<Fault> = kinds
+        .iter()
+        .copied()
+        .filter(|_| thread_rng().gen_bool(0.5))
+        .collect();
+    if on.is_empty() {
+        on.push(kinds[thread_rng().gen_range(0..kinds.len())]);
+    }
+    on
+}
+
+fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
+    let mut total = crate::ensemble::server::ServerStats::default();
+    for id in 0..e.config().servers {
+        let s = e.with_server(id, |s| s.stats());
+        total.elections_won += s.elections_won;
+        total.expiries += s.expiries;
+        total.replayed_events += s.replayed_events;
+        total.lost_replies += s.lost_replies;
+        total.truncations += s.truncations;
+        total.zxid_refusals += s.zxid_refusals;
+        total.reconnect_closes += s.reconnect_closes;
+        total.role_change_drops += s.role_change_drops;
+    }
+    vec![
+        ("elections-won", total.elections_won),
+        ("session-expiries", total.expiries),
+        ("setwatches-replayed", total.replayed_events),
+        ("lost-replies", total.lost_replies),
+        ("truncations", total.truncations),
+        ("zxid-refusals", total.zxid_refusals),
+        ("reconnect-closes", total.reconnect_closes),
+        ("role-change-drops", total.role_change_drops),
+    ]
+}
+
+struct Started {
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    fault_end: Instant,
+    until: Instant,
+}
+
+/// A recipe's workload, running; judged once the quiet phase is over.
+enum Pending {
+    Exclusive(workload::exclusive::ExclusiveRecord),
+    Queue(workload::queue::QueueLog, String, bool),
+    Config(workload::config::ConfigLog, String, usize),
+    Membership(workload::membership::MembershipLog, String, usize),
+    Barrier(workload::barrier::BarrierLog),
+    DoubleBarrier(workload::double_barrier::DoubleBarrierLog, usize),
+    TwoPhaseCommit(workload::two_phase_commit::TpcLog, usize),
+}
+
+fn mode_of(c: usize) -> LockMode {
+    // Clients 0 and 3 write, the others read.
+    if c % 3 == 0 {
+        LockMode::Write
+    } else {
+        LockMode::Read
+    }
+}
+
+async fn start(s: &Scenario, st: &Started) -> (Pending, Vec<JoinHandle<()>>) {
+    use workload::*;
+    let w = &s.workload;
+    let t = s.ensemble.session_timeout_ms;
+    let (e, slots) = (st.ensemble.clone(), st.slots.clone());
+    let variant = s.variant.as_deref();
+    let lock_variant = variant.and_then(LockVariant::from_name).unwrap_or_default();
+    let exclusive = |revoke_dir: Option<&str>| exclusive::ExclusiveWorkload {
+        clients: w.clients,
+        hold_ms: w.hold_ms[thread_rng().gen_range(0..w.hold_ms.len())],
+        touches: w.touches,
+        think_ms_max: w.think_ms_max,
+        session_timeout_ms: t,
+        revoke_dir: revoke_dir.map(str::to_owned),
+    };
+    match s.recipe {
+        Recipe::Lock => {
+            let make: exclusive::Make<Lock> =
+                Arc::new(move |_, guid| Lock::with_variant("/locks/l", guid, lock_variant));
+            let (record, tasks) = exclusive::spawn(e, slots, &exclusive(None), make, st.until);
+
+            (Pending::Exclusive(record), tasks)
+        }
+        Recipe::SharedLock => {
+            let make: exclusive::Make<Lock> =
+                Arc::new(move |c, guid| Lock::shared("/data/rw", guid, mode_of(c), lock_variant));
+            let (record, tasks) = exclusive::spawn(e, slots, &exclusive(None), make, st.until);
+
+            (Pending::Exclusive(record), tasks)
+        }
+        Recipe::RevocableLock => {
+            let dir = "/data/revocable";
+            let make: exclusive::Make<Lock> = Arc::new(move |c, guid| {
+                Lock::shared(dir, guid, mode_of(c), LockVariant::Correct).revocable()
+            });
+            let (record, tasks) = exclusive::spawn(e, slots, &exclusive(Some(dir)), make, st.until);
+
+            (Pending::Exclusive(record), tasks)
+        }
+        Recipe::Election => {
+            let v = variant
+                .and_then(ElectionVariant::from_name)
+                .unwrap_or_default();
+            let make: exclusive::Make<Election> =
+                Arc::new(move |_, guid| Election::with_variant("/app/election", guid, v));
+            let (record, tasks) = exclusive::spawn(e, slots, &exclusive(None), make, st.until);
+
+            (Pending::Exclusive(record), tasks)
+        }
+        Recipe::Queue | Recipe::PriorityQueue => {
+            let priority = s.recipe == Recipe::PriorityQueue;
+            let q = queue::QueueWorkload {
+                producers: w.producers,
+                consumers: w.consumers,
+                priority,
+                think_ms_max: w.think_ms_max,
+                session_timeout_ms: t,
+                ..queue::QueueWorkload::default()
+            };
+            let (log, tasks) = queue::spawn(e, slots, &q, st.fault_end, st.until);
+
+            (Pending::Queue(log, q.dir, priority), tasks)
+        }
+        Recipe::Configuration => {
+            let c = config::ConfigWorkload {
+                clients: w.clients,
+                think_ms_max: w.think_ms_max,
+                session_timeout_ms: t,
+                ..config::ConfigWorkload::default()
+            };
+            {
+                let setup = e.connect(0, t).await.expect("a setup session");
+                setup
+                    .create(&c.path, b"0", CreateMode::Persistent)
+                    .await
+                    .expect("the configuration node");
+                let _ = setup.close().await;
+            }
+            let (log, tasks) = config::spawn(e, slots, &c, st.fault_end, st.until);
+
+            (Pending::Config(log, c.path, c.clients), tasks)
+        }
+        Recipe::GroupMembership => {
+            let m = membership::MembershipWorkload {
+                clients: w.clients,
+                churn_ms_max: w.churn_ms_max,
+                session_timeout_ms: t,
+                ..membership::MembershipWorkload::default()
+            };
+            let (log, tasks) = membership::spawn(e, slots, &m, st.fault_end, st.until);
+
+            (Pending::Membership(log, m.group, m.clients), tasks)
+        }
+        Recipe::Barrier => {
+            let b = barrier::BarrierWorkload {
+                clients: w.clients,
+                hold_ms_max: w.hold_ms_max,
+                session_timeout_ms: t,
+                variant: variant
+                    .and_then(BarrierVariant::from_name)
+                    .unwrap_or_default(),
+                ..barrier::BarrierWorkload::default()
+            };
+            let (log, tasks) = barrier::spawn(e, slots, &b, st.until);
+
+            (Pending::Barrier(log), tasks)
+        }
+        Recipe::DoubleBarrier => {
+            let d = double_barrier::DoubleBarrierWorkload {
+                clients: w.clients,
+                threshold: w.threshold,
+                compute_ms_max: w.compute_ms_max,
+                session_timeout_ms: t,
+                ..double_barrier::DoubleBarrierWorkload::default()
+            };
+            let (log, tasks) = double_barrier::spawn(e, slots, &d, st.until);
+
+            (Pending::DoubleBarrier(log, d.threshold), tasks)
+        }
+        Recipe::TwoPhaseCommit => {
+            let p = two_phase_commit::TpcWorkload {
+                sites: w.clients - 1,
+                abort_probability: f64::from(w.abort_percent) / 100.0,
+                session_timeout_ms: t,
+                ..two_phase_commit::TpcWorkload::default()
+            };
+            let (log, tasks) = two_phase_commit::spawn(e, slots, &p, st.fault_end, st.until);
+
+            (Pending::TwoPhaseCommit(log, p.sites), tasks)
+        }
+    }
+}
+
+/// The log in time order, with the nemesis's client crashes in it (a
+/// crashed client cannot log its own end).
+fn with_crashes<E>(
+    log: &Mutex<Vec<Entry<E>>>,
+    injected: &[InjectedFault],
+    crashed: impl Fn() -> E,
+) -> Vec<Entry<E>>
+where
+    E: Clone,
+{
+    let mut log = log.lock().unwrap().clone();
+    for f in injected.iter().filter(|f| f.fault == Fault::ClientCrash) {
+        log.push(Entry {
+            at_ms: f.at.as_millis() as u64,
+            client: f.client.expect("a crash names its client"),
+            event: crashed(),
+        });
+    }
+    log.sort_by_key(|e| e.at_ms);
+    log
+}
+
+fn judged<E: Debug>(
+    log: &[Entry<E>],
+    violations: &[String],
+    report: &dyn std::fmt::Display,
+    counters: Vec<(&'static str, u64)>,
+) -> Judged {
+    let lines: Vec<String> = log
+        .iter()
+        .map(|e| format!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event))
+        .collect();
+    let mut digest = DefaultHasher::new();
+    lines.hash(&mut digest);
+    Judged {
+        failure: (!violations.is_empty()).then(|| violations.join("\n")),
+        report: report.to_string(),
+        counters,
+        log: lines,
+        digest: digest.finish(),
+    }
+}
+
+/// The clients alive at the end: a handle in the slot, its session still
+/// known to the leader.
+fn live_clients(st: &Started, leader: u32, clients: usize) -> Vec<usize> {
+    let slots = st.slots.lock().unwrap();
+    (0..clients)
+        .filter(|&c| {
+            slots.get(c).and_then(|s| s.zk.as_ref()).is_some_and(|zk| {
+                st.ensemble
+                    .with_server(leader, |s| s.tree().has_session(zk.session_id()))
+            })
+        })
+        .collect()
+}
+
+impl Pending {
+    fn judge(self, st: &Started, injected: &[InjectedFault], liveness: Liveness) -> Judged {
+        use check::barrier::{check_barrier, BarrierEvent};
+        use check::config::{check_config, ConfigEvent};
+        use check::double_barrier::{check_double_barrier, DoubleBarrierEvent};
+        use check::lock::{check_lock, LockEvent};
+        use check::membership::{check_membership, MembershipEvent};
+        use check::queue::{check_queue, QueueEvent};
+        use check::two_phase_commit::{check_tpc, TpcEvent};
+        let leader = st.ensemble.leader();
+        match self {
+            Pending::Exclusive(record) => {
+                let log = with_crashes(&record.log, injected, || LockEvent::Crashed);
+                let r = check_lock(&log, Some(liveness));
+                let counters = vec![
+                    ("acquisitions", r.acquisitions),
+                    ("accesses-accepted", r.accesses_accepted),
+                    ("accesses-rejected", r.accesses_rejected),
+                    ("stale-beliefs", r.stale_beliefs),
+                    ("suspensions", r.suspensions),
+                    ("resumptions", r.resumptions),
+                    ("sessions-lost", r.losses),
+                    ("guid-found", r.recovered_found),
+                    ("guid-not-found", r.recovered_not_found),
+                    ("deletions-waking", r.deletions_waking_someone),
+                    ("revokes-called", r.revokes_called),
+                    ("revokes-asked", r.revokes_asked),
+                    ("revokes-honoured", r.revokes_honoured),
+                ];
+                judged(&log, &r.violations, &r, counters)
+            }
+            Pending::Queue(log, dir, priority) => {
+                let log = with_crashes(&log, injected, || QueueEvent::Crashed);
+                let remaining: Vec<String> = match leader {
+                    None => Vec::new(),
+                    Some(l) => st.ensemble.with_server(l, |s| {
+                        let tree = s.tree();
+                        tree.node(&dir)
+                            .map(|d| {
+                                d.children
+                                    .iter()
+                                    .filter_map(|c| tree.node(&format!("{dir}/{c}")))
+                                    .map(|n| String::from_utf8_lossy(&n.data).into_owned())
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    }),
+                };
+                let r = check_queue(&log, &remaining, !priority, true);
+                let counters = vec![
+                    ("enqueued", r.enqueued),
+                    ("taken", r.taken),
+                    ("maybe-taken", r.maybe_taken),
+                    ("unresolved-claims", r.unresolved_claims),
+                    ("missed", r.missed),
+                    ("duplicates-possible", r.duplicates_possible),
+                    ("guid-found", r.recovered_found),
+                    ("guid-not-found", r.recovered_not_found),
+                ];
+                judged(&log, &r.violations, &r, counters)
+            }
+            Pending::Config(log, path, clients) => {
+                let log = with_crashes(&log, injected, || ConfigEvent::Crashed);
+                let Some(l) = leader else {
+                    return no_leader(&log);
+                };
+                let final_version = st
+                    .ensemble
+                    .with_server(l, |s| s.tree().node(&path).map_or(0, |n| n.version));
+                let live = live_clients(st, l, clients);
+                let r = check_config(&log, final_version, &live);
+                let counters = vec![
+                    ("reads", r.reads),
+                    ("sets", r.sets),
+                    ("conflicts", r.conflicts),
+                    ("sessions-lost", r.losses),
+                ];
+                judged(&log, &r.violations, &r, counters)
+            }
+            Pending::Membership(log, group, clients) => {
+                let log = with_crashes(&log, injected, || MembershipEvent::Crashed);
+                let Some(l) = leader else {
+                    return no_leader(&log);
+                };
+                let final_members: Vec<String> = st.ensemble.with_server(l, |s| {
+                    s.tree()
+                        .node(&group)
+                        .map(|g| {
+                            g.children
+                                .iter()
+                                .filter_map(|c| c.split_once('-').map(|(m, _)| m.to_owned()))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                });
+                let live = live_clients(st, l, clients);
+                let r = check_membership(
+                    &log,
+                    workload::membership::member_name,
+                    &final_members,
+                    &live,
+                );
+                let counters = vec![
+                    ("joins", r.joins),
+                    ("leaves", r.leaves),
+                    ("views", r.views),
+                    ("sessions-lost", r.losses),
+                ];
+                judged(&log, &r.violations, &r, counters)
+            }
+            Pending::Barrier(log) => {
+                let log = with_crashes(&log, injected, || BarrierEvent::Crashed);
+                let r = check_barrier(&log, Some(liveness));
+                let counters = vec![
+                    ("rounds", r.rounds),
+                    ("passes", r.passes),
+                    ("sessions-lost", r.losses),
+                ];
+                judged(&log, &r.violations, &r, counters)
+            }
+            Pending::DoubleBarrier(log, threshold) => {
+                let log = with_crashes(&log, injected, || DoubleBarrierEvent::Crashed);
+                let r = check_double_barrier(&log, threshold, Some(liveness));
+                let counters = vec![
+                    ("entries", r.entries),
+                    ("exits", r.exits),
+                    ("sessions-lost", r.losses),
+                ];
+                judged(&log, &r.violations, &r, counters)
+            }
+            Pending::TwoPhaseCommit(log, sites) => {
+                let log = with_crashes(&log, injected, || TpcEvent::Crashed);
+                let sites: Vec<usize> = (1..=sites).collect();
+                let r = check_tpc(&log, &sites, Some(liveness));
+                let counters = vec![
+                    ("commits", r.commits),
+                    ("aborts", r.aborts),
+                    ("aborts-for-failed-sites", r.aborts_for_failed_sites),
+                    ("sessions-lost", r.losses),
+                ];
+                judged(&log, &r.violations, &r, counters)
+            }
+        }
+    }
+}
+
+/// The quiet phase ended without a leader: nothing final can be read, and
+/// that is a liveness failure of the ensemble, not of the recipe.
+fn no_leader<E: Debug>(log: &[Entry<E>]) -> Judged {
+    let why = vec!["no leader after the quiet phase".to_owned()];
+    judged(log, &why, &"no leader after the quiet phase", Vec::new())
+}

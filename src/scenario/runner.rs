@@ -1,0 +1,191 @@
+//! The seed runner: a scenario's seeds on all cores (each seed its own
+//! simulation, so they are independent), optionally one shard of them, a
+//! summary per scenario, and the verdict: a correct recipe must pass every
+//! seed and reach its coverage goals; a buggy variant must fail within its
+//! seeds (the first failing seed is reported).
+
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::run::{run_seed, SeedOutcome};
+use super::spec::Scenario;
+
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Overrides the scenario's seed count.
+    pub seeds: Option<u64>,
+    /// Overrides the scenario's first seed.
+    pub seed_start: Option<u64>,
+    pub jobs: usize,
+    /// (i, n): only the seeds whose index is i modulo n.
+    pub shard: Option<(u64, u64)>,
+}
+
+/// A failing seed, as the summary keeps it.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub seed: u64,
+    pub why: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub name: String,
+    pub file: String,
+    pub expect_failure: bool,
+    pub seeds_run: u64,
+    /// Failing seeds, lowest first.
+    pub failures: Vec<Failure>,
+    pub sim_ms: u64,
+    pub wall_ms: u64,
+    pub ops: u64,
+    pub counters: BTreeMap<String, u64>,
+    /// Coverage goals that stayed at zero.
+    pub missed_goals: Vec<String>,
+}
+
+impl Summary {
+    /// The scenario did what it should.
+    pub fn passed(&self) -> bool {
+        if self.expect_failure {
+            !self.failures.is_empty()
+        } else {
+            self.failures.is_empty() && self.missed_goals.is_empty()
+        }
+    }
+
+    /// Why not, in a line.
+    pub fn verdict(&self) -> String {
+        match (self.expect_failure, self.failures.first()) {
+            (true, Some(f)) => format!(
+                "caught as expected at seed {} ({} seeds)",
+                f.seed, self.seeds_run
+            ),
+            (true, None) => format!("NOT caught in {} seeds", self.seeds_run),
+            (false, Some(f)) => format!(
+                "FAILED: {} of {} seeds; first {}: {}",
+                self.failures.len(),
+                self.seeds_run,
+                f.seed,
+                first_line(&f.why)
+            ),
+            (false, None) if !self.missed_goals.is_empty() => format!(
+                "FAILED: coverage goals at zero: {}",
+                self.missed_goals.join(", ")
+            ),
+            (false, None) => "ok".to_owned(),
+        }
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// The seeds a run takes, in order.
+pub fn seeds_of(s: &Scenario, o: &RunOptions) -> Vec<u64> {
+    let start = o.seed_start.unwrap_or(s.seed_start);
+    let n = o.seeds.unwrap_or(s.seeds);
+    (0..n)
+        .filter(|i| o.shard.is_none_or(|(k, of)| i % of == k))
+        .map(|i| start + i)
+        .collect()
+}
+
+/// Runs one seed, a panic in the simulation (an asserted invariant)
+/// being a failure like any other.
+pub fn run_one(s: &Scenario, seed: u64) -> Result<SeedOutcome, String> {
+    catch_unwind(AssertUnwindSafe(|| run_seed(s, seed))).map_err(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into());
+        format!("panicked: {msg}")
+    })
+}
+
+/// Runs the scenario's seeds on `jobs` threads; `tick` is called after
+/// every seed. A scenario expected to fail stops at its first failure.
+pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> Summary {
+    let seeds = seeds_of(s, o);
+    let started = std::time::Instant::now();
+    let next = AtomicU64::new(0);
+    // Expected to fail: no seed after the lowest failing one is needed.
+    let stop_after = AtomicU64::new(u64::MAX);
+    let results: Mutex<Vec<(u64, Result<SeedOutcome, String>)>> = Mutex::default();
+    std::thread::scope(|scope| {
+        for _ in 0..o.jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= seeds.len() as u64 || i > stop_after.load(Ordering::Relaxed) {
+                    break;
+                }
+                let seed = seeds[i as usize];
+                let r = run_one(s, seed);
+                let failed = !matches!(&r, Ok(out) if out.failure.is_none());
+                if failed && s.expect_failure {
+                    stop_after.fetch_min(i, Ordering::Relaxed);
+                }
+                results.lock().unwrap().push((i, r));
+                tick();
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(i, _)| *i);
+    let limit = stop_after.load(Ordering::Relaxed);
+    let mut summary = Summary {
+        name: s.name.clone(),
+        file: s.file.clone(),
+        expect_failure: s.expect_failure,
+        seeds_run: 0,
+        failures: Vec::new(),
+        sim_ms: 0,
+        wall_ms: started.elapsed().as_millis() as u64,
+        ops: 0,
+        counters: BTreeMap::new(),
+        missed_goals: Vec::new(),
+    };
+    for (i, r) in results {
+        if i > limit {
+            continue; // ran in parallel past the first failure
+        }
+        summary.seeds_run += 1;
+        match r {
+            Ok(out) => {
+                summary.sim_ms += out.sim_ms;
+                summary.ops += out.ops;
+                for (k, v) in out.counters {
+                    *summary.counters.entry(k).or_default() += v;
+                }
+                if let Some(why) = out.failure {
+                    summary.failures.push(Failure {
+                        seed: out.seed,
+                        why,
+                    });
+                }
+            }
+            Err(why) => summary.failures.push(Failure {
+                seed: seeds[i as usize],
+                why,
+            }),
+        }
+    }
+    if !s.expect_failure && summary.failures.is_empty() {
+        summary.missed_goals = s
+            .coverage
+            .iter()
+            .filter(|g| summary.counters.get(*g).copied().unwrap_or(0) == 0)
+            .cloned()
+            .collect();
+    }
+    summary
+}
+
+/// The one command that replays `seed` of the scenario in `file`.
+pub fn replay_command(file: &str, seed: u64) -> String {
+    format!("cargo run --release -- replay {file} --seed {seed} --trace")
+}

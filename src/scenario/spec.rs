@@ -1,0 +1,754 @@
+//! Scenario files: TOML, parsed and validated here (pure: no runtime, no
+//! I/O but the caller's text). Every error names the file, the line and
+//! column, and what would have been accepted.
+//!
+//! ```toml
+//! format = 1
+//! recipe = "lock"                     # see `zoosim list`
+//! variant = "lock/herd"               # optional: a buggy variant
+//! expect = "fail"                     # default "pass"
+//! seeds = 200                         # `zoosim run`'s default
+//! test_seeds = 20                     # how many `cargo test` runs
+//!
+//! [ensemble]
+//! servers = [3, 5]                    # one is drawn per seed
+//! session_timeout_ms = 4000
+//!
+//! [workload]
+//! clients = 5
+//! hold_ms = [10, 100, 1000]           # one is drawn per seed
+//!
+//! [faults]
+//! kinds = ["leader-crash", "long-client-pause"]   # default: every fault
+//! swarm = true                        # each seed draws a subset
+//! phase_ms = 20000
+//!
+//! [[faults.at]]                       # explicit faults, at simulated times
+//! at_ms = 2000
+//! fault = "leader-crash"
+//!
+//! [quiet]
+//! phase_ms = 30000
+//! liveness_bound_ms = 20000
+//!
+//! [coverage]
+//! goals = ["fault:leader-crash", "guid-found"]
+//! ```
+
+use std::fmt;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::registry::{is_variant_of, Recipe, ENSEMBLE_COUNTERS};
+use crate::ensemble::fault::Fault;
+
+/// The scenario format this build reads.
+pub const FORMAT: i64 = 1;
+
+/// A bad scenario file: where, and what was wrong.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct SpecError {
+    pub file: String,
+    /// 1-based; 0 when the error is about the whole file.
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.column, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// One explicit fault at a simulated time.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ScheduledFault {
+    pub at_ms: u64,
+    pub fault: Fault,
+    /// The client a client fault aims at (default: drawn from the seed).
+    pub client: Option<usize>,
+    /// The server a server fault aims at (default: drawn, or the leader).
+    pub server: Option<u32>,
+    /// How long a network fault or a pause lasts (default: drawn).
+    pub window_ms: Option<u64>,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct EnsembleSpec {
+    /// One is drawn per seed.
+    pub servers: Vec<u32>,
+    pub session_timeout_ms: u64,
+    /// syncLimit, drawn per seed from this range (initLimit is twice it).
+    pub sync_limit_ticks: (u32, u32),
+}
+
+/// The workload's knobs; which apply depends on the recipe
+/// ([`Recipe::workload_keys`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct WorkloadSpec {
+    pub clients: usize,
+    /// One is drawn per seed.
+    pub hold_ms: Vec<u64>,
+    pub touches: u32,
+    pub think_ms_max: u64,
+    pub producers: usize,
+    pub consumers: usize,
+    pub churn_ms_max: u64,
+    pub hold_ms_max: u64,
+    pub threshold: usize,
+    pub compute_ms_max: u64,
+    pub abort_percent: u32,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct FaultSpec {
+    /// The nemesis's pool; empty: no randomized faults.
+    pub kinds: Vec<Fault>,
+    /// Each seed draws its own subset of `kinds` (swarm testing).
+    pub swarm: bool,
+    pub phase_ms: u64,
+    pub interval_ms: (u64, u64),
+    pub window_ms: (u64, u64),
+    pub at: Vec<ScheduledFault>,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Scenario {
+    /// The file's stem.
+    pub name: String,
+    pub file: String,
+    pub description: String,
+    pub recipe: Recipe,
+    /// A buggy variant's name, or None for the correct recipe.
+    pub variant: Option<String>,
+    /// The scenario passes when a seed fails within `seeds`.
+    pub expect_failure: bool,
+    pub seeds: u64,
+    pub test_seeds: u64,
+    pub seed_start: u64,
+    pub ensemble: EnsembleSpec,
+    pub workload: WorkloadSpec,
+    pub faults: FaultSpec,
+    pub quiet_ms: u64,
+    pub liveness_bound_ms: u64,
+    /// Counters that must be above zero summed over a run's seeds.
+    pub coverage: Vec<String>,
+}
+
+impl Scenario {
+    /// The variant's name, or the recipe's.
+    pub fn variant_name(&self) -> &str {
+        self.variant.as_deref().unwrap_or(self.recipe.name())
+    }
+}
+
+// The file as written; every value spanned, for errors that point at it.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    format: Option<Spanned<i64>>,
+    description: Option<String>,
+    recipe: Spanned<String>,
+    variant: Option<Spanned<String>>,
+    expect: Option<Spanned<String>>,
+    seeds: Option<Spanned<i64>>,
+    test_seeds: Option<Spanned<i64>>,
+    seed_start: Option<Spanned<i64>>,
+    #[serde(default)]
+    ensemble: RawEnsemble,
+    workload: Option<Spanned<toml::Table>>,
+    #[serde(default)]
+    faults: RawFaults,
+    #[serde(default)]
+    quiet: RawQuiet,
+    #[serde(default)]
+    coverage: RawCoverage,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawEnsemble {
+    servers: Option<Spanned<OneOrMany>>,
+    session_timeout_ms: Option<Spanned<i64>>,
+    sync_limit_ticks: Option<Spanned<Vec<i64>>>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(i64),
+    Many(Vec<i64>),
+}
+
+impl OneOrMany {
+    fn values(&self) -> Vec<i64> {
+        match self {
+            OneOrMany::One(v) => vec![*v],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawFaults {
+    kinds: Option<Spanned<Vec<Spanned<String>>>>,
+    swarm: Option<bool>,
+    phase_ms: Option<Spanned<i64>>,
+    interval_ms: Option<Spanned<Vec<i64>>>,
+    window_ms: Option<Spanned<Vec<i64>>>,
+    #[serde(default)]
+    at: Vec<Spanned<RawAt>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAt {
+    at_ms: Spanned<i64>,
+    fault: Spanned<String>,
+    client: Option<Spanned<i64>>,
+    server: Option<Spanned<i64>>,
+    window_ms: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawQuiet {
+    phase_ms: Option<Spanned<i64>>,
+    liveness_bound_ms: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCoverage {
+    #[serde(default)]
+    goals: Vec<Spanned<String>>,
+}
+
+/// Parses and validates `text`, the contents of `file` (named in errors).
+pub fn parse(file: &str, text: &str) -> Result<Scenario, SpecError> {
+    let at = Locator { file, text };
+    let raw: Raw = toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map(|s| at.line_col(s.start)).unwrap_or((0, 0));
+        SpecError {
+            file: file.to_owned(),
+            line,
+            column,
+            message: e.message().trim().to_owned(),
+        }
+    })?;
+    at.scenario(raw)
+}
+
+struct Locator<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Locator<'_> {
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        let before = &self.text[..offset.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        (line, column)
+    }
+
+    fn err<T>(
+        &self,
+        span: std::ops::Range<usize>,
+        message: impl Into<String>,
+    ) -> Result<T, SpecError> {
+        let (line, column) = self.line_col(span.start);
+        Err(SpecError {
+            file: self.file.to_owned(),
+            line,
+            column,
+            message: message.into(),
+        })
+    }
+
+    fn whole<T>(&self, message: impl Into<String>) -> Result<T, SpecError> {
+        Err(SpecError {
+            file: self.file.to_owned(),
+            line: 0,
+            column: 0,
+            message: message.into(),
+        })
+    }
+
+    /// A number in `lo..=hi`, or `default` when absent.
+    fn int(
+        &self,
+        v: &Option<Spanned<i64>>,
+        key: &str,
+        lo: i64,
+        hi: i64,
+        default: i64,
+    ) -> Result<u64, SpecError> {
+        match v {
+            None => Ok(default as u64),
+            Some(s) if (lo..=hi).contains(s.get_ref()) => Ok(*s.get_ref() as u64),
+            Some(s) => self.err(
+                s.span(),
+                format!("`{key}` must be between {lo} and {hi}, got {}", s.get_ref()),
+            ),
+        }
+    }
+
+    /// A `[lo, hi]` pair with lo <= hi, each in `min..=max`.
+    fn range(
+        &self,
+        v: &Option<Spanned<Vec<i64>>>,
+        key: &str,
+        min: i64,
+        max: i64,
+        default: (u64, u64),
+    ) -> Result<(u64, u64), SpecError> {
+        let Some(s) = v else {
+            return Ok(default);
+        };
+        match s.get_ref().as_slice() {
+            [a, b] if min <= *a && a <= b && *b <= max => Ok((*a as u64, *b as u64)),
+            _ => self.err(
+                s.span(),
+                format!(
+                    "`{key}` must be [low, high] with {min} <= low <= high <= {max}, got {:?}",
+                    s.get_ref()
+                ),
+            ),
+        }
+    }
+
+    fn scenario(&self, raw: Raw) -> Result<Scenario, SpecError> {
+        match &raw.format {
+            None => self.whole(format!(
+                "no `format` key: add `format = {FORMAT}` at the top"
+            ))?,
+            Some(f) if *f.get_ref() != FORMAT => self.err(
+                f.span(),
+                format!(
+                    "format {} is not read by this zoosim (it reads format {FORMAT})",
+                    f.get_ref()
+                ),
+            )?,
+            Some(_) => {}
+        }
+        let recipe = Recipe::from_name(raw.recipe.get_ref()).map_or_else(
+            || {
+                let names: Vec<&str> = Recipe::ALL.iter().map(|r| r.name()).collect();
+                self.err(
+                    raw.recipe.span(),
+                    format!(
+                        "unknown recipe {:?}; the recipes are: {}",
+                        raw.recipe.get_ref(),
+                        names.join(", ")
+                    ),
+                )
+            },
+            Ok,
+        )?;
+        let variant = match &raw.variant {
+            None => None,
+            Some(v) if is_variant_of(recipe, v.get_ref()) => Some(v.get_ref().clone()),
+            Some(v) => {
+                let known = recipe.variants();
+                let accepted = if known.is_empty() {
+                    format!("recipe {} has no buggy variants", recipe.name())
+                } else {
+                    format!("{}'s variants are: {}", recipe.name(), known.join(", "))
+                };
+                return self.err(
+                    v.span(),
+                    format!("unknown variant {:?}; {accepted}", v.get_ref()),
+                );
+            }
+        };
+        let expect_failure = match &raw.expect {
+            None => false,
+            Some(e) => match e.get_ref().as_str() {
+                "pass" => false,
+                "fail" => true,
+                other => {
+                    return self.err(
+                        e.span(),
+                        format!("`expect` is \"pass\" or \"fail\", got {other:?}"),
+                    )
+                }
+            },
+        };
+        if expect_failure && variant.is_none() {
+            return self.err(
+                raw.expect.as_ref().expect("set").span(),
+                "only a buggy variant may be expected to fail: add `variant = ...`",
+            );
+        }
+        let seeds = self.int(&raw.seeds, "seeds", 1, 10_000_000, 200)?;
+        if expect_failure && seeds > 200 {
+            return self.err(
+                raw.seeds.as_ref().expect("over the default").span(),
+                format!(
+                    "a scenario expected to fail must fail within 200 seeds; `seeds` is {seeds}"
+                ),
+            );
+        }
+        let test_seeds = self.int(
+            &raw.test_seeds,
+            "test_seeds",
+            0,
+            10_000_000,
+            seeds.min(10) as i64,
+        )?;
+        let seed_start = self.int(&raw.seed_start, "seed_start", 0, i64::MAX, 0)?;
+
+        let ensemble = self.ensemble(&raw.ensemble)?;
+        let workload = match &raw.workload {
+            Some(t) => self.workload(recipe, t.get_ref(), t.span())?,
+            None => self.workload(recipe, &toml::Table::new(), 0..0)?,
+        };
+        let faults = self.faults(&raw.faults, &ensemble, &workload, recipe)?;
+        let quiet_ms = self.int(
+            &raw.quiet.phase_ms,
+            "quiet.phase_ms",
+            1000,
+            3_600_000,
+            30_000,
+        )?;
+        let liveness_bound_ms = self.int(
+            &raw.quiet.liveness_bound_ms,
+            "quiet.liveness_bound_ms",
+            1,
+            3_600_000,
+            20_000,
+        )?;
+        if liveness_bound_ms > quiet_ms {
+            return self.err(
+                raw.quiet.liveness_bound_ms.as_ref().expect("over the default").span(),
+                format!("`liveness_bound_ms` ({liveness_bound_ms}) exceeds the quiet phase ({quiet_ms} ms)"),
+            );
+        }
+        let mut coverage = Vec::new();
+        for g in &raw.coverage.goals {
+            let name = g.get_ref();
+            let known = recipe.counters().contains(&name.as_str())
+                || ENSEMBLE_COUNTERS.contains(&name.as_str())
+                || name
+                    .strip_prefix("fault:")
+                    .is_some_and(|f| Fault::from_name(f).is_some());
+            if !known {
+                return self.err(
+                    g.span(),
+                    format!(
+                        "unknown coverage goal {name:?}; {} counts: {}; the ensemble's: {}; \
+                         and fault:<fault> for any fault",
+                        recipe.name(),
+                        recipe.counters().join(", "),
+                        ENSEMBLE_COUNTERS.join(", ")
+                    ),
+                );
+            }
+            coverage.push(name.clone());
+        }
+        let name = std::path::Path::new(self.file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.file.to_owned());
+        Ok(Scenario {
+            name,
+            file: self.file.to_owned(),
+            description: raw.description.unwrap_or_default(),
+            recipe,
+            variant,
+            expect_failure,
+            seeds,
+            test_seeds,
+            seed_start,
+            ensemble,
+            workload,
+            faults,
+            quiet_ms,
+            liveness_bound_ms,
+            coverage,
+        })
+    }
+
+    fn ensemble(&self, raw: &RawEnsemble) -> Result<EnsembleSpec, SpecError> {
+        let servers = match &raw.servers {
+            None => vec![3, 5],
+            Some(s) => {
+                let values = s.get_ref().values();
+                if values.is_empty() || values.iter().any(|&n| !(1..=9).contains(&n)) {
+                    return self.err(
+                        s.span(),
+                        format!("`servers` must be 1 to 9 servers (or a list to draw from), got {values:?}"),
+                    );
+                }
+                values.into_iter().map(|n| n as u32).collect()
+            }
+        };
+        let session_timeout_ms = self.int(
+            &raw.session_timeout_ms,
+            "ensemble.session_timeout_ms",
+            // ZooKeeper's bounds with tickTime 500 ms: 2 to 20 ticks... and
+            // beyond, as servers may be configured; keep sane.
+            1000,
+            120_000,
+            4000,
+        )?;
+        let (lo, hi) = self.range(
+            &raw.sync_limit_ticks,
+            "ensemble.sync_limit_ticks",
+            1,
+            50,
+            (2, 5),
+        )?;
+        Ok(EnsembleSpec {
+            servers,
+            session_timeout_ms,
+            sync_limit_ticks: (lo as u32, hi as u32),
+        })
+    }
+
+    fn workload(
+        &self,
+        recipe: Recipe,
+        table: &toml::Table,
+        section: std::ops::Range<usize>,
+    ) -> Result<WorkloadSpec, SpecError> {
+        let allowed = recipe.workload_keys();
+        // toml::Table loses the keys' spans: find each key's line by text.
+        let key_span = |key: &str| -> std::ops::Range<usize> {
+            // The table's span may cover its header only: read on to the
+            // next table header.
+            let rest = &self.text[section.start.min(self.text.len())..];
+            let end = rest
+                .match_indices("\n[")
+                .next()
+                .map_or(self.text.len(), |(i, _)| section.start + i + 1);
+            let body = &self.text[section.start.min(end)..end];
+            let mut offset = section.start;
+            for line in body.split_inclusive('\n') {
+                let indent = line.len() - line.trim_start().len();
+                let rest = &line[indent..];
+                if rest
+                    .strip_prefix(key)
+                    .is_some_and(|r| r.trim_start().starts_with('='))
+                {
+                    return offset + indent..offset + indent + key.len();
+                }
+                offset += line.len();
+            }
+            section.clone()
+        };
+        for key in table.keys() {
+            if !allowed.contains(&key.as_str()) {
+                return self.err(
+                    key_span(key),
+                    format!(
+                        "`{key}` is not a workload key of recipe {}; it takes: {}",
+                        recipe.name(),
+                        allowed.join(", ")
+                    ),
+                );
+            }
+        }
+        let key_span = &key_span;
+        let int = |key: &str, lo: i64, hi: i64, default: i64| -> Result<u64, SpecError> {
+            match table.get(key) {
+                None => Ok(default as u64),
+                Some(toml::Value::Integer(n)) if (lo..=hi).contains(n) => Ok(*n as u64),
+                Some(v) => self.err(
+                    key_span(key),
+                    format!("`workload.{key}` must be an integer between {lo} and {hi}, got {v}"),
+                ),
+            }
+        };
+        let hold_ms = match table.get("hold_ms") {
+            None => vec![10, 100, 1000],
+            Some(toml::Value::Integer(n)) if (0..=600_000).contains(n) => vec![*n as u64],
+            Some(toml::Value::Array(a))
+                if !a.is_empty()
+                    && a.iter().all(|v| matches!(v, toml::Value::Integer(n) if (0..=600_000).contains(n))) =>
+            {
+                a.iter().map(|v| v.as_integer().expect("checked") as u64).collect()
+            }
+            Some(v) => {
+                return self.err(
+                    key_span("hold_ms"),
+                    format!("`workload.hold_ms` must be milliseconds (0 to 600000) or a list of them, got {v}"),
+                )
+            }
+        };
+        let default_clients = match recipe {
+            Recipe::Configuration => 4,
+            _ => 5,
+        };
+        let w = WorkloadSpec {
+            clients: int("clients", 1, 64, default_clients)? as usize,
+            hold_ms,
+            touches: int("touches", 1, 100, 2)? as u32,
+            think_ms_max: int(
+                "think_ms_max",
+                0,
+                600_000,
+                match recipe {
+                    Recipe::Queue | Recipe::PriorityQueue => 100,
+                    Recipe::Configuration => 200,
+                    _ => 50,
+                },
+            )?,
+            producers: int("producers", 1, 64, 2)? as usize,
+            consumers: int("consumers", 1, 64, 3)? as usize,
+            churn_ms_max: int("churn_ms_max", 1, 600_000, 1500)?,
+            hold_ms_max: int("hold_ms_max", 1, 600_000, 800)?,
+            threshold: int("threshold", 1, 64, 3)? as usize,
+            compute_ms_max: int("compute_ms_max", 1, 600_000, 300)?,
+            abort_percent: int("abort_percent", 0, 100, 15)? as u32,
+        };
+        if recipe == Recipe::DoubleBarrier && w.threshold > w.clients {
+            return self.err(
+                key_span("threshold"),
+                format!(
+                    "`workload.threshold` ({}) exceeds `clients` ({}): the barrier would never open",
+                    w.threshold, w.clients
+                ),
+            );
+        }
+        if recipe == Recipe::TwoPhaseCommit && w.clients < 2 {
+            return self.err(
+                key_span("clients"),
+                "two-phase commit needs a coordinator and at least one site: `clients` >= 2",
+            );
+        }
+        Ok(w)
+    }
+
+    fn fault_name(&self, name: &Spanned<String>) -> Result<Fault, SpecError> {
+        Fault::from_name(name.get_ref()).map_or_else(
+            || {
+                let names: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+                self.err(
+                    name.span(),
+                    format!(
+                        "unknown fault {:?}; the faults are: {}",
+                        name.get_ref(),
+                        names.join(", ")
+                    ),
+                )
+            },
+            Ok,
+        )
+    }
+
+    fn faults(
+        &self,
+        raw: &RawFaults,
+        ensemble: &EnsembleSpec,
+        w: &WorkloadSpec,
+        recipe: Recipe,
+    ) -> Result<FaultSpec, SpecError> {
+        let kinds = match &raw.kinds {
+            None => Fault::ALL.to_vec(),
+            Some(list) => {
+                let mut kinds = Vec::new();
+                for k in list.get_ref() {
+                    let name = self.fault_name(k)?;
+                    if kinds.contains(&name) {
+                        return self.err(k.span(), format!("fault {name:?} is listed twice"));
+                    }
+                    kinds.push(name);
+                }
+                kinds
+            }
+        };
+        let phase_ms = self.int(&raw.phase_ms, "faults.phase_ms", 0, 3_600_000, 20_000)?;
+        let interval_ms = self.range(
+            &raw.interval_ms,
+            "faults.interval_ms",
+            1,
+            600_000,
+            (300, 1500),
+        )?;
+        let window_ms = self.range(&raw.window_ms, "faults.window_ms", 1, 600_000, (500, 4000))?;
+        let clients = match recipe {
+            Recipe::Queue | Recipe::PriorityQueue => w.producers + w.consumers,
+            Recipe::RevocableLock => w.clients + 1,
+            _ => w.clients,
+        };
+        let min_servers = *ensemble.servers.iter().min().expect("not empty");
+        let mut at = Vec::new();
+        for a in &raw.faults_at() {
+            let fault = self.fault_name(&a.fault)?;
+            let at_ms = self.int(&Some(a.at_ms.clone()), "at_ms", 0, 3_600_000, 0)?;
+            if at_ms >= phase_ms {
+                return self.err(
+                    a.at_ms.span(),
+                    format!("`at_ms` ({at_ms}) is not within the fault phase (`faults.phase_ms` = {phase_ms})"),
+                );
+            }
+            let client = match &a.client {
+                None => None,
+                Some(c) => {
+                    Some(self.int(&Some(c.clone()), "client", 0, clients as i64 - 1, 0)? as usize)
+                }
+            };
+            let server = match &a.server {
+                None => None,
+                Some(s) => {
+                    Some(self.int(&Some(s.clone()), "server", 0, min_servers as i64 - 1, 0)? as u32)
+                }
+            };
+            if client.is_some() && !fault.aims_at_a_client() {
+                return self.err(
+                    a.fault.span(),
+                    format!("{fault} aims at servers: `client` does not apply"),
+                );
+            }
+            if server.is_some() && !fault.takes_a_server() {
+                return self.err(a.fault.span(), format!("{fault} does not take a `server`"));
+            }
+            let window_ms = match &a.window_ms {
+                None => None,
+                Some(v) => Some(self.int(&Some(v.clone()), "window_ms", 1, 600_000, 0)?),
+            };
+            at.push(ScheduledFault {
+                at_ms,
+                fault,
+                client,
+                server,
+                window_ms,
+            });
+        }
+        at.sort_by_key(|f| f.at_ms);
+        Ok(FaultSpec {
+            kinds,
+            swarm: raw.swarm.unwrap_or(true),
+            phase_ms,
+            interval_ms,
+            window_ms,
+            at,
+        })
+    }
+}
+
+impl RawFaults {
+    fn faults_at(&self) -> Vec<&RawAt> {
+        self.at.iter().map(|a| a.get_ref()).collect()
+    }
+}
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;

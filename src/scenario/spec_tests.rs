@@ -1,0 +1,320 @@
+//! The scenario parser: defaults, and an error naming the file, line,
+//! column and the accepted values for every kind of bad input.
+
+use super::*;
+
+fn err(text: &str) -> SpecError {
+    parse("s.toml", text).expect_err("must be refused")
+}
+
+/// The error is at `line:column` and its message contains `needle`.
+fn assert_err(text: &str, line: usize, column: usize, needle: &str) {
+    let e = err(text);
+    assert_eq!((e.line, e.column), (line, column), "{e}");
+    assert!(e.message.contains(needle), "{e}\nwanted: {needle}");
+    assert!(e
+        .to_string()
+        .starts_with(&format!("s.toml:{line}:{column}: ")));
+}
+
+#[test]
+fn a_short_file_gets_useful_defaults() {
+    let s = parse("scenarios/lock.toml", "format = 1\nrecipe = \"lock\"\n").expect("valid");
+    assert_eq!(s.name, "lock");
+    assert_eq!(s.recipe, Recipe::Lock);
+    assert_eq!(s.variant, None);
+    assert!(!s.expect_failure);
+    assert_eq!((s.seeds, s.test_seeds, s.seed_start), (200, 10, 0));
+    assert_eq!(s.ensemble.servers, vec![3, 5]);
+    assert_eq!(s.ensemble.session_timeout_ms, 4000);
+    assert_eq!(s.workload.clients, 5);
+    assert_eq!(s.faults.kinds, Fault::ALL.to_vec());
+    assert!(s.faults.swarm);
+    assert_eq!(s.faults.phase_ms, 20_000);
+    assert_eq!((s.quiet_ms, s.liveness_bound_ms), (30_000, 20_000));
+    assert!(s.faults.at.is_empty() && s.coverage.is_empty());
+    assert_eq!(s.variant_name(), "lock");
+}
+
+#[test]
+fn a_full_file_is_read_as_written() {
+    let text = r#"
+format = 1
+description = "d"
+recipe = "double-barrier"
+seeds = 30
+test_seeds = 3
+seed_start = 0x10
+
+[ensemble]
+servers = 5
+session_timeout_ms = 6000
+sync_limit_ticks = [3, 4]
+
+[workload]
+clients = 6
+threshold = 6
+compute_ms_max = 50
+
+[faults]
+kinds = ["client-crash", "server-crash"]
+swarm = false
+phase_ms = 10000
+interval_ms = [100, 200]
+window_ms = [10, 20]
+
+[[faults.at]]
+at_ms = 5000
+fault = "server-crash"
+server = 4
+window_ms = 700
+
+[[faults.at]]
+at_ms = 1000
+fault = "long-client-pause"
+client = 5
+
+[quiet]
+phase_ms = 9000
+liveness_bound_ms = 9000
+
+[coverage]
+goals = ["entries", "fault:client-crash", "elections-won"]
+"#;
+    let s = parse("x.toml", text).expect("valid");
+    assert_eq!((s.seeds, s.test_seeds, s.seed_start), (30, 3, 16));
+    assert_eq!(s.ensemble.servers, vec![5]);
+    assert_eq!(s.ensemble.sync_limit_ticks, (3, 4));
+    assert_eq!((s.workload.clients, s.workload.threshold), (6, 6));
+    assert_eq!(s.workload.compute_ms_max, 50);
+    assert_eq!(s.faults.kinds, vec![Fault::ClientCrash, Fault::ServerCrash]);
+    assert!(!s.faults.swarm);
+    assert_eq!(
+        (s.faults.interval_ms, s.faults.window_ms),
+        ((100, 200), (10, 20))
+    );
+    // Sorted by time.
+    assert_eq!(
+        s.faults.at,
+        vec![
+            ScheduledFault {
+                at_ms: 1000,
+                fault: Fault::LongClientPause,
+                client: Some(5),
+                server: None,
+                window_ms: None
+            },
+            ScheduledFault {
+                at_ms: 5000,
+                fault: Fault::ServerCrash,
+                client: None,
+                server: Some(4),
+                window_ms: Some(700)
+            },
+        ]
+    );
+    assert_eq!(s.coverage.len(), 3);
+}
+
+#[test]
+fn malformed_toml_points_at_the_spot() {
+    let e = err("format = 1\nrecipe = \"lock\nseeds = 3\n");
+    assert_eq!(e.line, 2, "{e}");
+    assert!(e.to_string().starts_with("s.toml:2:"), "{e}");
+}
+
+#[test]
+fn unknown_keys_are_errors_not_ignored() {
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\nseed = 3\n",
+        3,
+        1,
+        "unknown field `seed`",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\n[ensemble]\nservrs = 3\n",
+        4,
+        1,
+        "unknown field `servrs`",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\n[workload]\nclients = 3\nthreshold = 2\n",
+        5,
+        1,
+        "`threshold` is not a workload key of recipe lock; it takes: clients, hold_ms",
+    );
+}
+
+#[test]
+fn the_format_version_is_required_and_checked() {
+    let e = err("recipe = \"lock\"\n");
+    assert_eq!(e.line, 0);
+    assert!(e.message.contains("format = 1"), "{e}");
+    assert_err(
+        "format = 2\nrecipe = \"lock\"\n",
+        1,
+        10,
+        "format 2 is not read",
+    );
+}
+
+#[test]
+fn unknown_names_list_the_accepted_ones() {
+    assert_err(
+        "format = 1\nrecipe = \"mutex\"\n",
+        2,
+        10,
+        "unknown recipe \"mutex\"; the recipes are: lock, shared-lock",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\nvariant = \"lock/nope\"\n",
+        3,
+        11,
+        "lock's variants are: lock/blind-retry, lock/herd",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"queue\"\nvariant = \"lock/herd\"\n",
+        3,
+        11,
+        "recipe queue has no buggy variants",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\n[faults]\nkinds = [\"leader-crash\", \"meteor\"]\n",
+        4,
+        26,
+        "unknown fault \"meteor\"; the faults are: server-crash, leader-crash",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\n[coverage]\ngoals = [\"joins\"]\n",
+        4,
+        10,
+        "unknown coverage goal \"joins\"; lock counts: acquisitions",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\nexpect = \"maybe\"\n",
+        3,
+        10,
+        "`expect` is \"pass\" or \"fail\"",
+    );
+}
+
+#[test]
+fn impossible_parameters_are_refused() {
+    let base = "format = 1\nrecipe = \"lock\"\n";
+    assert_err(
+        &format!("{base}[workload]\nclients = 0\n"),
+        4,
+        1,
+        "`workload.clients` must be an integer between 1 and 64, got 0",
+    );
+    assert_err(
+        &format!("{base}[quiet]\nphase_ms = -5\n"),
+        4,
+        12,
+        "`quiet.phase_ms` must be between 1000 and 3600000, got -5",
+    );
+    assert_err(
+        &format!("{base}[ensemble]\nservers = [3, 0]\n"),
+        4,
+        11,
+        "`servers` must be 1 to 9 servers",
+    );
+    assert_err(
+        &format!("{base}[faults]\ninterval_ms = [500, 100]\n"),
+        4,
+        15,
+        "low <= high",
+    );
+    assert_err(
+        &format!("{base}[workload]\nhold_ms = \"long\"\n"),
+        4,
+        1,
+        "`workload.hold_ms` must be milliseconds",
+    );
+    assert_err(
+        &format!("{base}[quiet]\nphase_ms = 5000\nliveness_bound_ms = 9000\n"),
+        5,
+        21,
+        "exceeds the quiet phase",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"double-barrier\"\n[workload]\nclients = 3\nthreshold = 4\n",
+        5,
+        1,
+        "the barrier would never open",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"two-phase-commit\"\n[workload]\nclients = 1\n",
+        4,
+        1,
+        "at least one site",
+    );
+}
+
+#[test]
+fn planned_faults_must_fit_the_run() {
+    let base = "format = 1\nrecipe = \"lock\"\n[faults]\nphase_ms = 5000\n[[faults.at]]\n";
+    assert_err(
+        &format!("{base}at_ms = 6000\nfault = \"leader-crash\"\n"),
+        6,
+        9,
+        "not within the fault phase",
+    );
+    // 5 clients: 0..=4.
+    assert_err(
+        &format!("{base}at_ms = 100\nfault = \"client-crash\"\nclient = 5\n"),
+        8,
+        10,
+        "`client` must be between 0 and 4",
+    );
+    // Servers: the smallest drawn ensemble (3) bounds it.
+    assert_err(
+        &format!("{base}at_ms = 100\nfault = \"server-crash\"\nserver = 3\n"),
+        8,
+        10,
+        "`server` must be between 0 and 2",
+    );
+    assert_err(
+        &format!("{base}at_ms = 100\nfault = \"partition\"\nclient = 1\n"),
+        7,
+        9,
+        "partition aims at servers",
+    );
+    assert_err(
+        &format!("{base}at_ms = 100\nfault = \"leader-crash\"\nserver = 1\n"),
+        7,
+        9,
+        "leader-crash does not take a `server`",
+    );
+}
+
+#[test]
+fn only_a_variant_may_be_expected_to_fail_and_within_200_seeds() {
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\nexpect = \"fail\"\n",
+        3,
+        10,
+        "only a buggy variant may be expected to fail",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\nvariant = \"lock/herd\"\nexpect = \"fail\"\nseeds = 500\n",
+        5,
+        9,
+        "must fail within 200 seeds",
+    );
+}
+
+#[test]
+fn every_shipped_scenario_parses() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).expect("scenarios/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|x| x == "toml") {
+            let text = std::fs::read_to_string(&path).expect("readable");
+            parse(&path.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 20, "{n} scenarios");
+}
