@@ -109,3 +109,21 @@ fn every_scenario_runs_as_expected() {
     );
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// Same seed, same binary, same run: the digest over the outcome log and
+/// the faults agrees, for one seed of each recipe family.
+#[test]
+fn a_seed_replays_exactly() {
+    use zoosim::scenario::runner::run_one;
+    for s in scenarios().iter().filter(|s| !s.expect_failure).step_by(3) {
+        let a = run_one(s, s.seed_start).expect("runs");
+        let b = run_one(s, s.seed_start).expect("runs");
+        assert_eq!(
+            a.digest, b.digest,
+            "{}: seed {} ran differently",
+            s.name, s.seed_start
+        );
+        assert_eq!(a.log, b.log);
+        assert!(!a.log.is_empty(), "{}: nothing happened", s.name);
+    }
+}

@@ -1,0 +1,122 @@
+//! The `zoosim` command as a user meets it: exit codes, and bad input
+//! answered with the file, line and column, never a panic.
+
+use std::process::Command;
+
+fn zoosim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_zoosim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("zoosim runs");
+    (
+        out.status.code().expect("exited"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn scratch(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("zoosim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn list_names_recipes_variants_faults_and_scenarios() {
+    let (code, out, _) = zoosim(&["list"]);
+    assert_eq!(code, 0);
+    for needle in [
+        "two-phase-commit",
+        "variant lock/sort-by-full-name",
+        "lost-write-reply",
+        "property fenced-exclusion",
+        "bug-lock-herd",
+    ] {
+        assert!(out.contains(needle), "{needle} missing from:\n{out}");
+    }
+}
+
+#[test]
+fn a_bad_scenario_is_refused_with_its_place() {
+    let f = scratch(
+        "bad.toml",
+        "format = 1\nrecipe = \"lock\"\n[workload]\nclients = -3\n",
+    );
+    let (code, out, err) = zoosim(&["run", &f, "--seeds", "1"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("bad.toml:4:1: `workload.clients` must be an integer between 1 and 64"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn missing_paths_and_bad_arguments_are_refused() {
+    let (code, _, err) = zoosim(&["run", "no/such/dir"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("no/such/dir: no such file or directory"),
+        "{err}"
+    );
+    let (code, _, err) = zoosim(&["run", "scenarios/lock.toml", "--shard", "3/3"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--shard takes i/n with 0 <= i < n"), "{err}");
+    let (code, _, err) = zoosim(&["replay", "scenarios/lock.toml"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--seed"), "{err}");
+}
+
+#[test]
+fn run_passes_a_correct_scenario_and_replay_repeats_a_seed() {
+    let (code, out, err) = zoosim(&["run", "scenarios/queue.toml", "--seeds", "3", "--jobs", "2"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("queue") && out.contains("all as expected"),
+        "{out}"
+    );
+    let digest = |out: &str| {
+        out.lines()
+            .find_map(|l| l.split("digest ").nth(1).map(str::to_owned))
+            .expect("a digest line")
+    };
+    let args = ["replay", "scenarios/queue.toml", "--seed", "7"];
+    let (c1, o1, _) = zoosim(&args);
+    let (c2, o2, _) = zoosim(&args);
+    assert_eq!((c1, c2), (0, 0), "{o1}");
+    assert_eq!(digest(&o1), digest(&o2));
+}
+
+#[test]
+fn an_expected_failure_is_reported_with_its_replay_command_and_the_replay_fails() {
+    let (code, out, _) = zoosim(&["run", "scenarios/bug-lock-herd.toml"]);
+    assert_eq!(code, 0, "{out}");
+    let replay = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replay: cargo run --release -- "))
+        .expect("a replay command");
+    let args: Vec<&str> = replay.split_whitespace().collect();
+    let (code, out, _) = zoosim(&args);
+    assert_eq!(code, 1, "the replayed seed fails again:\n{out}");
+    assert!(out.contains("herd"), "{out}");
+    assert!(out.contains("outcome log:"), "--trace prints the log");
+}
+
+#[test]
+fn a_shard_runs_its_part_of_the_seeds() {
+    let (code, out, _) = zoosim(&[
+        "run",
+        "scenarios/two-phase-commit.toml",
+        "--seeds",
+        "5",
+        "--shard",
+        "1/2",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    // Seeds 1 and 3 of 0..5; coverage is shown, judged over all shards.
+    assert!(out.contains(", 2 seeds in"), "{out}");
+    assert!(out.contains("coverage commits"), "{out}");
+}
