@@ -55,6 +55,7 @@ fn every_scenario_runs_as_expected() {
     );
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut bad = Vec::new();
+    let mut faults: std::collections::BTreeMap<String, u64> = Default::default();
     for s in &all {
         let options = match env_u64("ZOOSIM_SEED") {
             Some(seed) => RunOptions {
@@ -74,6 +75,11 @@ fn every_scenario_runs_as_expected() {
             continue;
         }
         let summary = run_scenario(s, &options, &|| {});
+        for (k, v) in &summary.counters {
+            if k.starts_with("fault:") {
+                *faults.entry(k.clone()).or_default() += v;
+            }
+        }
         eprintln!(
             "{:<42} {:>4} seeds {:>6.1} s  {}",
             s.name,
@@ -108,6 +114,13 @@ fn every_scenario_runs_as_expected() {
         started.elapsed().as_secs_f64()
     );
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+    if env_u64("ZOOSIM_SEED").is_none() {
+        // A green run must mean every fault hit some recipe.
+        for f in zoosim::ensemble::fault::Fault::ALL {
+            let n = faults.get(&format!("fault:{f}")).copied().unwrap_or(0);
+            assert!(n > 0, "no {f} was injected in any scenario");
+        }
+    }
 }
 
 /// Same seed, same binary, same run: the digest over the outcome log and
