@@ -47,6 +47,19 @@ enum Command {
         #[arg(long)]
         trace: bool,
     },
+    /// Shrink a failing seed to a small scenario that fails the same way,
+    /// written as a new scenario file.
+    Shrink {
+        scenario: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        /// Where to write it (default: <scenario>-seed-<S>.toml here).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Replace the file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
     /// The recipes, their variants, workload keys, properties and
     /// counters; the faults; the scenarios in a directory.
     List {
@@ -167,6 +180,52 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     ExitCode::SUCCESS
                 }
             })
+        }
+        Command::Shrink {
+            scenario,
+            seed,
+            out,
+            force,
+        } => {
+            let s = load(&scenario)?;
+            let out = out.unwrap_or_else(|| PathBuf::from(format!("{}-seed-{seed}.toml", s.name)));
+            if out.exists() && !force {
+                return Err(format!(
+                    "{}: exists; --force replaces it, --out names another file",
+                    out.display()
+                ));
+            }
+            let started = std::time::Instant::now();
+            let shrunk = zoosim::scenario::shrink::shrink(&s, seed, &|step| eprintln!("  {step}"))?;
+            std::fs::write(&out, shrunk.scenario.to_toml())
+                .map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
+            let size = shrunk.size().map_or_else(
+                || "unbounded operations".to_owned(),
+                |n| format!("{n} faults + operations"),
+            );
+            println!(
+                "{} seed {seed}: shrunk to {size} ({} faults injected, {} placed by hand, \
+                 random faults {}; {} clients, {} operations each) in {} runs, {:.1} s",
+                s.name,
+                shrunk.faults_injected,
+                shrunk.scenario.faults.at.len(),
+                if shrunk.scenario.faults.kinds.is_empty() {
+                    "off"
+                } else {
+                    "on"
+                },
+                shrunk.scenario.workload.clients,
+                shrunk.scenario.workload.operations,
+                shrunk.runs,
+                started.elapsed().as_secs_f64()
+            );
+            println!("fails with: {}", first_line(&shrunk.failure));
+            println!(
+                "written to {}; replay: cargo run --release -- replay {} --seed {seed} --trace",
+                out.display(),
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::List { dir } => list(&dir),
     }

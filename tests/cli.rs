@@ -120,3 +120,52 @@ fn a_shard_runs_its_part_of_the_seeds() {
     assert!(out.contains(", 2 seeds in"), "{out}");
     assert!(out.contains("coverage commits"), "{out}");
 }
+
+#[test]
+fn shrink_writes_a_small_scenario_that_fails_on_replay_and_keeps_existing_files() {
+    let (_, out, _) = zoosim(&["run", "scenarios/bug-lock-herd.toml"]);
+    let seed = out
+        .lines()
+        .find_map(|l| l.split(" seed ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .expect("the caught seed")
+        .to_owned();
+    let target = scratch("herd-shrunk.toml", "");
+    std::fs::remove_file(&target).unwrap();
+    let args = [
+        "shrink",
+        "scenarios/bug-lock-herd.toml",
+        "--seed",
+        &seed,
+        "--out",
+        &target,
+    ];
+    let (code, out, err) = zoosim(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    let size: u64 = out
+        .split("shrunk to ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a size in: {out}"));
+    assert!(size <= 15, "shrunk to {size} faults + operations: {out}");
+    let (code, replayed, _) = zoosim(&["replay", &target, "--seed", &seed]);
+    assert_eq!(code, 1, "the shrunk scenario fails:\n{replayed}");
+    assert!(replayed.contains("herd"), "{replayed}");
+    // Never lose work: an existing file is kept unless --force.
+    let (code, _, err) = zoosim(&args);
+    assert_eq!(code, 2);
+    assert!(err.contains("exists; --force replaces it"), "{err}");
+    // A passing seed has nothing to shrink.
+    let (code, _, err) = zoosim(&[
+        "shrink",
+        "scenarios/lock.toml",
+        "--seed",
+        "1",
+        "--out",
+        &target,
+        "--force",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("passes: nothing to shrink"), "{err}");
+}

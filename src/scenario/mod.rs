@@ -11,4 +11,6 @@ pub mod run;
 #[cfg(madsim)]
 pub mod runner;
 #[cfg(madsim)]
+pub mod shrink;
+#[cfg(madsim)]
 pub mod workload;

@@ -76,9 +76,13 @@ impl Recipe {
     /// The `[workload]` keys this recipe takes (`clients` for all).
     pub fn workload_keys(self) -> &'static [&'static str] {
         match self {
-            Recipe::Lock | Recipe::SharedLock | Recipe::RevocableLock | Recipe::Election => {
-                &["clients", "hold_ms", "touches", "think_ms_max"]
-            }
+            Recipe::Lock | Recipe::SharedLock | Recipe::RevocableLock | Recipe::Election => &[
+                "clients",
+                "hold_ms",
+                "touches",
+                "think_ms_max",
+                "operations",
+            ],
             Recipe::Queue | Recipe::PriorityQueue => &["producers", "consumers", "think_ms_max"],
             Recipe::Configuration => &["clients", "think_ms_max"],
             Recipe::GroupMembership => &["clients", "churn_ms_max"],

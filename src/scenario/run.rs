@@ -44,6 +44,9 @@ pub struct SeedOutcome {
     /// Recipe operations logged (acquisitions, takes, reads, ...).
     pub ops: u64,
     pub sim_ms: u64,
+    /// When the fault phase began (simulated ms since the start): planned
+    /// faults' times count from here.
+    pub fault_start_ms: u64,
     /// Hash of the outcome log and the faults: equal for equal runs.
     pub digest: u64,
     /// The outcome log, one line per entry (for `--trace` and reports).
@@ -98,6 +101,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         until,
     };
     let (pending, tasks) = start(s, &started).await;
+    let fault_start_ms = now_ms();
     let injected = nemesis::run_planned(
         ensemble.clone(),
         slots.clone(),
@@ -107,7 +111,17 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
     )
     .await;
     let quiet_from = now_ms();
-    sleep(Duration::from_millis(s.quiet_ms)).await;
+    let quiet = Duration::from_millis(s.quiet_ms);
+    if s.workload.operations == 0 {
+        sleep(quiet).await;
+    } else {
+        // Clients with a number of operations: the run ends when all
+        // have done theirs (or at the end of the quiet phase).
+        let end = Instant::now() + quiet;
+        while Instant::now() < end && !pending.all_done(s.workload.clients) {
+            sleep(Duration::from_millis(10)).await;
+        }
+    }
     let liveness = Liveness {
         from_ms: quiet_from,
         bound_ms: s.liveness_bound_ms,
@@ -137,6 +151,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         counters,
         faults: injected,
         sim_ms: now_ms(),
+        fault_start_ms,
         digest: digest.finish(),
         log: judged.log,
     }
@@ -156,19 +171,23 @@ fn ensemble(s: &Scenario) -> Arc<Ensemble> {
 }
 
 /// This seed's random faults: the scenario's pool, or (swarm) each kind of
-/// it on with probability 1/2, at least one.
+/// it on with probability 1/2, at least one. One draw from the run's RNG
+/// whatever the pool, so a schedule placed by hand in place of the random
+/// one leaves the workload's draws as they were.
 fn fault_pool(s: &Scenario) -> Vec<Fault> {
+    let bits: u64 = thread_rng().gen();
     let kinds = &s.faults.kinds;
     if !s.faults.swarm || kinds.is_empty() {
         return kinds.clone();
     }
-    let mut on: Vec<Fault> = kinds
+    let on: Vec<Fault> = kinds
         .iter()
-        .copied()
-        .filter(|_| thread_rng().gen_bool(0.5))
+        .enumerate()
+        .filter(|(i, _)| bits >> (i % 64) & 1 == 1)
+        .map(|(_, k)| *k)
         .collect();
     if on.is_empty() {
-        on.push(kinds[thread_rng().gen_range(0..kinds.len())]);
+        return vec![kinds[(bits >> 32) as usize % kinds.len()]];
     }
     on
 }
@@ -239,6 +258,7 @@ async fn start(s: &Scenario, st: &Started) -> (Pending, Vec<JoinHandle<()>>) {
         think_ms_max: w.think_ms_max,
         session_timeout_ms: t,
         revoke_dir: revoke_dir.map(str::to_owned),
+        operations: w.operations,
     };
     match s.recipe {
         Recipe::Lock => {
@@ -416,6 +436,15 @@ fn live_clients(st: &Started, leader: u32, clients: usize) -> Vec<usize> {
 }
 
 impl Pending {
+    fn all_done(&self, clients: usize) -> bool {
+        match self {
+            Pending::Exclusive(record) => {
+                record.finished.load(std::sync::atomic::Ordering::Relaxed) >= clients
+            }
+            _ => false,
+        }
+    }
+
     fn judge(self, st: &Started, injected: &[InjectedFault], liveness: Liveness) -> Judged {
         use check::barrier::{check_barrier, BarrierEvent};
         use check::config::{check_config, ConfigEvent};

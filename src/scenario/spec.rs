@@ -103,6 +103,9 @@ pub struct WorkloadSpec {
     pub hold_ms: Vec<u64>,
     pub touches: u32,
     pub think_ms_max: u64,
+    /// Acquisitions per client, then it stops; 0: until the run ends (a
+    /// run whose clients all stopped ends then).
+    pub operations: u32,
     pub producers: usize,
     pub consumers: usize,
     pub churn_ms_max: u64,
@@ -148,6 +151,99 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// The scenario as a file that parses back to it (every key written
+    /// out, so a shrunk scenario says exactly what it runs).
+    pub fn to_toml(&self) -> String {
+        use std::fmt::Write;
+        let list = |v: &[u64]| {
+            let items: Vec<String> = v.iter().map(u64::to_string).collect();
+            format!("[{}]", items.join(", "))
+        };
+        let quoted = |v: &[&str]| {
+            let items: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
+            format!("[{}]", items.join(", "))
+        };
+        let w = &self.workload;
+        let mut out = String::new();
+        let _ = writeln!(out, "format = {FORMAT}");
+        let _ = writeln!(out, "description = {:?}", self.description);
+        let _ = writeln!(out, "recipe = {:?}", self.recipe.name());
+        if let Some(v) = &self.variant {
+            let _ = writeln!(out, "variant = {v:?}");
+        }
+        let expect = if self.expect_failure { "fail" } else { "pass" };
+        let _ = writeln!(out, "expect = {expect:?}");
+        let _ = writeln!(out, "seeds = {}", self.seeds);
+        let _ = writeln!(out, "test_seeds = {}", self.test_seeds);
+        let _ = writeln!(out, "seed_start = {}", self.seed_start);
+        let servers: Vec<u64> = self
+            .ensemble
+            .servers
+            .iter()
+            .map(|&n| u64::from(n))
+            .collect();
+        let _ = writeln!(out, "\n[ensemble]\nservers = {}", list(&servers));
+        let _ = writeln!(
+            out,
+            "session_timeout_ms = {}",
+            self.ensemble.session_timeout_ms
+        );
+        let (lo, hi) = self.ensemble.sync_limit_ticks;
+        let _ = writeln!(out, "sync_limit_ticks = [{lo}, {hi}]");
+        let _ = writeln!(out, "\n[workload]");
+        for key in self.recipe.workload_keys() {
+            let value = match *key {
+                "clients" => w.clients.to_string(),
+                "hold_ms" => list(&w.hold_ms),
+                "touches" => w.touches.to_string(),
+                "think_ms_max" => w.think_ms_max.to_string(),
+                "operations" => w.operations.to_string(),
+                "producers" => w.producers.to_string(),
+                "consumers" => w.consumers.to_string(),
+                "churn_ms_max" => w.churn_ms_max.to_string(),
+                "hold_ms_max" => w.hold_ms_max.to_string(),
+                "threshold" => w.threshold.to_string(),
+                "compute_ms_max" => w.compute_ms_max.to_string(),
+                "abort_percent" => w.abort_percent.to_string(),
+                other => unreachable!("workload key {other} has no field"),
+            };
+            let _ = writeln!(out, "{key} = {value}");
+        }
+        let f = &self.faults;
+        let kinds: Vec<&str> = f.kinds.iter().map(|k| k.name()).collect();
+        let _ = writeln!(out, "\n[faults]\nkinds = {}", quoted(&kinds));
+        let _ = writeln!(out, "swarm = {}", f.swarm);
+        let _ = writeln!(out, "phase_ms = {}", f.phase_ms);
+        let _ = writeln!(
+            out,
+            "interval_ms = [{}, {}]",
+            f.interval_ms.0, f.interval_ms.1
+        );
+        let _ = writeln!(out, "window_ms = [{}, {}]", f.window_ms.0, f.window_ms.1);
+        for a in &f.at {
+            let _ = writeln!(
+                out,
+                "\n[[faults.at]]\nat_ms = {}\nfault = {:?}",
+                a.at_ms,
+                a.fault.name()
+            );
+            if let Some(c) = a.client {
+                let _ = writeln!(out, "client = {c}");
+            }
+            if let Some(s) = a.server {
+                let _ = writeln!(out, "server = {s}");
+            }
+            if let Some(w) = a.window_ms {
+                let _ = writeln!(out, "window_ms = {w}");
+            }
+        }
+        let _ = writeln!(out, "\n[quiet]\nphase_ms = {}", self.quiet_ms);
+        let _ = writeln!(out, "liveness_bound_ms = {}", self.liveness_bound_ms);
+        let goals: Vec<&str> = self.coverage.iter().map(String::as_str).collect();
+        let _ = writeln!(out, "\n[coverage]\ngoals = {}", quoted(&goals));
+        out
+    }
+
     /// The variant's name, or the recipe's.
     pub fn variant_name(&self) -> &str {
         self.variant.as_deref().unwrap_or(self.recipe.name())
@@ -389,12 +485,6 @@ impl Locator<'_> {
                 }
             },
         };
-        if expect_failure && variant.is_none() {
-            return self.err(
-                raw.expect.as_ref().expect("set").span(),
-                "only a buggy variant may be expected to fail: add `variant = ...`",
-            );
-        }
         let seeds = self.int(&raw.seeds, "seeds", 1, 10_000_000, 200)?;
         if expect_failure && seeds > 200 {
             return self.err(
@@ -609,6 +699,7 @@ impl Locator<'_> {
                     _ => 50,
                 },
             )?,
+            operations: int("operations", 0, 1_000_000, 0)? as u32,
             producers: int("producers", 1, 64, 2)? as usize,
             consumers: int("consumers", 1, 64, 3)? as usize,
             churn_ms_max: int("churn_ms_max", 1, 600_000, 1500)?,

@@ -8,9 +8,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::rand::{thread_rng, Rng};
+use madsim::rand::{thread_rng, Rng, SeedableRng};
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, Instant, TimeHandle};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use crate::ensemble::fault::Fault;
 
@@ -135,6 +136,10 @@ pub async fn run_planned(
         background: Vec::new(),
         client_crashed: false,
         until,
+        // The nemesis's own stream, seeded by one draw: a schedule placed
+        // by hand draws the same from the run's RNG as the random one it
+        // came from, so the workload sees the same draws.
+        rng: Xoshiro256PlusPlus::seed_from_u64(thread_rng().gen()),
     };
     let start = Instant::now();
     let mut plan: std::collections::VecDeque<PlannedFault> = plan.iter().cloned().collect();
@@ -150,7 +155,7 @@ pub async fn run_planned(
             && !config.faults.is_empty()
             && Instant::now() + Duration::from_secs(1) < until
         {
-            let gap = Duration::from_millis(thread_rng().gen_range(lo..=hi));
+            let gap = Duration::from_millis(nemesis.rng.gen_range(lo..=hi));
             next_random = Some(Instant::now() + gap);
         }
         let next_planned = plan.front().map(|p| start + p.at).filter(|&t| t < until);
@@ -160,7 +165,7 @@ pub async fn run_planned(
                 let planned = plan.pop_front().expect("the next planned fault");
                 let window = planned
                     .window
-                    .unwrap_or_else(|| Duration::from_millis(thread_rng().gen_range(wlo..=whi)));
+                    .unwrap_or_else(|| Duration::from_millis(nemesis.rng.gen_range(wlo..=whi)));
                 let target = Target {
                     client: planned.client,
                     server: planned.server,
@@ -172,8 +177,8 @@ pub async fn run_planned(
             (_, Some(r)) => {
                 sleep(r.saturating_duration_since(Instant::now())).await;
                 next_random = None;
-                let fault = config.faults[thread_rng().gen_range(0..config.faults.len())];
-                let window = Duration::from_millis(thread_rng().gen_range(wlo..=whi));
+                let fault = config.faults[nemesis.rng.gen_range(0..config.faults.len())];
+                let window = Duration::from_millis(nemesis.rng.gen_range(wlo..=whi));
                 let target = Target {
                     client: None,
                     server: None,
@@ -217,6 +222,7 @@ struct Nemesis {
     background: Vec<JoinHandle<()>>,
     client_crashed: bool,
     until: Instant,
+    rng: Xoshiro256PlusPlus,
 }
 
 impl Nemesis {
@@ -252,10 +258,10 @@ impl Nemesis {
             };
             let c = if let Some(c) = target.client.filter(|&c| c < n) {
                 c
-            } else if !busy.is_empty() && thread_rng().gen_bool(0.5) {
-                busy[thread_rng().gen_range(0..busy.len())]
+            } else if !busy.is_empty() && self.rng.gen_bool(0.5) {
+                busy[self.rng.gen_range(0..busy.len())]
             } else {
-                thread_rng().gen_range(0..n)
+                self.rng.gen_range(0..n)
             };
             let zk = self.clients.lock().unwrap()[c].zk.clone()?;
             injected.client = Some(c);
@@ -273,7 +279,7 @@ impl Nemesis {
                 let s = if let Some(s) = target.server.filter(|&s| s < servers) {
                     s
                 } else if fault == Fault::ServerCrash {
-                    thread_rng().gen_range(0..servers)
+                    self.rng.gen_range(0..servers)
                 } else {
                     self.ensemble.leader()?
                 };
@@ -282,24 +288,25 @@ impl Nemesis {
                 injected.window = self.crash_for_a_while(s, outage)?;
             }
             Fault::Partition => {
-                let (a, b) = random_split(servers)?;
+                let (a, b) = random_split(servers, &mut self.rng)?;
                 self.ensemble.partition(&[&a, &b]);
                 self.heal_later(across(&[a, b]), window);
             }
             Fault::FlippingPartitions => {
                 let (e, until) = (self.ensemble.clone(), self.until);
-                let flips = thread_rng().gen_range(2..6);
+                let flips = self.rng.gen_range(2..6);
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.rng.gen());
                 injected.window = Duration::ZERO;
                 self.background.push(madsim::task::spawn(async move {
                     for _ in 0..flips {
                         if Instant::now() + Duration::from_secs(3) > until {
                             break; // the quiet phase stays quiet
                         }
-                        let Some((a, b)) = random_split(servers) else {
+                        let Some((a, b)) = random_split(servers, &mut rng) else {
                             continue;
                         };
                         e.partition(&[&a, &b]);
-                        sleep(Duration::from_millis(thread_rng().gen_range(200..3000))).await;
+                        sleep(Duration::from_millis(rng.gen_range(200..3000))).await;
                         for (x, y) in across(&[a, b]) {
                             e.net().heal(server_ip(x), server_ip(y));
                         }
@@ -317,8 +324,8 @@ impl Nemesis {
                 let a = target
                     .server
                     .filter(|&s| s < servers)
-                    .unwrap_or_else(|| thread_rng().gen_range(0..servers));
-                let b = (a + thread_rng().gen_range(1..servers)) % servers;
+                    .unwrap_or_else(|| self.rng.gen_range(0..servers));
+                let b = (a + self.rng.gen_range(1..servers)) % servers;
                 self.ensemble.clog(a, b);
                 injected.server = Some(a);
                 self.heal_later(vec![(a, b)], window);
@@ -330,11 +337,11 @@ impl Nemesis {
                     self.ensemble.leader(),
                 ) {
                     (Some(s), _) => s,
-                    (None, Some(l)) if thread_rng().gen_bool(0.7) => l,
-                    _ => thread_rng().gen_range(0..servers),
+                    (None, Some(l)) if self.rng.gen_bool(0.7) => l,
+                    _ => self.rng.gen_range(0..servers),
                 };
-                let b = (a + thread_rng().gen_range(1..servers)) % servers;
-                let delay = Duration::from_millis(thread_rng().gen_range(50..1500));
+                let b = (a + self.rng.gen_range(1..servers)) % servers;
+                let delay = Duration::from_millis(self.rng.gen_range(50..1500));
                 self.ensemble.delay(a, b, delay);
                 injected.server = Some(a);
                 self.heal_later(vec![(a, b)], window);
@@ -382,7 +389,7 @@ impl Nemesis {
                 Some(Duration::ZERO)
             }
             Fault::ForcedExpiry => {
-                let window = Duration::from_millis(thread_rng().gen_range(0..50));
+                let window = Duration::from_millis(self.rng.gen_range(0..50));
                 self.ensemble
                     .expire_session_with_window(zk.session_id(), window)
                     .then_some(window)
@@ -399,9 +406,9 @@ impl Nemesis {
                 let stall = if let Some(p) = pinned {
                     p.as_millis() as u64
                 } else if fault == Fault::ShortClientPause {
-                    thread_rng().gen_range(100..(t / 2).max(101))
+                    self.rng.gen_range(100..(t / 2).max(101))
                 } else {
-                    t + thread_rng().gen_range(0..t.max(1))
+                    t + self.rng.gen_range(0..t.max(1))
                 };
                 self.clients.lock().unwrap()[c].paused_ms += stall;
                 self.ensemble.pause_client(zk, Duration::from_millis(stall));
@@ -423,8 +430,7 @@ impl Nemesis {
         }
         self.ensemble.crash_server(s);
         let (e, down) = (self.ensemble.clone(), self.down.clone());
-        let outage =
-            outage.unwrap_or_else(|| Duration::from_millis(thread_rng().gen_range(500..4000)));
+        let outage = outage.unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(500..4000)));
         self.background.push(madsim::task::spawn(async move {
             sleep(outage).await;
             e.restart_server(s);
@@ -451,10 +457,10 @@ fn server_ip(s: ServerId) -> std::net::IpAddr {
 }
 
 /// A random split of the servers in two, if neither side is empty.
-fn random_split(servers: u32) -> Option<(Vec<ServerId>, Vec<ServerId>)> {
+fn random_split(servers: u32, rng: &mut impl Rng) -> Option<(Vec<ServerId>, Vec<ServerId>)> {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for s in 0..servers {
-        if thread_rng().gen_bool(0.5) {
+        if rng.gen_bool(0.5) {
             a.push(s);
         } else {
             b.push(s);

@@ -4,6 +4,8 @@
 //! into the log [`crate::check::lock`] judges (leadership is judged as a
 //! lock: one holder at a time, fenced effects, no herd, liveness).
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -166,6 +168,9 @@ pub struct ExclusiveWorkload {
     /// A revocable lock's dir: one more client (the last) revokes the
     /// lowest node there every 0.3–1 s.
     pub revoke_dir: Option<String>,
+    /// Acquisitions per client, after which it closes its session and
+    /// stops; 0: it goes on until the run ends.
+    pub operations: u32,
 }
 
 impl Default for ExclusiveWorkload {
@@ -177,6 +182,7 @@ impl Default for ExclusiveWorkload {
             think_ms_max: 50,
             session_timeout_ms: 4000,
             revoke_dir: None,
+            operations: 0,
         }
     }
 }
@@ -186,6 +192,10 @@ impl Default for ExclusiveWorkload {
 pub struct ExclusiveRecord {
     pub log: Arc<Mutex<Vec<Entry<LockEvent>>>>,
     pub resource: Arc<Mutex<FencedResource>>,
+    /// Acquisitions released, per client.
+    pub completed: Arc<Mutex<BTreeMap<usize, u32>>>,
+    /// Clients that did all their operations.
+    pub finished: Arc<AtomicUsize>,
 }
 
 impl ExclusiveRecord {
@@ -346,6 +356,19 @@ async fn session<M: Exclusive>(
         if Instant::now() >= until {
             break false;
         }
+        let done = record
+            .completed
+            .lock()
+            .unwrap()
+            .get(&c)
+            .copied()
+            .unwrap_or(0);
+        if w.operations > 0 && done >= w.operations {
+            slots.lock().unwrap()[c].zk = None;
+            let _ = zk.close().await;
+            record.finished.fetch_add(1, Ordering::Relaxed);
+            break false;
+        }
         let shared = driver.machine().is_shared();
         record.push(c, LockEvent::AcquireCalled { shared });
         driver.command(M::acquire());
@@ -395,7 +418,9 @@ async fn session<M: Exclusive>(
         slots.lock().unwrap()[c].busy = false;
         driver.command(M::release());
         match wait(&mut driver, c, &record, until, &mut told_ended).await {
-            Some(Step::Released) => {}
+            Some(Step::Released) => {
+                *record.completed.lock().unwrap().entry(c).or_default() += 1;
+            }
             Some(_) => break true,
             None => break false,
         }

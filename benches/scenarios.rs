@@ -1,0 +1,92 @@
+//! Wall time of one seed of the standard lock scenarios
+//! (`benches/scenarios/*.toml`: 10 clients × 50 acquisitions, 10 ms hold;
+//! alone, with a leader crash at 2 s, with a waiter's session expiring),
+//! and the runner's seeds per second over `scenarios/`.
+//! `cargo bench --bench scenarios`; `ZOOSIM_BENCH_RUNS` seeds per figure
+//! (default 20), median and min, one thread.
+//!
+//! A real 3-node ZooKeeper on these machines takes 6.1 s, 8.3 s and 8.9 s
+//! for the three lock scenarios; the goal is 30, 40 and 45 ms.
+
+#[cfg(not(madsim))]
+compile_error!("benches/scenarios.rs needs `--cfg madsim` (set by .cargo/config.toml)");
+
+use std::time::Instant;
+
+use zoosim::scenario::runner::{run_one, run_scenario, RunOptions};
+use zoosim::scenario::spec;
+
+fn load(path: &str) -> spec::Scenario {
+    let path = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("readable");
+    spec::parse(&path, &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn main() {
+    let runs: u64 = std::env::var("ZOOSIM_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    for (name, goal_ms) in [
+        ("lock-standard", 30.0),
+        ("lock-leader-crash", 40.0),
+        ("lock-waiter-expiry", 45.0),
+    ] {
+        let s = load(&format!("benches/scenarios/{name}.toml"));
+        let mut wall_ms = Vec::new();
+        let mut sim_ms = 0;
+        for seed in 1..=runs {
+            let started = Instant::now();
+            let out = run_one(&s, seed).expect("runs");
+            wall_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+            assert!(
+                out.failure.is_none(),
+                "{name} seed {seed}: {:?}",
+                out.failure
+            );
+            sim_ms += out.sim_ms;
+        }
+        wall_ms.sort_by(f64::total_cmp);
+        let median = wall_ms[wall_ms.len() / 2];
+        println!(
+            "{name:<20} median {median:>7.1} ms  min {:>7.1} ms  (goal {goal_ms} ms; {:.1} simulated s per seed, {:.0}x faster than simulated time)",
+            wall_ms[0],
+            sim_ms as f64 / runs as f64 / 1000.0,
+            sim_ms as f64 / runs as f64 / median
+        );
+    }
+    // The runner over every shipped scenario, a few seeds each, one thread.
+    let dir = format!("{}/scenarios", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("scenarios/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    let options = RunOptions {
+        seeds: Some(runs),
+        seed_start: None,
+        jobs: 1,
+        shard: None,
+    };
+    let started = Instant::now();
+    let mut seeds = 0;
+    for f in files {
+        let s = load(&format!(
+            "scenarios/{}",
+            f.file_name().unwrap().to_string_lossy()
+        ));
+        let summary = run_scenario(&s, &options, &|| {});
+        assert!(
+            summary.failures.is_empty() || s.expect_failure,
+            "{}",
+            s.name
+        );
+        seeds += summary.seeds_run;
+    }
+    let wall = started.elapsed().as_secs_f64();
+    println!(
+        "runner: {seeds} seeds of scenarios/ in {wall:.1} s on one thread: {:.1} seeds/s",
+        seeds as f64 / wall
+    );
+}
