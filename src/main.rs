@@ -37,6 +37,9 @@ enum Command {
         /// Run only shard i of n (0-based), e.g. --shard 2/8.
         #[arg(long, value_parser = parse_shard)]
         shard: Option<(u64, u64)>,
+        /// Shrink each unexpected failure's first seed into shrunk/.
+        #[arg(long)]
+        shrink: bool,
     },
     /// Replay one seed of a scenario exactly.
     Replay {
@@ -130,6 +133,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             seed_start,
             jobs,
             shard,
+            shrink,
         } => {
             // Every file is read and checked before any seed runs.
             let scenarios: Vec<Scenario> = scenario_files(&paths)?
@@ -143,7 +147,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 shard,
             };
-            run_all(&scenarios, &options)
+            run_all(&scenarios, &options, shrink)
         }
         Command::Replay {
             scenario,
@@ -235,6 +239,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
 fn run_all(
     scenarios: &[Scenario],
     options: &zoosim::scenario::runner::RunOptions,
+    shrink: bool,
 ) -> Result<ExitCode, String> {
     use indicatif::{ProgressBar, ProgressStyle};
     use zoosim::scenario::runner;
@@ -302,6 +307,33 @@ fn run_all(
     }
     let seeds: u64 = summaries.iter().map(|s| s.seeds_run).sum();
     let wall = started.elapsed().as_secs_f64();
+    if shrink {
+        for (s, scenario) in summaries.iter().zip(scenarios) {
+            let Some(f) = s.failures.first().filter(|_| !s.expect_failure) else {
+                continue;
+            };
+            std::fs::create_dir_all("shrunk").map_err(|e| format!("shrunk/: {e}"))?;
+            // Never over a file already there.
+            let out = (1..)
+                .map(|k| match k {
+                    1 => PathBuf::from(format!("shrunk/{}-seed-{}.toml", s.name, f.seed)),
+                    k => PathBuf::from(format!("shrunk/{}-seed-{}-{k}.toml", s.name, f.seed)),
+                })
+                .find(|p| !p.exists())
+                .expect("a free name");
+            let shrunk = zoosim::scenario::shrink::shrink(scenario, f.seed, &|_| {})?;
+            std::fs::write(&out, shrunk.scenario.to_toml())
+                .map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
+            println!(
+                "  shrunk {} seed {} into {} ({} faults placed by hand, {} clients)",
+                s.name,
+                f.seed,
+                out.display(),
+                shrunk.scenario.faults.at.len(),
+                shrunk.scenario.workload.clients
+            );
+        }
+    }
     println!(
         "{} scenarios, {seeds} seeds in {wall:.1} s ({:.1} seeds/s): {}",
         summaries.len(),
