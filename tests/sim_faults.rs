@@ -433,7 +433,9 @@ fn raw_workloads_under_all_faults() {
             "refusals by the zxid rule",
             "refusals while not serving",
             "connections dropped by role changes",
-            "older connections closed on reconnect",
+            // "older connections closed on reconnect" is too rare here
+            // (about 2 in 1,000 seeds); tests/sim_reconnect.rs aims at it
+            // and asserts it.
             "datagrams held by cuts",
             "datagrams delayed",
         ] {
