@@ -2,18 +2,7 @@
 
 use super::*;
 use crate::proto::{EventType, MultiResult, Stat, WatchEvent};
-
-fn step(m: &mut Barrier, input: Input<BarrierCommand>) -> (Vec<(u64, Op)>, Vec<BarrierOutcome>) {
-    m.handle(input);
-    let (mut sends, mut outs) = (Vec::new(), Vec::new());
-    while let Some(o) = m.poll() {
-        match o {
-            Output::Send(id, op) => sends.push((id, op)),
-            Output::Outcome(x) => outs.push(x),
-        }
-    }
-    (sends, outs)
-}
+use crate::recipes::step;
 
 fn exists(id: u64) -> (u64, Op) {
     (

@@ -2,18 +2,7 @@
 
 use super::*;
 use crate::proto::{Stat, WatchEvent};
-
-fn step(m: &mut Config, input: Input<ConfigCommand>) -> (Vec<(u64, Op)>, Vec<ConfigOutcome>) {
-    m.handle(input);
-    let (mut sends, mut outs) = (Vec::new(), Vec::new());
-    while let Some(o) = m.poll() {
-        match o {
-            Output::Send(id, op) => sends.push((id, op)),
-            Output::Outcome(x) => outs.push(x),
-        }
-    }
-    (sends, outs)
-}
+use crate::recipes::step;
 
 fn data(d: &[u8], version: i32) -> Result<Reply, ZkError> {
     Ok(Reply::GetData {

@@ -4,22 +4,11 @@
 
 use super::*;
 use crate::proto::{Stat, WatchEvent};
+use crate::recipes::step;
 
 const ME: i64 = 7;
 
 type Step = (Vec<(u64, Op)>, Vec<DoubleBarrierOutcome>);
-
-fn step(m: &mut DoubleBarrier, input: Input<DoubleBarrierCommand>) -> Step {
-    m.handle(input);
-    let (mut sends, mut outs) = (Vec::new(), Vec::new());
-    while let Some(o) = m.poll() {
-        match o {
-            Output::Send(id, op) => sends.push((id, op)),
-            Output::Outcome(x) => outs.push(x),
-        }
-    }
-    (sends, outs)
-}
 
 fn barrier(threshold: usize) -> DoubleBarrier {
     DoubleBarrier::new("/db", "p2", SessionId(ME), threshold)

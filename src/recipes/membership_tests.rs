@@ -2,21 +2,7 @@
 
 use super::*;
 use crate::proto::{Stat, WatchEvent};
-
-fn step(
-    m: &mut Membership,
-    input: Input<MembershipCommand>,
-) -> (Vec<(u64, Op)>, Vec<MembershipOutcome>) {
-    m.handle(input);
-    let (mut sends, mut outs) = (Vec::new(), Vec::new());
-    while let Some(o) = m.poll() {
-        match o {
-            Output::Send(id, op) => sends.push((id, op)),
-            Output::Outcome(x) => outs.push(x),
-        }
-    }
-    (sends, outs)
-}
+use crate::recipes::step;
 
 fn children(names: &[&str]) -> Result<Reply, ZkError> {
     Ok(Reply::GetChildren {

@@ -245,6 +245,24 @@ pub fn ancestors(path: &str) -> Vec<String> {
     out
 }
 
+/// Feeds one input to a machine and collects what it sends and reports
+/// (for the machines' scripted tests).
+#[cfg(test)]
+pub(crate) fn step<M: Machine>(
+    m: &mut M,
+    input: Input<M::Command>,
+) -> (Vec<(OpId, Op)>, Vec<M::Outcome>) {
+    m.handle(input);
+    let (mut sends, mut outs) = (Vec::new(), Vec::new());
+    while let Some(o) = m.poll() {
+        match o {
+            Output::Send(id, op) => sends.push((id, op)),
+            Output::Outcome(x) => outs.push(x),
+        }
+    }
+    (sends, outs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,18 +2,7 @@
 
 use super::*;
 use crate::proto::Stat;
-
-fn step(m: &mut Revoker, input: Input<RevokerCommand>) -> (Vec<(u64, Op)>, Vec<RevokerOutcome>) {
-    m.handle(input);
-    let (mut sends, mut outs) = (Vec::new(), Vec::new());
-    while let Some(o) = m.poll() {
-        match o {
-            Output::Send(id, op) => sends.push((id, op)),
-            Output::Outcome(x) => outs.push(x),
-        }
-    }
-    (sends, outs)
-}
+use crate::recipes::step;
 
 fn revoke() -> Input<RevokerCommand> {
     Input::Command(RevokerCommand::Revoke {

@@ -3,20 +3,9 @@
 
 use super::*;
 use crate::proto::{Stat, WatchEvent};
+use crate::recipes::step;
 
 type Step = (Vec<(u64, Op)>, Vec<SiteOutcome>);
-
-fn step(m: &mut Site, input: Input<SiteCommand>) -> Step {
-    m.handle(input);
-    let (mut sends, mut outs) = (Vec::new(), Vec::new());
-    while let Some(o) = m.poll() {
-        match o {
-            Output::Send(id, op) => sends.push((id, op)),
-            Output::Outcome(x) => outs.push(x),
-        }
-    }
-    (sends, outs)
-}
 
 fn reply(m: &mut Site, id: u64, r: Result<Reply, ZkError>) -> Step {
     step(m, Input::Reply(id, r))
