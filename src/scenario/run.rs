@@ -128,8 +128,12 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         end_ms: now_ms(),
     };
     // Stop the clients where they are: the log ends here.
-    drop(tasks);
+    for task in &tasks {
+        task.abort();
+    }
     let judged = pending.judge(&started, &injected, liveness);
+    // Unfinished tasks would outlive the runtime (see Ensemble::shutdown).
+    ensemble.shutdown();
     let mut counters: BTreeMap<String, u64> = BTreeMap::new();
     for (k, v) in &judged.counters {
         *counters.entry(k.to_string()).or_default() += v;

@@ -125,7 +125,14 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
                     break;
                 }
                 let seed = seeds[i as usize];
-                let r = run_one(s, seed);
+                // Keep what the summary needs; a long sweep must not hold
+                // every seed's outcome log.
+                let r = run_one(s, seed).map(|mut out| {
+                    out.log = Vec::new();
+                    out.faults = Vec::new();
+                    out.report = String::new();
+                    out
+                });
                 let failed = !matches!(&r, Ok(out) if out.failure.is_none());
                 if failed && s.expect_failure {
                     stop_after.fetch_min(i, Ordering::Relaxed);

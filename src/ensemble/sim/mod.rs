@@ -250,6 +250,8 @@ pub struct Ensemble {
     nodes: Vec<NodeHandle>,
     shared: Arc<Shared>,
     next_client: Mutex<u32>,
+    /// Every client's node, for [`Ensemble::shutdown`].
+    client_nodes: Mutex<Vec<madsim::task::NodeId>>,
     /// Servers crashed and not restarted.
     down: Mutex<std::collections::BTreeSet<ServerId>>,
 }
@@ -293,6 +295,7 @@ impl Ensemble {
             nodes,
             shared,
             next_client: Mutex::new(0),
+            client_nodes: Mutex::default(),
             down: Mutex::new(Default::default()),
         }
     }
@@ -476,6 +479,7 @@ impl Ensemble {
         }
         servers.insert(0, server_addr(server));
         let id = node.id();
+        lock(&self.client_nodes).push(id);
         let setup = ClientSetup {
             net: self.shared.net.clone(),
             n,
@@ -487,6 +491,19 @@ impl Ensemble {
         node.spawn(async move { SimZk::connect(setup).await })
             .await
             .map_err(|_| ZkError::ConnectionLoss)?
+    }
+
+    /// Kills every server and client node. madsim does not drop the tasks
+    /// still running when a runtime is dropped (their memory leaks), so a
+    /// process that runs many seeds ends each run with this.
+    pub fn shutdown(&self) {
+        let handle = Handle::current();
+        for node in lock(&self.client_nodes).drain(..) {
+            handle.kill(node);
+        }
+        for node in &self.nodes {
+            handle.kill(node.id());
+        }
     }
 
     /// Fault: server `id`'s process dies (its clients reconnect
