@@ -11,15 +11,15 @@
 #[cfg(not(madsim))]
 compile_error!("benches/scenarios.rs needs `--cfg madsim` (set by .cargo/config.toml)");
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use zoosim::scenario::files::{load, scenario_files};
 use zoosim::scenario::runner::{run_one, run_scenario, RunOptions};
-use zoosim::scenario::spec;
+use zoosim::scenario::spec::Scenario;
 
-fn load(path: &str) -> spec::Scenario {
-    let path = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).expect("readable");
-    spec::parse(&path, &text).unwrap_or_else(|e| panic!("{e}"))
+fn scenario(path: &str) -> Scenario {
+    load(Path::new(path)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn main() {
@@ -32,7 +32,7 @@ fn main() {
         ("lock-leader-crash", 40.0),
         ("lock-waiter-expiry", 45.0),
     ] {
-        let s = load(&format!("benches/scenarios/{name}.toml"));
+        let s = scenario(&format!("benches/scenarios/{name}.toml"));
         let mut wall_ms = Vec::new();
         let mut sim_ms = 0;
         for seed in 1..=runs {
@@ -56,13 +56,7 @@ fn main() {
         );
     }
     // The runner over every shipped scenario, a few seeds each, one thread.
-    let dir = format!("{}/scenarios", env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("scenarios/")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
+    let files = scenario_files(&[PathBuf::from("scenarios")]).unwrap_or_else(|e| panic!("{e}"));
     let options = RunOptions {
         seeds: Some(runs),
         seed_start: None,
@@ -72,10 +66,7 @@ fn main() {
     let started = Instant::now();
     let mut seeds = 0;
     for f in files {
-        let s = load(&format!(
-            "scenarios/{}",
-            f.file_name().unwrap().to_string_lossy()
-        ));
+        let s = load(&f).unwrap_or_else(|e| panic!("{e}"));
         let summary = run_scenario(&s, &options, &|| {});
         assert!(
             summary.failures.is_empty() || s.expect_failure,

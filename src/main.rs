@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use zoosim::scenario::files::{load, scenario_files};
 use zoosim::scenario::registry::{Recipe, ENSEMBLE_COUNTERS};
-use zoosim::scenario::spec::{self, Scenario};
+use zoosim::scenario::spec::Scenario;
 
 #[derive(Parser)]
 #[command(
@@ -90,37 +91,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// The scenario files under `paths`: files as given, directories' *.toml
-/// sorted by name.
-fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut in_dir: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| format!("{}: cannot read the directory: {e}", p.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().is_some_and(|x| x == "toml"))
-                .collect();
-            in_dir.sort();
-            if in_dir.is_empty() {
-                return Err(format!("{}: no scenario files (*.toml) in it", p.display()));
-            }
-            files.extend(in_dir);
-        } else if p.is_file() {
-            files.push(p.clone());
-        } else {
-            return Err(format!("{}: no such file or directory", p.display()));
-        }
-    }
-    Ok(files)
-}
-
-fn load(path: &Path) -> Result<Scenario, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    spec::parse(&path.display().to_string(), &text).map_err(|e| e.to_string())
 }
 
 #[cfg(madsim)]
@@ -223,7 +193,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 shrunk.runs,
                 started.elapsed().as_secs_f64()
             );
-            println!("fails with: {}", first_line(&shrunk.failure));
+            println!("fails with: {}", runner::first_line(&shrunk.failure));
             println!(
                 "written to {}; replay: cargo run --release -- replay {} --seed {seed} --trace",
                 out.display(),
@@ -300,7 +270,7 @@ fn run_all(
                 "  {tag} {} seed {} (commit {commit}): {}\n    replay: {}",
                 s.name,
                 f.seed,
-                first_line(&f.why),
+                runner::first_line(&f.why),
                 runner::replay_command(&s.file, f.seed)
             );
         }
@@ -349,11 +319,6 @@ fn run_all(
     } else {
         ExitCode::from(1)
     })
-}
-
-#[cfg(madsim)]
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or("")
 }
 
 #[cfg(not(madsim))]

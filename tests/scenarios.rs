@@ -12,27 +12,20 @@ compile_error!(
      a RUSTFLAGS environment variable replaces it: add `--cfg madsim` to it"
 );
 
-use std::path::Path;
+use std::path::PathBuf;
 
+use zoosim::scenario::files::{load, scenario_files};
 use zoosim::scenario::runner::{replay_command, run_scenario, RunOptions};
-use zoosim::scenario::spec::{self, Scenario};
+use zoosim::scenario::spec::Scenario;
 
 fn scenarios() -> Vec<Scenario> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("scenarios/")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
+    // Relative, so failures name `scenarios/x.toml` (tests run in the
+    // package's directory).
     let only = std::env::var("ZOOSIM_SCENARIO").unwrap_or_default();
-    files
+    scenario_files(&[PathBuf::from("scenarios")])
+        .unwrap_or_else(|e| panic!("{e}"))
         .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(f).expect("readable");
-            let name = format!("scenarios/{}", f.file_name().unwrap().to_string_lossy());
-            spec::parse(&name, &text).unwrap_or_else(|e| panic!("{e}"))
-        })
+        .map(|f| load(f).unwrap_or_else(|e| panic!("{e}")))
         .filter(|s| s.name.contains(&only))
         .collect()
 }

@@ -3,6 +3,7 @@
 //! goals ([`spec`], [`registry`]: pure); and, in the simulation, the
 //! workloads ([`workload`]) and the seed runner ([`run`]).
 
+pub mod files;
 pub mod registry;
 pub mod spec;
 

@@ -81,7 +81,8 @@ impl Summary {
     }
 }
 
-fn first_line(s: &str) -> &str {
+/// The first line of a failure, for one-line summaries.
+pub fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 

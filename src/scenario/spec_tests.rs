@@ -300,16 +300,7 @@ fn an_expected_failure_must_come_within_200_seeds() {
 
 #[test]
 fn every_shipped_scenario_parses() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
-    let mut n = 0;
-    for entry in std::fs::read_dir(dir).expect("scenarios/") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_some_and(|x| x == "toml") {
-            let text = std::fs::read_to_string(&path).expect("readable");
-            parse(&path.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"));
-            n += 1;
-        }
-    }
+    let n = shipped().len();
     assert!(n >= 20, "{n} scenarios");
 }
 
@@ -326,4 +317,15 @@ fn a_scenario_written_out_parses_back_to_itself() {
             assert_eq!(again, s, "{}", s.to_toml());
         }
     }
+}
+
+/// Every scenario in scenarios/, parsed (a bad one fails the test).
+fn shipped() -> Vec<Scenario> {
+    use crate::scenario::files::{load, scenario_files};
+    let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"));
+    scenario_files(&[dir])
+        .unwrap_or_else(|e| panic!("{e}"))
+        .iter()
+        .map(|f| load(f).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
 }
