@@ -13,4 +13,5 @@ pub mod proto;
 pub mod real_server;
 pub mod recipes;
 pub mod scenario;
+pub mod trace;
 pub mod tree;

@@ -47,7 +47,10 @@ enum Command {
         scenario: PathBuf,
         #[arg(long)]
         seed: u64,
-        /// Print the fault schedule and the outcome log.
+        /// Trace the run (client requests, replies, watch events, session
+        /// states, faults, servers' roles; RUST_LOG filters, e.g.
+        /// RUST_LOG=zoosim::fault,zoosim::server), then print the fault
+        /// schedule and the outcome log.
         #[arg(long)]
         trace: bool,
     },
@@ -125,6 +128,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             trace,
         } => {
             let s = load(&scenario)?;
+            if trace {
+                zoosim::trace::install()?;
+            }
             let out = runner::run_one(&s, seed)?;
             if trace {
                 println!("faults:");

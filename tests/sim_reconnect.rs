@@ -124,7 +124,8 @@ fn a_follower_crash_moves_its_clients_with_their_sessions() {
     for (flavour, start) in [(Flavour::Java, 0xfa11_0000), (Flavour::Rust, 0xfa12_0000)] {
         let away = common::sweep(
             "sim_reconnect",
-            &format!("follower_crash_{flavour:?}"),
+            // The replay filter; a replayed seed runs both flavours.
+            "a_follower_crash_moves",
             start,
             40,
             |seed| follower_crash(seed, flavour),
@@ -296,7 +297,7 @@ fn with_no_server_reachable_the_flavours_part() {
 fn a_restarted_follower_catches_up_before_it_serves() {
     common::sweep(
         "sim_reconnect",
-        "follower_restart",
+        "a_restarted_follower_catches_up",
         0x4e57_0000,
         40,
         |seed| {

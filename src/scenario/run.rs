@@ -170,6 +170,7 @@ fn ensemble(s: &Scenario) -> Arc<Ensemble> {
         servers,
         sync_limit_ticks,
         init_limit_ticks: 2 * sync_limit_ticks,
+        link_latency_ms: s.ensemble.link_latency_ms,
         ..EnsembleConfig::default()
     }))
 }

@@ -13,6 +13,7 @@
 //! [ensemble]
 //! servers = [3, 5]                    # one is drawn per seed
 //! session_timeout_ms = 4000
+//! link_latency_ms = [0, 1]            # per datagram
 //!
 //! [workload]
 //! clients = 5
@@ -28,8 +29,8 @@
 //! fault = "leader-crash"
 //!
 //! [quiet]
-//! phase_ms = 30000
-//! liveness_bound_ms = 20000
+//! phase_ms = 15000
+//! liveness_bound_ms = 10000
 //!
 //! [coverage]
 //! goals = ["fault:leader-crash", "guid-found"]
@@ -92,6 +93,8 @@ pub struct EnsembleSpec {
     pub session_timeout_ms: u64,
     /// syncLimit, drawn per seed from this range (initLimit is twice it).
     pub sync_limit_ticks: (u32, u32),
+    /// Every datagram's one-way latency, drawn per datagram.
+    pub link_latency_ms: (u64, u64),
 }
 
 /// The workload's knobs; which apply depends on the recipe
@@ -190,6 +193,8 @@ impl Scenario {
         );
         let (lo, hi) = self.ensemble.sync_limit_ticks;
         let _ = writeln!(out, "sync_limit_ticks = [{lo}, {hi}]");
+        let (lo, hi) = self.ensemble.link_latency_ms;
+        let _ = writeln!(out, "link_latency_ms = [{lo}, {hi}]");
         let _ = writeln!(out, "\n[workload]");
         for key in self.recipe.workload_keys() {
             let value = match *key {
@@ -280,6 +285,7 @@ struct RawEnsemble {
     servers: Option<Spanned<OneOrMany>>,
     session_timeout_ms: Option<Spanned<i64>>,
     sync_limit_ticks: Option<Spanned<Vec<i64>>>,
+    link_latency_ms: Option<Spanned<Vec<i64>>>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -514,14 +520,14 @@ impl Locator<'_> {
             "quiet.phase_ms",
             1000,
             3_600_000,
-            30_000,
+            15_000,
         )?;
         let liveness_bound_ms = self.int(
             &raw.quiet.liveness_bound_ms,
             "quiet.liveness_bound_ms",
             1,
             3_600_000,
-            20_000,
+            10_000,
         )?;
         if liveness_bound_ms > quiet_ms {
             return self.err(
@@ -604,10 +610,18 @@ impl Locator<'_> {
             50,
             (2, 5),
         )?;
+        let link_latency_ms = self.range(
+            &raw.link_latency_ms,
+            "ensemble.link_latency_ms",
+            0,
+            10_000,
+            (0, 1),
+        )?;
         Ok(EnsembleSpec {
             servers,
             session_timeout_ms,
             sync_limit_ticks: (lo as u32, hi as u32),
+            link_latency_ms,
         })
     }
 

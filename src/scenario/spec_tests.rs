@@ -31,7 +31,8 @@ fn a_short_file_gets_useful_defaults() {
     assert_eq!(s.faults.kinds, Fault::ALL.to_vec());
     assert!(s.faults.swarm);
     assert_eq!(s.faults.phase_ms, 20_000);
-    assert_eq!((s.quiet_ms, s.liveness_bound_ms), (30_000, 20_000));
+    assert_eq!((s.quiet_ms, s.liveness_bound_ms), (15_000, 10_000));
+    assert_eq!(s.ensemble.link_latency_ms, (0, 1));
     assert!(s.faults.at.is_empty() && s.coverage.is_empty());
     assert_eq!(s.variant_name(), "lock");
 }
@@ -50,6 +51,7 @@ seed_start = 0x10
 servers = 5
 session_timeout_ms = 6000
 sync_limit_ticks = [3, 4]
+link_latency_ms = [2, 7]
 
 [workload]
 clients = 6
@@ -85,6 +87,7 @@ goals = ["entries", "fault:client-crash", "elections-won"]
     assert_eq!((s.seeds, s.test_seeds, s.seed_start), (30, 3, 16));
     assert_eq!(s.ensemble.servers, vec![5]);
     assert_eq!(s.ensemble.sync_limit_ticks, (3, 4));
+    assert_eq!(s.ensemble.link_latency_ms, (2, 7));
     assert_eq!((s.workload.clients, s.workload.threshold), (6, 6));
     assert_eq!(s.workload.compute_ms_max, 50);
     assert_eq!(s.faults.kinds, vec![Fault::ClientCrash, Fault::ServerCrash]);
@@ -201,6 +204,12 @@ fn unknown_names_list_the_accepted_ones() {
 #[test]
 fn impossible_parameters_are_refused() {
     let base = "format = 1\nrecipe = \"lock\"\n";
+    assert_err(
+        &format!("{base}[ensemble]\nlink_latency_ms = [3, 1]\n"),
+        4,
+        19,
+        "`ensemble.link_latency_ms` must be [low, high] with 0 <= low <= high <= 10000, got [3, 1]",
+    );
     assert_err(
         &format!("{base}[workload]\nclients = 0\n"),
         4,

@@ -202,7 +202,14 @@ impl Server {
                     .get(self.committed)
                     .unwrap_or_else(|| panic!("commit {zxid:#x} of an unlogged proposal"));
                 if stage == Stage::Serving {
-                    assert_eq!(next.txn.zxid, zxid, "commits out of order");
+                    assert_eq!(
+                        next.txn.zxid,
+                        zxid,
+                        "commits out of order: server {} committed {} log {:x?}",
+                        self.config.id,
+                        self.committed,
+                        self.log.iter().map(|e| e.txn.zxid).collect::<Vec<_>>()
+                    );
                     self.committed += 1;
                 } else {
                     // Synced while the leader was being established: the

@@ -18,13 +18,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::channel::oneshot;
-use madsim::net::Endpoint;
+use futures::StreamExt;
 use madsim::rand::seq::SliceRandom;
 use madsim::task::NodeId;
 use madsim::time::{sleep, timeout};
 use tokio::sync::Notify;
 
-use super::{client_addr, lock, now_ms, Network, Outbox, Reorder, Wire, TAG};
+use super::net::{Datagram, Inbox, Socket};
+use super::{client_addr, lock, now_ms, Network, Outbox, Reorder, Wire};
 use crate::client::Zk;
 use crate::ensemble::msg::{ClientMsg, ConnId, ServerMsg, WatchLists};
 use crate::path::validate_op;
@@ -159,20 +160,30 @@ struct State {
 }
 
 impl State {
+    /// How the trace names this client: its node, and its session once
+    /// it has one.
+    fn who(&self) -> String {
+        match self.session {
+            Some(s) => format!("client-{} session {s}", self.n),
+            None => format!("client-{}", self.n),
+        }
+    }
+
     fn state_event(&mut self, e: SessionEvent) {
         // The same state is never reported twice in a row (CC:504-519).
         if self.last_state != Some(e) {
+            tracing::info!(target: "zoosim::client", "{} {e:?}", self.who());
             self.last_state = Some(e);
             self.events.push_back(ClientEvent::Session(e));
         }
     }
 
-    fn send_on(&mut self, endpoint: &Arc<Endpoint>, conn: ConnId, to: SocketAddr, msg: ClientMsg) {
+    fn send_on(&mut self, socket: Socket, conn: ConnId, to: SocketAddr, msg: ClientMsg) {
         let seq = self.seq;
         self.seq += 1;
         self.last_sent_ms = now_ms();
         self.net
-            .send(&self.outbox, endpoint, to, Wire::Client { conn, seq, msg });
+            .send(&self.outbox, socket, to, Wire::Client { conn, seq, msg });
     }
 
     /// The handle is dead (expired or closed): every waiting and held
@@ -197,12 +208,12 @@ impl State {
 
     /// The connection broke: in-flight requests fail with ConnectionLoss
     /// (BTreeMap order is issue order), then Disconnected.
-    fn disconnect(&mut self, endpoint: &Arc<Endpoint>) {
+    fn disconnect(&mut self, socket: Socket) {
         let Phase::Connected { conn, server } = self.phase else {
             return;
         };
         // A best-effort socket close, so the server drops its side.
-        self.send_on(endpoint, conn, server, ClientMsg::Disconnect);
+        self.send_on(socket, conn, server, ClientMsg::Disconnect);
         self.phase = Phase::Connecting;
         if self.closing.take().is_some() {
             // close() was under way: it fails (ConnectionLoss) and the
@@ -219,7 +230,7 @@ impl State {
 /// The simulated client (see the module docs).
 pub struct SimZk {
     node: NodeId,
-    endpoint: Arc<Endpoint>,
+    socket: Socket,
     session: SessionId,
     timeout_ms: u64,
     state: Arc<Mutex<State>>,
@@ -231,11 +242,7 @@ pub struct SimZk {
 
 impl SimZk {
     pub(crate) async fn connect(setup: ClientSetup) -> Result<SimZk, ZkError> {
-        let endpoint = Arc::new(
-            Endpoint::bind(client_addr(setup.n))
-                .await
-                .map_err(|_| ZkError::ConnectionLoss)?,
-        );
+        let (socket, inbox) = setup.net.bind(client_addr(setup.n));
         let state = Arc::new(Mutex::new(State {
             net: setup.net,
             outbox: Outbox::start(),
@@ -264,7 +271,8 @@ impl SimZk {
         let events = Arc::new(Notify::new());
         let broken = Arc::new(Notify::new());
         madsim::task::spawn(receive(
-            endpoint.clone(),
+            socket,
+            inbox,
             state.clone(),
             events.clone(),
             broken.clone(),
@@ -276,7 +284,7 @@ impl SimZk {
         let give_up = now_ms() + setup.timeout_ms as i64;
         'rounds: loop {
             for &server in &servers {
-                if attempt(&endpoint, &state, server).await == Attempted::Connected {
+                if attempt(socket, &state, server).await == Attempted::Connected {
                     break 'rounds;
                 }
             }
@@ -290,20 +298,20 @@ impl SimZk {
             (st.session.expect("connected"), st.timeout_ms)
         };
         madsim::task::spawn(keep_alive(
-            endpoint.clone(),
+            socket,
             state.clone(),
             events.clone(),
             broken.clone(),
         ));
         madsim::task::spawn(reconnect(
-            endpoint.clone(),
+            socket,
             state.clone(),
             events.clone(),
             broken.clone(),
         ));
         Ok(SimZk {
             node: setup.node,
-            endpoint,
+            socket,
             session,
             timeout_ms,
             state,
@@ -319,7 +327,7 @@ impl SimZk {
 
     /// The client's network address (for link faults).
     pub fn addr(&self) -> SocketAddr {
-        self.endpoint.local_addr().expect("a bound endpoint")
+        self.socket.addr()
     }
 
     /// The largest zxid this client has seen in a reply.
@@ -343,7 +351,10 @@ impl SimZk {
     /// Fault: the connection breaks now, as if the server's socket closed
     /// (the client reconnects elsewhere).
     pub fn break_connection(&self) {
-        lock(&self.state).disconnect(&self.endpoint);
+        let mut st = lock(&self.state);
+        tracing::info!(target: "zoosim::fault", "break the connection of {}", st.who());
+        st.disconnect(self.socket);
+        drop(st);
         self.events.notify_one();
         self.broken.notify_one();
     }
@@ -351,11 +362,7 @@ impl SimZk {
 
 /// One connection attempt: Connect, then wait for the outcome within the
 /// connect timeout (T / number of servers).
-async fn attempt(
-    endpoint: &Arc<Endpoint>,
-    state: &Arc<Mutex<State>>,
-    server: SocketAddr,
-) -> Attempted {
+async fn attempt(socket: Socket, state: &Arc<Mutex<State>>, server: SocketAddr) -> Attempted {
     let (rx, wait) = {
         let mut st = lock(state);
         st.conns_made += 1;
@@ -370,7 +377,8 @@ async fn attempt(
             timeout_ms: st.timeout_ms,
             watches: st.watches.lists(),
         };
-        st.send_on(endpoint, conn, server, connect);
+        tracing::debug!(target: "zoosim::client", "{} connecting to {server}", st.who());
+        st.send_on(socket, conn, server, connect);
         let wait = st.timeout_ms / st.setup_servers.len() as u64;
         (rx, Duration::from_millis(wait.max(1)))
     };
@@ -381,7 +389,7 @@ async fn attempt(
     if outcome == Attempted::Failed {
         let mut st = lock(state);
         if let Some((conn, server, _)) = st.attempt.take() {
-            st.send_on(endpoint, conn, server, ClientMsg::Disconnect);
+            st.send_on(socket, conn, server, ClientMsg::Disconnect);
         }
     }
     outcome
@@ -389,7 +397,7 @@ async fn attempt(
 
 /// Reconnects after every break until the session ends.
 async fn reconnect(
-    endpoint: Arc<Endpoint>,
+    socket: Socket,
     state: Arc<Mutex<State>>,
     events: Arc<Notify>,
     broken: Arc<Notify>,
@@ -417,7 +425,7 @@ async fn reconnect(
                     }
                 }
                 next = (next + 1) % servers.len();
-                let outcome = attempt(&endpoint, &state, servers[next]).await;
+                let outcome = attempt(socket, &state, servers[next]).await;
                 events.notify_one();
                 match outcome {
                     Attempted::Connected => break 'round,
@@ -441,7 +449,7 @@ async fn reconnect(
 
 /// Pings while idle and breaks a connection that stays silent too long.
 async fn keep_alive(
-    endpoint: Arc<Endpoint>,
+    socket: Socket,
     state: Arc<Mutex<State>>,
     events: Arc<Notify>,
     broken: Arc<Notify>,
@@ -458,14 +466,14 @@ async fn keep_alive(
         };
         let now = now_ms();
         if now - st.last_heard_ms > st.flavour.read_timeout_ms(t) {
-            st.disconnect(&endpoint);
+            st.disconnect(socket);
             drop(st);
             events.notify_one();
             broken.notify_one();
             continue;
         }
         if now - st.last_sent_ms >= (t / 3) as i64 {
-            st.send_on(&endpoint, conn, server, ClientMsg::Ping);
+            st.send_on(socket, conn, server, ClientMsg::Ping);
         }
     }
 }
@@ -474,17 +482,15 @@ async fn keep_alive(
 /// answers, the current connection's replies and events; anything for a
 /// connection given up is dropped.
 async fn receive(
-    endpoint: Arc<Endpoint>,
+    socket: Socket,
+    mut inbox: Inbox,
     state: Arc<Mutex<State>>,
     events: Arc<Notify>,
     broken: Arc<Notify>,
 ) {
-    while let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await {
-        let batch = *payload
-            .downcast::<Vec<Wire>>()
-            .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
+    while let Some(Datagram { from, wires }) = inbox.next().await {
         let mut st = lock(&state);
-        for wire in batch {
+        for wire in wires {
             let Wire::Server { conn, .. } = &wire else {
                 panic!("a client received a non-server message from {from}");
             };
@@ -507,7 +513,7 @@ async fn receive(
                 if current || matches!(msg, ServerMsg::Connected { .. }) {
                     st.last_heard_ms = now_ms();
                 }
-                on_message(&endpoint, &mut st, conn, msg, &broken);
+                on_message(socket, &mut st, conn, msg, &broken);
             }
         }
         drop(st);
@@ -515,13 +521,7 @@ async fn receive(
     }
 }
 
-fn on_message(
-    endpoint: &Arc<Endpoint>,
-    st: &mut State,
-    conn: ConnId,
-    msg: ServerMsg,
-    broken: &Notify,
-) {
+fn on_message(socket: Socket, st: &mut State, conn: ConnId, msg: ServerMsg, broken: &Notify) {
     match msg {
         ServerMsg::Connected {
             session,
@@ -539,7 +539,7 @@ fn on_message(
             // Requests issued meanwhile go out behind the handshake.
             for (xid, op, w) in std::mem::take(&mut st.held) {
                 st.waiting.insert(xid, w);
-                st.send_on(endpoint, conn, server, ClientMsg::Request { xid, op });
+                st.send_on(socket, conn, server, ClientMsg::Request { xid, op });
             }
             let _ = tx.send(Attempted::Connected);
         }
@@ -552,7 +552,7 @@ fn on_message(
             if let Some((_, _, tx)) = st.attempt.take() {
                 let _ = tx.send(Attempted::Failed);
             } else {
-                st.disconnect(endpoint);
+                st.disconnect(socket);
                 broken.notify_one();
             }
         }
@@ -561,6 +561,7 @@ fn on_message(
             assert!(xid > st.last_reply_xid, "reply {xid} out of issue order");
             st.last_zxid = zxid;
             st.last_reply_xid = xid;
+            tracing::debug!(target: "zoosim::client", "{} reply {xid} at {zxid:#x}: {result:?}", st.who());
             let w = st
                 .waiting
                 .remove(&xid)
@@ -585,6 +586,7 @@ fn on_message(
             let _ = w.tx.send(result);
         }
         ServerMsg::Watch(event) => {
+            tracing::debug!(target: "zoosim::client", "{} watch event {:?} {}", st.who(), event.event_type, event.path);
             if st.watches.fire(&event) {
                 st.events.push_back(ClientEvent::Watch(event));
             }
@@ -629,11 +631,12 @@ impl Zk for SimZk {
             let (tx, rx) = oneshot::channel();
             let xid = st.next_xid;
             st.next_xid += 1;
+            tracing::debug!(target: "zoosim::client", "{} request {xid}: {op:?}", st.who());
             let w = Waiter { tx, arm };
             match st.phase {
                 Phase::Connected { conn, server } => {
                     st.waiting.insert(xid, w);
-                    st.send_on(&self.endpoint, conn, server, ClientMsg::Request { xid, op });
+                    st.send_on(self.socket, conn, server, ClientMsg::Request { xid, op });
                 }
                 _ => st.held.push_back((xid, op, w)),
             }
@@ -666,7 +669,7 @@ impl Zk for SimZk {
             Phase::Connected { conn, server } if st.closing.is_none() => {
                 let (tx, rx) = oneshot::channel();
                 st.closing = Some(tx);
-                st.send_on(&self.endpoint, conn, server, ClientMsg::Close);
+                st.send_on(self.socket, conn, server, ClientMsg::Close);
                 Some(rx)
             }
             Phase::Connecting => {

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use futures::channel::mpsc;
 use futures::StreamExt;
-use madsim::net::Endpoint;
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::time::TimeHandle;
 
@@ -25,10 +24,10 @@ pub mod nemesis;
 mod net;
 
 pub use client::{Flavour, SimZk};
-use net::Outbox;
+use net::{Datagram, Inbox, Outbox, Socket};
 pub use net::{NetStats, Network};
 
-use super::msg::{ClientMsg, ConnId, PeerMsg, ServerId, ServerMsg};
+use super::msg::{ClientMsg, ConnId, PeerMsg, PeerState, ServerId, ServerMsg};
 use super::server::{Output, Server, ServerConfig};
 use crate::client::Zk;
 use crate::proto::{SessionId, ZkError};
@@ -36,9 +35,6 @@ use crate::tree::Txn;
 use client::ClientSetup;
 use madsim::rand::seq::SliceRandom;
 
-pub(crate) const TAG: u64 = 0x2181;
-/// Receive tasks per server (see `serve`).
-const RECEIVERS: usize = 8;
 const CLIENT_PORT: u16 = 2181;
 
 /// Ensemble parameters.
@@ -51,6 +47,10 @@ pub struct EnsembleConfig {
     pub sync_limit_ticks: u64,
     /// initLimit: how long (in ticks) an election's sync may take.
     pub init_limit_ticks: u64,
+    /// Every datagram's one-way latency, drawn uniformly from this range
+    /// (inclusive; madsim's clock steps in whole milliseconds, 0 is "at
+    /// once"). A LAN or localhost hop is well under a millisecond.
+    pub link_latency_ms: (u64, u64),
 }
 
 impl Default for EnsembleConfig {
@@ -60,6 +60,7 @@ impl Default for EnsembleConfig {
             tick_ms: 500,
             sync_limit_ticks: 5,
             init_limit_ticks: 10,
+            link_latency_ms: (0, 1),
         }
     }
 }
@@ -201,6 +202,11 @@ struct ServerSlot {
     server: Mutex<Server>,
     /// The running node's event stream, for faults injected from outside.
     events: Mutex<Option<mpsc::UnboundedSender<Event>>>,
+    /// The socket of the process starting next, and its incarnation:
+    /// bound when the ensemble starts or the server restarts, not when
+    /// its task first runs, as peers and clients may send in between (at
+    /// zero latency, in the same instant) and must find it.
+    next_socket: Mutex<Option<(Socket, Inbox, u64)>>,
 }
 
 /// What every node of an ensemble shares: the network and which process
@@ -263,7 +269,7 @@ impl Ensemble {
         assert!(config.servers >= 1, "an ensemble needs a server");
         let handle = Handle::current();
         let shared = Arc::new(Shared {
-            net: Arc::new(Network::default()),
+            net: Arc::new(Network::new(config.link_latency_ms)),
             incarnations: Mutex::new(vec![0; config.servers as usize]),
             history: Mutex::new(Vec::new()),
         });
@@ -276,6 +282,7 @@ impl Ensemble {
             let server = Arc::new(ServerSlot {
                 server: Mutex::new(Server::new(server_config)),
                 events: Mutex::new(None),
+                next_socket: Mutex::new(Some(bind_process(&shared, id))),
             });
             let slot = server.clone();
             let shared = shared.clone();
@@ -329,6 +336,7 @@ impl Ensemble {
     /// ways); links to clients are untouched. Servers in no side keep
     /// their links.
     pub fn partition(&self, sides: &[&[ServerId]]) {
+        tracing::info!(target: "zoosim::fault", "partition {sides:?}");
         for (i, a) in sides.iter().enumerate() {
             for b in &sides[i + 1..] {
                 for &x in a.iter() {
@@ -344,12 +352,14 @@ impl Ensemble {
 
     /// Fault: server `from` can no longer reach server `to` (one way).
     pub fn clog(&self, from: ServerId, to: ServerId) {
+        tracing::info!(target: "zoosim::fault", "clog server {from} -> server {to}");
         let (x, y) = (server_addr(from).ip(), server_addr(to).ip());
         self.shared.net.cut(x, y);
     }
 
     /// Fault: the client and server `server` cannot reach each other.
     pub fn cut_client(&self, zk: &SimZk, server: ServerId) {
+        tracing::info!(target: "zoosim::fault", "cut session {} from server {server}", zk.session_id());
         let (x, y) = (zk.addr().ip(), server_addr(server).ip());
         self.shared.net.cut(x, y);
         self.shared.net.cut(y, x);
@@ -358,12 +368,14 @@ impl Ensemble {
     /// Fault: every datagram from server `from` to server `to` takes
     /// `delay` more (zero removes the delay).
     pub fn delay(&self, from: ServerId, to: ServerId, delay: Duration) {
+        tracing::info!(target: "zoosim::fault", "delay server {from} -> server {to} by {delay:?}");
         let (x, y) = (server_addr(from).ip(), server_addr(to).ip());
         self.shared.net.delay(x, y, delay);
     }
 
     /// Heals every cut, clog and delay.
     pub fn heal(&self) {
+        tracing::info!(target: "zoosim::fault", "heal every link");
         self.shared.net.heal_all();
     }
 
@@ -387,6 +399,7 @@ impl Ensemble {
     /// is connected and writing).
     /// Returns false if there is no leader to do it.
     pub fn expire_session_with_window(&self, session: SessionId, window: Duration) -> bool {
+        tracing::info!(target: "zoosim::fault", "expire session {session} (closing window {window:?})");
         let Some(leader) = self.leader() else {
             return false;
         };
@@ -399,6 +412,7 @@ impl Ensemble {
     /// Fault: the client's node dies (its pings stop; the handle must not
     /// be used again).
     pub fn crash_client(&self, zk: &SimZk) {
+        tracing::info!(target: "zoosim::fault", "crash the client of session {}", zk.session_id());
         Handle::current().kill(zk.node());
     }
 
@@ -509,6 +523,7 @@ impl Ensemble {
     /// Fault: server `id`'s process dies (its clients reconnect
     /// elsewhere; if it led, the others elect a new leader).
     pub fn crash_server(&self, id: ServerId) {
+        tracing::info!(target: "zoosim::fault", "crash server {id}");
         lock(&self.down).insert(id);
         Handle::current().kill(self.nodes[id as usize].id());
     }
@@ -517,6 +532,7 @@ impl Ensemble {
     /// server, which breaks the connection; the write is applied. Returns
     /// false if the client is not connected.
     pub fn lose_next_write_reply(&self, zk: &SimZk) -> bool {
+        tracing::info!(target: "zoosim::fault", "lose the next write reply of session {}", zk.session_id());
         let Some(server) = zk.current_server() else {
             return false;
         };
@@ -530,6 +546,7 @@ impl Ensemble {
     /// Fault: the client's node stalls for `stall` (a GC pause): it runs
     /// nothing, then resumes where it was.
     pub fn pause_client(&self, zk: &SimZk, stall: Duration) {
+        tracing::info!(target: "zoosim::fault", "pause the client of session {} for {stall:?}", zk.session_id());
         let node = zk.node();
         Handle::current().pause(node);
         madsim::task::spawn(async move {
@@ -541,10 +558,12 @@ impl Ensemble {
     /// Fault: a crashed server starts again with its durable state (log,
     /// epochs), looks for a leader and syncs before it serves clients.
     pub fn restart_server(&self, id: ServerId) {
+        tracing::info!(target: "zoosim::fault", "restart server {id}");
         assert!(
             lock(&self.down).remove(&id),
             "server {id} restarted without a crash"
         );
+        *lock(&self.servers[id as usize].next_socket) = Some(bind_process(&self.shared, id));
         Handle::current().restart(self.nodes[id as usize].id());
     }
 }
@@ -555,7 +574,7 @@ struct Process {
     incarnation: u64,
     slot: Arc<ServerSlot>,
     shared: Arc<Shared>,
-    endpoint: Arc<Endpoint>,
+    socket: Socket,
     outbox: Outbox,
     /// The node's own event stream (for closes due after this event).
     to_self: mpsc::UnboundedSender<Event>,
@@ -571,6 +590,7 @@ impl Process {
     /// Steps the state machine on one event and sends what it says.
     fn step(&mut self, event: Event) {
         let mut out = Vec::new();
+        let role_before = role_of(&lock(&self.slot.server));
         match event {
             Event::Restarted(first) => out = first,
             Event::Tick => lock(&self.slot.server).on_tick(now_ms(), &mut out),
@@ -606,6 +626,18 @@ impl Process {
             }
         }
         let s = lock(&self.slot.server);
+        let role = role_of(&s);
+        if role != role_before {
+            tracing::info!(
+                target: "zoosim::server",
+                "server {} (process {}) {:?}, epoch {}{}",
+                self.id,
+                self.incarnation,
+                role.0,
+                role.2,
+                if role.1 { ", serving" } else { "" }
+            );
+        }
         self.checked = self.shared.check_applied(&s, self.checked);
         if s.has_due_closes(now_ms()) {
             // Behind the events queued already (ZooKeeper's prep queue);
@@ -635,44 +667,47 @@ impl Process {
                     (addr, Wire::Server { conn, seq, msg })
                 }
             };
-            self.shared.net.send(&self.outbox, &self.endpoint, to, wire);
+            self.shared.net.send(&self.outbox, self.socket, to, wire);
         }
     }
 }
 
+/// What the trace reports of a server's role: its state, whether it
+/// serves clients, its epoch.
+fn role_of(s: &Server) -> (PeerState, bool, u32) {
+    (s.peer_state(), s.is_serving(), s.current_epoch())
+}
+
 /// Receives datagrams and steps the server on each at once (a dedicated
-/// task, so no datagram is lost to a cancelled receive; no queue between
-/// it and the state machine, as that would cost a task switch per
-/// message).
-async fn receive(endpoint: Arc<Endpoint>, process: Arc<Mutex<Process>>, net: Arc<Network>) {
-    while let Ok((payload, from)) = endpoint.recv_from_raw(TAG).await {
-        let batch = *payload
-            .downcast::<Vec<Wire>>()
-            .unwrap_or_else(|_| panic!("a datagram that is not zoosim's from {from}"));
+/// task, so no datagram waits behind a tick; no queue between it and the
+/// state machine, as that would cost a task switch per message).
+async fn receive(mut inbox: Inbox, process: Arc<Mutex<Process>>, net: Arc<Network>) {
+    while let Some(Datagram { from, wires }) = inbox.next().await {
         let mut process = lock(&process);
-        for wire in batch {
+        for wire in wires {
             net.note_delivered();
             process.step(Event::Datagram(wire, from));
         }
     }
 }
 
+/// Binds server `id`'s socket for its next process, and counts that
+/// process's incarnation (only once bound: a peer's datagram for this
+/// incarnation must find a socket, or its stream would have a gap).
+fn bind_process(shared: &Shared, id: ServerId) -> (Socket, Inbox, u64) {
+    let (socket, inbox) = shared.net.bind(server_addr(id));
+    let mut all = lock(&shared.incarnations);
+    all[id as usize] += 1;
+    (socket, inbox, all[id as usize])
+}
+
 /// A server node's life: its clock, its datagrams and the faults injected
 /// into it, each stepping the state machine.
 async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
     let id = lock(&slot.server).id();
-    let endpoint = Arc::new(
-        Endpoint::bind(server_addr(id))
-            .await
-            .expect("the server's address is free"),
-    );
-    // Only once bound: a peer's datagram for this incarnation must find a
-    // socket, or its stream would have a gap for good.
-    let incarnation = {
-        let mut all = lock(&shared.incarnations);
-        all[id as usize] += 1;
-        all[id as usize]
-    };
+    let (socket, inbox, incarnation) = lock(&slot.next_socket)
+        .take()
+        .expect("a process's socket is bound when it starts");
     let (tx, mut events) = mpsc::unbounded();
     *lock(&slot.events) = Some(tx.clone());
     let process = Arc::new(Mutex::new(Process {
@@ -680,7 +715,7 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
         incarnation,
         slot: slot.clone(),
         shared: shared.clone(),
-        endpoint: endpoint.clone(),
+        socket,
         outbox: Outbox::start(),
         to_self: tx.clone(),
         reorder: Reorder::default(),
@@ -693,14 +728,7 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
         lock(&slot.server).restart(&mut first);
         lock(&process).step(Event::Restarted(first));
     }
-    // madsim holds each received datagram for at least 1 ms of the
-    // receiving task's time: one task would cap a server at 1,000
-    // datagrams per simulated second (far below ZooKeeper's), so several
-    // receive side by side. Order is the reorder buffer's business anyway.
-    for _ in 0..RECEIVERS {
-        let net = shared.net.clone();
-        madsim::task::spawn(receive(endpoint.clone(), process.clone(), net));
-    }
+    madsim::task::spawn(receive(inbox, process.clone(), shared.net.clone()));
     madsim::task::spawn(async move {
         loop {
             madsim::time::sleep(Duration::from_millis(tick_ms)).await;

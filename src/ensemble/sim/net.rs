@@ -1,5 +1,15 @@
-//! The network faults of part 2: cut links and extra delays, one way or
-//! both, between any two nodes.
+//! The simulated network: every node's datagrams, their link latency, and
+//! the network faults (cut links and extra delays, one way or both,
+//! between any two nodes).
+//!
+//! Datagrams travel on zoosim's own path, not through madsim's `Endpoint`:
+//! madsim sleeps on every send and every receive, and a madsim sleep is at
+//! least 1 ms, so each hop cost 2 ms plus the link latency (a lock handoff
+//! of ~9 hops took ~60 ms where a real localhost ensemble needs ~12) and
+//! two timer events. Here a datagram is delivered into its receiver's
+//! inbox after the link latency drawn from the seeded RNG (0 ms: at once,
+//! behind whatever the scheduler runs first; madsim's clock has 1 ms
+//! steps), and a dead node's inbox is gone with its tasks.
 //!
 //! ZooKeeper's links are TCP: a partition does not lose data, it stalls
 //! it (the sender retransmits) until either the link heals, and everything
@@ -20,12 +30,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Poll, Waker};
 
-use futures::channel::oneshot;
+use futures::channel::{mpsc, oneshot};
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
-use madsim::net::Endpoint;
+use madsim::rand::{thread_rng, Rng};
 
-use super::{lock, Wire, TAG};
+use super::{lock, Wire};
 
 /// A one-way link between two nodes, by address.
 pub type Link = (IpAddr, IpAddr);
@@ -55,9 +65,31 @@ struct NetState {
     stats: NetStats,
 }
 
+/// Messages that travel together, and where they come from.
+pub(crate) struct Datagram {
+    pub from: SocketAddr,
+    pub wires: Vec<Wire>,
+}
+
+/// A node's incoming datagrams; dropped with the node's tasks, after which
+/// datagrams to it are lost (a dead process's socket).
+pub(crate) type Inbox = mpsc::UnboundedReceiver<Datagram>;
+
+/// A node's bound address: what its datagrams say they come from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Socket(SocketAddr);
+
+impl Socket {
+    pub(crate) fn addr(self) -> SocketAddr {
+        self.0
+    }
+}
+
 /// Shared by every node of one ensemble.
-#[derive(Default)]
 pub struct Network {
+    /// Every datagram's latency is drawn from this range (inclusive).
+    link_latency_ms: (u64, u64),
+    inboxes: Mutex<BTreeMap<SocketAddr, mpsc::UnboundedSender<Datagram>>>,
     state: Mutex<NetState>,
     /// Whether any link is cut or delayed (the hot path skips the lock).
     faulty: AtomicBool,
@@ -67,6 +99,47 @@ pub struct Network {
 }
 
 impl Network {
+    /// A network whose links each take `link_latency_ms` (min, max; the
+    /// draw is uniform and per datagram).
+    pub fn new(link_latency_ms: (u64, u64)) -> Network {
+        assert!(
+            link_latency_ms.0 <= link_latency_ms.1,
+            "link latency range {link_latency_ms:?} is empty"
+        );
+        Network {
+            link_latency_ms,
+            inboxes: Mutex::default(),
+            state: Mutex::default(),
+            faulty: AtomicBool::new(false),
+            sent: AtomicU64::new(0),
+            datagrams: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+        }
+    }
+
+    /// Binds `addr` for the calling node: datagrams to it go to the inbox
+    /// returned (a rebind, by a restarted node, replaces the old one).
+    pub(crate) fn bind(&self, addr: SocketAddr) -> (Socket, Inbox) {
+        let (tx, rx) = mpsc::unbounded();
+        lock(&self.inboxes).insert(addr, tx);
+        (Socket(addr), rx)
+    }
+
+    /// Hands `wires` to `to`'s inbox; lost if nothing is bound there or
+    /// its node is dead.
+    fn deliver(&self, from: SocketAddr, to: SocketAddr, wires: Vec<Wire>) {
+        if let Some(inbox) = lock(&self.inboxes).get(&to) {
+            let _ = inbox.unbounded_send(Datagram { from, wires });
+        }
+    }
+
+    fn latency_ms(&self) -> u64 {
+        match self.link_latency_ms {
+            (lo, hi) if lo == hi => lo,
+            (lo, hi) => thread_rng().gen_range(lo..=hi),
+        }
+    }
+
     /// Cuts `from → to` (datagrams wait until it heals).
     pub fn cut(&self, from: IpAddr, to: IpAddr) {
         lock(&self.state).cut.insert((from, to));
@@ -135,17 +208,16 @@ impl Network {
         }
     }
 
-    /// Sends without blocking the caller: madsim's send costs simulated
-    /// time, and a server must not stall on it. The datagram waits while
-    /// its link is cut and takes the link's delay.
+    /// Sends without blocking the caller. The datagram waits while its
+    /// link is cut and takes the link's delay and latency.
     pub(crate) fn send(
         self: &Arc<Self>,
         outbox: &Outbox,
-        endpoint: &Arc<Endpoint>,
+        from: Socket,
         to: SocketAddr,
         wire: Wire,
     ) {
-        let link = (endpoint_ip(endpoint), to.ip());
+        let link = (from.addr().ip(), to.ip());
         self.sent.fetch_add(1, Ordering::Relaxed);
         let (cut, delay_ms) = if !self.faulty.load(Ordering::Relaxed) {
             (false, 0)
@@ -158,14 +230,13 @@ impl Network {
             (cut, st.delay_ms.get(&link).copied().unwrap_or(0))
         };
         if !cut && delay_ms == 0 {
-            // The hot path: nothing to wait for.
-            if outbox.push_coalesced(endpoint, to, wire) {
+            // The hot path: nothing to wait for but the latency.
+            if outbox.push_coalesced(self, from.addr(), to, wire) {
                 self.datagrams.fetch_add(1, Ordering::Relaxed);
             }
             return;
         }
         self.datagrams.fetch_add(1, Ordering::Relaxed);
-        let endpoint = endpoint.clone();
         let net = self.clone();
         outbox.push(async move {
             loop {
@@ -189,10 +260,11 @@ impl Network {
                 }
                 d
             };
-            if delay_ms > 0 {
-                madsim::time::sleep(Duration::from_millis(delay_ms)).await;
+            let wait_ms = delay_ms + net.latency_ms();
+            if wait_ms > 0 {
+                madsim::time::sleep(Duration::from_millis(wait_ms)).await;
             }
-            let _ = endpoint.send_to_raw(to, TAG, Box::new(vec![wire])).await;
+            net.deliver(from.addr(), to, vec![wire]);
         });
     }
 }
@@ -251,25 +323,36 @@ impl Outbox {
     }
 
     /// Adds `wire` to the open datagram for `to`; true if it opened one.
-    fn push_coalesced(&self, endpoint: &Arc<Endpoint>, to: SocketAddr, wire: Wire) -> bool {
-        let key = (endpoint.local_addr().expect("a bound endpoint"), to);
+    /// A datagram of zero latency is delivered at once.
+    fn push_coalesced(
+        &self,
+        net: &Arc<Network>,
+        from: SocketAddr,
+        to: SocketAddr,
+        wire: Wire,
+    ) -> bool {
+        let key = (from, to);
         {
             let mut open = lock(&self.open);
             if let Some(batch) = open.get_mut(&key) {
                 batch.push(wire);
                 return false;
             }
+            let latency_ms = net.latency_ms();
+            if latency_ms == 0 {
+                net.deliver(from, to, vec![wire]);
+                return true;
+            }
             open.insert(key, vec![wire]);
+            let (open, net) = (self.open.clone(), net.clone());
+            self.push(async move {
+                madsim::time::sleep(Duration::from_millis(latency_ms)).await;
+                // Closes the batch: later messages start the next one,
+                // whose sequence numbers keep them behind this one.
+                let batch = lock(&open).remove(&key).expect("an open batch");
+                net.deliver(from, to, batch);
+            });
         }
-        let (open, endpoint) = (self.open.clone(), endpoint.clone());
-        self.push(async move {
-            // Closes the batch: later messages start the next one, whose
-            // sequence numbers keep them behind this one.
-            let batch = lock(&open).remove(&key).expect("an open batch");
-            // A send to a dead node is dropped by the network, like a
-            // datagram; TCP to a dead process fails the same way.
-            let _ = endpoint.send_to_raw(to, TAG, Box::new(batch)).await;
-        });
         true
     }
 
@@ -282,9 +365,4 @@ impl Outbox {
             }
         }
     }
-}
-
-/// The sending node's address (bound endpoints always have one).
-fn endpoint_ip(endpoint: &Endpoint) -> IpAddr {
-    endpoint.local_addr().expect("a bound endpoint").ip()
 }
