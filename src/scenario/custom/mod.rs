@@ -46,6 +46,11 @@ use std::sync::Arc;
 
 #[cfg(madsim)]
 pub(crate) mod sim;
+/// The simulation's runtime, as zoosim uses it: a recipe's timers
+/// (`madsim::time`) and randomness (`madsim::rand::thread_rng`, the only
+/// source a seed replays) come from here.
+#[cfg(madsim)]
+pub use madsim;
 #[cfg(madsim)]
 pub use sim::{now_ms, JudgeCtx, NoLeader, OutcomeLog, RunCtx, Running};
 
