@@ -21,6 +21,7 @@ use clap::{Parser, Subcommand};
 use crate::scenario::custom::Registry;
 use crate::scenario::files::{load_in, scenario_files};
 use crate::scenario::registry::{Recipe, ENSEMBLE_COUNTERS};
+#[cfg(madsim)]
 use crate::scenario::spec::Scenario;
 
 #[derive(Parser)]
