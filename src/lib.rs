@@ -3,9 +3,11 @@
 //! The pure core — [`proto`], [`path`], [`tree`] — knows nothing of
 //! runtimes, sockets, files or clocks. [`client`] holds the async `Zk` trait
 //! recipes use and its implementations; [`real_server`] starts real
-//! ZooKeeper servers for tests.
+//! ZooKeeper servers for tests. [`cli`] is the `zoosim` command, which a
+//! crate with its own recipes ([`scenario::custom`]) runs as its own.
 
 pub mod check;
+pub mod cli;
 pub mod client;
 pub mod ensemble;
 pub mod path;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::custom::Registry;
 use super::spec::{self, Scenario};
 
 /// The scenario files under `paths`: files as given, directories' *.toml
@@ -34,7 +35,12 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 /// Reads and parses one scenario file; the error names the file (and the
 /// line and column for a bad one).
 pub fn load(path: &Path) -> Result<Scenario, String> {
+    load_in(path, &Registry::new())
+}
+
+/// [`load`], knowing `registry`'s recipes too.
+pub fn load_in(path: &Path, registry: &Registry) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    spec::parse(&path.display().to_string(), &text).map_err(|e| e.to_string())
+    spec::parse_in(&path.display().to_string(), &text, registry).map_err(|e| e.to_string())
 }

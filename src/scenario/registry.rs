@@ -20,6 +20,10 @@ pub enum Recipe {
     Barrier,
     DoubleBarrier,
     TwoPhaseCommit,
+    /// A recipe registered by the user's crate
+    /// ([`super::custom::Registry`]): the scenario's `custom` says which.
+    /// Not in [`Recipe::ALL`]; its names, keys and counters are its own.
+    Custom,
 }
 
 impl Recipe {
@@ -50,6 +54,7 @@ impl Recipe {
             Recipe::Barrier => "barrier",
             Recipe::DoubleBarrier => "double-barrier",
             Recipe::TwoPhaseCommit => "two-phase-commit",
+            Recipe::Custom => "custom",
         }
     }
 
@@ -89,6 +94,7 @@ impl Recipe {
             Recipe::Barrier => &["clients", "hold_ms_max"],
             Recipe::DoubleBarrier => &["clients", "threshold", "compute_ms_max"],
             Recipe::TwoPhaseCommit => &["clients", "abort_percent"],
+            Recipe::Custom => &[],
         }
     }
 
@@ -148,6 +154,7 @@ impl Recipe {
                 "validity: commit only if every site voted commit",
                 "liveness: every vote decided unless a site crashed undecided",
             ],
+            Recipe::Custom => &[],
         }
     }
 
@@ -190,6 +197,7 @@ impl Recipe {
                 "aborts-for-failed-sites",
                 "sessions-lost",
             ],
+            Recipe::Custom => &[],
         }
     }
 }

@@ -57,7 +57,7 @@ pub struct SeedOutcome {
 struct Judged {
     failure: Option<String>,
     report: String,
-    counters: Vec<(&'static str, u64)>,
+    counters: Vec<(String, u64)>,
     log: Vec<String>,
     digest: u64,
 }
@@ -112,7 +112,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
     .await;
     let quiet_from = now_ms();
     let quiet = Duration::from_millis(s.quiet_ms);
-    if s.workload.operations == 0 {
+    if s.workload.operations == 0 && s.custom.is_none() {
         sleep(quiet).await;
     } else {
         // Clients with a number of operations: the run ends when all
@@ -131,7 +131,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
     for task in &tasks {
         task.abort();
     }
-    let judged = pending.judge(&started, &injected, liveness);
+    let judged = pending.judge(s, &started, &injected, liveness);
     // Unfinished tasks would outlive the runtime (see Ensemble::shutdown).
     ensemble.shutdown();
     let mut counters: BTreeMap<String, u64> = BTreeMap::new();
@@ -238,6 +238,8 @@ enum Pending {
     Barrier(workload::barrier::BarrierLog),
     DoubleBarrier(workload::double_barrier::DoubleBarrierLog, usize),
     TwoPhaseCommit(workload::two_phase_commit::TpcLog, usize),
+    /// A registered recipe's run (`super::custom`).
+    Custom(Box<dyn super::custom::Running>),
 }
 
 fn mode_of(c: usize) -> LockMode {
@@ -380,6 +382,10 @@ async fn start(s: &Scenario, st: &Started) -> (Pending, Vec<JoinHandle<()>>) {
 
             (Pending::TwoPhaseCommit(log, p.sites), tasks)
         }
+        Recipe::Custom => {
+            let (running, tasks) = super::custom::sim::start(s, e, slots, st.fault_end, st.until);
+            (Pending::Custom(running), tasks)
+        }
     }
 }
 
@@ -420,7 +426,10 @@ fn judged<E: Debug>(
     Judged {
         failure: (!violations.is_empty()).then(|| violations.join("\n")),
         report: report.to_string(),
-        counters,
+        counters: counters
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
         log: lines,
         digest: digest.finish(),
     }
@@ -446,11 +455,18 @@ impl Pending {
             Pending::Exclusive(record) => {
                 record.finished.load(std::sync::atomic::Ordering::Relaxed) >= clients
             }
+            Pending::Custom(running) => running.finished(),
             _ => false,
         }
     }
 
-    fn judge(self, st: &Started, injected: &[InjectedFault], liveness: Liveness) -> Judged {
+    fn judge(
+        self,
+        s: &Scenario,
+        st: &Started,
+        injected: &[InjectedFault],
+        liveness: Liveness,
+    ) -> Judged {
         use check::barrier::{check_barrier, BarrierEvent};
         use check::config::{check_config, ConfigEvent};
         use check::double_barrier::{check_double_barrier, DoubleBarrierEvent};
@@ -590,6 +606,25 @@ impl Pending {
                     ("sessions-lost", r.losses),
                 ];
                 judged(&log, &r.violations, &r, counters)
+            }
+            Pending::Custom(running) => {
+                let v = super::custom::sim::judge(
+                    running,
+                    s,
+                    &st.ensemble,
+                    &st.slots,
+                    injected,
+                    liveness,
+                );
+                let mut digest = DefaultHasher::new();
+                v.log.hash(&mut digest);
+                Judged {
+                    failure: (!v.violations.is_empty()).then(|| v.violations.join("\n")),
+                    report: v.report,
+                    counters: v.counters,
+                    log: v.log,
+                    digest: digest.finish(),
+                }
             }
         }
     }

@@ -41,7 +41,8 @@ use std::fmt;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::registry::{is_variant_of, Recipe, ENSEMBLE_COUNTERS};
+use super::custom::{self, CustomSpec, Registry};
+use super::registry::{Recipe, ENSEMBLE_COUNTERS};
 use crate::ensemble::fault::Fault;
 
 /// The scenario format this build reads.
@@ -151,6 +152,9 @@ pub struct Scenario {
     pub liveness_bound_ms: u64,
     /// Counters that must be above zero summed over a run's seeds.
     pub coverage: Vec<String>,
+    /// A registered recipe ([`Recipe::Custom`]) and its workload keys'
+    /// values; `workload.clients` is its number of clients.
+    pub custom: Option<CustomSpec>,
 }
 
 impl Scenario {
@@ -170,7 +174,7 @@ impl Scenario {
         let mut out = String::new();
         let _ = writeln!(out, "format = {FORMAT}");
         let _ = writeln!(out, "description = {:?}", self.description);
-        let _ = writeln!(out, "recipe = {:?}", self.recipe.name());
+        let _ = writeln!(out, "recipe = {:?}", self.recipe_name());
         if let Some(v) = &self.variant {
             let _ = writeln!(out, "variant = {v:?}");
         }
@@ -196,6 +200,9 @@ impl Scenario {
         let (lo, hi) = self.ensemble.link_latency_ms;
         let _ = writeln!(out, "link_latency_ms = [{lo}, {hi}]");
         let _ = writeln!(out, "\n[workload]");
+        if let Some(c) = &self.custom {
+            out.push_str(&c.workload_toml(w.clients));
+        }
         for key in self.recipe.workload_keys() {
             let value = match *key {
                 "clients" => w.clients.to_string(),
@@ -251,7 +258,15 @@ impl Scenario {
 
     /// The variant's name, or the recipe's.
     pub fn variant_name(&self) -> &str {
-        self.variant.as_deref().unwrap_or(self.recipe.name())
+        self.variant.as_deref().unwrap_or(self.recipe_name())
+    }
+
+    /// The recipe's name, built-in or registered.
+    pub fn recipe_name(&self) -> &str {
+        match &self.custom {
+            Some(c) => c.name(),
+            None => self.recipe.name(),
+        }
     }
 }
 
@@ -340,9 +355,19 @@ struct RawCoverage {
     goals: Vec<Spanned<String>>,
 }
 
-/// Parses and validates `text`, the contents of `file` (named in errors).
+/// Parses and validates `text`, the contents of `file` (named in errors),
+/// knowing the built-in recipes only.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, SpecError> {
-    let at = Locator { file, text };
+    parse_in(file, text, &Registry::new())
+}
+
+/// [`parse`], knowing `registry`'s recipes too.
+pub fn parse_in(file: &str, text: &str, registry: &Registry) -> Result<Scenario, SpecError> {
+    let at = Locator {
+        file,
+        text,
+        registry,
+    };
     let raw: Raw = toml::from_str(text).map_err(|e| {
         let (line, column) = e.span().map(|s| at.line_col(s.start)).unwrap_or((0, 0));
         SpecError {
@@ -358,6 +383,7 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, SpecError> {
 struct Locator<'a> {
     file: &'a str,
     text: &'a str,
+    registry: &'a Registry,
 }
 
 impl Locator<'_> {
@@ -448,9 +474,10 @@ impl Locator<'_> {
             )?,
             Some(_) => {}
         }
-        let recipe = Recipe::from_name(raw.recipe.get_ref()).map_or_else(
+        let registered = self.registry.get(raw.recipe.get_ref());
+        let recipe = self.registry.recipe(raw.recipe.get_ref()).map_or_else(
             || {
-                let names: Vec<&str> = Recipe::ALL.iter().map(|r| r.name()).collect();
+                let names = self.registry.names();
                 self.err(
                     raw.recipe.span(),
                     format!(
@@ -462,15 +489,16 @@ impl Locator<'_> {
             },
             Ok,
         )?;
+        let recipe_name = registered.map_or(recipe.name(), |r| r.name());
+        let known = registered.map_or(recipe.variants(), |r| r.variants().to_vec());
         let variant = match &raw.variant {
             None => None,
-            Some(v) if is_variant_of(recipe, v.get_ref()) => Some(v.get_ref().clone()),
+            Some(v) if known.contains(&v.get_ref().as_str()) => Some(v.get_ref().clone()),
             Some(v) => {
-                let known = recipe.variants();
                 let accepted = if known.is_empty() {
-                    format!("recipe {} has no buggy variants", recipe.name())
+                    format!("recipe {recipe_name} has no buggy variants")
                 } else {
-                    format!("{}'s variants are: {}", recipe.name(), known.join(", "))
+                    format!("{recipe_name}'s variants are: {}", known.join(", "))
                 };
                 return self.err(
                     v.span(),
@@ -510,9 +538,16 @@ impl Locator<'_> {
         let seed_start = self.int(&raw.seed_start, "seed_start", 0, i64::MAX, 0)?;
 
         let ensemble = self.ensemble(&raw.ensemble)?;
-        let workload = match &raw.workload {
+        let mut workload = match &raw.workload {
+            // A registered recipe's keys are its own (below); the built-in
+            // knobs keep their defaults.
+            _ if registered.is_some() => self.workload(recipe, &toml::Table::new(), 0..0)?,
             Some(t) => self.workload(recipe, t.get_ref(), t.span())?,
             None => self.workload(recipe, &toml::Table::new(), 0..0)?,
+        };
+        let custom = match registered {
+            Some(r) => Some(self.custom_workload(r, &raw.workload, &mut workload)?),
+            None => None,
         };
         let faults = self.faults(&raw.faults, &ensemble, &workload, recipe)?;
         let quiet_ms = self.int(
@@ -535,10 +570,11 @@ impl Locator<'_> {
                 format!("`liveness_bound_ms` ({liveness_bound_ms}) exceeds the quiet phase ({quiet_ms} ms)"),
             );
         }
+        let counters = registered.map_or(recipe.counters().to_vec(), |r| r.counters().to_vec());
         let mut coverage = Vec::new();
         for g in &raw.coverage.goals {
             let name = g.get_ref();
-            let known = recipe.counters().contains(&name.as_str())
+            let known = counters.contains(&name.as_str())
                 || ENSEMBLE_COUNTERS.contains(&name.as_str())
                 || name
                     .strip_prefix("fault:")
@@ -549,8 +585,8 @@ impl Locator<'_> {
                     format!(
                         "unknown coverage goal {name:?}; {} counts: {}; the ensemble's: {}; \
                          and fault:<fault> for any fault",
-                        recipe.name(),
-                        recipe.counters().join(", "),
+                        recipe_name,
+                        counters.join(", "),
                         ENSEMBLE_COUNTERS.join(", ")
                     ),
                 );
@@ -577,7 +613,29 @@ impl Locator<'_> {
             quiet_ms,
             liveness_bound_ms,
             coverage,
+            custom,
         })
+    }
+
+    /// A registered recipe's `[workload]`: `clients` into `workload`, its
+    /// own keys into the [`CustomSpec`].
+    fn custom_workload(
+        &self,
+        recipe: &std::sync::Arc<dyn custom::CustomRecipe>,
+        raw: &Option<Spanned<toml::Table>>,
+        workload: &mut WorkloadSpec,
+    ) -> Result<CustomSpec, SpecError> {
+        let empty = toml::Table::new();
+        let (table, section) = raw
+            .as_ref()
+            .map_or((&empty, 0..0), |t| (t.get_ref(), t.span()));
+        match custom::parse_workload(recipe, table) {
+            Ok((clients, spec)) => {
+                workload.clients = clients;
+                Ok(spec)
+            }
+            Err((key, message)) => self.err(custom::key_span(self.text, section, &key), message),
+        }
     }
 
     fn ensemble(&self, raw: &RawEnsemble) -> Result<EnsembleSpec, SpecError> {

@@ -1,0 +1,26 @@
+//! zoosim with a recipe of one's own: a counter incremented by
+//! compare-and-set ([`counter`]: the sans-IO machine; [`recipe`]: its
+//! workload and oracle), run by the whole `zoosim` command.
+//!
+//!     cargo run --release --example custom_recipe -- run examples/custom_recipe/
+//!     cargo run --release --example custom_recipe -- list examples/custom_recipe
+//!
+//! `cas-counter.toml` passes under every fault; `bug-cas-counter-blind.toml`
+//! (setData without a version) is caught losing increments.
+
+#[cfg(not(madsim))]
+compile_error!("the simulation needs `--cfg madsim` (set by .cargo/config.toml)");
+
+mod counter;
+mod recipe;
+
+use std::process::ExitCode;
+
+use zoosim::scenario::custom::Registry;
+
+fn main() -> ExitCode {
+    let registry = Registry::new()
+        .with(recipe::CasCounterRecipe)
+        .invoked_as("cargo run --release --example custom_recipe --");
+    zoosim::cli::main_with(registry)
+}

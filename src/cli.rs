@@ -1,0 +1,471 @@
+//! The `zoosim` command: run scenario files over many seeds, replay one
+//! seed, shrink a failing one, list what scenarios may name. It lives in
+//! the library so that a crate with its own recipes gets the whole
+//! command with them: its `main` is
+//!
+//! ```text
+//! fn main() -> std::process::ExitCode {
+//!     zoosim::cli::main_with(Registry::new().with(MyRecipe))
+//! }
+//! ```
+//!
+//! as zoosim's own is `main_with(Registry::new())`.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::scenario::custom::Registry;
+use crate::scenario::files::{load_in, scenario_files};
+use crate::scenario::registry::{Recipe, ENSEMBLE_COUNTERS};
+#[cfg(madsim)]
+use crate::scenario::spec::Scenario;
+
+#[derive(Parser)]
+#[command(
+    name = "zoosim",
+    version,
+    about = "ZooKeeper recipes under simulated failure"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run scenario files (or every *.toml in the directories given).
+    Run {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Seeds per scenario (default: each file's `seeds`).
+        #[arg(long)]
+        seeds: Option<u64>,
+        /// The first seed (default: each file's `seed_start`).
+        #[arg(long)]
+        seed_start: Option<u64>,
+        /// Threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only shard i of n (0-based), e.g. --shard 2/8.
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<(u64, u64)>,
+        /// Shrink each unexpected failure's first seed into shrunk/.
+        #[arg(long)]
+        shrink: bool,
+    },
+    /// Replay one seed of a scenario exactly.
+    Replay {
+        scenario: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        /// Trace the run (client requests, replies, watch events, session
+        /// states, faults, servers' roles; RUST_LOG filters, e.g.
+        /// RUST_LOG=zoosim::fault,zoosim::server), then print the fault
+        /// schedule and the outcome log.
+        #[arg(long)]
+        trace: bool,
+    },
+    /// Shrink a failing seed to a small scenario that fails the same way,
+    /// written as a new scenario file.
+    Shrink {
+        scenario: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        /// Where to write it (default: <scenario>-seed-<S>.toml here).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Replace the file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// The recipes, their variants, workload keys, properties and
+    /// counters; the faults; the scenarios in a directory.
+    List {
+        #[arg(default_value = "scenarios")]
+        dir: PathBuf,
+    },
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("--shard takes i/n with 0 <= i < n, e.g. 0/4; got {s:?}");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u64, u64) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// The `zoosim` command over the process's arguments, knowing the
+/// built-in recipes and `registry`'s. Exit codes: 0 all as expected, 1 a
+/// scenario not as expected (or a replayed seed failed), 2 bad input.
+pub fn main_with(registry: Registry) -> ExitCode {
+    main_from(registry, std::env::args_os())
+}
+
+/// [`main_with`] over `args` (the first is the program's name).
+pub fn main_from<I, T>(registry: Registry, args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Usage errors exit 2, --help and --version 0, as clap's own.
+            let _ = e.print();
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    if !registry.errors().is_empty() {
+        for e in registry.errors() {
+            eprintln!("error: {e}");
+        }
+        return ExitCode::from(2);
+    }
+    match run(cli.command, &registry) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The command that replays `seed` of the scenario in `file` with this
+/// `zoosim`.
+pub fn replay_command(registry: &Registry, file: &str, seed: u64) -> String {
+    format!(
+        "{} replay {file} --seed {seed} --trace",
+        registry.invocation()
+    )
+}
+
+#[cfg(madsim)]
+fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
+    use crate::scenario::runner;
+    let load = |f: &Path| load_in(f, registry);
+    match command {
+        Command::Run {
+            paths,
+            seeds,
+            seed_start,
+            jobs,
+            shard,
+            shrink,
+        } => {
+            // Every file is read and checked before any seed runs.
+            let scenarios: Vec<Scenario> = scenario_files(&paths)?
+                .iter()
+                .map(|f| load(f))
+                .collect::<Result<_, _>>()?;
+            let options = runner::RunOptions {
+                seeds,
+                seed_start,
+                jobs: jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                shard,
+            };
+            run_all(&scenarios, &options, shrink, registry)
+        }
+        Command::Replay {
+            scenario,
+            seed,
+            trace,
+        } => {
+            let s = load(&scenario)?;
+            if trace {
+                crate::trace::install()?;
+            }
+            let out = runner::run_one(&s, seed)?;
+            if trace {
+                println!("faults:");
+                for f in &out.faults {
+                    println!("  {f}");
+                }
+                println!("outcome log:");
+                for line in &out.log {
+                    println!("  {line}");
+                }
+            }
+            println!("{}", out.report);
+            println!(
+                "{} seed {seed}: {} simulated s, {} ops, digest {:016x}",
+                s.name,
+                out.sim_ms as f64 / 1000.0,
+                out.ops,
+                out.digest
+            );
+            Ok(match out.failure {
+                Some(why) => {
+                    println!("FAILED: {why}");
+                    ExitCode::from(1)
+                }
+                None => {
+                    println!("passed");
+                    ExitCode::SUCCESS
+                }
+            })
+        }
+        Command::Shrink {
+            scenario,
+            seed,
+            out,
+            force,
+        } => {
+            let s = load(&scenario)?;
+            let out = out.unwrap_or_else(|| PathBuf::from(format!("{}-seed-{seed}.toml", s.name)));
+            if out.exists() && !force {
+                return Err(format!(
+                    "{}: exists; --force replaces it, --out names another file",
+                    out.display()
+                ));
+            }
+            let started = std::time::Instant::now();
+            let shrunk = crate::scenario::shrink::shrink(&s, seed, &|step| eprintln!("  {step}"))?;
+            std::fs::write(&out, shrunk.scenario.to_toml())
+                .map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
+            let size = shrunk.size().map_or_else(
+                || "unbounded operations".to_owned(),
+                |n| format!("{n} faults + operations"),
+            );
+            println!(
+                "{} seed {seed}: shrunk to {size} ({} faults injected, {} placed by hand, \
+                 random faults {}; {} clients, {} operations each) in {} runs, {:.1} s",
+                s.name,
+                shrunk.faults_injected,
+                shrunk.scenario.faults.at.len(),
+                if shrunk.scenario.faults.kinds.is_empty() {
+                    "off"
+                } else {
+                    "on"
+                },
+                shrunk.scenario.workload.clients,
+                shrunk.scenario.workload.operations,
+                shrunk.runs,
+                started.elapsed().as_secs_f64()
+            );
+            println!("fails with: {}", runner::first_line(&shrunk.failure));
+            println!(
+                "written to {}; replay: {}",
+                out.display(),
+                replay_command(registry, &out.display().to_string(), seed)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List { dir } => {
+            print!("{}", list(registry, &dir)?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+#[cfg(madsim)]
+fn run_all(
+    scenarios: &[Scenario],
+    options: &crate::scenario::runner::RunOptions,
+    shrink: bool,
+    registry: &Registry,
+) -> Result<ExitCode, String> {
+    use crate::scenario::runner;
+    use indicatif::{ProgressBar, ProgressStyle};
+    let total: u64 = scenarios
+        .iter()
+        .map(|s| runner::seeds_of(s, options).len() as u64)
+        .sum();
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {msg}  [{elapsed}]")
+            .expect("a valid template"),
+    );
+    let started = std::time::Instant::now();
+    let mut summaries = Vec::new();
+    for s in scenarios {
+        bar.set_message(s.name.clone());
+        let summary = runner::run_scenario(s, options, &|| bar.inc(1));
+        // A scenario that stopped early: its unrun seeds leave the bar.
+        let ran = runner::seeds_of(s, options).len() as u64;
+        bar.inc(ran.saturating_sub(summary.seeds_run));
+        summaries.push(summary);
+    }
+    bar.finish_and_clear();
+    println!(
+        "{:<40} {:>6} {:>6} {:>9} {:>8} {:>10}  verdict",
+        "scenario", "seeds", "fails", "sim s", "wall s", "ops"
+    );
+    for s in &summaries {
+        println!(
+            "{:<40} {:>6} {:>6} {:>9.0} {:>8.1} {:>10}  {}",
+            s.name,
+            s.seeds_run,
+            s.failures.len(),
+            s.sim_ms as f64 / 1000.0,
+            s.wall_ms as f64 / 1000.0,
+            s.ops,
+            s.verdict()
+        );
+    }
+    let commit = option_env!("ZOOSIM_COMMIT").unwrap_or("unknown");
+    let mut bad = 0;
+    for (s, scenario) in summaries.iter().zip(scenarios) {
+        if !scenario.coverage.is_empty() {
+            let goals: Vec<String> = scenario
+                .coverage
+                .iter()
+                .map(|g| format!("{g} {}", s.counters.get(g).copied().unwrap_or(0)))
+                .collect();
+            println!("  {}: coverage {}", s.name, goals.join(", "));
+        }
+        if !s.passed() {
+            bad += 1;
+        }
+        let shown = if s.expect_failure { 1 } else { 3 };
+        for f in s.failures.iter().take(shown) {
+            let tag = if s.expect_failure { "caught" } else { "FAILED" };
+            println!(
+                "  {tag} {} seed {} (commit {commit}): {}\n    replay: {}",
+                s.name,
+                f.seed,
+                runner::first_line(&f.why),
+                replay_command(registry, &s.file, f.seed)
+            );
+        }
+    }
+    let seeds: u64 = summaries.iter().map(|s| s.seeds_run).sum();
+    let wall = started.elapsed().as_secs_f64();
+    if shrink {
+        for (s, scenario) in summaries.iter().zip(scenarios) {
+            let Some(f) = s.failures.first().filter(|_| !s.expect_failure) else {
+                continue;
+            };
+            std::fs::create_dir_all("shrunk").map_err(|e| format!("shrunk/: {e}"))?;
+            // Never over a file already there.
+            let out = (1..)
+                .map(|k| match k {
+                    1 => PathBuf::from(format!("shrunk/{}-seed-{}.toml", s.name, f.seed)),
+                    k => PathBuf::from(format!("shrunk/{}-seed-{}-{k}.toml", s.name, f.seed)),
+                })
+                .find(|p| !p.exists())
+                .expect("a free name");
+            let shrunk = crate::scenario::shrink::shrink(scenario, f.seed, &|_| {})?;
+            std::fs::write(&out, shrunk.scenario.to_toml())
+                .map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
+            println!(
+                "  shrunk {} seed {} into {} ({} faults placed by hand, {} clients)",
+                s.name,
+                f.seed,
+                out.display(),
+                shrunk.scenario.faults.at.len(),
+                shrunk.scenario.workload.clients
+            );
+        }
+    }
+    println!(
+        "{} scenarios, {seeds} seeds in {wall:.1} s ({:.1} seeds/s): {}",
+        summaries.len(),
+        seeds as f64 / wall.max(1e-9),
+        if bad == 0 {
+            "all as expected".to_owned()
+        } else {
+            format!("{bad} not as expected")
+        }
+    );
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(not(madsim))]
+fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
+    match command {
+        Command::List { dir } => {
+            print!("{}", list(registry, &dir)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Err(
+            "this zoosim was built without the simulation (--cfg madsim, which \
+                  .cargo/config.toml sets; a RUSTFLAGS variable replaces it)"
+                .into(),
+        ),
+    }
+}
+
+/// What `zoosim list` prints: the recipes (built-in, then `registry`'s),
+/// their variants, workload keys, properties and counters; the faults;
+/// the scenarios in `dir` (if it is a directory).
+pub fn list(registry: &Registry, dir: &Path) -> Result<String, String> {
+    let mut out = String::new();
+    let _ = writeln!(out, "recipes (variant names go in `variant = ...`):");
+    for r in Recipe::ALL {
+        let _ = writeln!(out, "  {}", r.name());
+        for v in r.variants() {
+            let _ = writeln!(out, "    variant {v}");
+        }
+        let _ = writeln!(out, "    workload keys: {}", r.workload_keys().join(", "));
+        for p in r.properties() {
+            let _ = writeln!(out, "    property {p}");
+        }
+        let _ = writeln!(out, "    counters: {}", r.counters().join(", "));
+    }
+    if registry.recipes().next().is_some() {
+        let _ = writeln!(out, "registered recipes:");
+    }
+    for r in registry.recipes() {
+        let _ = writeln!(out, "  {}  {}", r.name(), r.description());
+        for v in r.variants() {
+            let _ = writeln!(out, "    variant {v}");
+        }
+        let _ = writeln!(
+            out,
+            "    workload key clients (1 to 64; default {})",
+            r.default_clients()
+        );
+        for k in r.workload_keys() {
+            let _ = writeln!(out, "    workload key {}", k.describe());
+        }
+        for p in r.properties() {
+            let _ = writeln!(out, "    property {p}");
+        }
+        let _ = writeln!(out, "    counters: {}", r.counters().join(", "));
+    }
+    let _ = writeln!(out, "ensemble counters: {}", ENSEMBLE_COUNTERS.join(", "));
+    let _ = writeln!(
+        out,
+        "faults (`faults.kinds`, `[[faults.at]] fault = ...`, coverage `fault:<name>`):"
+    );
+    for f in crate::ensemble::fault::Fault::ALL {
+        let _ = writeln!(out, "  {f}");
+    }
+    if dir.is_dir() {
+        let _ = writeln!(out, "scenarios in {}:", dir.display());
+        for f in scenario_files(&[dir.to_path_buf()])? {
+            match load_in(&f, registry) {
+                Ok(s) => {
+                    let _ = writeln!(
+                        out,
+                        "  {:<40} {:<36} {} seeds{}  {}",
+                        s.name,
+                        s.variant_name(),
+                        s.seeds,
+                        if s.expect_failure {
+                            ", expected to fail"
+                        } else {
+                            ""
+                        },
+                        s.description
+                    );
+                }
+                Err(e) => {
+                    let _ = writeln!(out, "  {e}");
+                }
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,340 @@
+//! Registering recipes, and scenario files naming them: every declared
+//! name accepted, anything else refused with its place and the accepted
+//! names.
+
+use super::*;
+use crate::scenario::spec::{parse_in, Scenario, SpecError};
+
+struct Counter;
+
+impl CustomRecipe for Counter {
+    fn name(&self) -> &str {
+        "counter"
+    }
+    fn variants(&self) -> &[&str] {
+        &["counter/blind"]
+    }
+    fn workload_keys(&self) -> &[WorkloadKey] {
+        const KEYS: &[WorkloadKey] = &[
+            WorkloadKey::int("think_ms_max", "pause", 0, 1000, 50),
+            WorkloadKey::drawn("batch", "increments per read", 1, 10, &[1, 2]),
+        ];
+        KEYS
+    }
+    fn default_clients(&self) -> usize {
+        4
+    }
+    fn properties(&self) -> &[&str] {
+        &["no-lost-increment"]
+    }
+    fn counters(&self) -> &[&str] {
+        &["acked", "maybe"]
+    }
+    #[cfg(madsim)]
+    fn start(&self, _: &mut RunCtx) -> Box<dyn Running> {
+        struct Nothing;
+        impl Running for Nothing {
+            fn judge(self: Box<Self>, _: &JudgeCtx) -> Verdict {
+                Verdict::default()
+            }
+        }
+        Box::new(Nothing)
+    }
+}
+
+/// A recipe whose declarations are all set from outside, for the
+/// registry's checks.
+struct Declared {
+    name: &'static str,
+    keys: &'static [WorkloadKey],
+    counters: &'static [&'static str],
+    properties: &'static [&'static str],
+    clients: usize,
+}
+
+impl Default for Declared {
+    fn default() -> Self {
+        Declared {
+            name: "declared",
+            keys: &[],
+            counters: &[],
+            properties: &["p"],
+            clients: 3,
+        }
+    }
+}
+
+impl CustomRecipe for Declared {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn workload_keys(&self) -> &[WorkloadKey] {
+        self.keys
+    }
+    fn default_clients(&self) -> usize {
+        self.clients
+    }
+    fn properties(&self) -> &[&str] {
+        self.properties
+    }
+    fn counters(&self) -> &[&str] {
+        self.counters
+    }
+    #[cfg(madsim)]
+    fn start(&self, ctx: &mut RunCtx) -> Box<dyn Running> {
+        Counter.start(ctx)
+    }
+}
+
+fn registry() -> Registry {
+    let r = Registry::new().with(Counter);
+    assert!(r.errors().is_empty(), "{:?}", r.errors());
+    r
+}
+
+fn parse(text: &str) -> Result<Scenario, SpecError> {
+    parse_in("s.toml", text, &registry())
+}
+
+fn assert_err(text: &str, line: usize, column: usize, needle: &str) {
+    let e = parse(text).expect_err("must be refused");
+    assert_eq!((e.line, e.column), (line, column), "{e}");
+    assert!(e.message.contains(needle), "{e}\nwanted: {needle}");
+}
+
+#[test]
+fn a_registered_recipe_is_read_with_its_defaults() {
+    let s = parse("format = 1\nrecipe = \"counter\"\n").expect("valid");
+    assert_eq!(s.recipe, Recipe::Custom);
+    assert_eq!(s.recipe_name(), "counter");
+    assert_eq!(s.variant_name(), "counter");
+    assert_eq!(s.workload.clients, 4);
+    let c = s.custom.as_ref().expect("the registered recipe");
+    assert_eq!(c.name(), "counter");
+    assert_eq!(c.values()["think_ms_max"], WorkloadValue::Int(50));
+    assert_eq!(c.values()["batch"], WorkloadValue::Drawn(vec![1, 2]));
+}
+
+#[test]
+fn a_registered_recipe_takes_its_keys_variants_and_counters() {
+    let text = "format = 1\nrecipe = \"counter\"\nvariant = \"counter/blind\"\n\
+                [workload]\nclients = 7\nthink_ms_max = 0\nbatch = 3\n\
+                [[faults.at]]\nat_ms = 10\nfault = \"client-crash\"\nclient = 6\n\
+                [coverage]\ngoals = [\"acked\", \"fault:client-crash\", \"lost-replies\"]\n";
+    let s = parse(text).expect("valid");
+    assert_eq!(s.variant_name(), "counter/blind");
+    assert_eq!(s.workload.clients, 7);
+    let c = s.custom.as_ref().unwrap();
+    assert_eq!(c.values()["think_ms_max"], WorkloadValue::Int(0));
+    assert_eq!(c.values()["batch"], WorkloadValue::Drawn(vec![3]));
+    assert_eq!(s.coverage.len(), 3);
+}
+
+#[test]
+fn a_registered_recipe_round_trips_through_to_toml() {
+    let text = "format = 1\nrecipe = \"counter\"\n[workload]\nclients = 2\nbatch = [4, 5]\n";
+    let s = parse(text).expect("valid");
+    let again = parse_in("s.toml", &s.to_toml(), &registry()).expect("its own output parses");
+    assert_eq!(again, s, "{}", s.to_toml());
+}
+
+#[test]
+fn bad_names_and_values_are_refused_with_their_place() {
+    // The unknown recipe's error lists the built-in and registered names.
+    assert_err(
+        "format = 1\nrecipe = \"countr\"\n",
+        2,
+        10,
+        "unknown recipe \"countr\"; the recipes are: lock, ",
+    );
+    let e = parse("format = 1\nrecipe = \"countr\"\n").unwrap_err();
+    assert!(e.message.ends_with("two-phase-commit, counter"), "{e}");
+    assert_err(
+        "format = 1\nrecipe = \"counter\"\nvariant = \"lock/herd\"\n",
+        3,
+        11,
+        "counter's variants are: counter/blind",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"counter\"\n[workload]\nclients = 2\nhold_ms = 5\n",
+        5,
+        1,
+        "`hold_ms` is not a workload key of recipe counter; it takes: clients, think_ms_max, batch",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"counter\"\n[workload]\n  think_ms_max = 1001\n",
+        4,
+        3,
+        "`workload.think_ms_max` must be an integer between 0 and 1000, got 1001",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"counter\"\n[workload]\nbatch = [1, \"x\"]\n",
+        4,
+        1,
+        "`workload.batch` must be an integer (1 to 10) or a non-empty list of them, got [1, \"x\"]",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"counter\"\n[workload]\nbatch = []\n",
+        4,
+        1,
+        "non-empty list",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"counter\"\n[workload]\nclients = 0\n",
+        4,
+        1,
+        "`workload.clients` must be an integer between 1 and 64, got 0",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"counter\"\n[coverage]\ngoals = [\"acquisitions\"]\n",
+        4,
+        10,
+        "counter counts: acked, maybe",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"counter\"\n[workload]\nclients = 2\n\
+         [[faults.at]]\nat_ms = 10\nfault = \"client-crash\"\nclient = 2\n",
+        8,
+        10,
+        "`client` must be between 0 and 1",
+    );
+    // Without the registry the name is unknown, as any other.
+    let e =
+        crate::scenario::spec::parse("s.toml", "format = 1\nrecipe = \"counter\"\n").unwrap_err();
+    assert!(e.message.contains("unknown recipe \"counter\""), "{e}");
+    assert!(!e.message.contains(", counter"), "{e}");
+}
+
+#[test]
+fn the_registry_refuses_declarations_that_cannot_work() {
+    let refused = |d: Declared, needle: &str| {
+        let r = Registry::new().with(Counter).with(d);
+        assert_eq!(r.errors().len(), 1, "{needle}: {:?}", r.errors());
+        assert!(r.errors()[0].contains(needle), "{:?}", r.errors());
+        assert_eq!(r.recipes().count(), 1);
+    };
+    let d = Declared::default;
+    refused(
+        Declared {
+            name: "lock",
+            ..d()
+        },
+        "a built-in recipe has that name",
+    );
+    refused(
+        Declared {
+            name: "counter",
+            ..d()
+        },
+        "registered twice",
+    );
+    refused(Declared { name: "", ..d() }, "letters, digits");
+    refused(Declared { name: "a b", ..d() }, "letters, digits");
+    refused(
+        Declared {
+            properties: &[],
+            ..d()
+        },
+        "no property",
+    );
+    refused(Declared { clients: 0, ..d() }, "default_clients");
+    refused(
+        Declared {
+            counters: &["x", "x"],
+            ..d()
+        },
+        "counter \"x\" is declared twice",
+    );
+    refused(
+        Declared {
+            counters: &["lost-replies"],
+            ..d()
+        },
+        "the ensemble's",
+    );
+    refused(
+        Declared {
+            counters: &["fault:x"],
+            ..d()
+        },
+        "the ensemble's or a fault's",
+    );
+    refused(
+        Declared {
+            keys: {
+                const K: &[WorkloadKey] = &[WorkloadKey::int("clients", "", 1, 2, 1)];
+                K
+            },
+            ..d()
+        },
+        "`clients` is every recipe's key",
+    );
+    refused(
+        Declared {
+            keys: {
+                const K: &[WorkloadKey] = &[WorkloadKey::int("Bad-Key", "", 1, 2, 1)];
+                K
+            },
+            ..d()
+        },
+        "lowercase",
+    );
+    refused(
+        Declared {
+            keys: {
+                const K: &[WorkloadKey] = &[WorkloadKey::int("k", "", 1, 2, 3)];
+                K
+            },
+            ..d()
+        },
+        "the default of `workload.k` must be an integer between 1 and 2, got 3",
+    );
+    refused(
+        Declared {
+            keys: {
+                const K: &[WorkloadKey] = &[WorkloadKey::drawn("k", "", 1, 2, &[])];
+                K
+            },
+            ..d()
+        },
+        "non-empty list",
+    );
+    refused(
+        Declared {
+            keys: {
+                const K: &[WorkloadKey] = &[
+                    WorkloadKey::int("k", "", 1, 2, 1),
+                    WorkloadKey::int("k", "", 1, 2, 1),
+                ];
+                K
+            },
+            ..d()
+        },
+        "workload key \"k\" is declared twice",
+    );
+    let ok = Registry::new().with(Counter).with(Declared::default());
+    assert!(ok.errors().is_empty());
+    assert_eq!(
+        ok.names()[ok.names().len() - 2..],
+        ["counter", "declared"],
+        "built-in names first, then registered ones in order"
+    );
+}
+
+#[test]
+fn keys_describe_themselves_and_set_checks_bounds() {
+    assert_eq!(
+        Counter.workload_keys()[1].describe(),
+        "batch (1 to 10, or a list drawn from per seed; default [1, 2]): increments per read"
+    );
+    let mut s = parse("format = 1\nrecipe = \"counter\"\n").unwrap();
+    let c = s.custom.as_mut().unwrap();
+    assert!(c.set("think_ms_max", WorkloadValue::Int(7)).is_ok());
+    assert!(c.set("think_ms_max", WorkloadValue::Int(-1)).is_err());
+    assert!(c.set("nope", WorkloadValue::Int(1)).is_err());
+    let mut v = Verdict::default();
+    v.count("acked", 2);
+    v.count("acked", 3);
+    assert_eq!(v.counters, vec![("acked".to_owned(), 5)]);
+    assert!(v.passed());
+}

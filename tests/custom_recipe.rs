@@ -1,0 +1,183 @@
+//! A recipe of the user's own under zoosim: the example's compare-and-set
+//! counter (`examples/custom_recipe/`), registered as a crate of one's own
+//! would, run through the runner with its scenario files: the correct one
+//! passes with its counters up and faults hit, the buggy variant is
+//! caught, a misspelt name is refused with its place and the registered
+//! names, and the command lists it.
+
+#[cfg(not(madsim))]
+compile_error!(
+    "tests/custom_recipe.rs needs `--cfg madsim`, which .cargo/config.toml sets; \
+     a RUSTFLAGS environment variable replaces it: add `--cfg madsim` to it"
+);
+
+#[path = "../examples/custom_recipe/counter.rs"]
+mod counter;
+#[path = "../examples/custom_recipe/recipe.rs"]
+mod recipe;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use zoosim::scenario::custom::Registry;
+use zoosim::scenario::files::load_in;
+use zoosim::scenario::runner::{run_one, run_scenario, RunOptions};
+use zoosim::scenario::spec::Scenario;
+
+fn registry() -> Registry {
+    let r = Registry::new().with(recipe::CasCounterRecipe);
+    assert!(r.errors().is_empty(), "{:?}", r.errors());
+    r
+}
+
+fn scenario(file: &str) -> Scenario {
+    let path = format!("examples/custom_recipe/{file}");
+    load_in(Path::new(&path), &registry()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn options(s: &Scenario) -> RunOptions {
+    RunOptions {
+        seeds: Some(s.test_seeds),
+        seed_start: None,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: None,
+    }
+}
+
+#[test]
+fn the_counter_passes_every_seed_with_its_counters_up_and_faults_hit() {
+    let s = scenario("cas-counter.toml");
+    assert_eq!(s.recipe_name(), "cas-counter");
+    assert!(s.test_seeds >= 20);
+    let started = std::time::Instant::now();
+    let summary = run_scenario(&s, &options(&s), &|| {});
+    eprintln!(
+        "cas-counter: {} seeds in {:.1} s: {}; {:?}",
+        summary.seeds_run,
+        started.elapsed().as_secs_f64(),
+        summary.verdict(),
+        summary.counters
+    );
+    assert!(summary.passed(), "{}", summary.verdict());
+    assert_eq!(summary.seeds_run, s.test_seeds);
+    for counter in [
+        "increments-acked",
+        "increments-maybe",
+        "conflicts",
+        "sessions-lost",
+    ] {
+        assert!(summary.counters[counter] > 0, "{counter} stayed at zero");
+    }
+    let kinds_hit = summary
+        .counters
+        .iter()
+        .filter(|(k, v)| k.starts_with("fault:") && **v > 0)
+        .count();
+    assert!(
+        kinds_hit >= 10,
+        "the nemesis hit the user's clients and servers with {kinds_hit} fault kinds: {:?}",
+        summary.counters
+    );
+    // Client faults aim at the recipe's own clients.
+    for f in ["client-crash", "lost-write-reply", "forced-expiry"] {
+        assert!(summary.counters[&format!("fault:{f}")] > 0, "no {f}");
+    }
+}
+
+#[test]
+fn the_blind_variant_is_caught_within_its_seeds() {
+    let s = scenario("bug-cas-counter-blind.toml");
+    assert!(s.expect_failure);
+    let summary = run_scenario(&s, &options(&s), &|| {});
+    assert!(summary.passed(), "{}", summary.verdict());
+    let why = &summary.failures[0].why;
+    assert!(
+        why.contains("unique-values") || why.contains("no-lost-increment"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_seed_replays_exactly() {
+    let s = scenario("cas-counter.toml");
+    let a = run_one(&s, 7).expect("runs");
+    let b = run_one(&s, 7).expect("runs");
+    assert_eq!(a.digest, b.digest);
+    assert_eq!(a.log, b.log);
+    assert!(!a.log.is_empty() && a.failure.is_none(), "{:?}", a.failure);
+    assert!(a.report.contains("increments acknowledged"), "{}", a.report);
+}
+
+#[test]
+fn an_unknown_recipe_is_refused_with_its_place_and_the_registered_names() {
+    let dir = std::env::temp_dir().join(format!("zoosim-custom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("typo.toml");
+    std::fs::write(&file, "format = 1\nrecipe = \"cas-countr\"\n").unwrap();
+    let e = load_in(&file, &registry()).expect_err("refused");
+    let want = format!(
+        "{}:2:10: unknown recipe \"cas-countr\"; the recipes are: lock, ",
+        file.display()
+    );
+    assert!(e.starts_with(&want), "{e}");
+    assert!(e.ends_with("two-phase-commit, cas-counter"), "{e}");
+    // A key the recipe does not declare, and a variant it does not have.
+    std::fs::write(
+        &file,
+        "format = 1\nrecipe = \"cas-counter\"\nvariant = \"lock/herd\"\n",
+    )
+    .unwrap();
+    let e = load_in(&file, &registry()).unwrap_err();
+    assert!(
+        e.contains(":3:11: unknown variant \"lock/herd\"; cas-counter's variants are: cas-counter/blind-set"),
+        "{e}"
+    );
+    std::fs::write(
+        &file,
+        "format = 1\nrecipe = \"cas-counter\"\n[workload]\nclients = 3\nhold_ms = 10\n",
+    )
+    .unwrap();
+    let e = load_in(&file, &registry()).unwrap_err();
+    assert!(
+        e.contains(":5:1: `hold_ms` is not a workload key of recipe cas-counter; it takes: clients, think_ms_max"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_command_lists_and_runs_the_registered_recipe() {
+    let text = zoosim::cli::list(&registry(), Path::new("examples/custom_recipe")).unwrap();
+    for needle in [
+        "registered recipes:",
+        "  cas-counter  a shared counter",
+        "variant cas-counter/blind-set",
+        "workload key think_ms_max (0 to 60000",
+        "property no-lost-increment",
+        "counters: increments-acked, increments-maybe, conflicts, sessions-lost",
+        "bug-cas-counter-blind",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from:\n{text}");
+    }
+    // The built-in command does not know it.
+    let builtin = zoosim::cli::list(&Registry::new(), Path::new("examples/custom_recipe")).unwrap();
+    assert!(!builtin.contains("registered recipes:"));
+    assert!(
+        builtin.contains("unknown recipe \"cas-counter\""),
+        "{builtin}"
+    );
+    // The whole command, with the recipe: an expected failure is as expected.
+    let run = |r: Registry, file: &str| {
+        zoosim::cli::main_from(r, ["zoosim", "run", file, "--seeds", "5", "--jobs", "1"])
+    };
+    let bug = "examples/custom_recipe/bug-cas-counter-blind.toml";
+    assert_eq!(run(registry(), bug), ExitCode::SUCCESS);
+    // Without it, the file is refused; a registry with a bad declaration
+    // is refused before anything runs.
+    assert_eq!(run(Registry::new(), bug), ExitCode::from(2));
+    let bad = Registry::new()
+        .with(recipe::CasCounterRecipe)
+        .with(recipe::CasCounterRecipe);
+    assert_eq!(bad.errors().len(), 1);
+    assert_eq!(run(bad, bug), ExitCode::from(2));
+}
