@@ -43,14 +43,36 @@ pub struct SeedOutcome {
     pub faults: Vec<InjectedFault>,
     /// Recipe operations logged (acquisitions, takes, reads, ...).
     pub ops: u64,
+    /// When the outcome log's last entry was made (simulated ms since the
+    /// start): about when the workload stopped.
+    pub last_event_ms: u64,
     pub sim_ms: u64,
     /// When the fault phase began (simulated ms since the start): planned
     /// faults' times count from here.
     pub fault_start_ms: u64,
+    /// What the seed drew from the scenario's lists and ranges.
+    pub drawn: Drawn,
     /// Hash of the outcome log and the faults: equal for equal runs.
     pub digest: u64,
     /// The outcome log, one line per entry (for `--trace` and reports).
     pub log: Vec<String>,
+}
+
+/// What a seed drew from the scenario's lists and ranges. Each is one
+/// draw from the run's RNG whatever the list, so the shrinker can pin it
+/// without moving any later draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drawn {
+    pub servers: u32,
+    pub sync_limit_ticks: u32,
+    /// None for recipes that hold nothing.
+    pub hold_ms: Option<u64>,
+}
+
+/// One of `choices`, by one draw.
+fn pick<T: Copy>(choices: &[T]) -> T {
+    let bits: u64 = thread_rng().gen();
+    choices[(bits % choices.len() as u64) as usize]
 }
 
 /// What the recipe's part of a run hands back.
@@ -59,6 +81,7 @@ struct Judged {
     report: String,
     counters: Vec<(&'static str, u64)>,
     log: Vec<String>,
+    last_ms: u64,
     digest: u64,
 }
 
@@ -70,9 +93,14 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedOutcome {
 }
 
 async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
-    let ensemble = ensemble(s);
+    let (ensemble, servers, sync_limit_ticks) = ensemble(s);
     let t_ms = s.ensemble.session_timeout_ms;
     let pool = fault_pool(s);
+    let hold_ms = matches!(
+        s.recipe,
+        Recipe::Lock | Recipe::SharedLock | Recipe::RevocableLock | Recipe::Election
+    )
+    .then(|| pick(&s.workload.hold_ms));
     let slots: ClientSlots = Arc::default();
     let fault_end = Instant::now() + Duration::from_millis(s.faults.phase_ms);
     // Clients run on through the quiet phase; the run ends under them.
@@ -82,10 +110,19 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         .at
         .iter()
         .map(|f| PlannedFault {
-            at: Duration::from_millis(f.at_ms),
+            at: Duration::from_nanos(f.at_nanos()),
             fault: f.fault,
             client: f.client,
             server: f.server,
+            to: f.to,
+            split: f.split.clone(),
+            flips: f.flips.as_ref().map(|flips| {
+                flips
+                    .iter()
+                    .map(|(side, ms)| (side.clone(), Duration::from_millis(*ms)))
+                    .collect()
+            }),
+            delay: f.delay_ms.map(Duration::from_millis),
             window: f.window_ms.map(Duration::from_millis),
         })
         .collect();
@@ -100,7 +137,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         fault_end,
         until,
     };
-    let (pending, tasks) = start(s, &started).await;
+    let (pending, tasks) = start(s, &started, hold_ms.unwrap_or(0)).await;
     let fault_start_ms = now_ms();
     let injected = nemesis::run_planned(
         ensemble.clone(),
@@ -138,7 +175,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
     for (k, v) in &judged.counters {
         *counters.entry(k.to_string()).or_default() += v;
     }
-    for f in &injected {
+    for f in injected.iter().filter(|f| !f.skipped) {
         *counters.entry(format!("fault:{}", f.fault)).or_default() += 1;
     }
     for (k, v) in ensemble_counters(&ensemble) {
@@ -152,26 +189,34 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         failure: judged.failure,
         report: judged.report,
         ops: judged.log.len() as u64,
+        last_event_ms: judged.last_ms,
         counters,
         faults: injected,
         sim_ms: now_ms(),
         fault_start_ms,
+        drawn: Drawn {
+            servers,
+            sync_limit_ticks,
+            hold_ms,
+        },
         digest: digest.finish(),
         log: judged.log,
     }
 }
 
-fn ensemble(s: &Scenario) -> Arc<Ensemble> {
-    let choices = &s.ensemble.servers;
-    let servers = choices[thread_rng().gen_range(0..choices.len())];
+/// The seed's ensemble, its size and syncLimit.
+fn ensemble(s: &Scenario) -> (Arc<Ensemble>, u32, u32) {
+    let servers = pick(&s.ensemble.servers);
     let (lo, hi) = s.ensemble.sync_limit_ticks;
-    let sync_limit_ticks = u64::from(thread_rng().gen_range(lo..=hi));
-    Arc::new(Ensemble::start(EnsembleConfig {
+    let ticks: Vec<u32> = (lo..=hi).collect();
+    let sync_limit_ticks = pick(&ticks);
+    let e = Arc::new(Ensemble::start(EnsembleConfig {
         servers,
-        sync_limit_ticks,
-        init_limit_ticks: 2 * sync_limit_ticks,
+        sync_limit_ticks: u64::from(sync_limit_ticks),
+        init_limit_ticks: 2 * u64::from(sync_limit_ticks),
         ..EnsembleConfig::default()
-    }))
+    }));
+    (e, servers, sync_limit_ticks)
 }
 
 /// This seed's random faults: the scenario's pool, or (swarm) each kind of
@@ -248,7 +293,7 @@ fn mode_of(c: usize) -> LockMode {
     }
 }
 
-async fn start(s: &Scenario, st: &Started) -> (Pending, Vec<JoinHandle<()>>) {
+async fn start(s: &Scenario, st: &Started, hold_ms: u64) -> (Pending, Vec<JoinHandle<()>>) {
     use workload::*;
     let w = &s.workload;
     let t = s.ensemble.session_timeout_ms;
@@ -257,7 +302,7 @@ async fn start(s: &Scenario, st: &Started) -> (Pending, Vec<JoinHandle<()>>) {
     let lock_variant = variant.and_then(LockVariant::from_name).unwrap_or_default();
     let exclusive = |revoke_dir: Option<&str>| exclusive::ExclusiveWorkload {
         clients: w.clients,
-        hold_ms: w.hold_ms[thread_rng().gen_range(0..w.hold_ms.len())],
+        hold_ms,
         touches: w.touches,
         think_ms_max: w.think_ms_max,
         session_timeout_ms: t,
@@ -393,7 +438,10 @@ where
     E: Clone,
 {
     let mut log = log.lock().unwrap().clone();
-    for f in injected.iter().filter(|f| f.fault == Fault::ClientCrash) {
+    for f in injected
+        .iter()
+        .filter(|f| f.fault == Fault::ClientCrash && !f.skipped)
+    {
         log.push(Entry {
             at_ms: f.at.as_millis() as u64,
             client: f.client.expect("a crash names its client"),
@@ -421,6 +469,7 @@ fn judged<E: Debug>(
         report: report.to_string(),
         counters,
         log: lines,
+        last_ms: log.iter().map(|e| e.at_ms).max().unwrap_or(0),
         digest: digest.finish(),
     }
 }
