@@ -13,7 +13,7 @@ use std::time::Duration;
 use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
 use madsim::task::JoinHandle;
-use madsim::time::{sleep, Instant};
+use madsim::time::{sleep, timeout, Instant};
 
 use super::registry::Recipe;
 use super::spec::Scenario;
@@ -149,15 +149,15 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
     .await;
     let quiet_from = now_ms();
     let quiet = Duration::from_millis(s.quiet_ms);
-    if s.workload.operations == 0 {
-        sleep(quiet).await;
-    } else {
-        // Clients with a number of operations: the run ends when all
-        // have done theirs (or at the end of the quiet phase).
-        let end = Instant::now() + quiet;
-        while Instant::now() < end && !pending.all_done(s.workload.clients) {
-            sleep(Duration::from_millis(10)).await;
+    // Clients with a number of operations: the run ends when all have
+    // done theirs (or at the end of the quiet phase). This task wakes only
+    // then (each wake-up draws from the seed's RNG), so a run with a bound
+    // is the run without one until a client stops.
+    match pending.finished() {
+        Some(done) => {
+            let _ = timeout(quiet, done.reach(s.workload.clients)).await;
         }
+        None => sleep(quiet).await,
     }
     let liveness = Liveness {
         from_ms: quiet_from,
@@ -279,9 +279,17 @@ enum Pending {
     Queue(workload::queue::QueueLog, String, bool),
     Config(workload::config::ConfigLog, String, usize),
     Membership(workload::membership::MembershipLog, String, usize),
-    Barrier(workload::barrier::BarrierLog),
-    DoubleBarrier(workload::double_barrier::DoubleBarrierLog, usize),
-    TwoPhaseCommit(workload::two_phase_commit::TpcLog, usize),
+    Barrier(workload::barrier::BarrierLog, workload::Finished),
+    DoubleBarrier(
+        workload::double_barrier::DoubleBarrierLog,
+        usize,
+        workload::Finished,
+    ),
+    TwoPhaseCommit(
+        workload::two_phase_commit::TpcLog,
+        usize,
+        workload::Finished,
+    ),
 }
 
 fn mode_of(c: usize) -> LockMode {
@@ -395,11 +403,12 @@ async fn start(s: &Scenario, st: &Started, hold_ms: u64) -> (Pending, Vec<JoinHa
                 variant: variant
                     .and_then(BarrierVariant::from_name)
                     .unwrap_or_default(),
+                rounds: w.operations,
                 ..barrier::BarrierWorkload::default()
             };
-            let (log, tasks) = barrier::spawn(e, slots, &b, st.until);
+            let (log, finished, tasks) = barrier::spawn(e, slots, &b, st.until);
 
-            (Pending::Barrier(log), tasks)
+            (Pending::Barrier(log, finished), tasks)
         }
         Recipe::DoubleBarrier => {
             let d = double_barrier::DoubleBarrierWorkload {
@@ -407,22 +416,25 @@ async fn start(s: &Scenario, st: &Started, hold_ms: u64) -> (Pending, Vec<JoinHa
                 threshold: w.threshold,
                 compute_ms_max: w.compute_ms_max,
                 session_timeout_ms: t,
+                rounds: w.operations,
                 ..double_barrier::DoubleBarrierWorkload::default()
             };
-            let (log, tasks) = double_barrier::spawn(e, slots, &d, st.until);
+            let (log, finished, tasks) = double_barrier::spawn(e, slots, &d, st.until);
 
-            (Pending::DoubleBarrier(log, d.threshold), tasks)
+            (Pending::DoubleBarrier(log, d.threshold, finished), tasks)
         }
         Recipe::TwoPhaseCommit => {
             let p = two_phase_commit::TpcWorkload {
                 sites: w.clients - 1,
                 abort_probability: f64::from(w.abort_percent) / 100.0,
                 session_timeout_ms: t,
+                transactions: w.operations,
                 ..two_phase_commit::TpcWorkload::default()
             };
-            let (log, tasks) = two_phase_commit::spawn(e, slots, &p, st.fault_end, st.until);
+            let (log, finished, tasks) =
+                two_phase_commit::spawn(e, slots, &p, st.fault_end, st.until);
 
-            (Pending::TwoPhaseCommit(log, p.sites), tasks)
+            (Pending::TwoPhaseCommit(log, p.sites, finished), tasks)
         }
     }
 }
@@ -489,12 +501,15 @@ fn live_clients(st: &Started, leader: u32, clients: usize) -> Vec<usize> {
 }
 
 impl Pending {
-    fn all_done(&self, clients: usize) -> bool {
+    /// The count of clients done, for workloads with a number of
+    /// operations.
+    fn finished(&self) -> Option<workload::Finished> {
         match self {
-            Pending::Exclusive(record) => {
-                record.finished.load(std::sync::atomic::Ordering::Relaxed) >= clients
-            }
-            _ => false,
+            Pending::Exclusive(record) => Some(record.finished.clone()),
+            Pending::Barrier(_, f)
+            | Pending::DoubleBarrier(_, _, f)
+            | Pending::TwoPhaseCommit(_, _, f) => Some(f.clone()),
+            _ => None,
         }
     }
 
@@ -607,7 +622,7 @@ impl Pending {
                 ];
                 judged(&log, &r.violations, &r, counters)
             }
-            Pending::Barrier(log) => {
+            Pending::Barrier(log, _) => {
                 let log = with_crashes(&log, injected, || BarrierEvent::Crashed);
                 let r = check_barrier(&log, Some(liveness));
                 let counters = vec![
@@ -617,7 +632,7 @@ impl Pending {
                 ];
                 judged(&log, &r.violations, &r, counters)
             }
-            Pending::DoubleBarrier(log, threshold) => {
+            Pending::DoubleBarrier(log, threshold, _) => {
                 let log = with_crashes(&log, injected, || DoubleBarrierEvent::Crashed);
                 let r = check_double_barrier(&log, threshold, Some(liveness));
                 let counters = vec![
@@ -627,7 +642,7 @@ impl Pending {
                 ];
                 judged(&log, &r.violations, &r, counters)
             }
-            Pending::TwoPhaseCommit(log, sites) => {
+            Pending::TwoPhaseCommit(log, sites, _) => {
                 let log = with_crashes(&log, injected, || TpcEvent::Crashed);
                 let sites: Vec<usize> = (1..=sites).collect();
                 let r = check_tpc(&log, &sites, Some(liveness));

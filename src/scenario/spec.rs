@@ -128,8 +128,10 @@ pub struct WorkloadSpec {
     pub hold_ms: Vec<u64>,
     pub touches: u32,
     pub think_ms_max: u64,
-    /// Acquisitions per client, then it stops; 0: until the run ends (a
-    /// run whose clients all stopped ends then).
+    /// Operations, then a client stops; 0: until the run ends (a run whose
+    /// clients all stopped ends then). Acquisitions per client (the lock
+    /// family), rounds (barriers: the coordinator's, or each client's),
+    /// transactions (two-phase commit).
     pub operations: u32,
     pub producers: usize,
     pub consumers: usize,
