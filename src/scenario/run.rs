@@ -43,9 +43,9 @@ pub struct SeedOutcome {
     pub faults: Vec<InjectedFault>,
     /// Recipe operations logged (acquisitions, takes, reads, ...).
     pub ops: u64,
-    /// When the outcome log's last entry was made (simulated ms since the
-    /// start): about when the workload stopped.
-    pub last_event_ms: u64,
+    /// When each outcome-log entry was made, in order (simulated ms since
+    /// the start): when the workload did things, and stopped.
+    pub event_ms: Vec<u64>,
     pub sim_ms: u64,
     /// When the fault phase began (simulated ms since the start): planned
     /// faults' times count from here.
@@ -81,7 +81,7 @@ struct Judged {
     report: String,
     counters: Vec<(&'static str, u64)>,
     log: Vec<String>,
-    last_ms: u64,
+    event_ms: Vec<u64>,
     digest: u64,
 }
 
@@ -189,7 +189,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         failure: judged.failure,
         report: judged.report,
         ops: judged.log.len() as u64,
-        last_event_ms: judged.last_ms,
+        event_ms: judged.event_ms,
         counters,
         faults: injected,
         sim_ms: now_ms(),
@@ -481,7 +481,7 @@ fn judged<E: Debug>(
         report: report.to_string(),
         counters,
         log: lines,
-        last_ms: log.iter().map(|e| e.at_ms).max().unwrap_or(0),
+        event_ms: log.iter().map(|e| e.at_ms).collect(),
         digest: digest.finish(),
     }
 }

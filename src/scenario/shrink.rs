@@ -54,9 +54,9 @@ fn bounded(s: &Scenario) -> bool {
     s.recipe.workload_keys().contains(&"operations")
 }
 
-/// Runs a shrink tries at most in its search for a smaller workload (each
-/// small run takes some tens of milliseconds).
-const EXPLORE_BUDGET: u64 = 400;
+/// Runs a shrink tries at most in its search for a smaller workload (a
+/// small run takes a few milliseconds).
+const EXPLORE_BUDGET: u64 = 1500;
 
 struct Search<'a> {
     seed: u64,
@@ -418,8 +418,11 @@ fn explore(search: &mut Search, best: &mut Scenario, failure: &mut String) {
 }
 
 /// Where in the run a moved schedule starts: fractions of the span the
-/// workload runs.
+/// workload runs...
 const ANCHORS: [f64; 6] = [0.5, 0.2, 0.8, 0.35, 0.65, 0.05];
+/// ...and as many instants the workload did something at (a fault often
+/// has to hit an operation under way).
+const EVENT_ANCHORS: usize = 8;
 
 /// Tries `base` as it is, then with each other hold time, then (placed
 /// faults only) with the schedule moved into the span its workload runs,
@@ -454,24 +457,37 @@ fn try_variants(
         return false;
     }
     for v in holds {
-        // Where the workload runs without the faults in its way.
+        // Where the workload runs without the faults in its way (in the
+        // fault phase's time).
         let mut quiet = v.clone();
         quiet.faults.at.clear();
         let Ok(run) = search.run(&quiet) else {
             continue;
         };
-        let span_ns = run.last_event_ms.saturating_sub(run.fault_start_ms) * 1_000_000;
+        let events: Vec<u64> = run
+            .event_ms
+            .iter()
+            .filter_map(|&t| t.checked_sub(run.fault_start_ms))
+            .map(|t| t * 1_000_000)
+            .collect();
+        let span_ns = events.last().copied().unwrap_or(0);
         let times = v.faults.at.iter().map(ScheduledFault::at_nanos);
         let (Some(first), Some(last)) = (times.clone().min(), times.max()) else {
             continue;
         };
         let width = last - first;
-        for a in ANCHORS {
+        let mut starts: Vec<u64> = ANCHORS
+            .iter()
+            .map(|a| (span_ns as f64 * a) as u64)
+            .collect();
+        let step = events.len().div_ceil(EVENT_ANCHORS).max(1);
+        starts.extend(events.iter().step_by(step));
+        starts.dedup();
+        for start in starts {
             if search.runs >= budget {
                 return false;
             }
-            let start = (span_ns as f64 * a) as u64;
-            let room = span_ns - start;
+            let room = span_ns.saturating_sub(start);
             let mut m = v.clone();
             for f in &mut m.faults.at {
                 let offset = f.at_nanos() - first;
