@@ -121,26 +121,21 @@ fn a_shard_runs_its_part_of_the_seeds() {
     assert!(out.contains("coverage commits"), "{out}");
 }
 
-#[test]
-fn shrink_writes_a_small_scenario_that_fails_on_replay_and_keeps_existing_files() {
-    let (_, out, _) = zoosim(&["run", "scenarios/bug-lock-herd.toml"]);
-    let seed = out
-        .lines()
+/// The first seed `zoosim run` catches of an expected failure.
+fn caught_seed(scenario: &str) -> String {
+    let (_, out, _) = zoosim(&["run", scenario]);
+    out.lines()
         .find_map(|l| l.split(" seed ").nth(1))
         .and_then(|r| r.split_whitespace().next())
         .expect("the caught seed")
-        .to_owned();
-    let target = scratch("herd-shrunk.toml", "");
-    std::fs::remove_file(&target).unwrap();
-    let args = [
-        "shrink",
-        "scenarios/bug-lock-herd.toml",
-        "--seed",
-        &seed,
-        "--out",
-        &target,
-    ];
-    let (code, out, err) = zoosim(&args);
+        .to_owned()
+}
+
+/// Shrinks `scenario`'s caught seed into `target`: (args, seed, size).
+fn shrink_caught(scenario: &str, target: &str) -> ([String; 6], String, u64) {
+    let seed = caught_seed(scenario);
+    let args = ["shrink", scenario, "--seed", &seed, "--out", target].map(str::to_owned);
+    let (code, out, err) = zoosim(&args.each_ref().map(String::as_str));
     assert_eq!(code, 0, "{out}{err}");
     let size: u64 = out
         .split("shrunk to ")
@@ -148,7 +143,16 @@ fn shrink_writes_a_small_scenario_that_fails_on_replay_and_keeps_existing_files(
         .and_then(|r| r.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("a size in: {out}"));
-    assert!(size <= 15, "shrunk to {size} faults + operations: {out}");
+    (args, seed, size)
+}
+
+#[test]
+fn shrink_writes_a_small_scenario_that_fails_on_replay_and_keeps_existing_files() {
+    let target = scratch("herd-shrunk.toml", "");
+    std::fs::remove_file(&target).unwrap();
+    let (args, seed, size) = shrink_caught("scenarios/bug-lock-herd.toml", &target);
+    let args = args.each_ref().map(String::as_str);
+    assert!(size <= 15, "shrunk to {size} faults + operations");
     let (code, replayed, _) = zoosim(&["replay", &target, "--seed", &seed]);
     assert_eq!(code, 1, "the shrunk scenario fails:\n{replayed}");
     assert!(replayed.contains("herd"), "{replayed}");
@@ -250,5 +254,22 @@ fn replay_trace_shows_requests_replies_watches_faults_and_elections() {
     assert!(
         err.contains("RUST_LOG=\"zoosim=nonsense\" is not a tracing filter"),
         "{err}"
+    );
+}
+
+#[test]
+fn shrink_bounds_a_barrier_to_a_few_rounds() {
+    // The barrier's rounds are its operations: its workload is bounded.
+    let target = scratch("barrier-shrunk.toml", "");
+    std::fs::remove_file(&target).unwrap();
+    let (_, seed, size) = shrink_caught("scenarios/bug-barrier-no-sync.toml", &target);
+    assert!(size <= 15, "shrunk to {size} faults + operations");
+    let shrunk = std::fs::read_to_string(&target).unwrap();
+    assert!(shrunk.contains("operations = "), "{shrunk}");
+    let (code, replayed, _) = zoosim(&["replay", &target, "--seed", &seed, "--trace"]);
+    assert_eq!(code, 1, "the shrunk scenario fails:\n{shrunk}\n{replayed}");
+    assert!(
+        replayed.contains("before its barrier was removed"),
+        "{replayed}"
     );
 }

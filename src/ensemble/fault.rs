@@ -101,6 +101,18 @@ impl Fault {
             Fault::ServerCrash | Fault::OneWayClog | Fault::LinkDelay
         )
     }
+
+    /// Faults with a length: an outage, a network fault's window, a
+    /// pause, a forced expiry's race window.
+    pub fn has_a_window(self) -> bool {
+        !matches!(
+            self,
+            Fault::FlippingPartitions
+                | Fault::ClientCrash
+                | Fault::BrokenConnection
+                | Fault::LostWriteReply
+        )
+    }
 }
 
 impl fmt::Display for Fault {

@@ -91,9 +91,9 @@ impl Recipe {
             Recipe::Queue | Recipe::PriorityQueue => &["producers", "consumers", "think_ms_max"],
             Recipe::Configuration => &["clients", "think_ms_max"],
             Recipe::GroupMembership => &["clients", "churn_ms_max"],
-            Recipe::Barrier => &["clients", "hold_ms_max"],
-            Recipe::DoubleBarrier => &["clients", "threshold", "compute_ms_max"],
-            Recipe::TwoPhaseCommit => &["clients", "abort_percent"],
+            Recipe::Barrier => &["clients", "hold_ms_max", "operations"],
+            Recipe::DoubleBarrier => &["clients", "threshold", "compute_ms_max", "operations"],
+            Recipe::TwoPhaseCommit => &["clients", "abort_percent", "operations"],
             Recipe::Custom => &[],
         }
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Runtime;
 use madsim::task::JoinHandle;
-use madsim::time::{sleep, Instant};
+use madsim::time::{sleep, timeout, Instant};
 
 use super::registry::Recipe;
 use super::spec::Scenario;
@@ -43,14 +43,36 @@ pub struct SeedOutcome {
     pub faults: Vec<InjectedFault>,
     /// Recipe operations logged (acquisitions, takes, reads, ...).
     pub ops: u64,
+    /// When each outcome-log entry was made, in order (simulated ms since
+    /// the start): when the workload did things, and stopped.
+    pub event_ms: Vec<u64>,
     pub sim_ms: u64,
     /// When the fault phase began (simulated ms since the start): planned
     /// faults' times count from here.
     pub fault_start_ms: u64,
+    /// What the seed drew from the scenario's lists and ranges.
+    pub drawn: Drawn,
     /// Hash of the outcome log and the faults: equal for equal runs.
     pub digest: u64,
     /// The outcome log, one line per entry (for `--trace` and reports).
     pub log: Vec<String>,
+}
+
+/// What a seed drew from the scenario's lists and ranges. Each is one
+/// draw from the run's RNG whatever the list, so the shrinker can pin it
+/// without moving any later draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drawn {
+    pub servers: u32,
+    pub sync_limit_ticks: u32,
+    /// None for recipes that hold nothing.
+    pub hold_ms: Option<u64>,
+}
+
+/// One of `choices`, by one draw.
+fn pick<T: Copy>(choices: &[T]) -> T {
+    let bits: u64 = thread_rng().gen();
+    choices[(bits % choices.len() as u64) as usize]
 }
 
 /// What the recipe's part of a run hands back.
@@ -59,6 +81,7 @@ struct Judged {
     report: String,
     counters: Vec<(String, u64)>,
     log: Vec<String>,
+    event_ms: Vec<u64>,
     digest: u64,
 }
 
@@ -70,9 +93,14 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedOutcome {
 }
 
 async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
-    let ensemble = ensemble(s);
+    let (ensemble, servers, sync_limit_ticks) = ensemble(s);
     let t_ms = s.ensemble.session_timeout_ms;
     let pool = fault_pool(s);
+    let hold_ms = matches!(
+        s.recipe,
+        Recipe::Lock | Recipe::SharedLock | Recipe::RevocableLock | Recipe::Election
+    )
+    .then(|| pick(&s.workload.hold_ms));
     let slots: ClientSlots = Arc::default();
     let fault_end = Instant::now() + Duration::from_millis(s.faults.phase_ms);
     // Clients run on through the quiet phase; the run ends under them.
@@ -82,10 +110,19 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         .at
         .iter()
         .map(|f| PlannedFault {
-            at: Duration::from_millis(f.at_ms),
+            at: Duration::from_nanos(f.at_nanos()),
             fault: f.fault,
             client: f.client,
             server: f.server,
+            to: f.to,
+            split: f.split.clone(),
+            flips: f.flips.as_ref().map(|flips| {
+                flips
+                    .iter()
+                    .map(|(side, ms)| (side.clone(), Duration::from_millis(*ms)))
+                    .collect()
+            }),
+            delay: f.delay_ms.map(Duration::from_millis),
             window: f.window_ms.map(Duration::from_millis),
         })
         .collect();
@@ -100,7 +137,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         fault_end,
         until,
     };
-    let (pending, tasks) = start(s, &started).await;
+    let (pending, tasks) = start(s, &started, hold_ms.unwrap_or(0)).await;
     let fault_start_ms = now_ms();
     let injected = nemesis::run_planned(
         ensemble.clone(),
@@ -112,15 +149,22 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
     .await;
     let quiet_from = now_ms();
     let quiet = Duration::from_millis(s.quiet_ms);
-    if s.workload.operations == 0 && s.custom.is_none() {
-        sleep(quiet).await;
-    } else {
-        // Clients with a number of operations: the run ends when all
-        // have done theirs (or at the end of the quiet phase).
-        let end = Instant::now() + quiet;
-        while Instant::now() < end && !pending.all_done(s.workload.clients) {
-            sleep(Duration::from_millis(10)).await;
+    // Clients with a number of operations: the run ends when all have
+    // done theirs (or at the end of the quiet phase). This task wakes only
+    // then (each wake-up draws from the seed's RNG), so a run with a bound
+    // is the run without one until a client stops.
+    match pending.finished() {
+        Some(done) => {
+            let _ = timeout(quiet, done.reach(s.workload.clients)).await;
         }
+        None if matches!(pending, Pending::Custom(_)) => {
+            // A registered recipe says when it is done: look every 10 ms.
+            let end = Instant::now() + quiet;
+            while Instant::now() < end && !pending.custom_finished() {
+                sleep(Duration::from_millis(10)).await;
+            }
+        }
+        None => sleep(quiet).await,
     }
     let liveness = Liveness {
         from_ms: quiet_from,
@@ -138,7 +182,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
     for (k, v) in &judged.counters {
         *counters.entry(k.to_string()).or_default() += v;
     }
-    for f in &injected {
+    for f in injected.iter().filter(|f| !f.skipped) {
         *counters.entry(format!("fault:{}", f.fault)).or_default() += 1;
     }
     for (k, v) in ensemble_counters(&ensemble) {
@@ -152,27 +196,35 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         failure: judged.failure,
         report: judged.report,
         ops: judged.log.len() as u64,
+        event_ms: judged.event_ms,
         counters,
         faults: injected,
         sim_ms: now_ms(),
         fault_start_ms,
+        drawn: Drawn {
+            servers,
+            sync_limit_ticks,
+            hold_ms,
+        },
         digest: digest.finish(),
         log: judged.log,
     }
 }
 
-fn ensemble(s: &Scenario) -> Arc<Ensemble> {
-    let choices = &s.ensemble.servers;
-    let servers = choices[thread_rng().gen_range(0..choices.len())];
+/// The seed's ensemble, its size and syncLimit.
+fn ensemble(s: &Scenario) -> (Arc<Ensemble>, u32, u32) {
+    let servers = pick(&s.ensemble.servers);
     let (lo, hi) = s.ensemble.sync_limit_ticks;
-    let sync_limit_ticks = u64::from(thread_rng().gen_range(lo..=hi));
-    Arc::new(Ensemble::start(EnsembleConfig {
+    let ticks: Vec<u32> = (lo..=hi).collect();
+    let sync_limit_ticks = pick(&ticks);
+    let e = Arc::new(Ensemble::start(EnsembleConfig {
         servers,
-        sync_limit_ticks,
-        init_limit_ticks: 2 * sync_limit_ticks,
+        sync_limit_ticks: u64::from(sync_limit_ticks),
+        init_limit_ticks: 2 * u64::from(sync_limit_ticks),
         link_latency_ms: s.ensemble.link_latency_ms,
         ..EnsembleConfig::default()
-    }))
+    }));
+    (e, servers, sync_limit_ticks)
 }
 
 /// This seed's random faults: the scenario's pool, or (swarm) each kind of
@@ -235,9 +287,17 @@ enum Pending {
     Queue(workload::queue::QueueLog, String, bool),
     Config(workload::config::ConfigLog, String, usize),
     Membership(workload::membership::MembershipLog, String, usize),
-    Barrier(workload::barrier::BarrierLog),
-    DoubleBarrier(workload::double_barrier::DoubleBarrierLog, usize),
-    TwoPhaseCommit(workload::two_phase_commit::TpcLog, usize),
+    Barrier(workload::barrier::BarrierLog, workload::Finished),
+    DoubleBarrier(
+        workload::double_barrier::DoubleBarrierLog,
+        usize,
+        workload::Finished,
+    ),
+    TwoPhaseCommit(
+        workload::two_phase_commit::TpcLog,
+        usize,
+        workload::Finished,
+    ),
     /// A registered recipe's run (`super::custom`).
     Custom(Box<dyn super::custom::Running>),
 }
@@ -251,7 +311,7 @@ fn mode_of(c: usize) -> LockMode {
     }
 }
 
-async fn start(s: &Scenario, st: &Started) -> (Pending, Vec<JoinHandle<()>>) {
+async fn start(s: &Scenario, st: &Started, hold_ms: u64) -> (Pending, Vec<JoinHandle<()>>) {
     use workload::*;
     let w = &s.workload;
     let t = s.ensemble.session_timeout_ms;
@@ -260,7 +320,7 @@ async fn start(s: &Scenario, st: &Started) -> (Pending, Vec<JoinHandle<()>>) {
     let lock_variant = variant.and_then(LockVariant::from_name).unwrap_or_default();
     let exclusive = |revoke_dir: Option<&str>| exclusive::ExclusiveWorkload {
         clients: w.clients,
-        hold_ms: w.hold_ms[thread_rng().gen_range(0..w.hold_ms.len())],
+        hold_ms,
         touches: w.touches,
         think_ms_max: w.think_ms_max,
         session_timeout_ms: t,
@@ -353,11 +413,12 @@ async fn start(s: &Scenario, st: &Started) -> (Pending, Vec<JoinHandle<()>>) {
                 variant: variant
                     .and_then(BarrierVariant::from_name)
                     .unwrap_or_default(),
+                rounds: w.operations,
                 ..barrier::BarrierWorkload::default()
             };
-            let (log, tasks) = barrier::spawn(e, slots, &b, st.until);
+            let (log, finished, tasks) = barrier::spawn(e, slots, &b, st.until);
 
-            (Pending::Barrier(log), tasks)
+            (Pending::Barrier(log, finished), tasks)
         }
         Recipe::DoubleBarrier => {
             let d = double_barrier::DoubleBarrierWorkload {
@@ -365,22 +426,25 @@ async fn start(s: &Scenario, st: &Started) -> (Pending, Vec<JoinHandle<()>>) {
                 threshold: w.threshold,
                 compute_ms_max: w.compute_ms_max,
                 session_timeout_ms: t,
+                rounds: w.operations,
                 ..double_barrier::DoubleBarrierWorkload::default()
             };
-            let (log, tasks) = double_barrier::spawn(e, slots, &d, st.until);
+            let (log, finished, tasks) = double_barrier::spawn(e, slots, &d, st.until);
 
-            (Pending::DoubleBarrier(log, d.threshold), tasks)
+            (Pending::DoubleBarrier(log, d.threshold, finished), tasks)
         }
         Recipe::TwoPhaseCommit => {
             let p = two_phase_commit::TpcWorkload {
                 sites: w.clients - 1,
                 abort_probability: f64::from(w.abort_percent) / 100.0,
                 session_timeout_ms: t,
+                transactions: w.operations,
                 ..two_phase_commit::TpcWorkload::default()
             };
-            let (log, tasks) = two_phase_commit::spawn(e, slots, &p, st.fault_end, st.until);
+            let (log, finished, tasks) =
+                two_phase_commit::spawn(e, slots, &p, st.fault_end, st.until);
 
-            (Pending::TwoPhaseCommit(log, p.sites), tasks)
+            (Pending::TwoPhaseCommit(log, p.sites, finished), tasks)
         }
         Recipe::Custom => {
             let (running, tasks) = super::custom::sim::start(s, e, slots, st.fault_end, st.until);
@@ -400,7 +464,10 @@ where
     E: Clone,
 {
     let mut log = log.lock().unwrap().clone();
-    for f in injected.iter().filter(|f| f.fault == Fault::ClientCrash) {
+    for f in injected
+        .iter()
+        .filter(|f| f.fault == Fault::ClientCrash && !f.skipped)
+    {
         log.push(Entry {
             at_ms: f.at.as_millis() as u64,
             client: f.client.expect("a crash names its client"),
@@ -431,6 +498,7 @@ fn judged<E: Debug>(
             .map(|(k, v)| (k.to_owned(), v))
             .collect(),
         log: lines,
+        event_ms: log.iter().map(|e| e.at_ms).collect(),
         digest: digest.finish(),
     }
 }
@@ -450,14 +518,21 @@ fn live_clients(st: &Started, leader: u32, clients: usize) -> Vec<usize> {
 }
 
 impl Pending {
-    fn all_done(&self, clients: usize) -> bool {
+    /// The count of clients done, for workloads with a number of
+    /// operations.
+    fn finished(&self) -> Option<workload::Finished> {
         match self {
-            Pending::Exclusive(record) => {
-                record.finished.load(std::sync::atomic::Ordering::Relaxed) >= clients
-            }
-            Pending::Custom(running) => running.finished(),
-            _ => false,
+            Pending::Exclusive(record) => Some(record.finished.clone()),
+            Pending::Barrier(_, f)
+            | Pending::DoubleBarrier(_, _, f)
+            | Pending::TwoPhaseCommit(_, _, f) => Some(f.clone()),
+            _ => None,
         }
+    }
+
+    /// Whether a registered recipe's run says it is done.
+    fn custom_finished(&self) -> bool {
+        matches!(self, Pending::Custom(running) if running.finished())
     }
 
     fn judge(
@@ -575,7 +650,7 @@ impl Pending {
                 ];
                 judged(&log, &r.violations, &r, counters)
             }
-            Pending::Barrier(log) => {
+            Pending::Barrier(log, _) => {
                 let log = with_crashes(&log, injected, || BarrierEvent::Crashed);
                 let r = check_barrier(&log, Some(liveness));
                 let counters = vec![
@@ -585,7 +660,7 @@ impl Pending {
                 ];
                 judged(&log, &r.violations, &r, counters)
             }
-            Pending::DoubleBarrier(log, threshold) => {
+            Pending::DoubleBarrier(log, threshold, _) => {
                 let log = with_crashes(&log, injected, || DoubleBarrierEvent::Crashed);
                 let r = check_double_barrier(&log, threshold, Some(liveness));
                 let counters = vec![
@@ -595,7 +670,7 @@ impl Pending {
                 ];
                 judged(&log, &r.violations, &r, counters)
             }
-            Pending::TwoPhaseCommit(log, sites) => {
+            Pending::TwoPhaseCommit(log, sites, _) => {
                 let log = with_crashes(&log, injected, || TpcEvent::Crashed);
                 let sites: Vec<usize> = (1..=sites).collect();
                 let r = check_tpc(&log, &sites, Some(liveness));
@@ -623,6 +698,7 @@ impl Pending {
                     report: v.report,
                     counters: v.counters,
                     log: v.log,
+                    event_ms: v.event_ms,
                     digest: digest.finish(),
                 }
             }

@@ -130,6 +130,7 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
                 // every seed's outcome log.
                 let r = run_one(s, seed).map(|mut out| {
                     out.log = Vec::new();
+                    out.event_ms = Vec::new();
                     out.faults = Vec::new();
                     out.report = String::new();
                     out

@@ -1,13 +1,25 @@
 //! Shrinking a failing seed (delta debugging, Zeller's ddmin): the faults
-//! the nemesis injected become a hand-placed schedule, random faults off;
+//! the nemesis tried become a hand-placed schedule, random faults off;
 //! then faults are dropped while the seed still fails, and the workload is
 //! made smaller (fewer clients, fewer operations, a shorter fault phase).
 //! The result is a scenario file that fails deterministically: one seed,
 //! every fault written out.
+//!
+//! Placed faults replay the seed's run exactly: each carries every
+//! parameter the nemesis drew and the instant it was due, the nemesis
+//! draws from its own stream, and the seed's draws from the scenario's
+//! lists are pinned (one draw each whatever the list). Past that first
+//! step every candidate is a different run of the same seed, judged only
+//! by whether it still fails.
+
+use std::time::Duration;
 
 use super::registry::Recipe;
+use super::run::SeedOutcome;
 use super::runner::run_one;
 use super::spec::{Scenario, ScheduledFault};
+use crate::ensemble::fault::Fault;
+use crate::ensemble::sim::nemesis::InjectedFault;
 
 #[derive(Clone, Debug)]
 pub struct Shrunk {
@@ -20,108 +32,205 @@ pub struct Shrunk {
     /// Faults the shrunk run injected (placed ones, and random ones where
     /// the nemesis had to stay on).
     pub faults_injected: u64,
+    /// Faults it tried, those that did not apply included (each placed
+    /// fault is tried).
+    pub faults_tried: u64,
 }
 
 impl Shrunk {
-    /// Faults injected plus workload operations (clients × operations per
+    /// Faults tried plus workload operations (clients × operations per
     /// client); None where the workload is not bounded by a number of
-    /// operations (only the lock family's is, so far).
+    /// operations.
     pub fn size(&self) -> Option<u64> {
         let s = &self.scenario;
-        let bounded = matches!(
-            s.recipe,
-            Recipe::Lock | Recipe::SharedLock | Recipe::RevocableLock | Recipe::Election
-        ) && s.workload.operations > 0;
-        bounded.then(|| {
-            self.faults_injected + s.workload.clients as u64 * u64::from(s.workload.operations)
+        (bounded(s) && s.workload.operations > 0).then(|| {
+            self.faults_tried + s.workload.clients as u64 * u64::from(s.workload.operations)
         })
     }
 }
+
+/// The recipe's workload takes a number of operations.
+fn bounded(s: &Scenario) -> bool {
+    s.recipe.workload_keys().contains(&"operations")
+}
+
+/// Runs a shrink tries at most in its search for a smaller workload (a
+/// small run takes a few milliseconds).
+const EXPLORE_BUDGET: u64 = 1500;
 
 struct Search<'a> {
     seed: u64,
     runs: u64,
     log: &'a dyn Fn(&str),
+    /// The scenario's own hold times: a candidate may take another.
+    holds: Vec<u64>,
 }
 
 impl Search<'_> {
+    fn run(&mut self, candidate: &Scenario) -> Result<SeedOutcome, String> {
+        self.runs += 1;
+        run_one(candidate, self.seed)
+    }
+
     /// The failure, if `candidate` still fails at the seed.
     fn fails(&mut self, candidate: &Scenario) -> Option<String> {
-        self.runs += 1;
-        match run_one(candidate, self.seed) {
+        match self.run(candidate) {
             Ok(out) => out.failure,
             Err(panic) => Some(panic),
         }
     }
+
+    /// Takes `candidate` if it still fails.
+    fn try_it(
+        &mut self,
+        best: &mut Scenario,
+        failure: &mut String,
+        candidate: Scenario,
+        what: &str,
+    ) -> bool {
+        match self.fails(&candidate) {
+            Some(f) => {
+                (self.log)(what);
+                *best = candidate;
+                *failure = f;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// `s` for seed `seed` alone, with what `out` (that seed's run) drew from
+/// the scenario's lists pinned: the same run, and the file says what it
+/// runs.
+fn pinned(s: &Scenario, seed: u64, out: &SeedOutcome) -> Scenario {
+    let mut p = s.clone();
+    p.seeds = 1;
+    p.test_seeds = 1;
+    p.seed_start = seed;
+    p.coverage.clear();
+    p.ensemble.servers = vec![out.drawn.servers];
+    let ticks = out.drawn.sync_limit_ticks;
+    p.ensemble.sync_limit_ticks = (ticks, ticks);
+    if let Some(h) = out.drawn.hold_ms {
+        p.workload.hold_ms = vec![h];
+    }
+    p
+}
+
+/// `s` at `out`'s seed with every fault its nemesis tried placed by hand
+/// and the random ones off: the very same run (same digest).
+pub fn placed_schedule(s: &Scenario, seed: u64, out: &SeedOutcome) -> Scenario {
+    let mut p = pinned(s, seed, out);
+    p.faults.kinds.clear();
+    p.faults.at = out
+        .faults
+        .iter()
+        .filter(|f| f.due < Duration::from_millis(s.faults.phase_ms))
+        .map(placed_fault)
+        .collect();
+    p
 }
 
 /// Shrinks `seed` of `s`; Err if the seed does not fail.
 pub fn shrink(s: &Scenario, seed: u64, log: &dyn Fn(&str)) -> Result<Shrunk, String> {
-    let mut search = Search { seed, runs: 0, log };
-    let out = run_one(s, seed).map_err(|p| format!("seed {seed} panicked: {p}"))?;
+    let mut search = Search {
+        seed,
+        runs: 0,
+        log,
+        holds: s.workload.hold_ms.clone(),
+    };
+    let out = search
+        .run(s)
+        .map_err(|p| format!("seed {seed} panicked: {p}"))?;
     let Some(first) = out.failure.clone() else {
         return Err(format!(
             "seed {seed} of {} passes: nothing to shrink",
             s.name
         ));
     };
-    let plan: Vec<ScheduledFault> = out
-        .faults
-        .iter()
-        .map(|f| ScheduledFault {
-            at_ms: (f.at.as_millis() as u64).saturating_sub(out.fault_start_ms),
-            fault: f.fault,
-            client: f.client,
-            server: f.server.filter(|_| f.fault.takes_a_server()),
-            window_ms: (!f.window.is_zero()).then_some(f.window.as_millis() as u64),
-        })
-        .filter(|f| f.at_ms < s.faults.phase_ms)
-        .collect();
-    let mut best = s.clone();
-    best.seeds = 1;
-    best.test_seeds = 1;
-    best.seed_start = seed;
+    let mut best = pinned(s, seed, &out);
     best.expect_failure = true;
-    best.coverage.clear();
     best.description = format!(
         "{} seed {seed}, shrunk: {}",
         s.name,
         first.lines().next().unwrap_or("")
     );
     let mut failure = first;
-    // The injected faults, placed by hand, random ones off. The workload's
-    // random draws shift with the nemesis's, so this may not fail; then
-    // only the workload is shrunk, under the original nemesis.
-    let mut placed = best.clone();
-    placed.faults.kinds.clear();
-    placed.faults.at = plan;
-    if let Some(f) = search.fails(&placed) {
-        (search.log)(&format!(
-            "{} faults placed by hand still fail",
-            placed.faults.at.len()
-        ));
-        best = placed;
-        failure = f;
-        failure = ddmin_faults(&mut search, &mut best, failure);
-    } else {
-        (search.log)("the placed faults do not fail: shrinking the workload only");
+    // The faults tried, placed by hand, random ones off: the same run. If
+    // it does not fail after all, only the workload is shrunk, under the
+    // original nemesis.
+    let mut placed = placed_schedule(s, seed, &out);
+    placed.expect_failure = true;
+    placed.description = best.description.clone();
+    let replayed = search.run(&placed);
+    let exact = matches!(&replayed, Ok(o) if o.digest == out.digest);
+    match replayed.map_or_else(Some, |o| o.failure) {
+        Some(f) => {
+            (search.log)(&format!(
+                "{} faults placed by hand still fail{}",
+                placed.faults.at.len(),
+                if exact { " (the same run exactly)" } else { "" }
+            ));
+            best = placed;
+            failure = f;
+            // Fewer operations first, while the run is still the seed's:
+            // a bound changes nothing until a client stops, so the bound
+            // that still fails says when the failure happened, and the
+            // faults after it go next.
+            if bounded(&best) {
+                fewest_operations(&mut search, &mut best, &mut failure);
+            }
+            failure = ddmin_faults(&mut search, &mut best, failure);
+        }
+        None => (search.log)("the placed faults do not fail: shrinking the workload only"),
     }
     if best.faults.kinds.is_empty() && !best.faults.at.is_empty() {
         failure = compress_time(&mut search, &mut best, failure);
     }
     failure = shrink_workload(&mut search, &mut best, failure);
-    let last = run_one(&best, seed).map_err(|p| format!("the shrunk seed panicked: {p}"))?;
-    assert!(
-        last.failure.is_some(),
-        "a shrunk scenario fails by construction (same seed, same binary)"
-    );
+    let last = search
+        .run(&best)
+        .map_err(|p| format!("the shrunk seed panicked: {p}"))?;
+    if last.failure.is_none() {
+        // Every candidate taken failed at this seed on this binary.
+        return Err(format!(
+            "the shrunk scenario passes seed {seed}: the simulation is not deterministic"
+        ));
+    }
     Ok(Shrunk {
         scenario: best,
         seed,
         failure,
-        runs: search.runs + 1,
-        faults_injected: last.faults.len() as u64,
+        runs: search.runs,
+        faults_injected: last.faults.iter().filter(|f| !f.skipped).count() as u64,
+        faults_tried: last.faults.len() as u64,
     })
+}
+
+/// `f` as a `[[faults.at]]`, every parameter written out, due at the same
+/// instant.
+fn placed_fault(f: &InjectedFault) -> ScheduledFault {
+    let ms = |d: Duration| d.as_millis() as u64;
+    let mut p = ScheduledFault {
+        at_ms: 0,
+        at_ns: 0,
+        fault: f.fault,
+        client: f.client,
+        server: f.server.filter(|_| f.fault.takes_a_server()),
+        to: f.to,
+        split: f.split.clone(),
+        flips: (f.fault == Fault::FlippingPartitions).then(|| {
+            f.flips
+                .iter()
+                .map(|(side, d)| (side.clone(), ms(*d)))
+                .collect()
+        }),
+        delay_ms: (!f.delay.is_zero()).then(|| ms(f.delay)),
+        window_ms: f.fault.has_a_window().then(|| ms(f.window)),
+    };
+    p.set_at_nanos(f.due.as_nanos() as u64);
+    p
 }
 
 /// ddmin over the planned faults, then one at a time (1-minimal).
@@ -139,10 +248,8 @@ fn ddmin_faults(search: &mut Search, best: &mut Scenario, mut failure: String) -
                 .filter(|(i, _)| !(start..start + chunk).contains(i))
                 .map(|(_, f)| f.clone())
                 .collect();
-            if let Some(f) = search.fails(&candidate) {
-                (search.log)(&format!("{} faults", candidate.faults.at.len()));
-                *best = candidate;
-                failure = f;
+            let what = format!("{} faults", candidate.faults.at.len());
+            if search.try_it(best, &mut failure, candidate, &what) {
                 n = (n - 1).max(2);
                 reduced = true;
                 break;
@@ -159,12 +266,9 @@ fn ddmin_faults(search: &mut Search, best: &mut Scenario, mut failure: String) -
     while i < best.faults.at.len() {
         let mut candidate = best.clone();
         candidate.faults.at.remove(i);
-        match search.fails(&candidate) {
-            Some(f) => {
-                *best = candidate;
-                failure = f;
-            }
-            None => i += 1,
+        let what = format!("{} faults", candidate.faults.at.len());
+        if !search.try_it(best, &mut failure, candidate, &what) {
+            i += 1;
         }
     }
     failure
@@ -176,85 +280,62 @@ fn compress_time(search: &mut Search, best: &mut Scenario, mut failure: String) 
     loop {
         let mut c = best.clone();
         for f in &mut c.faults.at {
-            f.at_ms /= 2;
+            f.set_at_nanos(f.at_nanos() / 2);
         }
         if c.faults.at == best.faults.at {
             return failure;
         }
-        match search.fails(&c) {
-            Some(f) => {
-                let last = c.faults.at.iter().map(|f| f.at_ms).max().unwrap_or(0);
-                (search.log)(&format!("the faults by {last} ms"));
-                *best = c;
-                failure = f;
-            }
-            None => return failure,
+        let last = c.faults.at.iter().map(|f| f.at_ms).max().unwrap_or(0);
+        let what = format!("the faults by {last} ms");
+        if !search.try_it(best, &mut failure, c, &what) {
+            return failure;
         }
     }
+}
+
+/// The fewest clients the recipe runs with.
+fn client_floor(s: &Scenario) -> usize {
+    match s.recipe {
+        Recipe::TwoPhaseCommit => 2,
+        Recipe::DoubleBarrier => s.workload.threshold,
+        _ => 1,
+    }
+}
+
+/// `s` with `clients` clients; faults aimed at a client no longer there
+/// aim at another.
+fn with_clients(s: &Scenario, clients: usize) -> Scenario {
+    let mut c = s.clone();
+    c.workload.clients = clients;
+    let aimable = match s.recipe {
+        Recipe::Queue | Recipe::PriorityQueue => s.workload.producers + s.workload.consumers,
+        Recipe::RevocableLock => clients + 1,
+        _ => clients,
+    };
+    for f in &mut c.faults.at {
+        if let Some(k) = f.client {
+            f.client = Some(k % aimable);
+        }
+    }
+    c
 }
 
 /// Fewer clients, fewer operations, a shorter fault phase: each while the
 /// seed still fails.
 fn shrink_workload(search: &mut Search, best: &mut Scenario, mut failure: String) -> String {
-    let exclusive = matches!(
-        best.recipe,
-        Recipe::Lock | Recipe::SharedLock | Recipe::RevocableLock | Recipe::Election
-    );
-    let mut try_it = |search: &mut Search, best: &mut Scenario, c: Scenario, what: &str| {
-        if let Some(f) = search.fails(&c) {
-            (search.log)(what);
-            *best = c;
-            failure = f;
-            true
-        } else {
-            false
-        }
-    };
-    // Clients: not below those the schedule aims at, nor what the recipe
-    // needs.
-    let aimed = best.faults.at.iter().filter_map(|f| f.client).max();
-    let floor = match best.recipe {
-        Recipe::TwoPhaseCommit => 2,
-        Recipe::DoubleBarrier => best.workload.threshold,
-        _ => 1,
-    }
-    .max(aimed.map_or(1, |c| c + 1));
+    let floor = client_floor(best);
     while best.workload.clients > floor {
-        let mut c = best.clone();
-        c.workload.clients -= 1;
+        let c = with_clients(best, best.workload.clients - 1);
         let what = format!("{} clients", c.workload.clients);
-        if !try_it(search, best, c, &what) {
+        if !search.try_it(best, &mut failure, c, &what) {
             break;
         }
     }
-    if exclusive {
-        // The fewest operations per client that still fail: doubling up
-        // from one, then halving the gap.
-        let mut hi = None;
-        let mut ops = 1;
-        while ops <= 64 {
-            let mut c = best.clone();
-            c.workload.operations = ops;
-            let what = format!("{ops} operations per client");
-            if try_it(search, best, c, &what) {
-                hi = Some(ops);
-                break;
-            }
-            ops *= 2;
-        }
-        if let Some(mut hi) = hi {
-            let mut lo = hi / 2; // passes (or 0)
-            while hi - lo > 1 {
-                let mid = (lo + hi) / 2;
-                let mut c = best.clone();
-                c.workload.operations = mid;
-                let what = format!("{mid} operations per client");
-                if try_it(search, best, c, &what) {
-                    hi = mid;
-                } else {
-                    lo = mid;
-                }
-            }
+    if bounded(best) {
+        fewest_operations(search, best, &mut failure);
+        explore(search, best, &mut failure);
+        if best.faults.at.len() >= 2 && best.faults.kinds.is_empty() {
+            failure = ddmin_faults(search, best, failure);
         }
     }
     // The fault phase: up to just after the last planned fault.
@@ -265,8 +346,166 @@ fn shrink_workload(search: &mut Search, best: &mut Scenario, mut failure: String
             let mut c = best.clone();
             c.faults.phase_ms = phase;
             let what = format!("a fault phase of {phase} ms");
-            try_it(search, best, c, &what);
+            search.try_it(best, &mut failure, c, &what);
         }
     }
     failure
+}
+
+/// The fewest operations per client that still fail: doubling up from
+/// one (while below the bound there is), then halving the gap.
+fn fewest_operations(search: &mut Search, best: &mut Scenario, failure: &mut String) {
+    let limit = match best.workload.operations {
+        0 => 1 << 16,
+        n => n,
+    };
+    let mut hi = (best.workload.operations > 0).then_some(best.workload.operations);
+    let mut lo = 0; // passes (or none)
+    let mut ops = 1;
+    while ops < limit {
+        let mut c = best.clone();
+        c.workload.operations = ops;
+        let what = format!("{ops} operations per client");
+        if search.try_it(best, failure, c, &what) {
+            hi = Some(ops);
+            break;
+        }
+        lo = ops;
+        ops *= 2;
+    }
+    let Some(mut hi) = hi else {
+        return;
+    };
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        let mut c = best.clone();
+        c.workload.operations = mid;
+        let what = format!("{mid} operations per client");
+        if search.try_it(best, failure, c, &what) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+}
+
+/// Smaller workloads, smallest first, each tried as it is and in
+/// variants the size does not count (another of the scenario's hold
+/// times; the faults moved to where the smaller workload runs), until one
+/// fails or the budget is spent. A smaller workload is a different run:
+/// what the fault hit may now happen elsewhere, or at another time.
+fn explore(search: &mut Search, best: &mut Scenario, failure: &mut String) {
+    let (clients, ops) = (best.workload.clients, best.workload.operations as usize);
+    let mut sizes: Vec<(usize, usize)> = (client_floor(best)..=clients)
+        .flat_map(|c| (1..=ops).map(move |o| (c, o)))
+        .filter(|&(c, o)| c * o < clients * ops)
+        .collect();
+    // Smallest first; at one size, fewer clients first.
+    sizes.sort_by_key(|&(c, o)| (c * o, c));
+    let budget = search.runs + EXPLORE_BUDGET;
+    for (c, o) in sizes {
+        let mut base = with_clients(best, c);
+        base.workload.operations = o as u32;
+        let what = format!("{c} clients, {o} operations each");
+        if try_variants(search, best, failure, base, &what, budget) {
+            return;
+        }
+        if search.runs >= budget {
+            (search.log)("the search for a smaller workload ran out of its budget");
+            return;
+        }
+    }
+}
+
+/// Where in the run a moved schedule starts: fractions of the span the
+/// workload runs...
+const ANCHORS: [f64; 6] = [0.5, 0.2, 0.8, 0.35, 0.65, 0.05];
+/// ...and as many instants the workload did something at (a fault often
+/// has to hit an operation under way).
+const EVENT_ANCHORS: usize = 8;
+
+/// Tries `base` as it is, then with each other hold time, then (placed
+/// faults only) with the schedule moved into the span its workload runs,
+/// kept in order and squeezed to fit; takes the first that fails.
+fn try_variants(
+    search: &mut Search,
+    best: &mut Scenario,
+    failure: &mut String,
+    base: Scenario,
+    what: &str,
+    budget: u64,
+) -> bool {
+    let mut holds = vec![base.clone()];
+    if base.recipe.workload_keys().contains(&"hold_ms") {
+        for &h in &search.holds.clone() {
+            if base.workload.hold_ms != [h] {
+                let mut v = base.clone();
+                v.workload.hold_ms = vec![h];
+                holds.push(v);
+            }
+        }
+    }
+    for v in &holds {
+        if search.runs >= budget {
+            return false;
+        }
+        if search.try_it(best, failure, v.clone(), what) {
+            return true;
+        }
+    }
+    if !base.faults.kinds.is_empty() || base.faults.at.is_empty() {
+        return false;
+    }
+    for v in holds {
+        // Where the workload runs without the faults in its way (in the
+        // fault phase's time).
+        let mut quiet = v.clone();
+        quiet.faults.at.clear();
+        let Ok(run) = search.run(&quiet) else {
+            continue;
+        };
+        let events: Vec<u64> = run
+            .event_ms
+            .iter()
+            .filter_map(|&t| t.checked_sub(run.fault_start_ms))
+            .map(|t| t * 1_000_000)
+            .collect();
+        let span_ns = events.last().copied().unwrap_or(0);
+        let times = v.faults.at.iter().map(ScheduledFault::at_nanos);
+        let (Some(first), Some(last)) = (times.clone().min(), times.max()) else {
+            continue;
+        };
+        let width = last - first;
+        let mut starts: Vec<u64> = ANCHORS
+            .iter()
+            .map(|a| (span_ns as f64 * a) as u64)
+            .collect();
+        let step = events.len().div_ceil(EVENT_ANCHORS).max(1);
+        starts.extend(events.iter().step_by(step));
+        starts.dedup();
+        for start in starts {
+            if search.runs >= budget {
+                return false;
+            }
+            let room = span_ns.saturating_sub(start);
+            let mut m = v.clone();
+            for f in &mut m.faults.at {
+                let offset = f.at_nanos() - first;
+                // Squeezed to fit when it is wider than what is left.
+                let offset = if width > room {
+                    (offset as f64 * room as f64 / width as f64) as u64
+                } else {
+                    offset
+                };
+                f.set_at_nanos(start + offset);
+            }
+            if m.faults.at.iter().any(|f| f.at_ms >= m.faults.phase_ms) {
+                continue;
+            }
+            if search.try_it(best, failure, m, what) {
+                return true;
+            }
+        }
+    }
+    false
 }

@@ -74,17 +74,42 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
-/// One explicit fault at a simulated time.
+/// One explicit fault at a simulated time. Every parameter is optional
+/// (drawn from the nemesis's stream when absent); the shrinker writes all
+/// of them, so the fault is exactly the one the nemesis injected.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ScheduledFault {
     pub at_ms: u64,
+    /// Nanoseconds past `at_ms` (below a millisecond): the exact instant.
+    pub at_ns: u32,
     pub fault: Fault,
     /// The client a client fault aims at (default: drawn from the seed).
     pub client: Option<usize>,
     /// The server a server fault aims at (default: drawn, or the leader).
     pub server: Option<u32>,
-    /// How long a network fault or a pause lasts (default: drawn).
+    /// A one-way clog's or a link delay's far end (`server` → `to`).
+    pub to: Option<u32>,
+    /// A partition's one side (the other: every other server).
+    pub split: Option<Vec<u32>>,
+    /// Flipping partitions: each flip's side and how long it holds (ms).
+    pub flips: Option<Vec<(Vec<u32>, u64)>>,
+    /// A link delay's extra time per message.
+    pub delay_ms: Option<u64>,
+    /// How long an outage, a network fault or a pause lasts, or a forced
+    /// expiry's race window (default: drawn).
     pub window_ms: Option<u64>,
+}
+
+impl ScheduledFault {
+    /// Since the fault phase began, in nanoseconds.
+    pub fn at_nanos(&self) -> u64 {
+        self.at_ms * 1_000_000 + u64::from(self.at_ns)
+    }
+
+    pub fn set_at_nanos(&mut self, ns: u64) {
+        self.at_ms = ns / 1_000_000;
+        self.at_ns = (ns % 1_000_000) as u32;
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -107,8 +132,10 @@ pub struct WorkloadSpec {
     pub hold_ms: Vec<u64>,
     pub touches: u32,
     pub think_ms_max: u64,
-    /// Acquisitions per client, then it stops; 0: until the run ends (a
-    /// run whose clients all stopped ends then).
+    /// Operations, then a client stops; 0: until the run ends (a run whose
+    /// clients all stopped ends then). Acquisitions per client (the lock
+    /// family), rounds (barriers: the coordinator's, or each client's),
+    /// transactions (two-phase commit).
     pub operations: u32,
     pub producers: usize,
     pub consumers: usize,
@@ -233,17 +260,32 @@ impl Scenario {
         );
         let _ = writeln!(out, "window_ms = [{}, {}]", f.window_ms.0, f.window_ms.1);
         for a in &f.at {
-            let _ = writeln!(
-                out,
-                "\n[[faults.at]]\nat_ms = {}\nfault = {:?}",
-                a.at_ms,
-                a.fault.name()
-            );
+            let _ = writeln!(out, "\n[[faults.at]]\nat_ms = {}", a.at_ms);
+            if a.at_ns > 0 {
+                let _ = writeln!(out, "at_ns = {}", a.at_ns);
+            }
+            let _ = writeln!(out, "fault = {:?}", a.fault.name());
             if let Some(c) = a.client {
                 let _ = writeln!(out, "client = {c}");
             }
             if let Some(s) = a.server {
                 let _ = writeln!(out, "server = {s}");
+            }
+            if let Some(t) = a.to {
+                let _ = writeln!(out, "to = {t}");
+            }
+            let servers = |v: &[u32]| list(&v.iter().map(|&s| u64::from(s)).collect::<Vec<_>>());
+            if let Some(side) = &a.split {
+                let _ = writeln!(out, "split = {}", servers(side));
+            }
+            if let Some(flips) = &a.flips {
+                let sides: Vec<String> = flips.iter().map(|(side, _)| servers(side)).collect();
+                let ms: Vec<u64> = flips.iter().map(|&(_, ms)| ms).collect();
+                let _ = writeln!(out, "splits = [{}]", sides.join(", "));
+                let _ = writeln!(out, "flip_ms = {}", list(&ms));
+            }
+            if let Some(d) = a.delay_ms {
+                let _ = writeln!(out, "delay_ms = {d}");
             }
             if let Some(w) = a.window_ms {
                 let _ = writeln!(out, "window_ms = {w}");
@@ -335,9 +377,15 @@ struct RawFaults {
 #[serde(deny_unknown_fields)]
 struct RawAt {
     at_ms: Spanned<i64>,
+    at_ns: Option<Spanned<i64>>,
     fault: Spanned<String>,
     client: Option<Spanned<i64>>,
     server: Option<Spanned<i64>>,
+    to: Option<Spanned<i64>>,
+    split: Option<Spanned<Vec<i64>>>,
+    splits: Option<Spanned<Vec<Vec<i64>>>>,
+    flip_ms: Option<Spanned<Vec<i64>>>,
+    delay_ms: Option<Spanned<i64>>,
     window_ms: Option<Spanned<i64>>,
 }
 
@@ -853,48 +901,9 @@ impl Locator<'_> {
         let min_servers = *ensemble.servers.iter().min().expect("not empty");
         let mut at = Vec::new();
         for a in &raw.faults_at() {
-            let fault = self.fault_name(&a.fault)?;
-            let at_ms = self.int(&Some(a.at_ms.clone()), "at_ms", 0, 3_600_000, 0)?;
-            if at_ms >= phase_ms {
-                return self.err(
-                    a.at_ms.span(),
-                    format!("`at_ms` ({at_ms}) is not within the fault phase (`faults.phase_ms` = {phase_ms})"),
-                );
-            }
-            let client = match &a.client {
-                None => None,
-                Some(c) => {
-                    Some(self.int(&Some(c.clone()), "client", 0, clients as i64 - 1, 0)? as usize)
-                }
-            };
-            let server = match &a.server {
-                None => None,
-                Some(s) => {
-                    Some(self.int(&Some(s.clone()), "server", 0, min_servers as i64 - 1, 0)? as u32)
-                }
-            };
-            if client.is_some() && !fault.aims_at_a_client() {
-                return self.err(
-                    a.fault.span(),
-                    format!("{fault} aims at servers: `client` does not apply"),
-                );
-            }
-            if server.is_some() && !fault.takes_a_server() {
-                return self.err(a.fault.span(), format!("{fault} does not take a `server`"));
-            }
-            let window_ms = match &a.window_ms {
-                None => None,
-                Some(v) => Some(self.int(&Some(v.clone()), "window_ms", 1, 600_000, 0)?),
-            };
-            at.push(ScheduledFault {
-                at_ms,
-                fault,
-                client,
-                server,
-                window_ms,
-            });
+            at.push(self.scheduled_fault(a, phase_ms, clients, min_servers)?);
         }
-        at.sort_by_key(|f| f.at_ms);
+        at.sort_by_key(ScheduledFault::at_nanos);
         Ok(FaultSpec {
             kinds,
             swarm: raw.swarm.unwrap_or(true),
@@ -902,6 +911,165 @@ impl Locator<'_> {
             interval_ms,
             window_ms,
             at,
+        })
+    }
+}
+
+impl Locator<'_> {
+    /// One `[[faults.at]]`: each key in range and only on the faults it
+    /// applies to.
+    fn scheduled_fault(
+        &self,
+        a: &RawAt,
+        phase_ms: u64,
+        clients: usize,
+        min_servers: u32,
+    ) -> Result<ScheduledFault, SpecError> {
+        let fault = self.fault_name(&a.fault)?;
+        let at_ms = self.int(&Some(a.at_ms.clone()), "at_ms", 0, 3_600_000, 0)?;
+        if at_ms >= phase_ms {
+            return self.err(
+                a.at_ms.span(),
+                format!("`at_ms` ({at_ms}) is not within the fault phase (`faults.phase_ms` = {phase_ms})"),
+            );
+        }
+        let at_ns = self.int(&a.at_ns, "at_ns", 0, 999_999, 0)? as u32;
+        // A key the fault takes no parameter for is an error at the key.
+        let only = |present: Option<std::ops::Range<usize>>, applies: bool, key: &str| match present
+        {
+            Some(span) if !applies => self.err(span, format!("{fault} does not take `{key}`")),
+            _ => Ok(()),
+        };
+        let server_id = |v: &Spanned<i64>, key: &str| -> Result<u32, SpecError> {
+            Ok(self.int(&Some(v.clone()), key, 0, i64::from(min_servers) - 1, 0)? as u32)
+        };
+        // A side of a split: servers of the smallest ensemble, once each.
+        let side = |v: &[i64], span: std::ops::Range<usize>, key: &str| {
+            let mut out: Vec<u32> = Vec::new();
+            for &s in v {
+                if !(0..i64::from(min_servers)).contains(&s) || out.contains(&(s as u32)) {
+                    return self.err(
+                        span,
+                        format!(
+                            "`{key}` lists servers 0 to {} once each, got {v:?}",
+                            min_servers - 1
+                        ),
+                    );
+                }
+                out.push(s as u32);
+            }
+            if out.is_empty() {
+                return self.err(span, format!("`{key}` needs at least one server"));
+            }
+            out.sort_unstable();
+            Ok(out)
+        };
+        let client = match &a.client {
+            None => None,
+            Some(c) => {
+                Some(self.int(&Some(c.clone()), "client", 0, clients as i64 - 1, 0)? as usize)
+            }
+        };
+        let server = match &a.server {
+            None => None,
+            Some(s) => Some(server_id(s, "server")?),
+        };
+        if client.is_some() && !fault.aims_at_a_client() {
+            return self.err(
+                a.fault.span(),
+                format!("{fault} aims at servers: `client` does not apply"),
+            );
+        }
+        if server.is_some() && !fault.takes_a_server() {
+            return self.err(a.fault.span(), format!("{fault} does not take a `server`"));
+        }
+        let link = matches!(fault, Fault::OneWayClog | Fault::LinkDelay);
+        only(a.to.as_ref().map(Spanned::span), link, "to")?;
+        let to = match &a.to {
+            None => None,
+            Some(t) => {
+                let to = server_id(t, "to")?;
+                match server {
+                    None => return self.err(t.span(), "`to` needs `server`, the link's near end"),
+                    Some(s) if s == to => {
+                        return self
+                            .err(t.span(), "`to` must differ from `server`: a link joins two")
+                    }
+                    Some(_) => Some(to),
+                }
+            }
+        };
+        only(
+            a.split.as_ref().map(Spanned::span),
+            fault == Fault::Partition,
+            "split",
+        )?;
+        let split = match &a.split {
+            None => None,
+            Some(v) => Some(side(v.get_ref(), v.span(), "split")?),
+        };
+        let flipping = fault == Fault::FlippingPartitions;
+        only(a.splits.as_ref().map(Spanned::span), flipping, "splits")?;
+        only(a.flip_ms.as_ref().map(Spanned::span), flipping, "flip_ms")?;
+        let flips = match (&a.splits, &a.flip_ms) {
+            (None, None) => None,
+            (Some(v), Some(ms)) if v.get_ref().len() == ms.get_ref().len() => {
+                let mut flips = Vec::new();
+                for (s, &d) in v.get_ref().iter().zip(ms.get_ref()) {
+                    if !(1..=600_000).contains(&d) {
+                        return self.err(
+                            ms.span(),
+                            format!("`flip_ms` are milliseconds from 1 to 600000, got {d}"),
+                        );
+                    }
+                    flips.push((side(s, v.span(), "splits")?, d as u64));
+                }
+                Some(flips)
+            }
+            (Some(v), _) => {
+                return self.err(
+                    v.span(),
+                    "`splits` and `flip_ms` go together, one duration per split",
+                )
+            }
+            (None, Some(ms)) => {
+                return self.err(
+                    ms.span(),
+                    "`flip_ms` needs `splits`, one split per duration",
+                )
+            }
+        };
+        only(
+            a.delay_ms.as_ref().map(Spanned::span),
+            fault == Fault::LinkDelay,
+            "delay_ms",
+        )?;
+        let delay_ms = match &a.delay_ms {
+            None => None,
+            Some(v) => Some(self.int(&Some(v.clone()), "delay_ms", 1, 600_000, 0)?),
+        };
+        only(
+            a.window_ms.as_ref().map(Spanned::span),
+            fault.has_a_window(),
+            "window_ms",
+        )?;
+        // A forced expiry's race window may be nothing at all.
+        let least = i64::from(fault != Fault::ForcedExpiry);
+        let window_ms = match &a.window_ms {
+            None => None,
+            Some(v) => Some(self.int(&Some(v.clone()), "window_ms", least, 600_000, 0)?),
+        };
+        Ok(ScheduledFault {
+            at_ms,
+            at_ns,
+            fault,
+            client,
+            server,
+            to,
+            split,
+            flips,
+            delay_ms,
+            window_ms,
         })
     }
 }

@@ -101,18 +101,13 @@ goals = ["entries", "fault:client-crash", "elections-won"]
         s.faults.at,
         vec![
             ScheduledFault {
-                at_ms: 1000,
-                fault: Fault::LongClientPause,
                 client: Some(5),
-                server: None,
-                window_ms: None
+                ..at(1000, Fault::LongClientPause)
             },
             ScheduledFault {
-                at_ms: 5000,
-                fault: Fault::ServerCrash,
-                client: None,
                 server: Some(4),
-                window_ms: Some(700)
+                window_ms: Some(700),
+                ..at(5000, Fault::ServerCrash)
             },
         ]
     );
@@ -294,6 +289,220 @@ fn planned_faults_must_fit_the_run() {
         7,
         9,
         "leader-crash does not take a `server`",
+    );
+}
+
+/// A fault at `at_ms`, nothing else given.
+fn at(at_ms: u64, fault: Fault) -> ScheduledFault {
+    ScheduledFault {
+        at_ms,
+        at_ns: 0,
+        fault,
+        client: None,
+        server: None,
+        to: None,
+        split: None,
+        flips: None,
+        delay_ms: None,
+        window_ms: None,
+    }
+}
+
+#[test]
+fn a_placed_fault_may_give_every_parameter_the_nemesis_draws() {
+    let text = r#"
+format = 1
+recipe = "lock"
+
+[ensemble]
+servers = 5
+
+[faults]
+kinds = []
+phase_ms = 9000
+
+[[faults.at]]
+at_ms = 100
+at_ns = 999999
+fault = "link-delay"
+server = 4
+to = 0
+delay_ms = 1200
+window_ms = 800
+
+[[faults.at]]
+at_ms = 200
+fault = "partition"
+split = [3, 1]
+window_ms = 1500
+
+[[faults.at]]
+at_ms = 300
+fault = "flipping-partitions"
+splits = [[0, 1], [4]]
+flip_ms = [250, 2999]
+
+[[faults.at]]
+at_ms = 400
+fault = "one-way-clog"
+server = 2
+to = 3
+
+[[faults.at]]
+at_ms = 500
+fault = "forced-expiry"
+client = 1
+window_ms = 0
+"#;
+    let s = parse("x.toml", text).expect("valid");
+    assert_eq!(
+        s.faults.at,
+        vec![
+            ScheduledFault {
+                at_ns: 999_999,
+                server: Some(4),
+                to: Some(0),
+                delay_ms: Some(1200),
+                window_ms: Some(800),
+                ..at(100, Fault::LinkDelay)
+            },
+            ScheduledFault {
+                // A side is a set: in order.
+                split: Some(vec![1, 3]),
+                window_ms: Some(1500),
+                ..at(200, Fault::Partition)
+            },
+            ScheduledFault {
+                flips: Some(vec![(vec![0, 1], 250), (vec![4], 2999)]),
+                ..at(300, Fault::FlippingPartitions)
+            },
+            ScheduledFault {
+                server: Some(2),
+                to: Some(3),
+                ..at(400, Fault::OneWayClog)
+            },
+            ScheduledFault {
+                client: Some(1),
+                window_ms: Some(0),
+                ..at(500, Fault::ForcedExpiry)
+            },
+        ]
+    );
+    assert_eq!(s.faults.at[0].at_nanos(), 100_999_999);
+    // Written out and read back, every parameter survives.
+    assert_eq!(parse("x.toml", &s.to_toml()).expect("valid"), s);
+}
+
+#[test]
+fn placed_fault_parameters_are_checked() {
+    let base =
+        "format = 1\nrecipe = \"lock\"\n[faults]\nphase_ms = 5000\n[[faults.at]]\nat_ms = 100\n";
+    let bad = |rest: &str, line: usize, column: usize, needle: &str| {
+        assert_err(&format!("{base}{rest}"), line, column, needle)
+    };
+    bad(
+        "at_ns = 1000000\nfault = \"leader-crash\"\n",
+        7,
+        9,
+        "`at_ns` must be between 0 and 999999",
+    );
+    bad(
+        "fault = \"server-crash\"\nto = 1\n",
+        8,
+        6,
+        "server-crash does not take `to`",
+    );
+    bad(
+        "fault = \"one-way-clog\"\nto = 1\n",
+        8,
+        6,
+        "`to` needs `server`",
+    );
+    bad(
+        "fault = \"link-delay\"\nserver = 1\nto = 1\n",
+        9,
+        6,
+        "`to` must differ from `server`",
+    );
+    // The smallest drawn ensemble (3) bounds every server named.
+    bad(
+        "fault = \"link-delay\"\nserver = 1\nto = 3\n",
+        9,
+        6,
+        "`to` must be between 0 and 2",
+    );
+    bad(
+        "fault = \"partition\"\nsplit = [0, 0]\n",
+        8,
+        9,
+        "`split` lists servers 0 to 2 once each, got [0, 0]",
+    );
+    bad(
+        "fault = \"partition\"\nsplit = [3]\n",
+        8,
+        9,
+        "`split` lists servers 0 to 2 once each",
+    );
+    bad(
+        "fault = \"partition\"\nsplit = []\n",
+        8,
+        9,
+        "`split` needs at least one server",
+    );
+    bad(
+        "fault = \"leader-isolated\"\nsplit = [1]\n",
+        8,
+        9,
+        "leader-isolated does not take `split`",
+    );
+    bad(
+        "fault = \"flipping-partitions\"\nsplits = [[0], [1]]\nflip_ms = [300]\n",
+        8,
+        10,
+        "`splits` and `flip_ms` go together, one duration per split",
+    );
+    bad(
+        "fault = \"flipping-partitions\"\nflip_ms = [300]\n",
+        8,
+        11,
+        "`flip_ms` needs `splits`",
+    );
+    bad(
+        "fault = \"flipping-partitions\"\nsplits = [[0]]\nflip_ms = [0]\n",
+        9,
+        11,
+        "`flip_ms` are milliseconds from 1 to 600000, got 0",
+    );
+    bad(
+        "fault = \"partition\"\nsplits = [[0]]\nflip_ms = [10]\n",
+        8,
+        10,
+        "partition does not take `splits`",
+    );
+    bad(
+        "fault = \"one-way-clog\"\ndelay_ms = 10\n",
+        8,
+        12,
+        "one-way-clog does not take `delay_ms`",
+    );
+    bad(
+        "fault = \"link-delay\"\ndelay_ms = 0\n",
+        8,
+        12,
+        "`delay_ms` must be between 1 and 600000",
+    );
+    bad(
+        "fault = \"client-crash\"\nwindow_ms = 10\n",
+        8,
+        13,
+        "client-crash does not take `window_ms`",
+    );
+    // Only a forced expiry's race window may be nothing.
+    bad(
+        "fault = \"long-client-pause\"\nwindow_ms = 0\n",
+        8,
+        13,
+        "`window_ms` must be between 1 and 600000",
     );
 }
 

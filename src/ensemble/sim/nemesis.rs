@@ -71,15 +71,35 @@ pub fn swarm() -> Vec<Fault> {
     on
 }
 
-/// One fault as injected.
+/// One fault as injected (or tried), with every parameter the nemesis
+/// drew, so that placing it by hand ([`PlannedFault`]) injects exactly it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InjectedFault {
     /// Simulated time since the run started.
     pub at: Duration,
+    /// When it was due, since the nemesis began: a fault placed at this
+    /// time (a [`PlannedFault`]'s `at`) is due at the very same instant,
+    /// and runs at the same `at`.
+    pub due: Duration,
     pub fault: Fault,
     pub client: Option<usize>,
     pub server: Option<ServerId>,
+    /// The far end of a one-way clog or a link delay (`server` → `to`).
+    pub to: Option<ServerId>,
+    /// A partition's one side (the other: every other server).
+    pub split: Option<Vec<ServerId>>,
+    /// Flipping partitions: each flip's side and how long it holds.
+    pub flips: Vec<(Vec<ServerId>, Duration)>,
+    /// A link delay's extra time per message.
+    pub delay: Duration,
+    /// The outage, the network fault's length, the pause, or a forced
+    /// expiry's race window.
     pub window: Duration,
+    /// The fault did not apply (no session to aim at, a crash that would
+    /// cost the quorum, no leader, a second client crash, ...). Kept so a
+    /// schedule placed by hand wakes the nemesis at the same instants: each
+    /// wake-up is a scheduler step, which draws from the seed's RNG.
+    pub skipped: bool,
 }
 
 impl fmt::Display for InjectedFault {
@@ -91,37 +111,59 @@ impl fmt::Display for InjectedFault {
         if let Some(s) = self.server {
             write!(f, " server {s}")?;
         }
+        if let Some(t) = self.to {
+            write!(f, " to {t}")?;
+        }
+        if let Some(side) = &self.split {
+            write!(f, " split {side:?}")?;
+        }
+        for (side, d) in &self.flips {
+            write!(f, " {side:?} {} ms", d.as_millis())?;
+        }
+        if !self.delay.is_zero() {
+            write!(f, " +{} ms", self.delay.as_millis())?;
+        }
         if !self.window.is_zero() {
             write!(f, " for {} ms", self.window.as_millis())?;
+        }
+        if self.skipped {
+            write!(f, " (skipped)")?;
         }
         Ok(())
     }
 }
 
 /// A fault placed by hand (a scenario's `[[faults.at]]`): its time since
-/// the fault phase began, and optional targets (drawn when absent).
+/// the fault phase began, and optional parameters (drawn when absent).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannedFault {
     pub at: Duration,
     pub fault: Fault,
     pub client: Option<usize>,
     pub server: Option<ServerId>,
+    pub to: Option<ServerId>,
+    pub split: Option<Vec<ServerId>>,
+    pub flips: Option<Vec<(Vec<ServerId>, Duration)>>,
+    pub delay: Option<Duration>,
     pub window: Option<Duration>,
 }
 
 /// Injects faults until `until`, then waits for every crashed server to
-/// be back and heals every link, so a quiet phase can follow.
+/// be back and heals every link, so a quiet phase can follow. Returns the
+/// faults that applied.
 pub async fn run(
     ensemble: Arc<Ensemble>,
     clients: ClientSlots,
     config: &NemesisConfig,
     until: Instant,
 ) -> Vec<InjectedFault> {
-    run_planned(ensemble, clients, config, &[], until).await
+    let mut log = run_planned(ensemble, clients, config, &[], until).await;
+    log.retain(|f| !f.skipped);
+    log
 }
 
 /// [`run`], with `plan`'s faults at their times as well (times counted
-/// from now).
+/// from now). Returns every fault tried, skipped ones marked.
 pub async fn run_planned(
     ensemble: Arc<Ensemble>,
     clients: ClientSlots,
@@ -159,7 +201,9 @@ pub async fn run_planned(
             next_random = Some(Instant::now() + gap);
         }
         let next_planned = plan.front().map(|p| start + p.at).filter(|&t| t < until);
-        let (fault, target) = match (next_planned, next_random) {
+        // No fault once the fault phase is over: the quiet phase is quiet.
+        let due_random = next_random.filter(|&r| r < until);
+        let (fault, target, due) = match (next_planned, due_random) {
             (Some(p), r) if r.is_none_or(|r| p <= r) => {
                 sleep(p.saturating_duration_since(Instant::now())).await;
                 let planned = plan.pop_front().expect("the next planned fault");
@@ -169,10 +213,14 @@ pub async fn run_planned(
                 let target = Target {
                     client: planned.client,
                     server: planned.server,
+                    to: planned.to,
+                    split: planned.split,
+                    flips: planned.flips,
+                    delay: planned.delay,
                     window,
                     pinned_window: planned.window.is_some(),
                 };
-                (planned.fault, target)
+                (planned.fault, target, p)
             }
             (_, Some(r)) => {
                 sleep(r.saturating_duration_since(Instant::now())).await;
@@ -180,22 +228,20 @@ pub async fn run_planned(
                 let fault = config.faults[nemesis.rng.gen_range(0..config.faults.len())];
                 let window = Duration::from_millis(nemesis.rng.gen_range(wlo..=whi));
                 let target = Target {
-                    client: None,
-                    server: None,
                     window,
-                    pinned_window: false,
+                    ..Target::default()
                 };
-                (fault, target)
+                (fault, target, r)
             }
             _ => break,
         };
-        if let Some(mut injected) = nemesis.inject(fault, &target, config) {
-            injected.at = TimeHandle::current().elapsed();
-            if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
-                eprintln!("{injected}");
-            }
-            log.push(injected);
+        let mut injected = nemesis.inject(fault, &target, config);
+        injected.at = TimeHandle::current().elapsed();
+        injected.due = due.duration_since(start);
+        if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
+            eprintln!("{injected}");
         }
+        log.push(injected);
     }
     for task in nemesis.background.drain(..) {
         let _ = task.await;
@@ -204,10 +250,15 @@ pub async fn run_planned(
     log
 }
 
-/// Where a fault aims and for how long.
+/// Where a fault aims and how: each parameter given, or None to draw it.
+#[derive(Default)]
 struct Target {
     client: Option<usize>,
     server: Option<ServerId>,
+    to: Option<ServerId>,
+    split: Option<Vec<ServerId>>,
+    flips: Option<Vec<(Vec<ServerId>, Duration)>>,
+    delay: Option<Duration>,
     window: Duration,
     /// The window was given (a pause lasts exactly this long).
     pinned_window: bool,
@@ -230,21 +281,42 @@ impl Nemesis {
         self.ensemble.config().servers
     }
 
-    fn inject(
-        &mut self,
-        fault: Fault,
-        target: &Target,
-        config: &NemesisConfig,
-    ) -> Option<InjectedFault> {
-        let window = target.window;
-        let servers = self.servers();
+    /// Injects `fault`; the record says with what, or that it was skipped.
+    fn inject(&mut self, fault: Fault, target: &Target, config: &NemesisConfig) -> InjectedFault {
         let mut injected = InjectedFault {
             at: Duration::ZERO,
+            due: Duration::ZERO,
             fault,
             client: None,
             server: None,
-            window,
+            to: None,
+            split: None,
+            flips: Vec::new(),
+            delay: Duration::ZERO,
+            window: if fault.has_a_window() {
+                target.window
+            } else {
+                Duration::ZERO
+            },
+            skipped: false,
         };
+        if self.try_inject(target, config, &mut injected).is_none() {
+            injected.skipped = true;
+        }
+        injected
+    }
+
+    /// Fills `injected` in as parameters are drawn; None if the fault
+    /// could not apply.
+    fn try_inject(
+        &mut self,
+        target: &Target,
+        config: &NemesisConfig,
+        injected: &mut InjectedFault,
+    ) -> Option<()> {
+        let fault = injected.fault;
+        let window = target.window;
+        let servers = self.servers();
         if fault.aims_at_a_client() {
             let n = self.clients.lock().unwrap().len();
             if n == 0 {
@@ -263,16 +335,11 @@ impl Nemesis {
             } else {
                 self.rng.gen_range(0..n)
             };
-            let zk = self.clients.lock().unwrap()[c].zk.clone()?;
             injected.client = Some(c);
-            injected.window = Duration::ZERO;
+            let zk = self.clients.lock().unwrap()[c].zk.clone()?;
             let pinned = target.pinned_window.then_some(window);
-            return self
-                .on_client(fault, c, &zk, window, pinned, config)
-                .map(|w| {
-                    injected.window = w;
-                    injected
-                });
+            injected.window = self.on_client(fault, c, &zk, window, pinned, config)?;
+            return Some(());
         }
         match fault {
             Fault::ServerCrash | Fault::LeaderCrash => {
@@ -288,25 +355,53 @@ impl Nemesis {
                 injected.window = self.crash_for_a_while(s, outage)?;
             }
             Fault::Partition => {
-                let (a, b) = random_split(servers, &mut self.rng)?;
+                let side = match &target.split {
+                    Some(side) => side.clone(),
+                    None => random_split(servers, &mut self.rng),
+                };
+                let (a, b) = sides(servers, &side);
+                // A side with every server (or none) cuts nothing; it is
+                // written as every server.
+                injected.split = Some(if a.is_empty() { b.clone() } else { a.clone() });
+                if a.is_empty() || b.is_empty() {
+                    return None;
+                }
                 self.ensemble.partition(&[&a, &b]);
                 self.heal_later(across(&[a, b]), window);
             }
             Fault::FlippingPartitions => {
-                let (e, until) = (self.ensemble.clone(), self.until);
-                let flips = self.rng.gen_range(2..6);
-                let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.rng.gen());
+                let flips = match &target.flips {
+                    Some(flips) => flips.clone(),
+                    None => {
+                        let n = self.rng.gen_range(2..6);
+                        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.rng.gen());
+                        let mut flips = Vec::new();
+                        for _ in 0..n {
+                            let side = random_split(servers, &mut rng);
+                            let (a, b) = sides(servers, &side);
+                            if a.is_empty() || b.is_empty() {
+                                continue; // no flip, no time
+                            }
+                            let d = Duration::from_millis(rng.gen_range(200..3000));
+                            flips.push((a, d));
+                        }
+                        flips
+                    }
+                };
+                injected.flips = flips.clone();
                 injected.window = Duration::ZERO;
+                let (e, until) = (self.ensemble.clone(), self.until);
                 self.background.push(madsim::task::spawn(async move {
-                    for _ in 0..flips {
+                    for (side, d) in flips {
                         if Instant::now() + Duration::from_secs(3) > until {
                             break; // the quiet phase stays quiet
                         }
-                        let Some((a, b)) = random_split(servers, &mut rng) else {
+                        let (a, b) = sides(servers, &side);
+                        if a.is_empty() || b.is_empty() {
                             continue;
-                        };
+                        }
                         e.partition(&[&a, &b]);
-                        sleep(Duration::from_millis(rng.gen_range(200..3000))).await;
+                        sleep(d).await;
                         for (x, y) in across(&[a, b]) {
                             e.net().heal(server_ip(x), server_ip(y));
                         }
@@ -320,35 +415,39 @@ impl Nemesis {
                 injected.server = Some(l);
                 self.heal_later(across(&[vec![l], rest]), window);
             }
-            Fault::OneWayClog => {
-                let a = target
-                    .server
-                    .filter(|&s| s < servers)
-                    .unwrap_or_else(|| self.rng.gen_range(0..servers));
-                let b = (a + self.rng.gen_range(1..servers)) % servers;
-                self.ensemble.clog(a, b);
-                injected.server = Some(a);
-                self.heal_later(vec![(a, b)], window);
-            }
-            Fault::LinkDelay => {
-                // Mostly from the leader, so a follower lags behind.
+            Fault::OneWayClog | Fault::LinkDelay => {
+                if servers < 2 {
+                    return None; // no link
+                }
                 let a = match (
                     target.server.filter(|&s| s < servers),
                     self.ensemble.leader(),
                 ) {
                     (Some(s), _) => s,
-                    (None, Some(l)) if self.rng.gen_bool(0.7) => l,
+                    // A delay mostly from the leader, so a follower lags.
+                    (None, Some(l)) if fault == Fault::LinkDelay && self.rng.gen_bool(0.7) => l,
                     _ => self.rng.gen_range(0..servers),
                 };
-                let b = (a + self.rng.gen_range(1..servers)) % servers;
-                let delay = Duration::from_millis(self.rng.gen_range(50..1500));
-                self.ensemble.delay(a, b, delay);
                 injected.server = Some(a);
+                let b = match target.to.filter(|&t| t < servers && t != a) {
+                    Some(b) => b,
+                    None => (a + self.rng.gen_range(1..servers)) % servers,
+                };
+                injected.to = Some(b);
+                if fault == Fault::OneWayClog {
+                    self.ensemble.clog(a, b);
+                } else {
+                    let delay = target
+                        .delay
+                        .unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(50..1500)));
+                    injected.delay = delay;
+                    self.ensemble.delay(a, b, delay);
+                }
                 self.heal_later(vec![(a, b)], window);
             }
             _ => unreachable!("{fault} aims at a client"),
         }
-        Some(injected)
+        Some(())
     }
 
     /// A fault aimed at client `c`; returns its window if injected.
@@ -389,7 +488,8 @@ impl Nemesis {
                 Some(Duration::ZERO)
             }
             Fault::ForcedExpiry => {
-                let window = Duration::from_millis(self.rng.gen_range(0..50));
+                let window =
+                    pinned.unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(0..50)));
                 self.ensemble
                     .expire_session_with_window(zk.session_id(), window)
                     .then_some(window)
@@ -456,17 +556,15 @@ fn server_ip(s: ServerId) -> std::net::IpAddr {
     server_addr(s).ip()
 }
 
-/// A random split of the servers in two, if neither side is empty.
-fn random_split(servers: u32, rng: &mut impl Rng) -> Option<(Vec<ServerId>, Vec<ServerId>)> {
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for s in 0..servers {
-        if rng.gen_bool(0.5) {
-            a.push(s);
-        } else {
-            b.push(s);
-        }
-    }
-    (!a.is_empty() && !b.is_empty()).then_some((a, b))
+/// One side of a random split of the servers in two (either side may
+/// come out empty).
+fn random_split(servers: u32, rng: &mut impl Rng) -> Vec<ServerId> {
+    (0..servers).filter(|_| rng.gen_bool(0.5)).collect()
+}
+
+/// `side` and the other servers, each in order.
+fn sides(servers: u32, side: &[ServerId]) -> (Vec<ServerId>, Vec<ServerId>) {
+    (0..servers).partition(|s| side.contains(s))
 }
 
 /// Every ordered pair of servers on different sides.

@@ -277,6 +277,10 @@ pub struct Verdict {
     /// run.
     pub counters: Vec<(String, u64)>,
     pub log: Vec<String>,
+    /// When each log line's event happened (simulated ms since the start),
+    /// in order: the shrinker tries faults where the workload was busy.
+    /// May be empty.
+    pub event_ms: Vec<u64>,
 }
 
 impl Verdict {
@@ -288,6 +292,7 @@ impl Verdict {
                 .iter()
                 .map(|e| format!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event))
                 .collect(),
+            event_ms: log.iter().map(|e| e.at_ms).collect(),
             ..Verdict::default()
         }
     }

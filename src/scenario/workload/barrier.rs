@@ -9,7 +9,7 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
+use super::{client_sessions, ensure_slots, finish, flavour_of, now_ms, replace, Finished};
 use crate::check::barrier::BarrierEvent;
 use crate::check::Entry;
 use crate::ensemble::sim::nemesis::ClientSlots;
@@ -25,6 +25,9 @@ pub struct BarrierWorkload {
     pub hold_ms_max: u64,
     pub session_timeout_ms: u64,
     pub variant: BarrierVariant,
+    /// Rounds the coordinator runs, after which everyone stops once past
+    /// the last; 0: until the run ends.
+    pub rounds: u32,
 }
 
 impl Default for BarrierWorkload {
@@ -35,6 +38,7 @@ impl Default for BarrierWorkload {
             hold_ms_max: 800,
             session_timeout_ms: 4000,
             variant: BarrierVariant::Correct,
+            rounds: 0,
         }
     }
 }
@@ -49,6 +53,8 @@ struct Rounds {
     raised: Option<u64>,
     /// The coordinator's next step: (round, raised yet).
     next: (u64, bool),
+    /// The coordinator removed its last round.
+    over: bool,
 }
 
 fn push(log: &BarrierLog, client: usize, event: BarrierEvent) {
@@ -68,25 +74,28 @@ pub fn spawn(
     slots: ClientSlots,
     w: &BarrierWorkload,
     until: Instant,
-) -> (BarrierLog, Vec<JoinHandle<()>>) {
+) -> (BarrierLog, Finished, Vec<JoinHandle<()>>) {
     let log = BarrierLog::default();
+    let finished = Finished::default();
     let rounds: Arc<Mutex<Rounds>> = Arc::default();
     ensure_slots(&slots, w.clients);
     let tasks = (0..w.clients)
         .map(|c| {
-            let (e, s, w, l, r) = (
+            let (e, s, w, l, r, f) = (
                 ensemble.clone(),
                 slots.clone(),
                 w.clone(),
                 log.clone(),
                 rounds.clone(),
+                finished.clone(),
             );
-            madsim::task::spawn(supervise(c, e, s, w, l, r, until))
+            madsim::task::spawn(supervise(c, e, s, w, l, r, f, until))
         })
         .collect();
-    (log, tasks)
+    (log, finished, tasks)
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn supervise(
     c: usize,
     ensemble: Arc<Ensemble>,
@@ -94,18 +103,24 @@ async fn supervise(
     w: BarrierWorkload,
     log: BarrierLog,
     rounds: Arc<Mutex<Rounds>>,
+    finished: Finished,
     until: Instant,
 ) {
     let passed = Arc::new(Mutex::new(None::<u64>));
     let t = w.session_timeout_ms;
+    let s = slots.clone();
     client_sessions(c, ensemble, slots, flavour_of(c), t, until, |zk| {
         let (w, log, rounds) = (w.clone(), log.clone(), rounds.clone());
-        let passed = passed.clone();
+        let (passed, s, finished) = (passed.clone(), s.clone(), finished.clone());
         async move {
-            if c == 0 {
-                coordinate(zk, w, log, rounds, until).await
+            let lost = if c == 0 {
+                coordinate(zk.clone(), w, log, rounds, until).await
             } else {
-                wait(c, zk, w, log, rounds, passed, until).await
+                wait(c, zk.clone(), w, log, rounds, passed, until).await
+            };
+            match lost {
+                Some(lost) => lost,
+                None => finish(&s, c, &zk, &finished).await,
             }
         }
     })
@@ -113,6 +128,8 @@ async fn supervise(
 }
 
 /// Runs one command to its outcome; Some(false) if the session is lost.
+/// (The loops below return whether the session was lost, or None once
+/// the client did all its rounds.)
 async fn run(
     driver: &mut Driver<'_, SimZk, Barrier>,
     command: BarrierCommand,
@@ -131,9 +148,9 @@ async fn run(
     }
 }
 
-async fn lost(zk: &SimZk, log: &BarrierLog, c: usize) -> bool {
+async fn lost(zk: &SimZk, log: &BarrierLog, c: usize) -> Option<bool> {
     push(log, c, BarrierEvent::Lost);
-    replace(zk).await
+    Some(replace(zk).await)
 }
 
 async fn coordinate(
@@ -142,15 +159,19 @@ async fn coordinate(
     log: BarrierLog,
     rounds: Arc<Mutex<Rounds>>,
     until: Instant,
-) -> bool {
+) -> Option<bool> {
     loop {
         let (round, raised) = rounds.lock().unwrap().next;
+        if w.rounds > 0 && round >= u64::from(w.rounds) {
+            rounds.lock().unwrap().over = true;
+            return None;
+        }
         let mut driver = Driver::new(&*zk, Barrier::new(&path(&w, round)));
         if !raised {
             match run(&mut driver, BarrierCommand::Set, until).await {
                 Some(true) => {}
                 Some(false) => return lost(&zk, &log, 0).await,
-                None => return false,
+                None => return Some(false),
             }
             push(&log, 0, BarrierEvent::Raised { round });
             {
@@ -165,7 +186,7 @@ async fn coordinate(
         match run(&mut driver, BarrierCommand::Remove, until).await {
             Some(true) => {}
             Some(false) => return lost(&zk, &log, 0).await,
-            None => return false,
+            None => return Some(false),
         }
         push(&log, 0, BarrierEvent::Removed { round });
         rounds.lock().unwrap().next = (round + 1, false);
@@ -181,14 +202,20 @@ async fn wait(
     rounds: Arc<Mutex<Rounds>>,
     passed: Arc<Mutex<Option<u64>>>,
     until: Instant,
-) -> bool {
+) -> Option<bool> {
     loop {
-        let raised = rounds.lock().unwrap().raised;
+        let (raised, over) = {
+            let r = rounds.lock().unwrap();
+            (r.raised, r.over)
+        };
         let last = *passed.lock().unwrap();
         let Some(round) = raised.filter(|&r| last.is_none_or(|l| r > l)) else {
             // The harness's own bookkeeping: which round is up.
+            if over {
+                return None; // past the last round
+            }
             if Instant::now() >= until {
-                return false;
+                return Some(false);
             }
             sleep(Duration::from_millis(20)).await;
             continue;
@@ -198,7 +225,7 @@ async fn wait(
         match run(&mut driver, BarrierCommand::Wait, until).await {
             Some(true) => {}
             Some(false) => return lost(&zk, &log, c).await,
-            None => return false,
+            None => return Some(false),
         }
         push(&log, c, BarrierEvent::Passed { round });
         *passed.lock().unwrap() = Some(round);

@@ -11,7 +11,7 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
+use super::{client_sessions, ensure_slots, finish, flavour_of, now_ms, replace, Finished};
 use crate::check::double_barrier::DoubleBarrierEvent;
 use crate::check::Entry;
 use crate::client::Zk;
@@ -27,6 +27,8 @@ pub struct DoubleBarrierWorkload {
     pub threshold: usize,
     pub compute_ms_max: u64,
     pub session_timeout_ms: u64,
+    /// Rounds per client, then it stops; 0: until the run ends.
+    pub rounds: u32,
 }
 
 impl Default for DoubleBarrierWorkload {
@@ -37,6 +39,7 @@ impl Default for DoubleBarrierWorkload {
             threshold: 3,
             compute_ms_max: 300,
             session_timeout_ms: 4000,
+            rounds: 0,
         }
     }
 }
@@ -56,16 +59,17 @@ pub fn spawn(
     slots: ClientSlots,
     w: &DoubleBarrierWorkload,
     until: Instant,
-) -> (DoubleBarrierLog, Vec<JoinHandle<()>>) {
+) -> (DoubleBarrierLog, Finished, Vec<JoinHandle<()>>) {
     let log = DoubleBarrierLog::default();
+    let finished = Finished::default();
     ensure_slots(&slots, w.clients);
     let tasks = (0..w.clients)
         .map(|c| {
             let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
-            madsim::task::spawn(supervise(c, e, s, w, l, until))
+            madsim::task::spawn(supervise(c, e, s, w, l, finished.clone(), until))
         })
         .collect();
-    (log, tasks)
+    (log, finished, tasks)
 }
 
 async fn supervise(
@@ -74,17 +78,27 @@ async fn supervise(
     slots: ClientSlots,
     w: DoubleBarrierWorkload,
     log: DoubleBarrierLog,
+    finished: Finished,
     until: Instant,
 ) {
     let round = Arc::new(Mutex::new(0u64));
     let t = w.session_timeout_ms;
+    let s = slots.clone();
     client_sessions(c, ensemble, slots, flavour_of(c), t, until, |zk| {
-        session(c, zk, w.clone(), log.clone(), round.clone(), until)
+        let (s, finished) = (s.clone(), finished.clone());
+        let session = session(c, zk.clone(), w.clone(), log.clone(), round.clone(), until);
+        async move {
+            match session.await {
+                Some(lost) => lost,
+                None => finish(&s, c, &zk, &finished).await,
+            }
+        }
     })
     .await
 }
 
-/// True when the session was lost (open another, same round).
+/// True when the session was lost (open another, same round); None once
+/// the client went through all its rounds.
 async fn session(
     c: usize,
     zk: Arc<SimZk>,
@@ -92,9 +106,12 @@ async fn session(
     log: DoubleBarrierLog,
     round: Arc<Mutex<u64>>,
     until: Instant,
-) -> bool {
+) -> Option<bool> {
     loop {
         let r = *round.lock().unwrap();
+        if w.rounds > 0 && r >= u64::from(w.rounds) {
+            return None;
+        }
         let name = format!("c{c}");
         let machine = DoubleBarrier::new(
             &format!("{}/r{r}", w.dir),
@@ -124,7 +141,7 @@ async fn session(
                 }
                 Ok(DoubleBarrierOutcome::Lost { .. }) => {
                     push(&log, c, DoubleBarrierEvent::Lost);
-                    return replace(&zk).await;
+                    return Some(replace(&zk).await);
                 }
                 Ok(other) => {
                     push(
@@ -134,9 +151,9 @@ async fn session(
                             error: format!("{other:?}"),
                         },
                     );
-                    return true;
+                    return Some(true);
                 }
-                Err(_) => return false,
+                Err(_) => return Some(false),
             }
             if command == DoubleBarrierCommand::Enter {
                 let compute = thread_rng().gen_range(0..=w.compute_ms_max);

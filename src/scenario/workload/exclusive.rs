@@ -5,7 +5,6 @@
 //! lock: one holder at a time, fenced effects, no herd, liveness).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
+use super::{client_sessions, ensure_slots, finish, flavour_of, now_ms, replace, Finished};
 use crate::check::fence::FencedResource;
 use crate::check::lock::LockEvent;
 use crate::check::Entry;
@@ -195,7 +194,7 @@ pub struct ExclusiveRecord {
     /// Acquisitions released, per client.
     pub completed: Arc<Mutex<BTreeMap<usize, u32>>>,
     /// Clients that did all their operations.
-    pub finished: Arc<AtomicUsize>,
+    pub finished: Finished,
 }
 
 impl ExclusiveRecord {
@@ -364,10 +363,7 @@ async fn session<M: Exclusive>(
             .copied()
             .unwrap_or(0);
         if w.operations > 0 && done >= w.operations {
-            slots.lock().unwrap()[c].zk = None;
-            let _ = zk.close().await;
-            record.finished.fetch_add(1, Ordering::Relaxed);
-            break false;
+            return finish(&slots, c, &zk, &record.finished).await;
         }
         let shared = driver.machine().is_shared();
         record.push(c, LockEvent::AcquireCalled { shared });

@@ -15,8 +15,9 @@ pub mod membership;
 pub mod queue;
 pub mod two_phase_commit;
 
-use std::future::Future;
-use std::sync::Arc;
+use std::future::{poll_fn, Future};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
@@ -94,6 +95,58 @@ pub async fn client_sessions<F, Fut>(
             }
         }
     }
+}
+
+/// How many clients did all their operations: a run whose clients are
+/// all done ends early.
+pub type Finished = Arc<Done>;
+
+#[derive(Default)]
+pub struct Done {
+    /// The count, and who waits for it to reach what.
+    state: Mutex<(usize, Option<(usize, Waker)>)>,
+}
+
+impl Done {
+    pub fn count(&self) -> usize {
+        self.state.lock().unwrap().0
+    }
+
+    fn add(&self) {
+        let mut st = self.state.lock().unwrap();
+        st.0 += 1;
+        // The waiter is woken once, when its count is reached: every
+        // wake-up is a scheduler step, which draws from the seed's RNG.
+        if st.1.as_ref().is_some_and(|(n, _)| st.0 >= *n) {
+            if let Some((_, w)) = st.1.take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// Until `n` clients are done.
+    pub async fn reach(&self, n: usize) {
+        poll_fn(|cx| {
+            let mut st = self.state.lock().unwrap();
+            if st.0 >= n {
+                Poll::Ready(())
+            } else {
+                st.1 = Some((n, cx.waker().clone()));
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+/// Client `c` did all its operations: out of the nemesis's reach, its
+/// session closed, counted. False, for [`client_sessions`]: no session
+/// follows.
+pub async fn finish(slots: &ClientSlots, c: usize, zk: &SimZk, finished: &Finished) -> bool {
+    slots.lock().unwrap()[c].zk = None;
+    let _ = zk.close().await;
+    finished.add();
+    false
 }
 
 /// Closes a session a recipe gave up on (if it is not gone already), so

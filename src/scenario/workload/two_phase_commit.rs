@@ -12,7 +12,7 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
+use super::{client_sessions, ensure_slots, finish, flavour_of, now_ms, replace, Finished};
 use crate::check::two_phase_commit::TpcEvent;
 use crate::check::Entry;
 use crate::client::Zk;
@@ -29,6 +29,9 @@ pub struct TpcWorkload {
     pub sites: usize,
     pub abort_probability: f64,
     pub session_timeout_ms: u64,
+    /// Transactions in all, after which everyone stops once the last is
+    /// decided; 0: until the run ends.
+    pub transactions: u32,
 }
 
 impl Default for TpcWorkload {
@@ -38,6 +41,7 @@ impl Default for TpcWorkload {
             sites: 4,
             abort_probability: 0.15,
             session_timeout_ms: 4000,
+            transactions: 0,
         }
     }
 }
@@ -64,30 +68,38 @@ pub fn spawn(
     w: &TpcWorkload,
     open_until: Instant,
     until: Instant,
-) -> (TpcLog, Vec<JoinHandle<()>>) {
+) -> (TpcLog, Finished, Vec<JoinHandle<()>>) {
     let log = TpcLog::default();
+    let finished = Finished::default();
     // The last transaction created (the harness's own bookkeeping).
     let created: Arc<Mutex<Option<u64>>> = Arc::default();
     ensure_slots(&slots, w.sites + 1);
     let tasks = (0..=w.sites)
         .map(|c| {
-            let (e, s, w, l, t) = (
+            let (e, s, w, l, t, f) = (
                 ensemble.clone(),
                 slots.clone(),
                 w.clone(),
                 log.clone(),
                 created.clone(),
+                finished.clone(),
             );
             madsim::task::spawn(async move {
                 let next = Arc::new(Mutex::new((0u64, None::<bool>)));
                 let timeout_ms = w.session_timeout_ms;
+                let slots = s.clone();
                 client_sessions(c, e, s, flavour_of(c), timeout_ms, until, |zk| {
                     let (w, l, t, next) = (w.clone(), l.clone(), t.clone(), next.clone());
+                    let (slots, f) = (slots.clone(), f.clone());
                     async move {
-                        if c == 0 {
-                            coordinate(zk, w, t, next, open_until).await
+                        let lost = if c == 0 {
+                            coordinate(zk.clone(), w, t, next, open_until).await
                         } else {
-                            site(c, zk, w, l, t, next, until).await
+                            site(c, zk.clone(), w, l, t, next, until).await
+                        };
+                        match lost {
+                            Some(lost) => lost,
+                            None => finish(&slots, c, &zk, &f).await,
                         }
                     }
                 })
@@ -95,17 +107,17 @@ pub fn spawn(
             })
         })
         .collect();
-    (log, tasks)
+    (log, finished, tasks)
 }
 
-/// True when the session was lost.
+/// True when the session was lost; None once every transaction is open.
 async fn coordinate(
     zk: Arc<SimZk>,
     w: TpcWorkload,
     created: Arc<Mutex<Option<u64>>>,
     next: Arc<Mutex<(u64, Option<bool>)>>,
     open_until: Instant,
-) -> bool {
+) -> Option<bool> {
     // The parent, once.
     let _ = zk
         .call(crate::proto::Op::Create {
@@ -116,24 +128,27 @@ async fn coordinate(
         .await;
     while Instant::now() < open_until {
         let tx = next.lock().unwrap().0;
+        if w.transactions > 0 && tx >= u64::from(w.transactions) {
+            return None;
+        }
         match zk.call(create_transaction(&tx_path(&w, tx), w.sites)).await {
             Ok(reply @ Reply::Multi(_)) => match reply.multi_error() {
                 None | Some(ZkError::NodeExists) => {}
                 Some(_) => continue,
             },
             Ok(_) => {}
-            Err(ZkError::SessionExpired) => return replace(&zk).await,
+            Err(ZkError::SessionExpired) => return Some(replace(&zk).await),
             Err(_) => continue, // ConnectionLoss: send it again (all or nothing)
         }
         *created.lock().unwrap() = Some(tx);
         next.lock().unwrap().0 = tx + 1;
         sleep(Duration::from_millis(thread_rng().gen_range(300..800))).await;
     }
-    false
+    Some(false)
 }
 
 /// True when the session was lost (the site comes back to the same
-/// transaction).
+/// transaction); None once the last transaction is decided.
 async fn site(
     c: usize,
     zk: Arc<SimZk>,
@@ -142,12 +157,15 @@ async fn site(
     created: Arc<Mutex<Option<u64>>>,
     next: Arc<Mutex<(u64, Option<bool>)>>,
     until: Instant,
-) -> bool {
+) -> Option<bool> {
     loop {
         let tx = next.lock().unwrap().0;
+        if w.transactions > 0 && tx >= u64::from(w.transactions) {
+            return None;
+        }
         if created.lock().unwrap().is_none_or(|t| t < tx) {
             if Instant::now() >= until {
-                return false;
+                return Some(false);
             }
             sleep(Duration::from_millis(20)).await;
             continue;
@@ -172,7 +190,7 @@ async fn site(
                 Ok(SiteOutcome::Voted { .. }) => {}
                 Ok(SiteOutcome::Lost { .. }) => {
                     push(&log, c, TpcEvent::Lost);
-                    return replace(&zk).await;
+                    return Some(replace(&zk).await);
                 }
                 Ok(other) => {
                     push(
@@ -182,9 +200,9 @@ async fn site(
                             error: format!("{other:?}"),
                         },
                     );
-                    return replace(&zk).await;
+                    return Some(replace(&zk).await);
                 }
-                Err(_) => return false,
+                Err(_) => return Some(false),
             }
         }
         *next.lock().unwrap() = (tx + 1, None);
