@@ -3,7 +3,8 @@
 //! alone, with a leader crash at 2 s, with a waiter's session expiring),
 //! and the runner's seeds per second over `scenarios/`.
 //! `cargo bench --bench scenarios`; `ZOOSIM_BENCH_RUNS` seeds per figure
-//! (default 20), median and min, one thread.
+//! (default 20, after 3 untimed warm-up seeds), median and min, one
+//! thread.
 //!
 //! A real 3-node ZooKeeper on these machines takes 6.1 s, 8.3 s and 8.9 s
 //! for the three lock scenarios; the goal is 30, 40 and 45 ms.
@@ -33,6 +34,11 @@ fn main() {
         ("lock-waiter-expiry", 45.0),
     ] {
         let s = scenario(&format!("benches/scenarios/{name}.toml"));
+        // Warm-up, untimed: the first runs of a process pay for growing the
+        // allocator's arenas and faulting in pages.
+        for seed in 0..3 {
+            run_one(&s, 1000 + seed).expect("runs");
+        }
         let mut wall_ms = Vec::new();
         let mut sim_ms = 0;
         for seed in 1..=runs {
