@@ -203,21 +203,7 @@ impl Machine for CasCounter {
 mod tests {
     use super::*;
     use zoosim::proto::{SessionEvent, Stat};
-
-    fn step(
-        m: &mut CasCounter,
-        input: Input<CounterCommand>,
-    ) -> (Vec<(u64, Op)>, Vec<CounterOutcome>) {
-        m.handle(input);
-        let (mut sends, mut outs) = (Vec::new(), Vec::new());
-        while let Some(o) = m.poll() {
-            match o {
-                Output::Send(id, op) => sends.push((id, op)),
-                Output::Outcome(x) => outs.push(x),
-            }
-        }
-        (sends, outs)
-    }
+    use zoosim::recipes::step;
 
     fn read_reply(value: &str, version: i32) -> Result<Reply, ZkError> {
         Ok(Reply::GetData {

@@ -245,13 +245,9 @@ pub fn ancestors(path: &str) -> Vec<String> {
     out
 }
 
-/// Feeds one input to a machine and collects what it sends and reports
-/// (for the machines' scripted tests).
-#[cfg(test)]
-pub(crate) fn step<M: Machine>(
-    m: &mut M,
-    input: Input<M::Command>,
-) -> (Vec<(OpId, Op)>, Vec<M::Outcome>) {
+/// Feeds one input to a machine and collects what it sends and reports:
+/// scripted tests of a machine, ours or a user's, read as input → output.
+pub fn step<M: Machine>(m: &mut M, input: Input<M::Command>) -> (Vec<(OpId, Op)>, Vec<M::Outcome>) {
     m.handle(input);
     let (mut sends, mut outs) = (Vec::new(), Vec::new());
     while let Some(o) = m.poll() {
