@@ -177,6 +177,13 @@ pub struct Server {
     current_epoch: u32,
     /// Attempts to follow a leader so far (each is a new connection).
     attempts: u64,
+    /// Per follower, the newest attempt (connection) a leadership of this
+    /// process held and gave up: closed, as a LearnerHandler's socket is
+    /// when its Leader ends, so what was still on its way on it (stalled
+    /// by a partition) never reaches a later leadership (found at seed
+    /// 1309409566 of revocable-lock: a stale AckEpoch for epoch 1 counted
+    /// for epoch 2, and two leaders ran epoch 2).
+    closed_attempts: BTreeMap<ServerId, u64>,
     stats: ServerStats,
     // Volatile: lost in a restart.
     ticks: u64,
@@ -214,6 +221,7 @@ impl Server {
             accepted_leader: config.leader,
             current_epoch: config.epoch,
             attempts: 0,
+            closed_attempts: BTreeMap::new(),
             stats: ServerStats::default(),
             ticks: 0,
             tree,
@@ -371,6 +379,7 @@ impl Server {
     /// The server leaves its role (lost its leader or its quorum, or a
     /// sync failed) and looks for a leader. Every client connection drops.
     fn look(&mut self, out: &mut Vec<Output>) {
+        self.close_learner_connections();
         self.drop_all_connections(out);
         self.role = Role::Looking(Looking::default());
         self.broadcast_vote(out);

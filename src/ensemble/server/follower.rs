@@ -54,6 +54,7 @@ impl Following {
 impl Server {
     /// Follow `leader`: a new attempt (a new connection to it).
     pub(super) fn follow(&mut self, leader: ServerId, out: &mut Vec<Output>) {
+        self.close_learner_connections();
         self.drop_all_connections(out);
         self.attempts += 1;
         self.role = Role::Following(Following {

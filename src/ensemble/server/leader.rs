@@ -193,6 +193,7 @@ impl Server {
 
     /// Won an election: wait for followers to connect.
     pub(super) fn start_leading(&mut self, now_ms: i64, out: &mut Vec<Output>) {
+        self.close_learner_connections();
         self.drop_all_connections(out);
         self.role = Role::Leading(Box::new(Leading {
             since_tick: self.ticks,
@@ -204,6 +205,17 @@ impl Server {
         // Tell the looking servers at once rather than at their next vote.
         self.broadcast_vote(out);
         self.advance(now_ms, out);
+    }
+
+    /// Leaving a leadership closes its followers' connections (see
+    /// `closed_attempts`).
+    pub(super) fn close_learner_connections(&mut self) {
+        if let Role::Leading(l) = &self.role {
+            for (&id, learner) in &l.learners {
+                let closed = self.closed_attempts.entry(id).or_insert(0);
+                *closed = (*closed).max(learner.attempt);
+            }
+        }
     }
 
     fn to_learner(&self, to: ServerId, msg: LeaderMsg, out: &mut Vec<Output>) {
@@ -384,6 +396,13 @@ impl Server {
             }
             return;
         };
+        if self
+            .closed_attempts
+            .get(&from)
+            .is_some_and(|&c| attempt <= c)
+        {
+            return; // on a connection an earlier leadership closed
+        }
         if let LearnerMsg::FollowerInfo { accepted_epoch } = msg {
             match l.learners.get(&from) {
                 Some(x) if x.attempt > attempt => return,

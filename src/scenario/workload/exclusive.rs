@@ -420,6 +420,11 @@ async fn session<M: Exclusive>(
             Some(_) => break true,
             None => break false,
         }
+        if told_ended {
+            // Released as the session ended (seed 1515062343 of
+            // shared-lock): the next acquire needs a new session.
+            break true;
+        }
         let think = thread_rng().gen_range(0..=w.think_ms_max);
         sleep(Duration::from_millis(think)).await;
     };
