@@ -406,3 +406,52 @@ fn a_server_that_accepted_a_failed_candidates_epoch_rejoins() {
         assert!(s.is_serving(), "{states:#?}");
     }
 }
+
+#[test]
+fn messages_on_a_connection_of_an_ended_leadership_never_reach_the_next_one() {
+    // Server 2 leads, server 1's attempt 1000 connects and the epoch (2)
+    // is proposed; then server 2 gives up and leads again. What server 1
+    // sent on attempt 1000 and a partition held back (its FollowerInfo
+    // again, its AckEpoch for epoch 2) must not count for the new
+    // leadership's epoch: that let two leaders run one epoch (revocable-lock
+    // seed 1309409566, replicas diverged).
+    let mut net = Net::new(3, 7);
+    let mut lost = Vec::new();
+    net.servers[2].restart(&mut lost);
+    let vote = Vote {
+        current_epoch: 1,
+        last_zxid: 0,
+        state: PeerState::Looking,
+    };
+    let learner = |msg| PeerMsg::Learner { attempt: 1000, msg };
+    net.servers[2].on_peer(0, 1, PeerMsg::Vote(vote), &mut lost);
+    assert!(matches!(net.servers[2].role, Role::Leading(_)));
+    let info = LearnerMsg::FollowerInfo { accepted_epoch: 1 };
+    net.servers[2].on_peer(0, 1, learner(info.clone()), &mut lost);
+    assert_eq!(net.servers[2].accepted_epoch, 2);
+    net.servers[2].look(&mut lost);
+    net.servers[2].on_peer(0, 1, PeerMsg::Vote(vote), &mut lost);
+    assert!(matches!(net.servers[2].role, Role::Leading(_)));
+    let ack = LearnerMsg::AckEpoch {
+        current_epoch: 1,
+        last_zxid: 0,
+        counts: true,
+    };
+    net.servers[2].on_peer(0, 1, learner(info), &mut lost);
+    net.servers[2].on_peer(0, 1, learner(ack), &mut lost);
+    // Neither counted: no learner, so no epoch proposed (it would be 3),
+    // and no quorum acked one.
+    assert!(matches!(net.servers[2].role, Role::Leading(_)));
+    assert_eq!(net.servers[2].accepted_epoch, 2, "no epoch proposed");
+    assert_eq!(
+        net.servers[2].current_epoch, 1,
+        "no quorum acked a new epoch"
+    );
+    // A new attempt of the same follower is a new connection: welcome.
+    let fresh = PeerMsg::Learner {
+        attempt: 1001,
+        msg: LearnerMsg::FollowerInfo { accepted_epoch: 2 },
+    };
+    net.servers[2].on_peer(0, 1, fresh, &mut lost);
+    assert_eq!(net.servers[2].accepted_epoch, 3, "the epoch proposed to it");
+}
