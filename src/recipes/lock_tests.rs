@@ -1609,17 +1609,7 @@ fn machines_that_differ_are_unequal() {
 #[test]
 fn a_revocable_holder_watches_its_own_node_and_hears_unlock() {
     let mut m = Lock::read("/rw", "g").revocable();
-    let run = |m: &mut Lock, input: Input<LockCommand>| {
-        m.handle(input);
-        let (mut sends, mut outs) = (Vec::new(), Vec::new());
-        while let Some(o) = m.poll() {
-            match o {
-                Output::Send(id, op) => sends.push((id, op)),
-                Output::Outcome(x) => outs.push(x),
-            }
-        }
-        (sends, outs)
-    };
+    let run = crate::recipes::step::<Lock>;
     let (sends, _) = run(&mut m, Input::Command(LockCommand::Acquire));
     let created = Ok(Reply::Create {
         path: "/rw/g-read-0000000004".into(),

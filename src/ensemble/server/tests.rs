@@ -357,35 +357,37 @@ fn watch_events_reach_the_watching_connection_before_later_replies() {
     assert!(watch_at < reply_at);
 }
 
+/// Server 2 restarts and becomes a candidate: server 1's vote and its
+/// FollowerInfo (attempt 1000) reach it, so it decides epoch 2 (accepting
+/// it itself); what it sends goes to `out`.
+fn candidate_with_a_follower(net: &mut Net, out: &mut Vec<Output>) {
+    net.servers[2].restart(out);
+    net.servers[2].on_peer(0, 1, PeerMsg::Vote(LOOKING_AT_EPOCH_1), out);
+    assert!(matches!(net.servers[2].role, Role::Leading(_)));
+    net.servers[2].on_peer(0, 1, FOLLOWER_INFO_1000, out);
+    assert_eq!(net.servers[2].accepted_epoch, 2);
+}
+
+const LOOKING_AT_EPOCH_1: Vote = Vote {
+    current_epoch: 1,
+    last_zxid: 0,
+    state: PeerState::Looking,
+};
+
+const FOLLOWER_INFO_1000: PeerMsg = PeerMsg::Learner {
+    attempt: 1000,
+    msg: LearnerMsg::FollowerInfo { accepted_epoch: 1 },
+};
+
 /// Review repro: a server that accepted a newer epoch from a candidate that
 /// never got a quorum must still rejoin the established (older-epoch)
 /// leader eventually.
 #[test]
 fn a_server_that_accepted_a_failed_candidates_epoch_rejoins() {
     let mut net = Net::new(3, 7);
-    // Server 2 restarts and becomes a candidate: server 1's vote and
-    // FollowerInfo reach it, so it decides epoch 2 (accepting it itself),
-    // but nothing it sends arrives anywhere.
+    // Nothing server 2 sends as a candidate arrives anywhere.
     let mut lost = Vec::new();
-    net.servers[2].restart(&mut lost);
-    let vote = Vote {
-        current_epoch: 1,
-        last_zxid: 0,
-        state: PeerState::Looking,
-    };
-    net.servers[2].on_peer(0, 1, PeerMsg::Vote(vote), &mut lost);
-    assert!(matches!(net.servers[2].role, Role::Leading(_)));
-    let info = LearnerMsg::FollowerInfo { accepted_epoch: 1 };
-    net.servers[2].on_peer(
-        0,
-        1,
-        PeerMsg::Learner {
-            attempt: 1000,
-            msg: info,
-        },
-        &mut lost,
-    );
-    assert_eq!(net.servers[2].accepted_epoch, 2);
+    candidate_with_a_follower(&mut net, &mut lost);
     // The ensemble runs on: ticks, each followed by a bounded number of
     // deliveries (a refused follower retries at message speed).
     for _ in 0..100 {
@@ -417,28 +419,21 @@ fn messages_on_a_connection_of_an_ended_leadership_never_reach_the_next_one() {
     // seed 1309409566, replicas diverged).
     let mut net = Net::new(3, 7);
     let mut lost = Vec::new();
-    net.servers[2].restart(&mut lost);
-    let vote = Vote {
-        current_epoch: 1,
-        last_zxid: 0,
-        state: PeerState::Looking,
-    };
-    let learner = |msg| PeerMsg::Learner { attempt: 1000, msg };
-    net.servers[2].on_peer(0, 1, PeerMsg::Vote(vote), &mut lost);
-    assert!(matches!(net.servers[2].role, Role::Leading(_)));
-    let info = LearnerMsg::FollowerInfo { accepted_epoch: 1 };
-    net.servers[2].on_peer(0, 1, learner(info.clone()), &mut lost);
-    assert_eq!(net.servers[2].accepted_epoch, 2);
+    candidate_with_a_follower(&mut net, &mut lost);
     net.servers[2].look(&mut lost);
-    net.servers[2].on_peer(0, 1, PeerMsg::Vote(vote), &mut lost);
+    net.servers[2].on_peer(0, 1, PeerMsg::Vote(LOOKING_AT_EPOCH_1), &mut lost);
     assert!(matches!(net.servers[2].role, Role::Leading(_)));
     let ack = LearnerMsg::AckEpoch {
         current_epoch: 1,
         last_zxid: 0,
         counts: true,
     };
-    net.servers[2].on_peer(0, 1, learner(info), &mut lost);
-    net.servers[2].on_peer(0, 1, learner(ack), &mut lost);
+    net.servers[2].on_peer(0, 1, FOLLOWER_INFO_1000, &mut lost);
+    let ack = PeerMsg::Learner {
+        attempt: 1000,
+        msg: ack,
+    };
+    net.servers[2].on_peer(0, 1, ack, &mut lost);
     // Neither counted: no learner, so no epoch proposed (it would be 3),
     // and no quorum acked one.
     assert!(matches!(net.servers[2].role, Role::Leading(_)));

@@ -1,8 +1,8 @@
 //! The madsim shell: servers and clients as simulated nodes, the pure
 //! [`Server`] inside each server node, and its messages as datagrams.
 //!
-//! madsim datagrams are not FIFO, while ZooKeeper's links are TCP: every
-//! datagram carries a per-stream sequence number and the receiver delivers
+//! Datagrams overtake one another (each draws its own latency), while
+//! ZooKeeper's links are TCP: every datagram carries a per-stream sequence number and the receiver delivers
 //! in order (the [`Reorder`] buffer). Streams belong to one connection, or
 //! to a pair of server incarnations: a killed node's streams are abandoned
 //! with it and a restarted one starts fresh, so a gap in a live stream is
@@ -590,7 +590,9 @@ impl Process {
     /// Steps the state machine on one event and sends what it says.
     fn step(&mut self, event: Event) {
         let mut out = Vec::new();
-        let role_before = role_of(&lock(&self.slot.server));
+        // Only for the trace: the hot path skips it when nobody listens.
+        let traced = tracing::enabled!(target: "zoosim::server", tracing::Level::INFO);
+        let role_before = traced.then(|| role_of(&lock(&self.slot.server)));
         match event {
             Event::Restarted(first) => out = first,
             Event::Tick => lock(&self.slot.server).on_tick(now_ms(), &mut out),
@@ -626,17 +628,19 @@ impl Process {
             }
         }
         let s = lock(&self.slot.server);
-        let role = role_of(&s);
-        if role != role_before {
-            tracing::info!(
-                target: "zoosim::server",
-                "server {} (process {}) {:?}, epoch {}{}",
-                self.id,
-                self.incarnation,
-                role.0,
-                role.2,
-                if role.1 { ", serving" } else { "" }
-            );
+        if let Some(before) = role_before {
+            let role = role_of(&s);
+            if role != before {
+                tracing::info!(
+                    target: "zoosim::server",
+                    "server {} (process {}) {:?}, epoch {}{}",
+                    self.id,
+                    self.incarnation,
+                    role.0,
+                    role.2,
+                    if role.1 { ", serving" } else { "" }
+                );
+            }
         }
         self.checked = self.shared.check_applied(&s, self.checked);
         if s.has_due_closes(now_ms()) {

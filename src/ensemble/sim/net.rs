@@ -49,8 +49,8 @@ pub struct NetStats {
     pub delayed: u64,
     /// Messages sent.
     pub sent: u64,
-    /// madsim datagrams they travelled in (messages to one destination
-    /// leaving at one instant share one).
+    /// Datagrams they travelled in (messages to one destination leaving
+    /// while a datagram to it is open share it).
     pub datagrams: u64,
     /// Datagrams received by a live node.
     pub delivered: u64,
@@ -282,8 +282,8 @@ type OpenDatagrams = BTreeMap<(SocketAddr, SocketAddr), Vec<Wire>>;
 pub(crate) struct Outbox {
     queue: Arc<Mutex<Queue>>,
     /// Per link, the datagram being filled: messages for one destination
-    /// that leave before the outbox task runs share a datagram, as writes
-    /// to one TCP socket share a segment.
+    /// that leave during its latency travel in it, as writes to one TCP
+    /// socket share a segment.
     open: Arc<Mutex<OpenDatagrams>>,
 }
 
