@@ -311,9 +311,16 @@ pub(crate) fn start(
         .values()
         .iter()
         .map(|(k, v)| {
+            // One draw whatever the list (as the built-in recipes'
+            // `hold_ms`): gen_range rejects and draws again at random, so
+            // a list pinned to one value by the shrinker would move every
+            // later draw of the seed.
             let n = match v {
                 WorkloadValue::Int(n) => *n,
-                WorkloadValue::Drawn(d) => d[thread_rng().gen_range(0..d.len())],
+                WorkloadValue::Drawn(d) => {
+                    let bits: u64 = thread_rng().gen();
+                    d[(bits % d.len() as u64) as usize]
+                }
             };
             (k.clone(), n)
         })
