@@ -1,31 +1,41 @@
 //! The oracle of the exclusive roles: the lock, the shared (read/write)
-//! lock, and leadership (judged as a lock).
+//! lock, and leadership (judged as a lock). Each property is a constant
+//! below, named in every violation of it; [`PROPERTIES`] lists them.
 //!
-//! * **Fenced effects.** The writes the protected resource accepted come in
-//!   token order, each from a client holding the lock with that token at
-//!   the time; a reader's accepted reads carry a token no smaller than the
-//!   last accepted write's. This is the safety a lock user can have.
-//! * **Beliefs.** A client believes it holds from `Acquired` (or `Resumed`)
-//!   to the first of release, `Suspended`, `Lost`, crash. Two overlapping
-//!   beliefs (not both a reader's) are a *stale belief* when one holder's
-//!   session was lost — `Lost` ends its belief, or follows the suspension or
-//!   release call that did with no `Released` between, or the client
-//!   crashed — which is ZooKeeper's known window (a paused or partitioned
-//!   holder cannot know its session expired; a waiter whose session the
-//!   leader had already expired can read a lagging follower's old child
-//!   list): counted and reported, never hidden. Any other overlap means a
-//!   client took the lock while the holder's node existed: a violation.
-//! * **Told is told.** No access after the client learned its session
-//!   ended (CURATOR-696's leader that keeps leading after expiry).
-//! * **Herd.** A deletion wakes at most one waiter, or only readers.
-//!   A reader is never woken by a reader's node: readers wait on writers.
-//! * **Liveness.** In the quiet phase every acquire and release finishes
-//!   within the bound.
+//! * **Fenced effects** (`fenced-exclusion`, `unique-tokens`). The writes
+//!   the protected resource accepted come in token order, each from a
+//!   client holding the lock with that token at the time; a reader's
+//!   accepted reads carry a token no smaller than the last accepted
+//!   write's. This is the safety a lock user can have. Every acquisition
+//!   has a token of its own.
+//! * **Beliefs** (`stale-beliefs-only-after-loss`). A client believes it
+//!   holds from `Acquired` (or `Resumed`) to the first of release,
+//!   `Suspended`, `Lost`, crash. Two overlapping beliefs (not both a
+//!   reader's) are a *stale belief* when one holder's session was lost —
+//!   `Lost` ends its belief, or follows the suspension or release call that
+//!   did with no `Released` between, or the client crashed — which is
+//!   ZooKeeper's known window (a paused or partitioned holder cannot know
+//!   its session expired; a waiter whose session the leader had already
+//!   expired can read a lagging follower's old child list): counted and
+//!   reported, never hidden. Any other overlap means a client took the lock
+//!   while the holder's node existed: a violation.
+//! * **Told is told** (`told-is-told`). No access after the client learned
+//!   its session ended (CURATOR-696's leader that keeps leading after
+//!   expiry).
+//! * **Herd** (`no-herd`). A deletion wakes at most one waiter, or only
+//!   readers. A reader is never woken by a reader's node: readers wait on
+//!   writers.
+//! * **No recipe failure** (`no-recipe-failure`): no client met an answer
+//!   its recipe has no way forward from.
+//! * **Revocation** (`revocation-honoured`). In the quiet phase, a holder
+//!   asked to let go does within the bound.
+//! * **Liveness** (`liveness`). In the quiet phase every acquire and
+//!   release finishes within the bound.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::{Entry, Liveness};
+use super::{Entry, Liveness, Property, Violation};
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum LockEvent {
@@ -92,7 +102,7 @@ pub struct LockReport {
     pub revokes_asked: u64,
     /// Revocations that reached a holder, which let go.
     pub revokes_honoured: u64,
-    pub violations: Vec<String>,
+    pub violations: Vec<Violation>,
 }
 
 impl LockReport {
@@ -169,25 +179,93 @@ struct Belief {
     session_lost: bool,
 }
 
+/// Tokens grant the lock: one per acquisition.
+pub const UNIQUE_TOKENS: Property = Property::new(
+    "unique-tokens",
+    "every acquisition gets a token of its own (two holders with one token defeat the fence)",
+);
+pub const FENCED_EXCLUSION: Property = Property::new(
+    "fenced-exclusion",
+    "accepted effects come in token order, each from the client holding the lock with that \
+     token at the time; a shared lock's readers may share, and read no older than the last write",
+);
+pub const STALE_BELIEFS: Property = Property::new(
+    "stale-beliefs-only-after-loss",
+    "two clients believe they hold (not both readers) only when one's session was lost",
+);
+pub const TOLD_IS_TOLD: Property = Property::new(
+    "told-is-told",
+    "nobody acts after being told its session ended",
+);
+pub const NO_HERD: Property = Property::new(
+    "no-herd",
+    "a deletion wakes at most one waiter, or only readers; no reader waits on a reader's node",
+);
+pub const REVOCATION_HONOURED: Property = Property::new(
+    "revocation-honoured",
+    "in the quiet phase, a holder asked to let go does within the bound",
+);
+pub const LIVENESS: Property = Property::new(
+    "liveness",
+    "in the quiet phase, every acquire and release ends within the bound",
+);
+pub use super::NO_RECIPE_FAILURE;
+
+/// What this oracle checks, safety first.
+pub const PROPERTIES: &[Property] = &[
+    FENCED_EXCLUSION,
+    UNIQUE_TOKENS,
+    STALE_BELIEFS,
+    TOLD_IS_TOLD,
+    NO_HERD,
+    NO_RECIPE_FAILURE,
+    REVOCATION_HONOURED,
+    LIVENESS,
+];
+
 pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockReport {
     let mut report = LockReport::default();
     let beliefs = beliefs(log, &mut report);
+    // In the order the violations were always reported: a run's first line
+    // stays what it was.
+    check_unique_tokens(log, &mut report);
+    check_fenced_exclusion(log, &beliefs, &mut report);
+    check_stale_beliefs(&beliefs, &mut report);
+    let failures = super::recipe_failures(log, |e| match e {
+        LockEvent::Failed { error } => Some(error),
+        _ => None,
+    });
+    report.violations.extend(failures);
+    check_told_is_told(log, &mut report);
+    check_no_herd(log, &mut report);
+    check_revocation_honoured(log, &beliefs, liveness, &mut report);
+    if let Some(l) = liveness {
+        check_liveness(log, l, &mut report);
+    }
+    report
+}
 
-    // Tokens are unique per acquisition.
+fn check_unique_tokens(log: &[Entry<LockEvent>], report: &mut LockReport) {
     let mut tokens = BTreeMap::new();
     for e in log {
         if let LockEvent::Acquired { token } = e.event {
             report.acquisitions += 1;
             if let Some(other) = tokens.insert(token, e.client) {
-                report.violations.push(format!(
-                    "token {token} handed out twice (clients {other} and {}, at {} ms)",
-                    e.client, e.at_ms
+                report.violations.push(Violation::new(
+                    UNIQUE_TOKENS,
+                    format!(
+                        "token {token} handed out twice (clients {other} and {}, at {} ms)",
+                        e.client, e.at_ms
+                    ),
                 ));
             }
         }
     }
+}
 
-    // Fenced effects.
+fn check_fenced_exclusion(log: &[Entry<LockEvent>], beliefs: &[Belief], report: &mut LockReport) {
+    // The highest token a writer's accepted access carried: readers do not
+    // raise it (they may share), but are fenced by it.
     let mut highest: Option<u64> = None;
     let mut reader: BTreeMap<usize, bool> = BTreeMap::new();
     for e in log {
@@ -206,12 +284,13 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
             _ => continue,
         };
         report.accesses_accepted += 1;
-        if highest.is_some_and(|h| token < h) {
-            report.violations.push(format!(
-                "the resource accepted token {token} after {} (client {}, at {} ms)",
-                highest.unwrap(),
-                e.client,
-                e.at_ms
+        if let Some(h) = highest.filter(|&h| token < h) {
+            report.violations.push(Violation::new(
+                FENCED_EXCLUSION,
+                format!(
+                    "the resource accepted token {token} after {h} (client {}, at {} ms)",
+                    e.client, e.at_ms
+                ),
             ));
         }
         if !reader.get(&e.client).copied().unwrap_or(false) {
@@ -221,14 +300,20 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
             b.client == e.client && b.token == token && b.from <= e.at_ms && e.at_ms <= b.to
         });
         if !held {
-            report.violations.push(format!(
-                "client {} acted with token {token} at {} ms without holding the lock",
-                e.client, e.at_ms
+            report.violations.push(Violation::new(
+                FENCED_EXCLUSION,
+                format!(
+                    "client {} acted with token {token} at {} ms without holding the lock",
+                    e.client, e.at_ms
+                ),
             ));
         }
     }
+}
 
-    // Overlapping beliefs.
+/// Overlapping beliefs: counted when a session loss explains them (the
+/// window ZooKeeper cannot close), a violation otherwise.
+fn check_stale_beliefs(beliefs: &[Belief], report: &mut LockReport) {
     for (i, a) in beliefs.iter().enumerate() {
         for b in &beliefs[i + 1..] {
             if a.client == b.client
@@ -249,31 +334,28 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
             if stale {
                 report.stale_beliefs += 1;
             } else {
-                report.violations.push(format!(
-                    "two holders: client {} (token {}, from {} ms, {:?}) and client {} \
-                     (token {}, from {} ms) while both sessions were intact",
-                    older.client,
-                    older.token,
-                    older.from,
-                    older.end,
-                    newer.client,
-                    newer.token,
-                    newer.from
+                report.violations.push(Violation::new(
+                    STALE_BELIEFS,
+                    format!(
+                        "two holders: client {} (token {}, from {} ms, {:?}) and client {} \
+                         (token {}, from {} ms) while both sessions were intact",
+                        older.client,
+                        older.token,
+                        older.from,
+                        older.end,
+                        newer.client,
+                        newer.token,
+                        newer.from
+                    ),
                 ));
             }
         }
     }
+}
 
-    for e in log {
-        if let LockEvent::Failed { error } = &e.event {
-            report.violations.push(format!(
-                "client {} failed at {} ms: {error}",
-                e.client, e.at_ms
-            ));
-        }
-    }
-
-    // Nobody acts on a role after being told its session is gone.
+/// Nobody acts on a role after being told its session is gone (until it
+/// asks for the role again, in a new session).
+fn check_told_is_told(log: &[Entry<LockEvent>], report: &mut LockReport) {
     let mut ended: BTreeSet<usize> = BTreeSet::new();
     for e in log {
         match e.event {
@@ -284,17 +366,22 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
                 ended.remove(&e.client);
             }
             LockEvent::Access { token, .. } if ended.contains(&e.client) => {
-                report.violations.push(format!(
-                    "client {} acted with token {token} at {} ms after it was told its \
-                     session had ended",
-                    e.client, e.at_ms
+                report.violations.push(Violation::new(
+                    TOLD_IS_TOLD,
+                    format!(
+                        "client {} acted with token {token} at {} ms after it was told its \
+                         session had ended",
+                        e.client, e.at_ms
+                    ),
                 ));
             }
             _ => {}
         }
     }
+}
 
-    // Herd: clients woken per deleted path (several readers may be).
+/// Clients woken per deleted path: several readers may be, one writer.
+fn check_no_herd(log: &[Entry<LockEvent>], report: &mut LockReport) {
     let mut woken: BTreeMap<&str, BTreeSet<(usize, bool)>> = BTreeMap::new();
     let mut reader: BTreeMap<usize, bool> = BTreeMap::new();
     for e in log {
@@ -305,9 +392,13 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
             LockEvent::Woken { path } => {
                 let is_reader = reader.get(&e.client).copied().unwrap_or(false);
                 if is_reader && path.contains("-read-") {
-                    report.violations.push(format!(
-                        "reader {} waited on a reader's node {path} (readers wait on writers)",
-                        e.client
+                    report.violations.push(Violation::new(
+                        NO_HERD,
+                        format!(
+                            "reader {} waited on a reader's node {path} (readers wait on \
+                             writers)",
+                            e.client
+                        ),
                     ));
                 }
                 woken.entry(path).or_default().insert((e.client, is_reader));
@@ -321,14 +412,22 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
         report.max_woken_per_deletion = report.max_woken_per_deletion.max(n);
         if n > 1 && clients.iter().any(|&(_, is_reader)| !is_reader) {
             let clients: Vec<usize> = clients.iter().map(|c| c.0).collect();
-            report.violations.push(format!(
-                "herd: the deletion of {path} woke {n} clients {clients:?}"
+            report.violations.push(Violation::new(
+                NO_HERD,
+                format!("the deletion of {path} woke {n} clients {clients:?}"),
             ));
         }
     }
+}
 
-    // Revocation honoured: a holder asked to let go does, within the
-    // bound (judged in the quiet phase, like liveness).
+/// A holder asked to let go does, within the bound (judged in the quiet
+/// phase, like liveness). The counters are kept without a quiet phase too.
+fn check_revocation_honoured(
+    log: &[Entry<LockEvent>],
+    beliefs: &[Belief],
+    liveness: Option<Liveness>,
+    report: &mut LockReport,
+) {
     for e in log {
         match e.event {
             LockEvent::RevokeAsked => report.revokes_asked += 1,
@@ -343,11 +442,14 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
                 report.revokes_honoured += u64::from(b.to != u64::MAX);
                 if let Some(l) = liveness {
                     let deadline = e.at_ms.max(l.from_ms) + l.bound_ms;
-                    if deadline <= l.end_ms && b.to > deadline {
-                        report.violations.push(format!(
-                            "revocation: client {} held token {token} past {deadline} ms, asked \
-                             to let go at {} ms",
-                            b.client, e.at_ms
+                    if l.missed(deadline, Some(b.to)) {
+                        report.violations.push(Violation::new(
+                            REVOCATION_HONOURED,
+                            format!(
+                                "client {} held token {token} past {deadline} ms, asked to let \
+                                 go at {} ms",
+                                b.client, e.at_ms
+                            ),
                         ));
                     }
                 }
@@ -355,11 +457,6 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
             _ => {}
         }
     }
-
-    if let Some(l) = liveness {
-        check_liveness(log, l, &mut report);
-    }
-    report
 }
 
 fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
@@ -454,16 +551,15 @@ fn check_liveness(log: &[Entry<LockEvent>], l: Liveness, report: &mut LockReport
     let mut waiting: BTreeMap<usize, (&'static str, u64)> = BTreeMap::new();
     let mut judge = |client: usize, what: &str, since: u64, done_at: Option<u64>| {
         let deadline = since.max(l.from_ms) + l.bound_ms;
-        let late = match done_at {
-            Some(at) => at > deadline && deadline <= l.end_ms,
-            None => deadline <= l.end_ms,
-        };
-        if late {
-            report.violations.push(format!(
-                "liveness: client {client}'s {what} from {since} ms was not done within \
-                 {} ms of the quiet phase (at {} ms)",
-                l.bound_ms,
-                done_at.map_or("never".to_owned(), |t| t.to_string()),
+        if l.missed(deadline, done_at) {
+            report.violations.push(Violation::new(
+                LIVENESS,
+                format!(
+                    "client {client}'s {what} from {since} ms was not done within {} ms of the \
+                     quiet phase ({})",
+                    l.bound_ms,
+                    done_at.map_or("never done".to_owned(), |t| format!("done at {t} ms")),
+                ),
             ));
         }
     };
@@ -508,6 +604,25 @@ mod tests {
                 event: e.clone(),
             })
             .collect()
+    }
+
+    /// The properties the report names, in its order.
+    fn named(r: &LockReport) -> Vec<&'static str> {
+        r.violations.iter().map(|v| v.property).collect()
+    }
+
+    fn access(token: u64) -> LockEvent {
+        Access {
+            token,
+            accepted: true,
+        }
+    }
+
+    #[test]
+    fn properties_are_named_once_each() {
+        let names: BTreeSet<&str> = PROPERTIES.iter().map(|p| p.name).collect();
+        assert_eq!(names.len(), PROPERTIES.len());
+        assert!(names.contains(NO_RECIPE_FAILURE.name));
     }
 
     #[test]
@@ -566,8 +681,8 @@ mod tests {
             (8, 0, ReleaseCalled),
         ]);
         let r = check_lock(&l, None);
-        assert_eq!(r.violations.len(), 1, "{r}");
-        assert!(r.violations[0].starts_with("two holders"));
+        assert_eq!(named(&r), [STALE_BELIEFS.name], "{r}");
+        assert!(r.violations[0].detail.starts_with("two holders"), "{r}");
     }
 
     #[test]
@@ -645,7 +760,8 @@ mod tests {
         // The same release, completed: the session was intact all along.
         let mut intact = l.clone();
         intact[6].event = Released;
-        assert_eq!(check_lock(&intact, None).violations.len(), 1);
+        let r = check_lock(&intact, None);
+        assert_eq!(named(&r), [STALE_BELIEFS.name], "{r}");
     }
 
     #[test]
@@ -714,7 +830,7 @@ mod tests {
             (40, 1, ReleaseCalled),
         ]);
         let r = check_lock(&l, None);
-        assert_eq!(r.violations.len(), 1, "{r}");
+        assert_eq!(named(&r), [STALE_BELIEFS.name], "{r}");
     }
 
     #[test]
@@ -751,10 +867,57 @@ mod tests {
             (12, 2, Acquired { token: 1 }),
         ]);
         let r = check_lock(&l, None);
-        let v = r.violations.join("\n");
-        assert!(v.contains("accepted token 1 after 2"), "{v}");
-        assert!(v.contains("client 2 acted with token 3"), "{v}");
-        assert!(v.contains("token 1 handed out twice"), "{v}");
+        assert_eq!(
+            named(&r),
+            [
+                UNIQUE_TOKENS.name,
+                FENCED_EXCLUSION.name,
+                FENCED_EXCLUSION.name
+            ],
+            "{r}"
+        );
+        assert!(r.violations[0].detail.contains("token 1 handed out twice"));
+        assert!(r.violations[1].detail.contains("accepted token 1 after 2"));
+        assert!(r.violations[2]
+            .detail
+            .contains("client 2 acted with token 3"));
+    }
+
+    #[test]
+    fn readers_share_but_read_no_older_than_the_last_write() {
+        let clean = log(&[
+            (0, 0, AcquireCalled { shared: false }),
+            (1, 0, Acquired { token: 1 }),
+            (2, 0, access(1)),
+            (3, 0, ReleaseCalled),
+            (4, 0, Released),
+            (5, 1, AcquireCalled { shared: true }),
+            (5, 2, AcquireCalled { shared: true }),
+            (6, 2, Acquired { token: 3 }),
+            (7, 1, Acquired { token: 2 }),
+            // Readers together, the older token after the newer: both
+            // newer than the last write.
+            (8, 2, access(3)),
+            (9, 1, access(2)),
+            (10, 1, ReleaseCalled),
+            (10, 2, ReleaseCalled),
+        ]);
+        let r = check_lock(&clean, None);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!((r.accesses_accepted, r.stale_beliefs), (3, 0));
+        // A reader whose token is older than an accepted write's.
+        let stale_read = log(&[
+            (0, 0, AcquireCalled { shared: false }),
+            (1, 0, Acquired { token: 5 }),
+            (2, 0, access(5)),
+            (3, 0, ReleaseCalled),
+            (4, 1, AcquireCalled { shared: true }),
+            (5, 1, Acquired { token: 3 }),
+            (6, 1, access(3)),
+        ]);
+        let r = check_lock(&stale_read, None);
+        assert_eq!(named(&r), [FENCED_EXCLUSION.name], "{r}");
+        assert!(r.violations[0].detail.contains("accepted token 3 after 5"));
     }
 
     #[test]
@@ -781,8 +944,10 @@ mod tests {
             (20, 0, AcquireCalled { shared: false }),
         ]);
         let r = check_lock(&l, None);
-        assert_eq!(r.violations.len(), 1, "{r}");
-        assert!(r.violations[0].contains("told its session had ended"));
+        assert_eq!(named(&r), [TOLD_IS_TOLD.name], "{r}");
+        assert!(r.violations[0]
+            .detail
+            .contains("told its session had ended"));
     }
 
     #[test]
@@ -812,7 +977,94 @@ mod tests {
         ]);
         let r = check_lock(&l, None);
         assert_eq!(r.max_woken_per_deletion, 2);
-        assert_eq!(r.violations.len(), 1, "{r}");
+        assert_eq!(named(&r), [NO_HERD.name], "{r}");
+        assert!(r.violations[0]
+            .detail
+            .contains("/l/x woke 2 clients [1, 2]"));
+    }
+
+    #[test]
+    fn readers_woken_together_pass_but_not_by_a_reader() {
+        let readers = |woken_by: &str| {
+            log(&[
+                (0, 1, AcquireCalled { shared: true }),
+                (0, 2, AcquireCalled { shared: true }),
+                (
+                    1,
+                    1,
+                    Woken {
+                        path: woken_by.into(),
+                    },
+                ),
+                (
+                    1,
+                    2,
+                    Woken {
+                        path: woken_by.into(),
+                    },
+                ),
+            ])
+        };
+        let r = check_lock(&readers("/l/x-write-0001"), None);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!(r.max_woken_per_deletion, 2);
+        let r = check_lock(&readers("/l/x-read-0001"), None);
+        assert_eq!(named(&r), [NO_HERD.name, NO_HERD.name], "{r}");
+        assert!(r.violations[0]
+            .detail
+            .contains("reader 1 waited on a reader's node"));
+    }
+
+    #[test]
+    fn a_recipe_failure_is_a_violation() {
+        let l = log(&[
+            (0, 0, AcquireCalled { shared: false }),
+            (
+                3,
+                0,
+                Failed {
+                    error: "NoNode".into(),
+                },
+            ),
+        ]);
+        let r = check_lock(&l, None);
+        assert_eq!(named(&r), [NO_RECIPE_FAILURE.name], "{r}");
+        assert_eq!(r.violations[0].detail, "client 0 failed at 3 ms: NoNode");
+        assert_eq!(
+            r.violations[0].to_string(),
+            "no-recipe-failure: client 0 failed at 3 ms: NoNode"
+        );
+    }
+
+    #[test]
+    fn a_revoked_holder_must_let_go_in_time() {
+        let quiet = Some(Liveness {
+            from_ms: 100,
+            bound_ms: 50,
+            end_ms: 400,
+        });
+        let revoked = |let_go_at: u64| {
+            log(&[
+                (0, 0, AcquireCalled { shared: false }),
+                (1, 0, Acquired { token: 1 }),
+                (120, 1, RevokeCalled { token: 1 }),
+                (121, 0, RevokeAsked),
+                (let_go_at, 0, ReleaseCalled),
+                (let_go_at + 1, 0, Released),
+            ])
+        };
+        let r = check_lock(&revoked(160), quiet);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!(
+            (r.revokes_called, r.revokes_asked, r.revokes_honoured),
+            (1, 1, 1)
+        );
+        // Let go at 200 ms, asked at 120: the bound ended at 170.
+        let r = check_lock(&revoked(200), quiet);
+        assert_eq!(named(&r), [REVOCATION_HONOURED.name], "{r}");
+        assert!(r.violations[0].detail.contains("past 170 ms"), "{r}");
+        // Without a quiet phase, only counted.
+        assert!(check_lock(&revoked(200), None).is_ok());
     }
 
     #[test]
@@ -830,10 +1082,14 @@ mod tests {
         assert!(check_lock(&ok, Some(quiet)).is_ok());
         // Never done.
         let stuck = log(&[(10, 0, AcquireCalled { shared: false })]);
-        assert_eq!(check_lock(&stuck, Some(quiet)).violations.len(), 1);
+        let r = check_lock(&stuck, Some(quiet));
+        assert_eq!(named(&r), [LIVENESS.name], "{r}");
+        assert!(r.violations[0].detail.ends_with("(never done)"), "{r}");
         // Done, late.
         let late = log(&[(200, 0, ReleaseCalled), (260, 0, Released)]);
-        assert_eq!(check_lock(&late, Some(quiet)).violations.len(), 1);
+        let r = check_lock(&late, Some(quiet));
+        assert_eq!(named(&r), [LIVENESS.name], "{r}");
+        assert!(r.violations[0].detail.ends_with("(done at 260 ms)"), "{r}");
         // Started too close to the end to be judged; a crash ends the wait.
         let unjudged = log(&[
             (280, 0, AcquireCalled { shared: false }),

@@ -1,6 +1,10 @@
 //! Pure checkers over what a run recorded: the recipe oracles, judged on
 //! outcome logs (what each client saw and did, with simulated times) and on
-//! the effects a fenced resource accepted.
+//! the effects a fenced resource accepted. Each oracle names the
+//! properties it checks (its `PROPERTIES`), and every violation it reports
+//! names the one it breaks, so a failure says what went wrong before how.
+
+use std::fmt;
 
 pub mod barrier;
 pub mod config;
@@ -29,4 +33,70 @@ pub struct Liveness {
     /// When the log ends: waits that could not have reached their bound by
     /// then are not judged.
     pub end_ms: u64,
+}
+
+impl Liveness {
+    /// Whether a wait that had to end by `deadline` and ended at `done`
+    /// (never, if `None`) missed it. A deadline past the log's end is not
+    /// judged: the run stopped before the wait could have been late.
+    pub(crate) fn missed(self, deadline: u64, done: Option<u64>) -> bool {
+        deadline <= self.end_ms && done.is_none_or(|at| at > deadline)
+    }
+}
+
+/// A property an oracle checks: a short kebab-case name and what it means.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Property {
+    pub name: &'static str,
+    pub what: &'static str,
+}
+
+impl Property {
+    pub const fn new(name: &'static str, what: &'static str) -> Property {
+        Property { name, what }
+    }
+}
+
+/// A property that failed in a run: which one, and the evidence.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Violation {
+    pub property: &'static str,
+    pub detail: String,
+}
+
+impl Violation {
+    pub fn new(property: Property, detail: impl Into<String>) -> Violation {
+        Violation {
+            property: property.name,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.property, self.detail)
+    }
+}
+
+/// Every recipe's: a `Failed` event is a client stuck, whatever the
+/// recipe's other properties say (each oracle lists it, re-exported).
+pub const NO_RECIPE_FAILURE: Property = Property::new(
+    "no-recipe-failure",
+    "no recipe meets an answer it has no way forward from, nor refuses a command",
+);
+
+/// One violation of [`NO_RECIPE_FAILURE`] per `Failed` event, in log order;
+/// `failed` picks a `Failed` event's error out of the recipe's events.
+fn recipe_failures<'a, E: 'a>(
+    log: &'a [Entry<E>],
+    failed: impl Fn(&'a E) -> Option<&'a str> + 'a,
+) -> impl Iterator<Item = Violation> + 'a {
+    log.iter().filter_map(move |e| {
+        let error = failed(&e.event)?;
+        Some(Violation::new(
+            NO_RECIPE_FAILURE,
+            format!("client {} failed at {} ms: {error}", e.client, e.at_ms),
+        ))
+    })
 }

@@ -478,9 +478,9 @@ where
     log
 }
 
-fn judged<E: Debug>(
+fn judged<E: Debug, V: std::fmt::Display>(
     log: &[Entry<E>],
-    violations: &[String],
+    violations: &[V],
     report: &dyn std::fmt::Display,
     counters: Vec<(&'static str, u64)>,
 ) -> Judged {
@@ -491,7 +491,10 @@ fn judged<E: Debug>(
     let mut digest = DefaultHasher::new();
     lines.hash(&mut digest);
     Judged {
-        failure: (!violations.is_empty()).then(|| violations.join("\n")),
+        failure: (!violations.is_empty()).then(|| {
+            let lines: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            lines.join("\n")
+        }),
         report: report.to_string(),
         counters: counters
             .into_iter()
