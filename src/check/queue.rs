@@ -1,23 +1,27 @@
 //! The queue's oracle, over producers' and consumers' outcome logs and the
 //! items left in the queue at the end. Items are identified by their data
-//! (unique per enqueue call).
+//! (unique per enqueue call). Each property is a constant below, named in
+//! every violation of it; [`PROPERTIES`] lists them.
 //!
-//! * **None taken twice**, unless its enqueue may have made two copies
-//!   (the producer's search after a ConnectionLoss found nothing and it
-//!   created again: a consumer may have taken the first copy meanwhile).
-//! * **None lost**: every acknowledged item was taken, maybe taken (a
-//!   delete's outcome unknown), claimed by a consumer that died or lost its
-//!   session before hearing back, or is still in the queue.
-//! * **None invented**: everything taken was enqueued by someone.
-//! * **FIFO per consumer** (plain queue): a consumer's takes come in
-//!   increasing sequence order.
-//! * **Drained**: after the quiet phase (producers stopped, consumers
-//!   running) the queue is empty.
+//! * **None taken twice** (`no-duplicate`), unless its enqueue may have
+//!   made two copies (the producer's search after a ConnectionLoss found
+//!   nothing and it created again: a consumer may have taken the first
+//!   copy meanwhile).
+//! * **None lost** (`no-loss`): every acknowledged item was taken, maybe
+//!   taken (a delete's outcome unknown), claimed by a consumer that died or
+//!   lost its session before hearing back, or is still in the queue.
+//! * **None invented** (`none-invented`): everything taken was enqueued by
+//!   someone.
+//! * **FIFO per consumer** (`fifo-per-consumer`, plain queue): a consumer's
+//!   takes come in increasing sequence order.
+//! * **No recipe failure** (`no-recipe-failure`).
+//! * **Drained** (`liveness`): after the quiet phase (producers stopped,
+//!   consumers running) the queue is empty.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::Entry;
+use super::{Entry, Property, Violation};
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum QueueEvent {
@@ -64,7 +68,7 @@ pub struct QueueReport {
     pub recovered_found: u64,
     pub recovered_not_found: u64,
     pub remaining: u64,
-    pub violations: Vec<String>,
+    pub violations: Vec<Violation>,
 }
 
 impl QueueReport {
@@ -96,6 +100,52 @@ impl fmt::Display for QueueReport {
     }
 }
 
+pub const NO_LOSS: Property = Property::new(
+    "no-loss",
+    "every acknowledged item was taken, maybe taken, claimed by a consumer that died or lost \
+     its session before hearing back, or is still in the queue",
+);
+pub const NO_DUPLICATE: Property = Property::new(
+    "no-duplicate",
+    "no item is taken twice, unless its enqueue may have made two copies",
+);
+pub const NONE_INVENTED: Property =
+    Property::new("none-invented", "everything taken was enqueued by someone");
+pub const FIFO_PER_CONSUMER: Property = Property::new(
+    "fifo-per-consumer",
+    "a plain queue's consumer takes items in increasing sequence order",
+);
+pub const LIVENESS: Property = Property::new(
+    "liveness",
+    "the queue is drained in the quiet phase (producers stopped, consumers running)",
+);
+pub use super::NO_RECIPE_FAILURE;
+
+/// What this oracle checks, safety first.
+pub const PROPERTIES: &[Property] = &[
+    NO_LOSS,
+    NO_DUPLICATE,
+    NONE_INVENTED,
+    FIFO_PER_CONSUMER,
+    NO_RECIPE_FAILURE,
+    LIVENESS,
+];
+
+/// What became of the items, by the whole log.
+#[derive(Default)]
+struct Fates<'a> {
+    /// Items some producer asked to enqueue.
+    called: BTreeSet<&'a str>,
+    /// Items whose enqueue was acknowledged.
+    acked: BTreeSet<&'a str>,
+    /// Items that may have been created twice.
+    duplicable: BTreeSet<&'a str>,
+    /// How many times each item was taken.
+    taken: BTreeMap<&'a str, usize>,
+    /// Items taken, maybe taken, or claimed with the outcome unknown.
+    gone: BTreeSet<&'a str>,
+}
+
 /// `remaining`: the items in the queue at the end; `fifo`: a plain queue;
 /// `drained`: the run ended with a quiet phase long enough to empty it.
 pub fn check_queue(
@@ -108,21 +158,38 @@ pub fn check_queue(
         remaining: remaining.len() as u64,
         ..QueueReport::default()
     };
-    let mut called = BTreeSet::new();
-    let mut acked = BTreeSet::new();
-    let mut duplicable = BTreeSet::new();
-    let mut taken: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut gone = BTreeSet::new();
-    // Per consumer: its claim in flight, and the last sequence it took.
+    let fates = fates(log, &mut r);
+    // Grouped by property, in the order the one-pass oracle first reported
+    // each.
+    if fifo {
+        check_fifo_per_consumer(log, &mut r);
+    }
+    let failures = super::recipe_failures(log, |e| match e {
+        QueueEvent::Failed { error } => Some(error),
+        _ => None,
+    });
+    r.violations.extend(failures);
+    check_no_duplicate(&fates, &mut r);
+    check_none_invented(&fates, &mut r);
+    check_no_loss(&fates, remaining, &mut r);
+    if drained {
+        check_liveness(remaining, &mut r);
+    }
+    r
+}
+
+/// The counters, and what became of each item.
+fn fates<'a>(log: &'a [Entry<QueueEvent>], r: &mut QueueReport) -> Fates<'a> {
+    let mut f = Fates::default();
+    // Per consumer: its claim in flight.
     let mut claim: BTreeMap<usize, &str> = BTreeMap::new();
-    let mut last_seq: BTreeMap<usize, u64> = BTreeMap::new();
     // Per producer: the item it is enqueuing.
     let mut enqueuing: BTreeMap<usize, &str> = BTreeMap::new();
     for e in log {
         let c = e.client;
         match &e.event {
             QueueEvent::EnqueueCalled { item } => {
-                called.insert(item.as_str());
+                f.called.insert(item.as_str());
                 enqueuing.insert(c, item);
             }
             QueueEvent::Enqueued {
@@ -130,35 +197,25 @@ pub fn check_queue(
                 duplicate_possible,
             } => {
                 r.enqueued += 1;
-                acked.insert(item.as_str());
+                f.acked.insert(item.as_str());
                 if *duplicate_possible {
                     r.duplicates_possible += 1;
-                    duplicable.insert(item.as_str());
+                    f.duplicable.insert(item.as_str());
                 }
             }
             QueueEvent::Claiming { item } => {
                 claim.insert(c, item);
             }
-            QueueEvent::Taken { item, seq } => {
+            QueueEvent::Taken { item, .. } => {
                 r.taken += 1;
                 claim.remove(&c);
-                gone.insert(item.as_str());
-                *taken.entry(item).or_default() += 1;
-                if fifo {
-                    if let Some(&prev) = last_seq.get(&c) {
-                        if *seq <= prev {
-                            r.violations.push(format!(
-                                "consumer {c} took {item} (sequence {seq}) after sequence {prev}"
-                            ));
-                        }
-                    }
-                    last_seq.insert(c, *seq);
-                }
+                f.gone.insert(item.as_str());
+                *f.taken.entry(item).or_default() += 1;
             }
             QueueEvent::MaybeTaken { item } => {
                 r.maybe_taken += 1;
                 claim.remove(&c);
-                gone.insert(item.as_str());
+                f.gone.insert(item.as_str());
             }
             QueueEvent::Missed { .. } => {
                 r.missed += 1;
@@ -172,51 +229,93 @@ pub fn check_queue(
                     // Created again: a consumer may have taken the first
                     // copy before the search, so there may be two.
                     if let Some(item) = enqueuing.get(&c) {
-                        duplicable.insert(*item);
+                        f.duplicable.insert(*item);
                     }
                 }
             }
             QueueEvent::Lost | QueueEvent::Crashed => {
                 if let Some(item) = claim.remove(&c) {
                     r.unresolved_claims += 1;
-                    gone.insert(item);
+                    f.gone.insert(item);
                 }
             }
-            QueueEvent::Failed { error } => r
-                .violations
-                .push(format!("client {c} failed at {} ms: {error}", e.at_ms)),
+            QueueEvent::Failed { .. } => {}
         }
     }
     // Claims still open when the log ends may have gone either way.
     for item in claim.into_values() {
         r.unresolved_claims += 1;
-        gone.insert(item);
+        f.gone.insert(item);
     }
-    for (item, n) in &taken {
-        if *n > 1 && !duplicable.contains(item) {
-            r.violations.push(format!("{item} was taken {n} times"));
+    f
+}
+
+fn check_fifo_per_consumer(log: &[Entry<QueueEvent>], r: &mut QueueReport) {
+    // Per consumer: the last sequence it took.
+    let mut last_seq: BTreeMap<usize, u64> = BTreeMap::new();
+    for e in log {
+        let QueueEvent::Taken { item, seq } = &e.event else {
+            continue;
+        };
+        let c = e.client;
+        if let Some(&prev) = last_seq.get(&c) {
+            if *seq <= prev {
+                r.violations.push(Violation::new(
+                    FIFO_PER_CONSUMER,
+                    format!("consumer {c} took {item} (sequence {seq}) after sequence {prev}"),
+                ));
+            }
         }
-        if !called.contains(item) {
-            r.violations
-                .push(format!("{item} was taken but never enqueued"));
-        }
+        last_seq.insert(c, *seq);
     }
-    let left: BTreeSet<&str> = remaining.iter().map(String::as_str).collect();
-    for item in &acked {
-        if !gone.contains(item) && !left.contains(item) {
-            r.violations.push(format!(
-                "{item} was enqueued, then lost (neither taken nor left)"
+}
+
+fn check_no_duplicate(f: &Fates, r: &mut QueueReport) {
+    for (item, n) in &f.taken {
+        if *n > 1 && !f.duplicable.contains(item) {
+            r.violations.push(Violation::new(
+                NO_DUPLICATE,
+                format!("{item} was taken {n} times"),
             ));
         }
     }
-    if drained && !remaining.is_empty() {
-        r.violations.push(format!(
-            "the queue was not drained in the quiet phase: {} items left ({:?}...)",
-            remaining.len(),
-            &remaining[..remaining.len().min(3)]
+}
+
+fn check_none_invented(f: &Fates, r: &mut QueueReport) {
+    for item in f.taken.keys() {
+        if !f.called.contains(item) {
+            r.violations.push(Violation::new(
+                NONE_INVENTED,
+                format!("{item} was taken but never enqueued"),
+            ));
+        }
+    }
+}
+
+fn check_no_loss(f: &Fates, remaining: &[String], r: &mut QueueReport) {
+    let left: BTreeSet<&str> = remaining.iter().map(String::as_str).collect();
+    for item in &f.acked {
+        if !f.gone.contains(item) && !left.contains(item) {
+            r.violations.push(Violation::new(
+                NO_LOSS,
+                format!("{item} was enqueued, then lost (neither taken nor left)"),
+            ));
+        }
+    }
+}
+
+/// Judged only after a quiet phase long enough to empty the queue.
+fn check_liveness(remaining: &[String], r: &mut QueueReport) {
+    if !remaining.is_empty() {
+        r.violations.push(Violation::new(
+            LIVENESS,
+            format!(
+                "the queue was not drained in the quiet phase: {} items left ({:?}...)",
+                remaining.len(),
+                &remaining[..remaining.len().min(3)]
+            ),
         ));
     }
-    r
 }
 
 #[cfg(test)]
@@ -280,46 +379,109 @@ mod tests {
         assert_eq!((r.enqueued, r.taken, r.missed), (2, 2, 1));
     }
 
+    /// The properties the report names, in its order.
+    fn named(r: &QueueReport) -> Vec<&'static str> {
+        r.violations.iter().map(|v| v.property).collect()
+    }
+
+    fn taken(c: usize, i: &str, seq: u64) -> (usize, QueueEvent) {
+        (c, Taken { item: item(i), seq })
+    }
+
+    #[test]
+    fn properties_are_named_once_each() {
+        let names: BTreeSet<&str> = PROPERTIES.iter().map(|p| p.name).collect();
+        assert_eq!(names.len(), PROPERTIES.len());
+    }
+
     #[test]
     fn lost_twice_taken_invented_out_of_order_and_undrained_are_caught() {
         let mut l = enqueue(0, "a");
         l.extend(enqueue(0, "b"));
         l.extend(enqueue(0, "c"));
-        l.push((
-            1,
-            Taken {
-                item: item("b"),
-                seq: 2,
-            },
-        ));
-        l.push((
-            1,
-            Taken {
-                item: item("b"),
-                seq: 2,
-            },
-        ));
-        l.push((
-            1,
-            Taken {
-                item: item("z"),
-                seq: 9,
-            },
-        ));
+        l.push(taken(1, "b", 2));
+        l.push(taken(1, "b", 2));
+        l.push(taken(1, "z", 9));
+        l.push(taken(2, "d", 3));
+        let r = check_queue(&log(l), &[item("c")], true, true);
+        assert_eq!(
+            named(&r),
+            [
+                FIFO_PER_CONSUMER.name,
+                NO_DUPLICATE.name,
+                NONE_INVENTED.name,
+                NONE_INVENTED.name,
+                NO_LOSS.name,
+                LIVENESS.name
+            ],
+            "{r}"
+        );
+        let v: Vec<&str> = r.violations.iter().map(|v| v.detail.as_str()).collect();
+        assert!(v[0].contains("took b (sequence 2) after sequence 2"), "{r}");
+        assert_eq!(v[1], "b was taken 2 times");
+        assert_eq!(v[2], "d was taken but never enqueued");
+        assert_eq!(v[3], "z was taken but never enqueued");
+        assert!(v[4].starts_with("a was enqueued, then lost"), "{r}");
+        assert!(v[5].contains("not drained"), "{r}");
+    }
+
+    #[test]
+    fn each_property_bites_alone() {
+        let ab = || {
+            let mut l = enqueue(0, "a");
+            l.extend(enqueue(0, "b"));
+            l
+        };
+        // Taken out of order by one consumer (a plain queue's; a priority
+        // queue does not promise it).
+        let mut l = ab();
+        l.push(taken(1, "b", 2));
+        l.push(taken(1, "a", 1));
+        let r = check_queue(&log(l.clone()), &[], true, true);
+        assert_eq!(named(&r), [FIFO_PER_CONSUMER.name], "{r}");
+        assert!(check_queue(&log(l), &[], false, true).is_ok());
+        // Taken twice, by two consumers.
+        let mut l = ab();
+        l.push(taken(1, "a", 1));
+        l.push(taken(2, "a", 1));
+        l.push(taken(2, "b", 2));
+        let r = check_queue(&log(l), &[], true, true);
+        assert_eq!(named(&r), [NO_DUPLICATE.name], "{r}");
+        // Taken, never enqueued.
+        let mut l = ab();
+        l.push(taken(1, "a", 1));
+        l.push(taken(1, "b", 2));
+        l.push(taken(1, "x", 3));
+        let r = check_queue(&log(l), &[], true, true);
+        assert_eq!(named(&r), [NONE_INVENTED.name], "{r}");
+        // Acknowledged, then neither taken nor left.
+        let mut l = ab();
+        l.push(taken(1, "a", 1));
+        let r = check_queue(&log(l), &[], true, true);
+        assert_eq!(named(&r), [NO_LOSS.name], "{r}");
+        assert_eq!(
+            r.violations[0].detail,
+            "b was enqueued, then lost (neither taken nor left)"
+        );
+        // Left in the queue: not drained, judged only after a quiet phase.
+        let mut l = ab();
+        l.push(taken(1, "a", 1));
+        let r = check_queue(&log(l.clone()), &[item("b")], true, true);
+        assert_eq!(named(&r), [LIVENESS.name], "{r}");
+        assert!(check_queue(&log(l), &[item("b")], true, false).is_ok());
+        // A consumer's recipe failed.
+        let mut l = ab();
+        l.push(taken(1, "a", 1));
+        l.push(taken(1, "b", 2));
         l.push((
             2,
-            Taken {
-                item: item("d"),
-                seq: 3,
+            Failed {
+                error: "refused".into(),
             },
         ));
-        let r = check_queue(&log(l), &[item("c")], true, true);
-        let v = r.violations.join("\n");
-        assert!(v.contains("a was enqueued, then lost"), "{v}");
-        assert!(v.contains("b was taken 2 times"), "{v}");
-        assert!(v.contains("z was taken but never enqueued"), "{v}");
-        assert!(v.contains("after sequence 2"), "{v}");
-        assert!(v.contains("not drained"), "{v}");
+        let r = check_queue(&log(l), &[], true, true);
+        assert_eq!(named(&r), [NO_RECIPE_FAILURE.name], "{r}");
+        assert_eq!(r.violations[0].detail, "client 2 failed at 6 ms: refused");
     }
 
     #[test]
