@@ -1,18 +1,24 @@
 //! The configuration recipe's oracle. The workload's node holds a counter
 //! that every update raises by one with a compare-and-set, starting at "0"
 //! in version 0; so every read must show count == version — a lost update
-//! (two writers both succeeding from one version) breaks it at once.
+//! (two writers both succeeding from one version) breaks it at once. Each
+//! property is a constant below, named in every violation of it;
+//! [`PROPERTIES`] lists them.
 //!
-//! * **No lost update**: every value read has count == version.
-//! * **Monotonic reads**: within one session, versions read never go back.
-//! * **Set means set**: a `Set` names the version after the expected one.
-//! * **Convergence**: after the quiet phase every live follower's last read
-//!   is the node's final version.
+//! * **No lost update** (`no-lost-update`): every value read has count ==
+//!   version.
+//! * **Monotonic reads** (`monotonic-reads`): within one session, versions
+//!   read never go back.
+//! * **Set means set** (`set-means-set`): a `Set` names the version after
+//!   the expected one.
+//! * **No recipe failure** (`no-recipe-failure`).
+//! * **Convergence** (`convergence`): after the quiet phase every live
+//!   follower's last read is the node's final version.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::Entry;
+use super::{Entry, Property, Violation};
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum ConfigEvent {
@@ -33,7 +39,7 @@ pub struct ConfigReport {
     pub sets: u64,
     pub conflicts: u64,
     pub losses: u64,
-    pub violations: Vec<String>,
+    pub violations: Vec<Violation>,
 }
 
 impl ConfigReport {
@@ -56,6 +62,33 @@ impl fmt::Display for ConfigReport {
     }
 }
 
+pub const NO_LOST_UPDATE: Property = Property::new(
+    "no-lost-update",
+    "every value read has count == version (each update raised both by one)",
+);
+pub const MONOTONIC_READS: Property = Property::new(
+    "monotonic-reads",
+    "within one session, the versions read never go back",
+);
+pub const SET_MEANS_SET: Property = Property::new(
+    "set-means-set",
+    "a successful set names the version right after the one it expected",
+);
+pub const CONVERGENCE: Property = Property::new(
+    "convergence",
+    "after the quiet phase every live follower's last read is the node's final version",
+);
+pub use super::NO_RECIPE_FAILURE;
+
+/// What this oracle checks, safety first.
+pub const PROPERTIES: &[Property] = &[
+    NO_LOST_UPDATE,
+    MONOTONIC_READS,
+    SET_MEANS_SET,
+    NO_RECIPE_FAILURE,
+    CONVERGENCE,
+];
+
 /// `final_version`: the node's version at the end; `live`: the clients
 /// whose session was alive at the end (they must have converged).
 pub fn check_config(
@@ -64,70 +97,128 @@ pub fn check_config(
     live: &[usize],
 ) -> ConfigReport {
     let mut r = ConfigReport::default();
+    for e in log {
+        match e.event {
+            ConfigEvent::Value { .. } => r.reads += 1,
+            ConfigEvent::Set { .. } => r.sets += 1,
+            ConfigEvent::Conflict => r.conflicts += 1,
+            ConfigEvent::Lost => r.losses += 1,
+            _ => {}
+        }
+    }
+    // Grouped by property, in the order the one-pass oracle first reported
+    // each.
+    check_no_lost_update(log, &mut r);
+    check_monotonic_reads(log, &mut r);
+    check_set_means_set(log, &mut r);
+    let failures = super::recipe_failures(log, |e| match e {
+        ConfigEvent::Failed { error } => Some(error),
+        _ => None,
+    });
+    r.violations.extend(failures);
+    check_convergence(log, final_version, live, &mut r);
+    r
+}
+
+fn check_no_lost_update(log: &[Entry<ConfigEvent>], r: &mut ConfigReport) {
+    for e in log {
+        if let ConfigEvent::Value { version, count } = e.event {
+            if i64::from(version) != count {
+                r.violations.push(Violation::new(
+                    NO_LOST_UPDATE,
+                    format!(
+                        "client {} read count {count} in version {version} at {} ms: an \
+                         update was lost",
+                        e.client, e.at_ms
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// Walks the reads, calling `each(entry, version, previous)` with the
+/// version the same session read before (none in a new session, or after a
+/// loss or crash); returns each client's last read in its current session.
+fn session_reads<'a>(
+    log: &'a [Entry<ConfigEvent>],
+    mut each: impl FnMut(&'a Entry<ConfigEvent>, i32, Option<i32>),
+) -> BTreeMap<usize, i32> {
     let mut last: BTreeMap<usize, i32> = BTreeMap::new();
+    for e in log {
+        match e.event {
+            ConfigEvent::SessionStarted | ConfigEvent::Lost | ConfigEvent::Crashed => {
+                last.remove(&e.client);
+            }
+            ConfigEvent::Value { version, .. } => {
+                each(e, version, last.insert(e.client, version));
+            }
+            _ => {}
+        }
+    }
+    last
+}
+
+fn check_monotonic_reads(log: &[Entry<ConfigEvent>], r: &mut ConfigReport) {
+    session_reads(log, |e, version, prev| {
+        if let Some(prev) = prev.filter(|&p| version < p) {
+            r.violations.push(Violation::new(
+                MONOTONIC_READS,
+                format!(
+                    "client {} read version {version} after {prev} in one session (at {} ms)",
+                    e.client, e.at_ms
+                ),
+            ));
+        }
+    });
+}
+
+fn check_set_means_set(log: &[Entry<ConfigEvent>], r: &mut ConfigReport) {
+    // Per client: the version its set in flight expects.
     let mut expected: BTreeMap<usize, i32> = BTreeMap::new();
     for e in log {
         let c = e.client;
-        match &e.event {
-            ConfigEvent::SessionStarted => {
-                last.remove(&c);
-            }
-            ConfigEvent::Value { version, count } => {
-                r.reads += 1;
-                if i64::from(*version) != *count {
-                    r.violations.push(format!(
-                        "client {c} read count {count} in version {version} at {} ms: an \
-                         update was lost",
-                        e.at_ms
-                    ));
-                }
-                if let Some(&prev) = last.get(&c) {
-                    if *version < prev {
-                        r.violations.push(format!(
-                            "client {c} read version {version} after {prev} in one session \
-                             (at {} ms)",
-                            e.at_ms
-                        ));
-                    }
-                }
-                last.insert(c, *version);
-            }
+        match e.event {
             ConfigEvent::SetCalled { expected_version } => {
-                expected.insert(c, *expected_version);
+                expected.insert(c, expected_version);
             }
             ConfigEvent::Set { version } => {
-                r.sets += 1;
                 if let Some(x) = expected.remove(&c) {
-                    if *version != x + 1 {
-                        r.violations.push(format!(
-                            "client {c}'s set from version {x} reported version {version}"
+                    if version != x + 1 {
+                        r.violations.push(Violation::new(
+                            SET_MEANS_SET,
+                            format!("client {c}'s set from version {x} reported version {version}"),
                         ));
                     }
                 }
             }
             ConfigEvent::Conflict => {
-                r.conflicts += 1;
                 expected.remove(&c);
             }
-            ConfigEvent::Lost | ConfigEvent::Crashed => {
-                r.losses += u64::from(e.event == ConfigEvent::Lost);
-                last.remove(&c);
-            }
-            ConfigEvent::Missing => {}
-            ConfigEvent::Failed { error } => r
-                .violations
-                .push(format!("client {c} failed at {} ms: {error}", e.at_ms)),
+            _ => {}
         }
     }
+}
+
+fn check_convergence(
+    log: &[Entry<ConfigEvent>],
+    final_version: i32,
+    live: &[usize],
+    r: &mut ConfigReport,
+) {
+    let last = session_reads(log, |_, _, _| {});
     for c in live {
         match last.get(c) {
             Some(&v) if v == final_version => {}
-            seen => r.violations.push(format!(
-                "client {c} did not converge: last read {seen:?}, final version {final_version}"
+            seen => r.violations.push(Violation::new(
+                CONVERGENCE,
+                format!(
+                    "client {c} did not converge: last read {seen:?}, final version \
+                     {final_version}"
+                ),
             )),
         }
     }
-    r
 }
 
 #[cfg(test)]
@@ -211,11 +302,60 @@ mod tests {
             ),
             (1, Set { version: 5 }),
         ]);
-        let v = check_config(&bad, 5, &[0, 1]).violations.join("\n");
-        assert!(v.contains("an update was lost"), "{v}");
-        assert!(v.contains("after 2 in one session"), "{v}");
-        assert!(v.contains("reported version 5"), "{v}");
-        assert!(v.contains("client 0 did not converge"), "{v}");
-        assert!(v.contains("client 1 did not converge"), "{v}");
+        let r = check_config(&bad, 5, &[0, 1]);
+        let named: Vec<&str> = r.violations.iter().map(|v| v.property).collect();
+        assert_eq!(
+            named,
+            [
+                NO_LOST_UPDATE.name,
+                MONOTONIC_READS.name,
+                SET_MEANS_SET.name,
+                CONVERGENCE.name,
+                CONVERGENCE.name
+            ],
+            "{r}"
+        );
+        let v: Vec<&str> = r.violations.iter().map(|v| v.detail.as_str()).collect();
+        assert!(v[0].contains("an update was lost"), "{r}");
+        assert!(v[1].contains("after 2 in one session"), "{r}");
+        assert!(v[2].contains("reported version 5"), "{r}");
+        assert!(v[3].contains("client 0 did not converge"), "{r}");
+        assert!(v[4].contains("client 1 did not converge"), "{r}");
+    }
+
+    #[test]
+    fn properties_are_named_once_each() {
+        let names: std::collections::BTreeSet<&str> = PROPERTIES.iter().map(|p| p.name).collect();
+        assert_eq!(names.len(), PROPERTIES.len());
+    }
+
+    #[test]
+    fn a_new_session_may_read_older_but_a_failure_is_a_violation() {
+        let read = |version| Value {
+            version,
+            count: i64::from(version),
+        };
+        // A new session may land on a lagging follower: not monotonic
+        // across sessions, and its last read is what must converge.
+        let l = log(vec![
+            (0, read(2)),
+            (0, Lost),
+            (0, SessionStarted),
+            (0, read(1)),
+            (0, read(2)),
+        ]);
+        assert!(check_config(&l, 2, &[0]).is_ok());
+        let mut failed = l.clone();
+        failed.push(Entry {
+            at_ms: 9,
+            client: 0,
+            event: Failed {
+                error: "refused".into(),
+            },
+        });
+        let r = check_config(&failed, 2, &[0]);
+        assert_eq!(r.violations.len(), 1, "{r}");
+        assert_eq!(r.violations[0].property, NO_RECIPE_FAILURE.name);
+        assert_eq!(r.violations[0].detail, "client 0 failed at 9 ms: refused");
     }
 }
