@@ -1,17 +1,21 @@
-//! The two-phase commit oracle, per transaction.
+//! The two-phase commit oracle, per transaction. Each property is a
+//! constant below, named in every violation of it; [`PROPERTIES`] lists
+//! them.
 //!
-//! * **Agreement**: every site that decides, decides the same.
-//! * **Validity**: commit only if every site voted commit.
-//! * **Liveness**: in the quiet phase every site that voted decides within
-//!   the bound, unless a site of the transaction crashed before deciding
-//!   (its vote may not have landed, and a site that crashes before its
-//!   `alive` node exists cannot be told from a slow one without timers,
-//!   which the recipe has none of: classic 2PC blocking).
+//! * **Agreement** (`agreement`): every site that decides, decides the
+//!   same.
+//! * **Validity** (`validity`): commit only if every site voted commit.
+//! * **No recipe failure** (`no-recipe-failure`).
+//! * **Liveness** (`liveness`): in the quiet phase every site that voted
+//!   decides within the bound, unless a site of the transaction crashed
+//!   before deciding (its vote may not have landed, and a site that crashes
+//!   before its `alive` node exists cannot be told from a slow one without
+//!   timers, which the recipe has none of: classic 2PC blocking).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::{Entry, Liveness};
+use super::{Entry, Liveness, Property, Violation};
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum TpcEvent {
@@ -29,7 +33,7 @@ pub struct TpcReport {
     pub aborts: u64,
     pub aborts_for_failed_sites: u64,
     pub losses: u64,
-    pub violations: Vec<String>,
+    pub violations: Vec<Violation>,
 }
 
 impl TpcReport {
@@ -52,6 +56,24 @@ impl fmt::Display for TpcReport {
     }
 }
 
+pub const AGREEMENT: Property = Property::new(
+    "agreement",
+    "every site that decides a transaction decides the same",
+);
+pub const VALIDITY: Property = Property::new(
+    "validity",
+    "a transaction commits only if every site voted commit",
+);
+pub const LIVENESS: Property = Property::new(
+    "liveness",
+    "in the quiet phase every site that voted decides within the bound, unless a site of the \
+     transaction crashed before deciding",
+);
+pub use super::NO_RECIPE_FAILURE;
+
+/// What this oracle checks, safety first.
+pub const PROPERTIES: &[Property] = &[AGREEMENT, VALIDITY, NO_RECIPE_FAILURE, LIVENESS];
+
 /// `sites`: the clients that are the sites of every transaction.
 pub fn check_tpc(
     log: &[Entry<TpcEvent>],
@@ -60,54 +82,104 @@ pub fn check_tpc(
 ) -> TpcReport {
     use TpcEvent::*;
     let mut r = TpcReport::default();
-    let mut votes: BTreeMap<u64, BTreeMap<usize, bool>> = BTreeMap::new();
+    for e in log {
+        match e.event {
+            Decided { commit: true, .. } => r.commits += 1,
+            Decided { commit: false, .. } => r.aborts += 1,
+            AbortedFor { .. } => r.aborts_for_failed_sites += 1,
+            Lost => r.losses += 1,
+            _ => {}
+        }
+    }
+    // Grouped by property, in the order the one-pass oracle first reported
+    // each.
+    check_agreement(log, &mut r);
+    check_validity(log, sites, &mut r);
+    let failures = super::recipe_failures(log, |e| match e {
+        Failed { error } => Some(error),
+        _ => None,
+    });
+    r.violations.extend(failures);
+    if let Some(l) = liveness {
+        check_liveness(log, l, &mut r);
+    }
+    r
+}
+
+fn check_agreement(log: &[Entry<TpcEvent>], r: &mut TpcReport) {
+    // Per transaction: the first decision.
     let mut decided: BTreeMap<u64, bool> = BTreeMap::new();
+    for e in log {
+        let TpcEvent::Decided { tx, commit } = e.event else {
+            continue;
+        };
+        match decided.get(&tx) {
+            Some(&d) if d != commit => r.violations.push(Violation::new(
+                AGREEMENT,
+                format!(
+                    "transaction {tx}: client {} decided {commit} at {} ms, another {d}",
+                    e.client, e.at_ms
+                ),
+            )),
+            _ => {
+                decided.insert(tx, commit);
+            }
+        }
+    }
+}
+
+fn check_validity(log: &[Entry<TpcEvent>], sites: &[usize], r: &mut TpcReport) {
+    // Per transaction: the votes cast so far (a commit is judged by the
+    // votes before it).
+    let mut votes: BTreeMap<u64, BTreeMap<usize, bool>> = BTreeMap::new();
+    for e in log {
+        match e.event {
+            TpcEvent::VoteCalled { tx, commit } => {
+                votes.entry(tx).or_default().insert(e.client, commit);
+            }
+            TpcEvent::Decided { tx, commit: true } => {
+                let v = votes.get(&tx).cloned().unwrap_or_default();
+                let all = sites.iter().all(|s| v.get(s) == Some(&true));
+                if !all {
+                    r.violations.push(Violation::new(
+                        VALIDITY,
+                        format!(
+                            "transaction {tx} committed (client {}) without every site voting \
+                             commit: {v:?}",
+                            e.client
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn check_liveness(log: &[Entry<TpcEvent>], l: Liveness, r: &mut TpcReport) {
+    use TpcEvent::*;
+    // Per (transaction, site): since when it waits for the decision.
     let mut waiting: BTreeMap<(u64, usize), u64> = BTreeMap::new();
-    let mut crashed: BTreeSet<usize> = BTreeSet::new();
+    // Per site: the transaction it last voted in.
     let mut current: BTreeMap<usize, u64> = BTreeMap::new();
-    let mut late: Vec<(u64, usize, u64, Option<u64>)> = Vec::new();
+    let mut crashed: BTreeSet<usize> = BTreeSet::new();
     let mut deciders: BTreeSet<(u64, usize)> = BTreeSet::new();
+    // Every wait: transaction, site, since, decided when.
+    let mut waits: Vec<(u64, usize, u64, Option<u64>)> = Vec::new();
     for e in log {
         let c = e.client;
-        match &e.event {
-            VoteCalled { tx, commit } => {
-                votes.entry(*tx).or_default().insert(c, *commit);
-                waiting.insert((*tx, c), e.at_ms);
-                current.insert(c, *tx);
+        match e.event {
+            VoteCalled { tx, .. } => {
+                waiting.insert((tx, c), e.at_ms);
+                current.insert(c, tx);
             }
-            Decided { tx, commit } => {
-                deciders.insert((*tx, c));
-                if *commit {
-                    r.commits += 1;
-                } else {
-                    r.aborts += 1;
-                }
-                match decided.get(tx) {
-                    Some(d) if d != commit => r.violations.push(format!(
-                        "transaction {tx}: client {c} decided {commit} at {} ms, another {d}",
-                        e.at_ms
-                    )),
-                    _ => {
-                        decided.insert(*tx, *commit);
-                    }
-                }
-                if *commit {
-                    let v = votes.get(tx).cloned().unwrap_or_default();
-                    let all = sites.iter().all(|s| v.get(s) == Some(&true));
-                    if !all {
-                        r.violations.push(format!(
-                            "transaction {tx} committed (client {c}) without every site voting \
-                             commit: {v:?}"
-                        ));
-                    }
-                }
-                if let Some(since) = waiting.remove(&(*tx, c)) {
-                    late.push((*tx, c, since, Some(e.at_ms)));
+            Decided { tx, .. } => {
+                deciders.insert((tx, c));
+                if let Some(since) = waiting.remove(&(tx, c)) {
+                    waits.push((tx, c, since, Some(e.at_ms)));
                 }
             }
-            AbortedFor { .. } => r.aborts_for_failed_sites += 1,
             Lost | Crashed => {
-                r.losses += u64::from(e.event == Lost);
                 if e.event == Crashed {
                     crashed.insert(c);
                 }
@@ -115,35 +187,28 @@ pub fn check_tpc(
                     waiting.remove(&(tx, c));
                 }
             }
-            Failed { error } => r
-                .violations
-                .push(format!("client {c} failed at {} ms: {error}", e.at_ms)),
+            AbortedFor { .. } | Failed { .. } => {}
         }
     }
     for ((tx, c), since) in waiting {
-        late.push((tx, c, since, None));
+        waits.push((tx, c, since, None));
     }
-    if let Some(l) = liveness {
-        // A crashed site blocks the transactions it had not decided: its
-        // vote may not have landed, and its alive node may never have
-        // existed (then no one can tell it failed).
-        let blocked = |tx: u64| crashed.iter().any(|s| !deciders.contains(&(tx, *s)));
-        for (tx, c, since, done) in late {
-            let deadline = since.max(l.from_ms) + l.bound_ms;
-            let is_late = match done {
-                Some(at) => at > deadline && deadline <= l.end_ms,
-                None => deadline <= l.end_ms,
-            };
-            if is_late && !blocked(tx) {
-                r.violations.push(format!(
-                    "liveness: client {c} voted in transaction {tx} at {since} ms and decided \
-                     {}",
+    // A crashed site blocks the transactions it had not decided: its vote
+    // may not have landed, and its alive node may never have existed (then
+    // no one can tell it failed).
+    let blocked = |tx: u64| crashed.iter().any(|s| !deciders.contains(&(tx, *s)));
+    for (tx, c, since, done) in waits {
+        let deadline = since.max(l.from_ms) + l.bound_ms;
+        if l.missed(deadline, done) && !blocked(tx) {
+            r.violations.push(Violation::new(
+                LIVENESS,
+                format!(
+                    "client {c} voted in transaction {tx} at {since} ms and decided {}",
                     done.map_or("never".to_owned(), |t| format!("at {t} ms"))
-                ));
-            }
+                ),
+            ));
         }
     }
-    r
 }
 
 #[cfg(test)]
@@ -233,8 +298,111 @@ mod tests {
                 },
             ),
         ]);
-        let v = check_tpc(&bad, &[1, 2], None).violations.join("\n");
-        assert!(v.contains("without every site voting commit"), "{v}");
-        assert!(v.contains("another true"), "{v}");
+        let r = check_tpc(&bad, &[1, 2], None);
+        assert_eq!(named(&r), [AGREEMENT.name, VALIDITY.name], "{r}");
+        assert!(r.violations[0].detail.contains("another true"), "{r}");
+        assert!(
+            r.violations[1]
+                .detail
+                .contains("without every site voting commit"),
+            "{r}"
+        );
+    }
+
+    /// The properties the report names, in its order.
+    fn named(r: &TpcReport) -> Vec<&'static str> {
+        r.violations.iter().map(|v| v.property).collect()
+    }
+
+    fn vote(at: u64, site: usize, commit: bool) -> Entry<TpcEvent> {
+        Entry {
+            at_ms: at,
+            client: site,
+            event: VoteCalled { tx: 1, commit },
+        }
+    }
+
+    fn decide(at: u64, site: usize, commit: bool) -> Entry<TpcEvent> {
+        Entry {
+            at_ms: at,
+            client: site,
+            event: Decided { tx: 1, commit },
+        }
+    }
+
+    #[test]
+    fn properties_are_named_once_each() {
+        let names: BTreeSet<&str> = PROPERTIES.iter().map(|p| p.name).collect();
+        assert_eq!(names.len(), PROPERTIES.len());
+    }
+
+    #[test]
+    fn a_commit_before_every_commit_vote_is_invalid_even_if_all_agree() {
+        // Site 2's commit vote comes after site 1 committed.
+        let l = vec![
+            vote(0, 1, true),
+            decide(1, 1, true),
+            vote(2, 2, true),
+            decide(3, 2, true),
+        ];
+        let r = check_tpc(&l, &[1, 2], None);
+        assert_eq!(named(&r), [VALIDITY.name], "{r}");
+        assert!(r.violations[0].detail.contains("(client 1)"), "{r}");
+    }
+
+    #[test]
+    fn an_undecided_vote_is_caught_unless_a_site_crashed_undecided() {
+        let quiet = Some(Liveness {
+            from_ms: 100,
+            bound_ms: 50,
+            end_ms: 500,
+        });
+        let stuck = vec![vote(0, 1, true), vote(10, 2, true), decide(120, 1, true)];
+        let r = check_tpc(&stuck, &[1, 2], quiet);
+        assert_eq!(named(&r), [LIVENESS.name], "{r}");
+        assert_eq!(
+            r.violations[0].detail,
+            "client 2 voted in transaction 1 at 10 ms and decided never"
+        );
+        // Decided, late.
+        let mut late = stuck.clone();
+        late.push(decide(160, 2, true));
+        let r = check_tpc(&late, &[1, 2], quiet);
+        assert_eq!(named(&r), [LIVENESS.name], "{r}");
+        assert!(r.violations[0].detail.ends_with("decided at 160 ms"), "{r}");
+        // Site 3 crashed before it voted: the others cannot know it will
+        // not, and block (classic 2PC), which is not judged.
+        let waiting = vec![vote(0, 1, true), vote(10, 2, true)];
+        let r = check_tpc(&waiting, &[1, 2, 3], quiet);
+        assert_eq!(named(&r), [LIVENESS.name, LIVENESS.name], "{r}");
+        let mut blocked = waiting;
+        blocked.push(Entry {
+            at_ms: 20,
+            client: 3,
+            event: Crashed,
+        });
+        assert!(check_tpc(&blocked, &[1, 2, 3], quiet).is_ok());
+        // Without a quiet phase, no liveness.
+        assert!(check_tpc(&stuck, &[1, 2], None).is_ok());
+    }
+
+    #[test]
+    fn a_recipe_failure_is_a_violation() {
+        let l = vec![
+            vote(0, 1, false),
+            Entry {
+                at_ms: 4,
+                client: 2,
+                event: Failed {
+                    error: "BadVersion".into(),
+                },
+            },
+        ];
+        let r = check_tpc(&l, &[1, 2], None);
+        assert_eq!(named(&r), [NO_RECIPE_FAILURE.name], "{r}");
+        assert_eq!(
+            r.violations[0].detail,
+            "client 2 failed at 4 ms: BadVersion"
+        );
     }
 }
