@@ -226,8 +226,8 @@ pub const PROPERTIES: &[Property] = &[
 pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockReport {
     let mut report = LockReport::default();
     let beliefs = beliefs(log, &mut report);
-    // In the order the violations were always reported: a run's first line
-    // stays what it was.
+    // In the order the one-pass oracle reported them: a run's first
+    // violation stays the same one.
     check_unique_tokens(log, &mut report);
     check_fenced_exclusion(log, &beliefs, &mut report);
     check_stale_beliefs(&beliefs, &mut report);
