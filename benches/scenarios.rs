@@ -46,9 +46,9 @@ fn main() {
             let out = run_one(&s, seed).expect("runs");
             wall_ms.push(started.elapsed().as_secs_f64() * 1000.0);
             assert!(
-                out.failure.is_none(),
+                out.violations.is_empty(),
                 "{name} seed {seed}: {:?}",
-                out.failure
+                out.violations
             );
             sim_ms += out.sim_ms;
         }

@@ -18,9 +18,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::scenario::custom::Registry;
 use crate::scenario::files::{load_in, scenario_files};
-use crate::scenario::registry::{Recipe, ENSEMBLE_COUNTERS};
+use crate::scenario::recipe::{run_properties, Registry, ENSEMBLE_COUNTERS};
 #[cfg(madsim)]
 use crate::scenario::spec::Scenario;
 
@@ -148,7 +147,7 @@ pub fn replay_command(registry: &Registry, file: &str, seed: u64) -> String {
 #[cfg(madsim)]
 fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
     use crate::scenario::runner;
-    let load = |f: &Path| load_in(f, registry);
+    let load = |f: &Path| load_in(f, registry).map_err(|e| e.to_string());
     match command {
         Command::Run {
             paths,
@@ -159,7 +158,8 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             shrink,
         } => {
             // Every file is read and checked before any seed runs.
-            let scenarios: Vec<Scenario> = scenario_files(&paths)?
+            let scenarios: Vec<Scenario> = scenario_files(&paths)
+                .map_err(|e| e.to_string())?
                 .iter()
                 .map(|f| load(f))
                 .collect::<Result<_, _>>()?;
@@ -181,7 +181,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             if trace {
                 crate::trace::install()?;
             }
-            let out = runner::run_one(&s, seed)?;
+            let out = runner::run_one(&s, seed).map_err(|e| e.to_string())?;
             if trace {
                 println!("faults:");
                 for f in &out.faults {
@@ -200,7 +200,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 out.ops,
                 out.digest
             );
-            Ok(match out.failure {
+            Ok(match out.failure() {
                 Some(why) => {
                     println!("FAILED: {why}");
                     ExitCode::from(1)
@@ -226,7 +226,8 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 ));
             }
             let started = std::time::Instant::now();
-            let shrunk = crate::scenario::shrink::shrink(&s, seed, &|step| eprintln!("  {step}"))?;
+            let shrunk = crate::scenario::shrink::shrink(&s, seed, &|step| eprintln!("  {step}"))
+                .map_err(|e| e.to_string())?;
             std::fs::write(&out, shrunk.scenario.to_toml())
                 .map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
             let size = shrunk.size().map_or_else(
@@ -244,12 +245,18 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 } else {
                     "on"
                 },
-                shrunk.scenario.workload.clients,
-                shrunk.scenario.workload.operations,
+                shown(shrunk.scenario.workload.clients()),
+                shown(shrunk.scenario.workload.operations()),
                 shrunk.runs,
                 started.elapsed().as_secs_f64()
             );
-            println!("fails with: {}", runner::first_line(&shrunk.failure));
+            let same: Vec<String> = shrunk
+                .failure
+                .iter()
+                .filter(|v| v.property == shrunk.property)
+                .map(ToString::to_string)
+                .collect();
+            println!("fails with: {}", runner::first_line(&same.join("\n")));
             println!(
                 "written to {}; replay: {}",
                 out.display(),
@@ -330,7 +337,7 @@ fn run_all(
                 "  {tag} {} seed {} (commit {commit}): {}\n    replay: {}",
                 s.name,
                 f.seed,
-                runner::first_line(&f.why),
+                runner::first_line(&f.why()),
                 replay_command(registry, &s.file, f.seed)
             );
         }
@@ -351,7 +358,8 @@ fn run_all(
                 })
                 .find(|p| !p.exists())
                 .expect("a free name");
-            let shrunk = crate::scenario::shrink::shrink(scenario, f.seed, &|_| {})?;
+            let shrunk = crate::scenario::shrink::shrink(scenario, f.seed, &|_| {})
+                .map_err(|e| e.to_string())?;
             std::fs::write(&out, shrunk.scenario.to_toml())
                 .map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
             println!(
@@ -360,7 +368,7 @@ fn run_all(
                 f.seed,
                 out.display(),
                 shrunk.scenario.faults.at.len(),
-                shrunk.scenario.workload.clients
+                shown(shrunk.scenario.workload.clients())
             );
         }
     }
@@ -396,36 +404,23 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
     }
 }
 
+/// A count for a summary line ("-" where the recipe has no such key).
+#[cfg(madsim)]
+fn shown(n: Option<impl std::fmt::Display>) -> String {
+    n.map_or_else(|| "-".to_owned(), |n| n.to_string())
+}
+
 /// What `zoosim list` prints: the recipes (built-in, then `registry`'s),
 /// their variants, workload keys, properties and counters; the faults;
 /// the scenarios in `dir` (if it is a directory).
 pub fn list(registry: &Registry, dir: &Path) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(out, "recipes (variant names go in `variant = ...`):");
-    for r in Recipe::ALL {
-        let _ = writeln!(out, "  {}", r.name());
-        for v in r.variants() {
-            let _ = writeln!(out, "    variant {v}");
-        }
-        let _ = writeln!(out, "    workload keys: {}", r.workload_keys().join(", "));
-        for p in r.properties() {
-            let _ = writeln!(out, "    property {p}");
-        }
-        let _ = writeln!(out, "    counters: {}", r.counters().join(", "));
-    }
-    if registry.recipes().next().is_some() {
-        let _ = writeln!(out, "registered recipes:");
-    }
     for r in registry.recipes() {
         let _ = writeln!(out, "  {}  {}", r.name(), r.description());
         for v in r.variants() {
             let _ = writeln!(out, "    variant {v}");
         }
-        let _ = writeln!(
-            out,
-            "    workload key clients (1 to 64; default {})",
-            r.default_clients()
-        );
         for k in r.workload_keys() {
             let _ = writeln!(out, "    workload key {}", k.describe());
         }
@@ -433,6 +428,10 @@ pub fn list(registry: &Registry, dir: &Path) -> Result<String, String> {
             let _ = writeln!(out, "    property {p}");
         }
         let _ = writeln!(out, "    counters: {}", r.counters().join(", "));
+    }
+    let _ = writeln!(out, "properties of every run:");
+    for p in run_properties::ALL {
+        let _ = writeln!(out, "  property {p}");
     }
     let _ = writeln!(out, "ensemble counters: {}", ENSEMBLE_COUNTERS.join(", "));
     let _ = writeln!(
@@ -444,7 +443,7 @@ pub fn list(registry: &Registry, dir: &Path) -> Result<String, String> {
     }
     if dir.is_dir() {
         let _ = writeln!(out, "scenarios in {}:", dir.display());
-        for f in scenario_files(&[dir.to_path_buf()])? {
+        for f in scenario_files(&[dir.to_path_buf()]).map_err(|e| e.to_string())? {
             match load_in(&f, registry) {
                 Ok(s) => {
                     let _ = writeln!(

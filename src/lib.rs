@@ -4,16 +4,20 @@
 //! runtimes, sockets, files or clocks. [`client`] holds the async `Zk` trait
 //! recipes use and its implementations; [`real_server`] starts real
 //! ZooKeeper servers for tests. [`cli`] is the `zoosim` command, which a
-//! crate with its own recipes ([`scenario::custom`]) runs as its own.
+//! crate with its own recipes ([`scenario::recipe`], [`prelude`]) runs as its
+//! own, and [`testing`] runs its scenario files under `cargo test`.
 
 pub mod check;
 pub mod cli;
 pub mod client;
 pub mod ensemble;
 pub mod path;
+pub mod prelude;
 pub mod proto;
 pub mod real_server;
 pub mod recipes;
 pub mod scenario;
+#[cfg(madsim)]
+pub mod testing;
 pub mod trace;
 pub mod tree;

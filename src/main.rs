@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use zoosim::scenario::custom::Registry;
+use zoosim::scenario::recipe::Registry;
 
 fn main() -> ExitCode {
     zoosim::cli::main_with(Registry::new())

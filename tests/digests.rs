@@ -23,8 +23,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use zoosim::scenario::custom::Registry;
 use zoosim::scenario::files::{load_in, scenario_files};
+use zoosim::scenario::recipe::Registry;
 use zoosim::scenario::runner::run_one;
 use zoosim::scenario::spec::Scenario;
 
@@ -62,13 +62,17 @@ fn lines(all: &[Scenario]) -> Vec<String> {
                 };
                 let line = match run_one(s, seed) {
                     Ok(o) => {
-                        let verdict = if o.failure.is_none() { "pass" } else { "fail" };
+                        let verdict = if o.violations.is_empty() {
+                            "pass"
+                        } else {
+                            "fail"
+                        };
                         format!("{} {seed} {:016x} {verdict}", s.file, o.digest)
                     }
                     Err(why) => format!(
                         "{} {seed} - panicked:{}",
                         s.file,
-                        why.lines().next().unwrap_or("")
+                        why.detail.lines().next().unwrap_or("")
                     ),
                 };
                 out.lock().unwrap().push((i, line));

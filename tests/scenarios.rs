@@ -15,7 +15,7 @@ compile_error!(
 use std::path::PathBuf;
 
 use zoosim::scenario::files::{load, scenario_files};
-use zoosim::scenario::runner::{replay_command, run_scenario, RunOptions};
+use zoosim::scenario::recipe::Registry;
 use zoosim::scenario::spec::Scenario;
 
 fn scenarios() -> Vec<Scenario> {
@@ -30,89 +30,24 @@ fn scenarios() -> Vec<Scenario> {
         .collect()
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().map(|v| {
-        v.parse()
-            .unwrap_or_else(|_| panic!("{name} must be a number, got {v:?}"))
-    })
-}
-
 #[test]
 fn every_scenario_runs_as_expected() {
-    let started = std::time::Instant::now();
-    let all = scenarios();
-    assert!(
-        all.len() >= 20,
-        "scenarios/ lost files: {} scenarios",
-        all.len()
-    );
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut bad = Vec::new();
-    let mut faults: std::collections::BTreeMap<String, u64> = Default::default();
-    for s in &all {
-        let options = match env_u64("ZOOSIM_SEED") {
-            Some(seed) => RunOptions {
-                seeds: Some(1),
-                seed_start: Some(seed),
-                jobs: 1,
-                shard: None,
-            },
-            None => RunOptions {
-                seeds: Some(env_u64("ZOOSIM_SEEDS").unwrap_or(s.test_seeds)),
-                seed_start: None,
-                jobs,
-                shard: None,
-            },
-        };
-        if options.seeds == Some(0) {
-            continue;
-        }
-        let summary = run_scenario(s, &options, &|| {});
-        for (k, v) in &summary.counters {
-            if k.starts_with("fault:") {
-                *faults.entry(k.clone()).or_default() += v;
-            }
-        }
-        eprintln!(
-            "{:<42} {:>4} seeds {:>6.1} s  {}",
-            s.name,
-            summary.seeds_run,
-            summary.wall_ms as f64 / 1000.0,
-            summary.verdict()
-        );
-        let replaying_one = env_u64("ZOOSIM_SEED").is_some();
-        // One seed of a coverage sweep proves no coverage goal.
-        let ok =
-            summary.passed() || (replaying_one && !s.expect_failure && summary.failures.is_empty());
-        if !ok {
-            let hint = summary
-                .failures
-                .first()
-                .map(|f| {
-                    format!(
-                        "\n{}\n  replay: {}\n  or: ZOOSIM_SCENARIO={} ZOOSIM_SEED={} cargo test --test scenarios",
-                        f.why,
-                        replay_command(&s.file, f.seed),
-                        s.name,
-                        f.seed
-                    )
-                })
-                .unwrap_or_default();
-            bad.push(format!("{}: {}{hint}", s.name, summary.verdict()));
-        }
+    let ran = zoosim::testing::run_scenarios(&Registry::new(), "scenarios");
+    if std::env::var_os("ZOOSIM_SEED").is_some() || std::env::var_os("ZOOSIM_SCENARIO").is_some() {
+        return;
     }
-    eprintln!(
-        "scenarios: {} in {:.1} s",
-        all.len(),
-        started.elapsed().as_secs_f64()
+    assert!(
+        ran.len() >= 20,
+        "scenarios/ lost files: {} scenarios",
+        ran.len()
     );
-    assert!(bad.is_empty(), "{}", bad.join("\n"));
-    if env_u64("ZOOSIM_SEED").is_none() {
-        // A green run must mean every fault hit some recipe.
-        for f in zoosim::ensemble::fault::Fault::ALL {
-            let n = faults.get(&format!("fault:{f}")).copied().unwrap_or(0);
-            assert!(n > 0, "no {f} was injected in any scenario");
-        }
+    // A green run must mean every fault hit some recipe.
+    for f in zoosim::ensemble::fault::Fault::ALL {
+        let n: u64 = ran
+            .iter()
+            .filter_map(|(_, summary)| summary.counters.get(&format!("fault:{f}")))
+            .sum();
+        assert!(n > 0, "no {f} was injected in any scenario");
     }
 }
 

@@ -19,8 +19,9 @@
 //! The buggy variant writes blindly (`version` -1): two clients that read
 //! the same value both write value + 1, and one increment is lost.
 
-use zoosim::proto::{CreateMode, Op, Reply, ZkError};
-use zoosim::recipes::{classify, Failure, Input, Io, Machine, Output, Pending};
+use zoosim::prelude::{
+    classify, CreateMode, Failure, Input, Io, Machine, Op, Output, Pending, Reply, ZkError,
+};
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum CounterCommand {
@@ -202,8 +203,8 @@ impl Machine for CasCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zoosim::proto::{SessionEvent, Stat};
-    use zoosim::recipes::step;
+    use zoosim::prelude::step;
+    use zoosim::prelude::{SessionEvent, Stat};
 
     fn read_reply(value: &str, version: i32) -> Result<Reply, ZkError> {
         Ok(Reply::GetData {

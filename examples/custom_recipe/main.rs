@@ -16,11 +16,11 @@ mod recipe;
 
 use std::process::ExitCode;
 
-use zoosim::scenario::custom::Registry;
+use zoosim::prelude::{main_with, Registry};
 
 fn main() -> ExitCode {
     let registry = Registry::new()
         .with(recipe::CasCounterRecipe)
         .invoked_as("cargo run --release --example custom_recipe --");
-    zoosim::cli::main_with(registry)
+    main_with(registry)
 }

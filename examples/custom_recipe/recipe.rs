@@ -3,32 +3,20 @@
 //! that judges the counter's final value against the increments the
 //! clients were told about.
 //!
-//! * **no-lost-increment**: the final value is at least the number of
-//!   acknowledged increments.
-//! * **no-invented-increment**: it is at most the acknowledged ones plus
-//!   the unknown ones (a lost reply, a client crashed or a session lost
-//!   mid-increment).
-//! * **unique-values**: no two acknowledged increments wrote the same
-//!   value (one would have overwritten the other).
-//! * **progress**: with a client alive at the end, some increment is
-//!   acknowledged in the quiet phase.
+//! Its properties, as named values ([`PROPERTIES`]): no lost increment,
+//! no invented increment, unique values, progress, no client failure and
+//! a well-formed counter.
 //!
-//! Only zoosim's public API is used, as from a crate of one's own.
+//! Only zoosim's prelude is used, as from a crate of one's own.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zoosim::check::Entry;
-use zoosim::client::Zk;
-use zoosim::ensemble::sim::SimZk;
-use zoosim::recipes::Driver;
-use zoosim::scenario::custom::madsim::rand::{thread_rng, Rng};
-use zoosim::scenario::custom::madsim::time::{sleep, timeout};
-use zoosim::scenario::custom::{
-    CustomRecipe, JudgeCtx, OutcomeLog, RunCtx, Running, Verdict, WorkloadKey,
-};
+use zoosim::prelude::madsim::rand::{thread_rng, Rng};
+use zoosim::prelude::madsim::time::{sleep, timeout};
+use zoosim::prelude::*;
 
 use crate::counter::{CasCounter, CounterCommand, CounterOutcome};
 
@@ -60,9 +48,50 @@ pub enum Event {
     Failed(String),
 }
 
+/// The final value is at least the number of acknowledged increments.
+pub const NO_LOST_INCREMENT: Property = Property::new(
+    "no-lost-increment",
+    "the final value is at least the acknowledged increments",
+);
+/// It is at most the acknowledged ones plus the unknown ones (a lost
+/// reply, a client crashed or a session lost mid-increment).
+pub const NO_INVENTED_INCREMENT: Property = Property::new(
+    "no-invented-increment",
+    "the final value is at most the acknowledged plus the unknown increments",
+);
+/// No two acknowledged increments wrote the same value (one would have
+/// overwritten the other).
+pub const UNIQUE_VALUES: Property = Property::new(
+    "unique-values",
+    "no two acknowledged increments wrote the same value",
+);
+/// With a client alive at the end, some increment is acknowledged in the
+/// quiet phase.
+pub const PROGRESS: Property = Property::new(
+    "progress",
+    "with a live client, an increment is acknowledged in the quiet phase",
+);
+/// A client's machine never fails outright (an error it cannot handle).
+pub const NO_CLIENT_FAILURE: Property = Property::new(
+    "no-client-failure",
+    "no client fails with an error its machine cannot handle",
+);
+/// The counter's node holds a number.
+pub const WELL_FORMED: Property =
+    Property::new("well-formed", "the counter's node holds a decimal number");
+
+pub const PROPERTIES: &[Property] = &[
+    NO_LOST_INCREMENT,
+    NO_INVENTED_INCREMENT,
+    UNIQUE_VALUES,
+    PROGRESS,
+    NO_CLIENT_FAILURE,
+    WELL_FORMED,
+];
+
 pub struct CasCounterRecipe;
 
-impl CustomRecipe for CasCounterRecipe {
+impl Recipe for CasCounterRecipe {
     fn name(&self) -> &str {
         "cas-counter"
     }
@@ -76,27 +105,21 @@ impl CustomRecipe for CasCounterRecipe {
     }
 
     fn workload_keys(&self) -> &[WorkloadKey] {
-        const KEYS: &[WorkloadKey] = &[WorkloadKey::drawn(
-            "think_ms_max",
-            "a client's longest pause between two increments",
-            0,
-            60_000,
-            &[0, 20, 100],
-        )];
+        const KEYS: &[WorkloadKey] = &[
+            WorkloadKey::int("clients", "clients incrementing", 1, 64, 4),
+            WorkloadKey::drawn(
+                "think_ms_max",
+                "a client's longest pause between two increments",
+                0,
+                60_000,
+                &[0, 20, 100],
+            ),
+        ];
         KEYS
     }
 
-    fn default_clients(&self) -> usize {
-        4
-    }
-
-    fn properties(&self) -> &[&str] {
-        &[
-            "no-lost-increment: the final value is at least the acknowledged increments",
-            "no-invented-increment: it is at most the acknowledged plus the unknown ones",
-            "unique-values: no two acknowledged increments wrote the same value",
-            "progress: with a live client, an increment is acknowledged in the quiet phase",
-        ]
+    fn properties(&self) -> &[Property] {
+        PROPERTIES
     }
 
     fn counters(&self) -> &[&str] {
@@ -178,11 +201,17 @@ impl Running for Run {
         let log = ctx.with_crashes(self.log.entries(), || Event::Crashed);
         let mut verdict = Verdict::over_log(&log);
         let final_value = match ctx.final_node(PATH) {
-            Err(no_leader) => Err(no_leader.to_string()),
+            Err(no_leader) => Err(Violation::new(
+                run_properties::ENSEMBLE_LIVENESS,
+                no_leader.to_string(),
+            )),
             Ok(None) => Ok(0),
-            Ok(Some(node)) => String::from_utf8_lossy(&node.data)
-                .parse()
-                .map_err(|_| format!("the counter holds {:?}, not a number", node.data)),
+            Ok(Some(node)) => String::from_utf8_lossy(&node.data).parse().map_err(|_| {
+                Violation::new(
+                    WELL_FORMED,
+                    format!("the counter holds {:?}, not a number", node.data),
+                )
+            }),
         };
         let live = !ctx.live_clients().is_empty();
         let r = check(&log, final_value, ctx.liveness().from_ms, live);
@@ -206,7 +235,7 @@ pub struct Report {
     pub conflicts: u64,
     pub losses: u64,
     pub final_value: Option<i64>,
-    pub violations: Vec<String>,
+    pub violations: Vec<Violation>,
 }
 
 impl fmt::Display for Report {
@@ -229,11 +258,11 @@ impl fmt::Display for Report {
 }
 
 /// The oracle, pure: `log` in time order; `final_value` the counter at the
-/// end (Err: it could not be read); `quiet_from_ms` when the faults
+/// end (Err: why it could not be read); `quiet_from_ms` when the faults
 /// stopped; `live` whether a client was alive at the end.
 pub fn check(
     log: &[Entry<Event>],
-    final_value: Result<i64, String>,
+    final_value: Result<i64, Violation>,
     quiet_from_ms: u64,
     live: bool,
 ) -> Report {
@@ -264,10 +293,13 @@ pub fn check(
                     if overwritten > 3 {
                         continue;
                     }
-                    r.violations.push(format!(
-                        "unique-values: client {c} at {} ms and client {other} at {at} ms were \
-                         both told they wrote {value}: one increment overwrote the other",
-                        e.at_ms
+                    r.violations.push(Violation::new(
+                        UNIQUE_VALUES,
+                        format!(
+                            "client {c} at {} ms and client {other} at {at} ms were both told \
+                             they wrote {value}: one increment overwrote the other",
+                            e.at_ms
+                        ),
                     ));
                 }
             }
@@ -276,44 +308,54 @@ pub fn check(
                 r.losses += u64::from(e.event == Event::SessionLost);
                 r.maybe += u64::from(was_open);
             }
-            Event::Failed(why) => r
-                .violations
-                .push(format!("client {c} failed at {} ms: {why}", e.at_ms)),
+            Event::Failed(why) => r.violations.push(Violation::new(
+                NO_CLIENT_FAILURE,
+                format!("client {c} failed at {} ms: {why}", e.at_ms),
+            )),
             Event::SessionStarted => {}
         }
     }
     if overwritten > 3 {
-        r.violations.push(format!(
-            "unique-values: {} more values acknowledged twice",
-            overwritten - 3
+        r.violations.push(Violation::new(
+            UNIQUE_VALUES,
+            format!("{} more values acknowledged twice", overwritten - 3),
         ));
     }
     // Increments the end of the run cut short.
     r.maybe += open.values().filter(|o| **o).count() as u64;
     match final_value {
-        Err(why) => r.violations.push(format!("the final value: {why}")),
+        Err(why) => r.violations.push(why),
         Ok(f) => {
             r.final_value = Some(f);
             let (acked, maybe) = (r.acked as i64, r.maybe as i64);
             if f < acked {
-                r.violations.push(format!(
-                    "no-lost-increment: the counter ends at {f}, but {acked} increments were \
-                     acknowledged ({maybe} unknown): {} lost",
-                    acked - f
+                r.violations.push(Violation::new(
+                    NO_LOST_INCREMENT,
+                    format!(
+                        "the counter ends at {f}, but {acked} increments were acknowledged \
+                         ({maybe} unknown): {} lost",
+                        acked - f
+                    ),
                 ));
             }
             if f > acked + maybe {
-                r.violations.push(format!(
-                    "no-invented-increment: the counter ends at {f}, but only {acked} increments \
-                     were acknowledged and {maybe} unknown"
+                r.violations.push(Violation::new(
+                    NO_INVENTED_INCREMENT,
+                    format!(
+                        "the counter ends at {f}, but only {acked} increments were acknowledged \
+                         and {maybe} unknown"
+                    ),
                 ));
             }
         }
     }
     if live && !acked_in_quiet {
-        r.violations.push(format!(
-            "progress: a client is alive, but no increment was acknowledged after the faults \
-             stopped at {quiet_from_ms} ms"
+        r.violations.push(Violation::new(
+            PROGRESS,
+            format!(
+                "a client is alive, but no increment was acknowledged after the faults stopped \
+                 at {quiet_from_ms} ms"
+            ),
         ));
     }
     r
@@ -352,8 +394,8 @@ mod oracle_tests {
     fn an_overwritten_increment_is_lost_and_not_unique() {
         let r = check(&run(1), Ok(1), 0, true);
         assert_eq!(r.violations.len(), 2, "{r}");
-        assert!(r.violations[0].starts_with("unique-values"), "{r}");
-        assert!(r.violations[1].starts_with("no-lost-increment"), "{r}");
+        assert_eq!(r.violations[0].property, UNIQUE_VALUES.name, "{r}");
+        assert_eq!(r.violations[1].property, NO_LOST_INCREMENT.name, "{r}");
     }
 
     #[test]
@@ -367,15 +409,25 @@ mod oracle_tests {
         assert!(check(&log, Ok(5), 0, true).violations.is_empty());
         let r = check(&log, Ok(6), 0, true);
         assert_eq!(r.maybe, 3);
-        assert!(r.violations[0].starts_with("no-invented-increment"), "{r}");
+        assert_eq!(r.violations[0].property, NO_INVENTED_INCREMENT.name, "{r}");
     }
 
     #[test]
     fn no_final_value_or_no_progress_fails() {
-        let r = check(&run(2), Err("no leader".into()), 0, false);
-        assert!(r.violations[0].contains("no leader"), "{r}");
+        let garbled = Violation::new(WELL_FORMED, "the counter holds \"x\"");
+        let r = check(&run(2), Err(garbled.clone()), 0, false);
+        assert_eq!(r.violations, vec![garbled], "{r}");
         let r = check(&run(2), Ok(2), 100, true);
-        assert!(r.violations[0].starts_with("progress"), "{r}");
+        assert_eq!(r.violations[0].property, PROGRESS.name, "{r}");
         assert!(check(&run(2), Ok(2), 100, false).violations.is_empty());
+    }
+
+    #[test]
+    fn a_failed_client_is_named() {
+        let mut log = run(2);
+        log.push(at(6, 0, Event::Failed("Unimplemented".into())));
+        let r = check(&log, Ok(2), 0, true);
+        assert_eq!(r.violations.len(), 1, "{r}");
+        assert_eq!(r.violations[0].property, NO_CLIENT_FAILURE.name, "{r}");
     }
 }

@@ -57,6 +57,12 @@ impl Property {
     }
 }
 
+impl fmt::Display for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.name, self.what)
+    }
+}
+
 /// A property that failed in a run: which one, and the evidence.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Violation {

@@ -51,7 +51,7 @@ pub enum BarrierVariant {
 impl BarrierVariant {
     pub const ALL: [BarrierVariant; 2] = [BarrierVariant::Correct, BarrierVariant::NoSync];
 
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             BarrierVariant::Correct => "barrier",
             BarrierVariant::NoSync => "barrier/no-sync",

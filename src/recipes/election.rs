@@ -44,7 +44,7 @@ impl ElectionVariant {
         ElectionVariant::KeepLeadershipAfterExpiry,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             ElectionVariant::Correct => "election",
             ElectionVariant::KeepLeadershipAfterExpiry => "election/keep-leadership-after-expiry",

@@ -68,7 +68,7 @@ impl LockVariant {
         LockVariant::ReaderWaitsOnAny,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             LockVariant::Correct => "lock",
             LockVariant::BlindRetry => "lock/blind-retry",

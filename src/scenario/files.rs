@@ -2,31 +2,83 @@
 //! ([`super::spec`]), shared by the `zoosim` command, the tests and the
 //! benches.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::custom::Registry;
-use super::spec::{self, Scenario};
+use super::recipe::Registry;
+use super::spec::{self, Scenario, SpecError};
+
+/// A scenario file that could not be read or is not a valid scenario.
+#[derive(Debug)]
+pub enum LoadError {
+    /// A path given names no file or directory.
+    Missing { path: PathBuf },
+    /// A directory given holds no `*.toml`.
+    NoScenarios { dir: PathBuf },
+    /// The file or directory could not be read.
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The file is not a valid scenario: where, and what was wrong.
+    Spec(SpecError),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Missing { path } => {
+                write!(f, "{}: no such file or directory", path.display())
+            }
+            LoadError::NoScenarios { dir } => {
+                write!(f, "{}: no scenario files (*.toml) in it", dir.display())
+            }
+            LoadError::Io { path, error } => write!(f, "{}: cannot read: {error}", path.display()),
+            LoadError::Spec(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoadError::Io { error, .. } => Some(error),
+            LoadError::Spec(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<SpecError> for LoadError {
+    fn from(e: SpecError) -> LoadError {
+        LoadError::Spec(e)
+    }
+}
 
 /// The scenario files under `paths`: files as given, directories' *.toml
 /// sorted by name.
-pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
+            let io = |error| LoadError::Io {
+                path: p.clone(),
+                error,
+            };
             let mut in_dir: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| format!("{}: cannot read the directory: {e}", p.display()))?
+                .map_err(io)?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|f| f.extension().is_some_and(|x| x == "toml"))
                 .collect();
             in_dir.sort();
             if in_dir.is_empty() {
-                return Err(format!("{}: no scenario files (*.toml) in it", p.display()));
+                return Err(LoadError::NoScenarios { dir: p.clone() });
             }
             files.extend(in_dir);
         } else if p.is_file() {
             files.push(p.clone());
         } else {
-            return Err(format!("{}: no such file or directory", p.display()));
+            return Err(LoadError::Missing { path: p.clone() });
         }
     }
     Ok(files)
@@ -34,13 +86,19 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 
 /// Reads and parses one scenario file; the error names the file (and the
 /// line and column for a bad one).
-pub fn load(path: &Path) -> Result<Scenario, String> {
+pub fn load(path: &Path) -> Result<Scenario, LoadError> {
     load_in(path, &Registry::new())
 }
 
 /// [`load`], knowing `registry`'s recipes too.
-pub fn load_in(path: &Path, registry: &Registry) -> Result<Scenario, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    spec::parse_in(&path.display().to_string(), &text, registry).map_err(|e| e.to_string())
+pub fn load_in(path: &Path, registry: &Registry) -> Result<Scenario, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|error| LoadError::Io {
+        path: path.to_owned(),
+        error,
+    })?;
+    Ok(spec::parse_in(
+        &path.display().to_string(),
+        &text,
+        registry,
+    )?)
 }

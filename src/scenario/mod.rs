@@ -1,12 +1,14 @@
 //! Scenarios as data: TOML files naming a recipe (or one of its buggy
 //! variants), the ensemble, the workload, the fault mix and the coverage
-//! goals ([`spec`], [`registry`]: pure); and, in the simulation, the
-//! workloads ([`workload`]) and the seed runner ([`run`]). Users' own
-//! recipes join them through [`custom`].
+//! goals ([`spec`]: pure); what a recipe is to them ([`recipe`]: the trait
+//! every recipe implements, zoosim's own in [`builtin`] and a user's
+//! alike, and the registry); and, in the simulation, a recipe's run
+//! ([`sim`]), one seed ([`run`]), the seed runner ([`runner`]) and the
+//! shrinker ([`shrink`]).
 
-pub mod custom;
+pub mod builtin;
 pub mod files;
-pub mod registry;
+pub mod recipe;
 pub mod spec;
 
 #[cfg(madsim)]
@@ -16,4 +18,4 @@ pub mod runner;
 #[cfg(madsim)]
 pub mod shrink;
 #[cfg(madsim)]
-pub mod workload;
+pub mod sim;

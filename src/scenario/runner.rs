@@ -9,7 +9,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::run::{run_seed, SeedOutcome};
+use super::recipe::{run_properties, Violation};
+use super::run::{lines, run_seed, SeedOutcome};
 use super::spec::Scenario;
 
 #[derive(Clone, Debug)]
@@ -28,7 +29,20 @@ pub struct RunOptions {
 #[derive(Clone, Debug)]
 pub struct Failure {
     pub seed: u64,
-    pub why: String,
+    /// At least one.
+    pub violations: Vec<Violation>,
+}
+
+impl Failure {
+    /// Every violation, one per line.
+    pub fn why(&self) -> String {
+        lines(&self.violations)
+    }
+
+    /// The first violation's property: the one a shrink keeps failing.
+    pub fn property(&self) -> &'static str {
+        self.violations.first().map_or("", |v| v.property)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -70,7 +84,7 @@ impl Summary {
                 self.failures.len(),
                 self.seeds_run,
                 f.seed,
-                first_line(&f.why)
+                first_line(&f.why())
             ),
             (false, None) if !self.missed_goals.is_empty() => format!(
                 "FAILED: coverage goals at zero: {}",
@@ -97,15 +111,15 @@ pub fn seeds_of(s: &Scenario, o: &RunOptions) -> Vec<u64> {
 }
 
 /// Runs one seed, a panic in the simulation (an asserted invariant)
-/// being a failure like any other.
-pub fn run_one(s: &Scenario, seed: u64) -> Result<SeedOutcome, String> {
+/// being a failure like any other: of the `invariants` property.
+pub fn run_one(s: &Scenario, seed: u64) -> Result<SeedOutcome, Violation> {
     catch_unwind(AssertUnwindSafe(|| run_seed(s, seed))).map_err(|p| {
         let msg = p
             .downcast_ref::<String>()
             .cloned()
             .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
             .unwrap_or_else(|| "a panic".into());
-        format!("panicked: {msg}")
+        Violation::new(run_properties::INVARIANTS, format!("panicked: {msg}"))
     })
 }
 
@@ -117,7 +131,7 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
     let next = AtomicU64::new(0);
     // Expected to fail: no seed after the lowest failing one is needed.
     let stop_after = AtomicU64::new(u64::MAX);
-    let results: Mutex<Vec<(u64, Result<SeedOutcome, String>)>> = Mutex::default();
+    let results: Mutex<Vec<(u64, Result<SeedOutcome, Violation>)>> = Mutex::default();
     std::thread::scope(|scope| {
         for _ in 0..o.jobs.max(1) {
             scope.spawn(|| loop {
@@ -135,7 +149,7 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
                     out.report = String::new();
                     out
                 });
-                let failed = !matches!(&r, Ok(out) if out.failure.is_none());
+                let failed = !matches!(&r, Ok(out) if !out.failed());
                 if failed && s.expect_failure {
                     stop_after.fetch_min(i, Ordering::Relaxed);
                 }
@@ -171,16 +185,16 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
                 for (k, v) in out.counters {
                     *summary.counters.entry(k).or_default() += v;
                 }
-                if let Some(why) = out.failure {
+                if !out.violations.is_empty() {
                     summary.failures.push(Failure {
                         seed: out.seed,
-                        why,
+                        violations: out.violations,
                     });
                 }
             }
-            Err(why) => summary.failures.push(Failure {
+            Err(panic) => summary.failures.push(Failure {
                 seed: seeds[i as usize],
-                why,
+                violations: vec![panic],
             }),
         }
     }

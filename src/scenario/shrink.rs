@@ -14,8 +14,10 @@
 
 use std::time::Duration;
 
-use super::registry::Recipe;
-use super::run::SeedOutcome;
+use std::fmt;
+
+use super::recipe::{Violation, WorkloadValue};
+use super::run::{lines, SeedOutcome};
 use super::runner::run_one;
 use super::spec::{Scenario, ScheduledFault};
 use crate::ensemble::fault::Fault;
@@ -25,8 +27,11 @@ use crate::ensemble::sim::nemesis::InjectedFault;
 pub struct Shrunk {
     pub scenario: Scenario,
     pub seed: u64,
-    /// The shrunk run's failure.
-    pub failure: String,
+    /// The property the original seed violated, which every step kept
+    /// violating.
+    pub property: &'static str,
+    /// The shrunk run's violations (that property's among them).
+    pub failure: Vec<Violation>,
     /// Seeds run while shrinking.
     pub runs: u64,
     /// Faults the shrunk run injected (placed ones, and random ones where
@@ -43,15 +48,45 @@ impl Shrunk {
     /// operations.
     pub fn size(&self) -> Option<u64> {
         let s = &self.scenario;
-        (bounded(s) && s.workload.operations > 0).then(|| {
-            self.faults_tried + s.workload.clients as u64 * u64::from(s.workload.operations)
-        })
+        let ops = s.workload.operations().filter(|&n| n > 0)?;
+        let clients = s.workload.clients().unwrap_or(1) as u64;
+        Some(self.faults_tried + clients * ops)
     }
 }
 
+/// Why a seed could not be shrunk.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum ShrinkError {
+    /// The seed passes: nothing to shrink.
+    Passes { scenario: String, seed: u64 },
+    /// The seed panicked before it could be judged (its run cannot be
+    /// placed by hand).
+    Panicked { seed: u64, violation: Violation },
+    /// The shrunk scenario passes at the seed that failed at every step:
+    /// a run is not a function of its seed on this binary.
+    NotDeterministic { seed: u64 },
+}
+
+impl fmt::Display for ShrinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShrinkError::Passes { scenario, seed } => {
+                write!(f, "seed {seed} of {scenario} passes: nothing to shrink")
+            }
+            ShrinkError::Panicked { seed, violation } => write!(f, "seed {seed}: {violation}"),
+            ShrinkError::NotDeterministic { seed } => write!(
+                f,
+                "the shrunk scenario passes seed {seed}: the simulation is not deterministic"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ShrinkError {}
+
 /// The recipe's workload takes a number of operations.
 fn bounded(s: &Scenario) -> bool {
-    s.recipe.workload_keys().contains(&"operations")
+    s.workload.operations().is_some()
 }
 
 /// Runs a shrink tries at most in its search for a smaller workload (a
@@ -62,29 +97,44 @@ struct Search<'a> {
     seed: u64,
     runs: u64,
     log: &'a dyn Fn(&str),
-    /// The scenario's own hold times: a candidate may take another.
-    holds: Vec<u64>,
+    /// The property the original seed violated: a candidate is kept only
+    /// if it violates the same one.
+    property: &'static str,
+    /// The scenario's own lists to draw from (e.g. hold times): a
+    /// candidate may take another of their values.
+    drawn: Vec<(&'static str, Vec<i64>)>,
 }
 
 impl Search<'_> {
-    fn run(&mut self, candidate: &Scenario) -> Result<SeedOutcome, String> {
+    fn run(&mut self, candidate: &Scenario) -> Result<SeedOutcome, Violation> {
         self.runs += 1;
         run_one(candidate, self.seed)
     }
 
-    /// The failure, if `candidate` still fails at the seed.
-    fn fails(&mut self, candidate: &Scenario) -> Option<String> {
-        match self.run(candidate) {
-            Ok(out) => out.failure,
-            Err(panic) => Some(panic),
-        }
+    /// The violations, if `candidate` still violates the property at the
+    /// seed (failing another way is not failing the same way).
+    fn fails(&mut self, candidate: &Scenario) -> Option<Vec<Violation>> {
+        let run = self.run(candidate);
+        self.same_property(run)
+    }
+
+    /// A run's violations, if the property is among them.
+    fn same_property(&self, run: Result<SeedOutcome, Violation>) -> Option<Vec<Violation>> {
+        let violations = match run {
+            Ok(out) => out.violations,
+            Err(panic) => vec![panic],
+        };
+        violations
+            .iter()
+            .any(|v| v.property == self.property)
+            .then_some(violations)
     }
 
     /// Takes `candidate` if it still fails.
     fn try_it(
         &mut self,
         best: &mut Scenario,
-        failure: &mut String,
+        failure: &mut Vec<Violation>,
         candidate: Scenario,
         what: &str,
     ) -> bool {
@@ -112,8 +162,9 @@ fn pinned(s: &Scenario, seed: u64, out: &SeedOutcome) -> Scenario {
     p.ensemble.servers = vec![out.drawn.servers];
     let ticks = out.drawn.sync_limit_ticks;
     p.ensemble.sync_limit_ticks = (ticks, ticks);
-    if let Some(h) = out.drawn.hold_ms {
-        p.workload.hold_ms = vec![h];
+    for (key, v) in &out.drawn.values {
+        p.set_workload(key, WorkloadValue::Drawn(vec![*v]))
+            .unwrap_or_else(|e| panic!("pinning what seed {seed} drew for {key}: {e}"));
     }
     p
 }
@@ -133,28 +184,39 @@ pub fn placed_schedule(s: &Scenario, seed: u64, out: &SeedOutcome) -> Scenario {
 }
 
 /// Shrinks `seed` of `s`; Err if the seed does not fail.
-pub fn shrink(s: &Scenario, seed: u64, log: &dyn Fn(&str)) -> Result<Shrunk, String> {
+pub fn shrink(s: &Scenario, seed: u64, log: &dyn Fn(&str)) -> Result<Shrunk, ShrinkError> {
     let mut search = Search {
         seed,
         runs: 0,
         log,
-        holds: s.workload.hold_ms.clone(),
+        property: "",
+        drawn: s
+            .workload
+            .iter()
+            .filter_map(|(k, v)| match v {
+                WorkloadValue::Drawn(choices) => Some((k, choices.clone())),
+                WorkloadValue::Int(_) => None,
+            })
+            .collect(),
     };
     let out = search
         .run(s)
-        .map_err(|p| format!("seed {seed} panicked: {p}"))?;
-    let Some(first) = out.failure.clone() else {
-        return Err(format!(
-            "seed {seed} of {} passes: nothing to shrink",
-            s.name
-        ));
+        .map_err(|violation| ShrinkError::Panicked { seed, violation })?;
+    let Some(property) = out.violations.first().map(|v| v.property) else {
+        return Err(ShrinkError::Passes {
+            scenario: s.name.clone(),
+            seed,
+        });
     };
+    search.property = property;
+    (search.log)(&format!("keeping {property} failing"));
+    let first = out.violations.clone();
     let mut best = pinned(s, seed, &out);
     best.expect_failure = true;
     best.description = format!(
         "{} seed {seed}, shrunk: {}",
         s.name,
-        first.lines().next().unwrap_or("")
+        lines(&first).lines().next().unwrap_or("")
     );
     let mut failure = first;
     // The faults tried, placed by hand, random ones off: the same run. If
@@ -165,7 +227,7 @@ pub fn shrink(s: &Scenario, seed: u64, log: &dyn Fn(&str)) -> Result<Shrunk, Str
     placed.description = best.description.clone();
     let replayed = search.run(&placed);
     let exact = matches!(&replayed, Ok(o) if o.digest == out.digest);
-    match replayed.map_or_else(Some, |o| o.failure) {
+    match search.same_property(replayed) {
         Some(f) => {
             (search.log)(&format!(
                 "{} faults placed by hand still fail{}",
@@ -189,18 +251,15 @@ pub fn shrink(s: &Scenario, seed: u64, log: &dyn Fn(&str)) -> Result<Shrunk, Str
         failure = compress_time(&mut search, &mut best, failure);
     }
     failure = shrink_workload(&mut search, &mut best, failure);
-    let last = search
-        .run(&best)
-        .map_err(|p| format!("the shrunk seed panicked: {p}"))?;
-    if last.failure.is_none() {
-        // Every candidate taken failed at this seed on this binary.
-        return Err(format!(
-            "the shrunk scenario passes seed {seed}: the simulation is not deterministic"
-        ));
-    }
+    // Every candidate taken failed at this seed on this binary.
+    let last = match search.run(&best) {
+        Ok(last) if last.violations.iter().any(|v| v.property == property) => last,
+        _ => return Err(ShrinkError::NotDeterministic { seed }),
+    };
     Ok(Shrunk {
         scenario: best,
         seed,
+        property,
         failure,
         runs: search.runs,
         faults_injected: last.faults.iter().filter(|f| !f.skipped).count() as u64,
@@ -234,7 +293,11 @@ fn placed_fault(f: &InjectedFault) -> ScheduledFault {
 }
 
 /// ddmin over the planned faults, then one at a time (1-minimal).
-fn ddmin_faults(search: &mut Search, best: &mut Scenario, mut failure: String) -> String {
+fn ddmin_faults(
+    search: &mut Search,
+    best: &mut Scenario,
+    mut failure: Vec<Violation>,
+) -> Vec<Violation> {
     let mut n = 2;
     while best.faults.at.len() >= 2 {
         let faults = best.faults.at.clone();
@@ -276,7 +339,11 @@ fn ddmin_faults(search: &mut Search, best: &mut Scenario, mut failure: String) -
 
 /// The schedule earlier: every fault at half its time, while the seed
 /// still fails (fewer operations then span it).
-fn compress_time(search: &mut Search, best: &mut Scenario, mut failure: String) -> String {
+fn compress_time(
+    search: &mut Search,
+    best: &mut Scenario,
+    mut failure: Vec<Violation>,
+) -> Vec<Violation> {
     loop {
         let mut c = best.clone();
         for f in &mut c.faults.at {
@@ -295,23 +362,16 @@ fn compress_time(search: &mut Search, best: &mut Scenario, mut failure: String) 
 
 /// The fewest clients the recipe runs with.
 fn client_floor(s: &Scenario) -> usize {
-    match s.recipe {
-        Recipe::TwoPhaseCommit => 2,
-        Recipe::DoubleBarrier => s.workload.threshold,
-        _ => 1,
-    }
+    s.recipe.min_clients(&s.workload)
 }
 
 /// `s` with `clients` clients; faults aimed at a client no longer there
 /// aim at another.
 fn with_clients(s: &Scenario, clients: usize) -> Scenario {
     let mut c = s.clone();
-    c.workload.clients = clients;
-    let aimable = match s.recipe {
-        Recipe::Queue | Recipe::PriorityQueue => s.workload.producers + s.workload.consumers,
-        Recipe::RevocableLock => clients + 1,
-        _ => clients,
-    };
+    c.workload
+        .put("clients", WorkloadValue::Int(clients as i64));
+    let aimable = c.recipe.client_slots(&c.workload).max(1);
     for f in &mut c.faults.at {
         if let Some(k) = f.client {
             f.client = Some(k % aimable);
@@ -320,13 +380,24 @@ fn with_clients(s: &Scenario, clients: usize) -> Scenario {
     c
 }
 
+/// `s` with `ops` operations per client.
+fn with_operations(s: &Scenario, ops: u64) -> Scenario {
+    let mut c = s.clone();
+    c.workload.put("operations", WorkloadValue::Int(ops as i64));
+    c
+}
+
 /// Fewer clients, fewer operations, a shorter fault phase: each while the
 /// seed still fails.
-fn shrink_workload(search: &mut Search, best: &mut Scenario, mut failure: String) -> String {
+fn shrink_workload(
+    search: &mut Search,
+    best: &mut Scenario,
+    mut failure: Vec<Violation>,
+) -> Vec<Violation> {
     let floor = client_floor(best);
-    while best.workload.clients > floor {
-        let c = with_clients(best, best.workload.clients - 1);
-        let what = format!("{} clients", c.workload.clients);
+    while let Some(clients) = best.workload.clients().filter(|&n| n > floor) {
+        let c = with_clients(best, clients - 1);
+        let what = format!("{} clients", clients - 1);
         if !search.try_it(best, &mut failure, c, &what) {
             break;
         }
@@ -354,17 +425,17 @@ fn shrink_workload(search: &mut Search, best: &mut Scenario, mut failure: String
 
 /// The fewest operations per client that still fail: doubling up from
 /// one (while below the bound there is), then halving the gap.
-fn fewest_operations(search: &mut Search, best: &mut Scenario, failure: &mut String) {
-    let limit = match best.workload.operations {
+fn fewest_operations(search: &mut Search, best: &mut Scenario, failure: &mut Vec<Violation>) {
+    let current = best.workload.operations().unwrap_or(0);
+    let limit = match current {
         0 => 1 << 16,
         n => n,
     };
-    let mut hi = (best.workload.operations > 0).then_some(best.workload.operations);
+    let mut hi = (current > 0).then_some(current);
     let mut lo = 0; // passes (or none)
     let mut ops = 1;
     while ops < limit {
-        let mut c = best.clone();
-        c.workload.operations = ops;
+        let c = with_operations(best, ops);
         let what = format!("{ops} operations per client");
         if search.try_it(best, failure, c, &what) {
             hi = Some(ops);
@@ -378,8 +449,7 @@ fn fewest_operations(search: &mut Search, best: &mut Scenario, failure: &mut Str
     };
     while hi - lo > 1 {
         let mid = (lo + hi) / 2;
-        let mut c = best.clone();
-        c.workload.operations = mid;
+        let c = with_operations(best, mid);
         let what = format!("{mid} operations per client");
         if search.try_it(best, failure, c, &what) {
             hi = mid;
@@ -394,8 +464,9 @@ fn fewest_operations(search: &mut Search, best: &mut Scenario, failure: &mut Str
 /// times; the faults moved to where the smaller workload runs), until one
 /// fails or the budget is spent. A smaller workload is a different run:
 /// what the fault hit may now happen elsewhere, or at another time.
-fn explore(search: &mut Search, best: &mut Scenario, failure: &mut String) {
-    let (clients, ops) = (best.workload.clients, best.workload.operations as usize);
+fn explore(search: &mut Search, best: &mut Scenario, failure: &mut Vec<Violation>) {
+    let clients = best.workload.clients().unwrap_or(1);
+    let ops = best.workload.operations().unwrap_or(0) as usize;
     let mut sizes: Vec<(usize, usize)> = (client_floor(best)..=clients)
         .flat_map(|c| (1..=ops).map(move |o| (c, o)))
         .filter(|&(c, o)| c * o < clients * ops)
@@ -404,8 +475,7 @@ fn explore(search: &mut Search, best: &mut Scenario, failure: &mut String) {
     sizes.sort_by_key(|&(c, o)| (c * o, c));
     let budget = search.runs + EXPLORE_BUDGET;
     for (c, o) in sizes {
-        let mut base = with_clients(best, c);
-        base.workload.operations = o as u32;
+        let base = with_operations(&with_clients(best, c), o as u64);
         let what = format!("{c} clients, {o} operations each");
         if try_variants(search, best, failure, base, &what, budget) {
             return;
@@ -430,17 +500,18 @@ const EVENT_ANCHORS: usize = 8;
 fn try_variants(
     search: &mut Search,
     best: &mut Scenario,
-    failure: &mut String,
+    failure: &mut Vec<Violation>,
     base: Scenario,
     what: &str,
     budget: u64,
 ) -> bool {
     let mut holds = vec![base.clone()];
-    if base.recipe.workload_keys().contains(&"hold_ms") {
-        for &h in &search.holds.clone() {
-            if base.workload.hold_ms != [h] {
+    for (key, choices) in &search.drawn {
+        for &h in choices {
+            let pinned = WorkloadValue::Drawn(vec![h]);
+            if base.workload.get(key) != Some(&pinned) {
                 let mut v = base.clone();
-                v.workload.hold_ms = vec![h];
+                v.workload.put(key, pinned);
                 holds.push(v);
             }
         }

@@ -41,8 +41,9 @@ use std::fmt;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::custom::{self, CustomSpec, Registry};
-use super::registry::{Recipe, ENSEMBLE_COUNTERS};
+use super::recipe::{
+    KeyKind, RecipeRef, Registry, Workload, WorkloadError, WorkloadValue, ENSEMBLE_COUNTERS,
+};
 use crate::ensemble::fault::Fault;
 
 /// The scenario format this build reads.
@@ -123,29 +124,6 @@ pub struct EnsembleSpec {
     pub link_latency_ms: (u64, u64),
 }
 
-/// The workload's knobs; which apply depends on the recipe
-/// ([`Recipe::workload_keys`]).
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct WorkloadSpec {
-    pub clients: usize,
-    /// One is drawn per seed.
-    pub hold_ms: Vec<u64>,
-    pub touches: u32,
-    pub think_ms_max: u64,
-    /// Operations, then a client stops; 0: until the run ends (a run whose
-    /// clients all stopped ends then). Acquisitions per client (the lock
-    /// family), rounds (barriers: the coordinator's, or each client's),
-    /// transactions (two-phase commit).
-    pub operations: u32,
-    pub producers: usize,
-    pub consumers: usize,
-    pub churn_ms_max: u64,
-    pub hold_ms_max: u64,
-    pub threshold: usize,
-    pub compute_ms_max: u64,
-    pub abort_percent: u32,
-}
-
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct FaultSpec {
     /// The nemesis's pool; empty: no randomized faults.
@@ -164,7 +142,7 @@ pub struct Scenario {
     pub name: String,
     pub file: String,
     pub description: String,
-    pub recipe: Recipe,
+    pub recipe: RecipeRef,
     /// A buggy variant's name, or None for the correct recipe.
     pub variant: Option<String>,
     /// The scenario passes when a seed fails within `seeds`.
@@ -173,15 +151,13 @@ pub struct Scenario {
     pub test_seeds: u64,
     pub seed_start: u64,
     pub ensemble: EnsembleSpec,
-    pub workload: WorkloadSpec,
+    /// Every workload key the recipe declares, with its value.
+    pub workload: Workload,
     pub faults: FaultSpec,
     pub quiet_ms: u64,
     pub liveness_bound_ms: u64,
     /// Counters that must be above zero summed over a run's seeds.
     pub coverage: Vec<String>,
-    /// A registered recipe ([`Recipe::Custom`]) and its workload keys'
-    /// values; `workload.clients` is its number of clients.
-    pub custom: Option<CustomSpec>,
 }
 
 impl Scenario {
@@ -197,7 +173,6 @@ impl Scenario {
             let items: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
             format!("[{}]", items.join(", "))
         };
-        let w = &self.workload;
         let mut out = String::new();
         let _ = writeln!(out, "format = {FORMAT}");
         let _ = writeln!(out, "description = {:?}", self.description);
@@ -227,27 +202,7 @@ impl Scenario {
         let (lo, hi) = self.ensemble.link_latency_ms;
         let _ = writeln!(out, "link_latency_ms = [{lo}, {hi}]");
         let _ = writeln!(out, "\n[workload]");
-        if let Some(c) = &self.custom {
-            out.push_str(&c.workload_toml(w.clients));
-        }
-        for key in self.recipe.workload_keys() {
-            let value = match *key {
-                "clients" => w.clients.to_string(),
-                "hold_ms" => list(&w.hold_ms),
-                "touches" => w.touches.to_string(),
-                "think_ms_max" => w.think_ms_max.to_string(),
-                "operations" => w.operations.to_string(),
-                "producers" => w.producers.to_string(),
-                "consumers" => w.consumers.to_string(),
-                "churn_ms_max" => w.churn_ms_max.to_string(),
-                "hold_ms_max" => w.hold_ms_max.to_string(),
-                "threshold" => w.threshold.to_string(),
-                "compute_ms_max" => w.compute_ms_max.to_string(),
-                "abort_percent" => w.abort_percent.to_string(),
-                other => unreachable!("workload key {other} has no field"),
-            };
-            let _ = writeln!(out, "{key} = {value}");
-        }
+        out.push_str(&self.workload.to_toml());
         let f = &self.faults;
         let kinds: Vec<&str> = f.kinds.iter().map(|k| k.name()).collect();
         let _ = writeln!(out, "\n[faults]\nkinds = {}", quoted(&kinds));
@@ -303,12 +258,14 @@ impl Scenario {
         self.variant.as_deref().unwrap_or(self.recipe_name())
     }
 
-    /// The recipe's name, built-in or registered.
+    /// The recipe's name.
     pub fn recipe_name(&self) -> &str {
-        match &self.custom {
-            Some(c) => c.name(),
-            None => self.recipe.name(),
-        }
+        self.recipe.name()
+    }
+
+    /// Sets a workload key, checked as the parser checks it.
+    pub fn set_workload(&mut self, key: &str, value: WorkloadValue) -> Result<(), WorkloadError> {
+        self.workload.set(&*self.recipe, key, value)
     }
 }
 
@@ -522,23 +479,19 @@ impl Locator<'_> {
             )?,
             Some(_) => {}
         }
-        let registered = self.registry.get(raw.recipe.get_ref());
-        let recipe = self.registry.recipe(raw.recipe.get_ref()).map_or_else(
-            || {
-                let names = self.registry.names();
-                self.err(
-                    raw.recipe.span(),
-                    format!(
-                        "unknown recipe {:?}; the recipes are: {}",
-                        raw.recipe.get_ref(),
-                        names.join(", ")
-                    ),
-                )
-            },
-            Ok,
-        )?;
-        let recipe_name = registered.map_or(recipe.name(), |r| r.name());
-        let known = registered.map_or(recipe.variants(), |r| r.variants().to_vec());
+        let Some(recipe) = self.registry.get(raw.recipe.get_ref()).cloned() else {
+            let names = self.registry.names();
+            return self.err(
+                raw.recipe.span(),
+                format!(
+                    "unknown recipe {:?}; the recipes are: {}",
+                    raw.recipe.get_ref(),
+                    names.join(", ")
+                ),
+            );
+        };
+        let recipe_name = recipe.name();
+        let known = recipe.variants();
         let variant = match &raw.variant {
             None => None,
             Some(v) if known.contains(&v.get_ref().as_str()) => Some(v.get_ref().clone()),
@@ -586,18 +539,8 @@ impl Locator<'_> {
         let seed_start = self.int(&raw.seed_start, "seed_start", 0, i64::MAX, 0)?;
 
         let ensemble = self.ensemble(&raw.ensemble)?;
-        let mut workload = match &raw.workload {
-            // A registered recipe's keys are its own (below); the built-in
-            // knobs keep their defaults.
-            _ if registered.is_some() => self.workload(recipe, &toml::Table::new(), 0..0)?,
-            Some(t) => self.workload(recipe, t.get_ref(), t.span())?,
-            None => self.workload(recipe, &toml::Table::new(), 0..0)?,
-        };
-        let custom = match registered {
-            Some(r) => Some(self.custom_workload(r, &raw.workload, &mut workload)?),
-            None => None,
-        };
-        let faults = self.faults(&raw.faults, &ensemble, &workload, recipe)?;
+        let workload = self.workload(&recipe, &raw.workload)?;
+        let faults = self.faults(&raw.faults, &ensemble, recipe.client_slots(&workload))?;
         let quiet_ms = self.int(
             &raw.quiet.phase_ms,
             "quiet.phase_ms",
@@ -618,7 +561,7 @@ impl Locator<'_> {
                 format!("`liveness_bound_ms` ({liveness_bound_ms}) exceeds the quiet phase ({quiet_ms} ms)"),
             );
         }
-        let counters = registered.map_or(recipe.counters().to_vec(), |r| r.counters().to_vec());
+        let counters = recipe.counters();
         let mut coverage = Vec::new();
         for g in &raw.coverage.goals {
             let name = g.get_ref();
@@ -661,29 +604,7 @@ impl Locator<'_> {
             quiet_ms,
             liveness_bound_ms,
             coverage,
-            custom,
         })
-    }
-
-    /// A registered recipe's `[workload]`: `clients` into `workload`, its
-    /// own keys into the [`CustomSpec`].
-    fn custom_workload(
-        &self,
-        recipe: &std::sync::Arc<dyn custom::CustomRecipe>,
-        raw: &Option<Spanned<toml::Table>>,
-        workload: &mut WorkloadSpec,
-    ) -> Result<CustomSpec, SpecError> {
-        let empty = toml::Table::new();
-        let (table, section) = raw
-            .as_ref()
-            .map_or((&empty, 0..0), |t| (t.get_ref(), t.span()));
-        match custom::parse_workload(recipe, table) {
-            Ok((clients, spec)) => {
-                workload.clients = clients;
-                Ok(spec)
-            }
-            Err((key, message)) => self.err(custom::key_span(self.text, section, &key), message),
-        }
     }
 
     fn ensemble(&self, raw: &RawEnsemble) -> Result<EnsembleSpec, SpecError> {
@@ -731,119 +652,67 @@ impl Locator<'_> {
         })
     }
 
+    /// The `[workload]` section: every key the recipe declares (others
+    /// refused), each within its bounds, then the recipe's rules between
+    /// keys; errors point at the key.
     fn workload(
         &self,
-        recipe: Recipe,
-        table: &toml::Table,
-        section: std::ops::Range<usize>,
-    ) -> Result<WorkloadSpec, SpecError> {
-        let allowed = recipe.workload_keys();
-        // toml::Table loses the keys' spans: find each key's line by text.
-        let key_span = |key: &str| -> std::ops::Range<usize> {
-            // The table's span may cover its header only: read on to the
-            // next table header.
-            let rest = &self.text[section.start.min(self.text.len())..];
-            let end = rest
-                .match_indices("\n[")
-                .next()
-                .map_or(self.text.len(), |(i, _)| section.start + i + 1);
-            let body = &self.text[section.start.min(end)..end];
-            let mut offset = section.start;
-            for line in body.split_inclusive('\n') {
-                let indent = line.len() - line.trim_start().len();
-                let rest = &line[indent..];
-                if rest
-                    .strip_prefix(key)
-                    .is_some_and(|r| r.trim_start().starts_with('='))
-                {
-                    return offset + indent..offset + indent + key.len();
-                }
-                offset += line.len();
-            }
-            section.clone()
-        };
+        recipe: &RecipeRef,
+        raw: &Option<Spanned<toml::Table>>,
+    ) -> Result<Workload, SpecError> {
+        let empty = toml::Table::new();
+        let (table, section) = raw
+            .as_ref()
+            .map_or((&empty, 0..0), |t| (t.get_ref(), t.span()));
+        let at = |key: &str| key_span(self.text, section.clone(), key);
+        let keys = recipe.workload_keys();
         for key in table.keys() {
-            if !allowed.contains(&key.as_str()) {
+            if !keys.iter().any(|k| k.name == key) {
+                let accepted: Vec<&str> = keys.iter().map(|k| k.name).collect();
                 return self.err(
-                    key_span(key),
+                    at(key),
                     format!(
                         "`{key}` is not a workload key of recipe {}; it takes: {}",
                         recipe.name(),
-                        allowed.join(", ")
+                        accepted.join(", ")
                     ),
                 );
             }
         }
-        let key_span = &key_span;
-        let int = |key: &str, lo: i64, hi: i64, default: i64| -> Result<u64, SpecError> {
-            match table.get(key) {
-                None => Ok(default as u64),
-                Some(toml::Value::Integer(n)) if (lo..=hi).contains(n) => Ok(*n as u64),
-                Some(v) => self.err(
-                    key_span(key),
-                    format!("`workload.{key}` must be an integer between {lo} and {hi}, got {v}"),
-                ),
+        let mut workload = Workload::defaults(&**recipe);
+        for k in keys {
+            let Some(v) = table.get(k.name) else {
+                continue;
+            };
+            let value = match (k.kind, v) {
+                (KeyKind::Int { .. }, toml::Value::Integer(n)) => Some(WorkloadValue::Int(*n)),
+                (KeyKind::Drawn { .. }, toml::Value::Integer(n)) => {
+                    Some(WorkloadValue::Drawn(vec![*n]))
+                }
+                (KeyKind::Drawn { .. }, toml::Value::Array(a)) => a
+                    .iter()
+                    .map(toml::Value::as_integer)
+                    .collect::<Option<Vec<i64>>>()
+                    .map(WorkloadValue::Drawn),
+                _ => None,
+            };
+            let checked = match value {
+                Some(value) => k.check(&value).map(|()| value),
+                None => Err(WorkloadError::new(
+                    k.name,
+                    format!("{}, got {v}", k.takes()),
+                )),
+            };
+            match checked {
+                // Rules between keys are checked once all are read.
+                Ok(value) => workload.put(k.name, value),
+                Err(e) => return self.err(at(&e.key), e.message),
             }
-        };
-        let hold_ms = match table.get("hold_ms") {
-            None => vec![10, 100, 1000],
-            Some(toml::Value::Integer(n)) if (0..=600_000).contains(n) => vec![*n as u64],
-            Some(toml::Value::Array(a))
-                if !a.is_empty()
-                    && a.iter().all(|v| matches!(v, toml::Value::Integer(n) if (0..=600_000).contains(n))) =>
-            {
-                a.iter().map(|v| v.as_integer().expect("checked") as u64).collect()
-            }
-            Some(v) => {
-                return self.err(
-                    key_span("hold_ms"),
-                    format!("`workload.hold_ms` must be milliseconds (0 to 600000) or a list of them, got {v}"),
-                )
-            }
-        };
-        let default_clients = match recipe {
-            Recipe::Configuration => 4,
-            _ => 5,
-        };
-        let w = WorkloadSpec {
-            clients: int("clients", 1, 64, default_clients)? as usize,
-            hold_ms,
-            touches: int("touches", 1, 100, 2)? as u32,
-            think_ms_max: int(
-                "think_ms_max",
-                0,
-                600_000,
-                match recipe {
-                    Recipe::Queue | Recipe::PriorityQueue => 100,
-                    Recipe::Configuration => 200,
-                    _ => 50,
-                },
-            )?,
-            operations: int("operations", 0, 1_000_000, 0)? as u32,
-            producers: int("producers", 1, 64, 2)? as usize,
-            consumers: int("consumers", 1, 64, 3)? as usize,
-            churn_ms_max: int("churn_ms_max", 1, 600_000, 1500)?,
-            hold_ms_max: int("hold_ms_max", 1, 600_000, 800)?,
-            threshold: int("threshold", 1, 64, 3)? as usize,
-            compute_ms_max: int("compute_ms_max", 1, 600_000, 300)?,
-            abort_percent: int("abort_percent", 0, 100, 15)? as u32,
-        };
-        if recipe == Recipe::DoubleBarrier && w.threshold > w.clients {
-            return self.err(
-                key_span("threshold"),
-                format!(
-                    "`workload.threshold` ({}) exceeds `clients` ({}): the barrier would never open",
-                    w.threshold, w.clients
-                ),
-            );
         }
-        if recipe == Recipe::TwoPhaseCommit && w.clients < 2 {
-            return self.err(
-                key_span("clients"),
-                "two-phase commit needs a coordinator and at least one site: `clients` >= 2",
-            );
+        match recipe.check_workload(&workload) {
+            Ok(()) => Ok(workload),
+            Err(e) => self.err(at(&e.key), e.message),
         }
-        Ok(w)
     }
 
     fn fault_name(&self, name: &Spanned<String>) -> Result<Fault, SpecError> {
@@ -867,8 +736,7 @@ impl Locator<'_> {
         &self,
         raw: &RawFaults,
         ensemble: &EnsembleSpec,
-        w: &WorkloadSpec,
-        recipe: Recipe,
+        clients: usize,
     ) -> Result<FaultSpec, SpecError> {
         let kinds = match &raw.kinds {
             None => Fault::ALL.to_vec(),
@@ -893,11 +761,6 @@ impl Locator<'_> {
             (300, 1500),
         )?;
         let window_ms = self.range(&raw.window_ms, "faults.window_ms", 1, 600_000, (500, 4000))?;
-        let clients = match recipe {
-            Recipe::Queue | Recipe::PriorityQueue => w.producers + w.consumers,
-            Recipe::RevocableLock => w.clients + 1,
-            _ => w.clients,
-        };
         let min_servers = *ensemble.servers.iter().min().expect("not empty");
         let mut at = Vec::new();
         for a in &raw.faults_at() {
@@ -1072,6 +935,33 @@ impl Locator<'_> {
             window_ms,
         })
     }
+}
+
+/// Where `key = ...` is in the `[workload]` section starting at
+/// `section` (toml::Table keeps no spans for its keys); the section's own
+/// span when the key is not found.
+fn key_span(text: &str, section: std::ops::Range<usize>, key: &str) -> std::ops::Range<usize> {
+    let start = section.start.min(text.len());
+    let rest = &text[start..];
+    // The table's span may cover its header only: read on to the next
+    // table header.
+    let end = rest
+        .match_indices("\n[")
+        .next()
+        .map_or(text.len(), |(i, _)| start + i + 1);
+    let mut offset = start;
+    for line in text[start..end].split_inclusive('\n') {
+        let indent = line.len() - line.trim_start().len();
+        let after = &line[indent..];
+        if after
+            .strip_prefix(key)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+        {
+            return offset + indent..offset + indent + key.len();
+        }
+        offset += line.len();
+    }
+    section
 }
 
 impl RawFaults {

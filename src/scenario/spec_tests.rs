@@ -21,13 +21,19 @@ fn assert_err(text: &str, line: usize, column: usize, needle: &str) {
 fn a_short_file_gets_useful_defaults() {
     let s = parse("scenarios/lock.toml", "format = 1\nrecipe = \"lock\"\n").expect("valid");
     assert_eq!(s.name, "lock");
-    assert_eq!(s.recipe, Recipe::Lock);
+    assert_eq!(s.recipe_name(), "lock");
     assert_eq!(s.variant, None);
     assert!(!s.expect_failure);
     assert_eq!((s.seeds, s.test_seeds, s.seed_start), (200, 10, 0));
     assert_eq!(s.ensemble.servers, vec![3, 5]);
     assert_eq!(s.ensemble.session_timeout_ms, 4000);
-    assert_eq!(s.workload.clients, 5);
+    assert_eq!(s.workload.clients(), Some(5));
+    assert_eq!(
+        s.workload.get("hold_ms"),
+        Some(&crate::scenario::recipe::WorkloadValue::Drawn(vec![
+            10, 100, 1000
+        ]))
+    );
     assert_eq!(s.faults.kinds, Fault::ALL.to_vec());
     assert!(s.faults.swarm);
     assert_eq!(s.faults.phase_ms, 20_000);
@@ -88,8 +94,9 @@ goals = ["entries", "fault:client-crash", "elections-won"]
     assert_eq!(s.ensemble.servers, vec![5]);
     assert_eq!(s.ensemble.sync_limit_ticks, (3, 4));
     assert_eq!(s.ensemble.link_latency_ms, (2, 7));
-    assert_eq!((s.workload.clients, s.workload.threshold), (6, 6));
-    assert_eq!(s.workload.compute_ms_max, 50);
+    assert_eq!(s.workload.clients(), Some(6));
+    assert_eq!(s.workload.int("threshold"), Some(6));
+    assert_eq!(s.workload.int("compute_ms_max"), Some(50));
     assert_eq!(s.faults.kinds, vec![Fault::ClientCrash, Fault::ServerCrash]);
     assert!(!s.faults.swarm);
     assert_eq!(
@@ -233,7 +240,7 @@ fn impossible_parameters_are_refused() {
         &format!("{base}[workload]\nhold_ms = \"long\"\n"),
         4,
         1,
-        "`workload.hold_ms` must be milliseconds",
+        "`workload.hold_ms` must be an integer (0 to 600000) or a non-empty list",
     );
     assert_err(
         &format!("{base}[quiet]\nphase_ms = 5000\nliveness_bound_ms = 9000\n"),

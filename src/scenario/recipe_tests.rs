@@ -3,11 +3,15 @@
 //! names.
 
 use super::*;
+#[cfg(madsim)]
+use crate::scenario::sim::{JudgeCtx, RunCtx, Running};
 use crate::scenario::spec::{parse_in, Scenario, SpecError};
 
 struct Counter;
 
-impl CustomRecipe for Counter {
+const NO_LOST_INCREMENT: Property = Property::new("no-lost-increment", "what");
+
+impl Recipe for Counter {
     fn name(&self) -> &str {
         "counter"
     }
@@ -16,16 +20,14 @@ impl CustomRecipe for Counter {
     }
     fn workload_keys(&self) -> &[WorkloadKey] {
         const KEYS: &[WorkloadKey] = &[
+            WorkloadKey::int("clients", "", 1, 64, 4),
             WorkloadKey::int("think_ms_max", "pause", 0, 1000, 50),
             WorkloadKey::drawn("batch", "increments per read", 1, 10, &[1, 2]),
         ];
         KEYS
     }
-    fn default_clients(&self) -> usize {
-        4
-    }
-    fn properties(&self) -> &[&str] {
-        &["no-lost-increment"]
+    fn properties(&self) -> &[Property] {
+        &[NO_LOST_INCREMENT]
     }
     fn counters(&self) -> &[&str] {
         &["acked", "maybe"]
@@ -48,8 +50,7 @@ struct Declared {
     name: &'static str,
     keys: &'static [WorkloadKey],
     counters: &'static [&'static str],
-    properties: &'static [&'static str],
-    clients: usize,
+    properties: &'static [Property],
 }
 
 impl Default for Declared {
@@ -58,23 +59,22 @@ impl Default for Declared {
             name: "declared",
             keys: &[],
             counters: &[],
-            properties: &["p"],
-            clients: 3,
+            properties: {
+                const P: &[Property] = &[Property::new("p", "")];
+                P
+            },
         }
     }
 }
 
-impl CustomRecipe for Declared {
+impl Recipe for Declared {
     fn name(&self) -> &str {
         self.name
     }
     fn workload_keys(&self) -> &[WorkloadKey] {
         self.keys
     }
-    fn default_clients(&self) -> usize {
-        self.clients
-    }
-    fn properties(&self) -> &[&str] {
+    fn properties(&self) -> &[Property] {
         self.properties
     }
     fn counters(&self) -> &[&str] {
@@ -105,14 +105,17 @@ fn assert_err(text: &str, line: usize, column: usize, needle: &str) {
 #[test]
 fn a_registered_recipe_is_read_with_its_defaults() {
     let s = parse("format = 1\nrecipe = \"counter\"\n").expect("valid");
-    assert_eq!(s.recipe, Recipe::Custom);
     assert_eq!(s.recipe_name(), "counter");
     assert_eq!(s.variant_name(), "counter");
-    assert_eq!(s.workload.clients, 4);
-    let c = s.custom.as_ref().expect("the registered recipe");
-    assert_eq!(c.name(), "counter");
-    assert_eq!(c.values()["think_ms_max"], WorkloadValue::Int(50));
-    assert_eq!(c.values()["batch"], WorkloadValue::Drawn(vec![1, 2]));
+    assert_eq!(s.workload.clients(), Some(4));
+    assert_eq!(
+        s.workload.get("think_ms_max"),
+        Some(&WorkloadValue::Int(50))
+    );
+    assert_eq!(
+        s.workload.get("batch"),
+        Some(&WorkloadValue::Drawn(vec![1, 2]))
+    );
 }
 
 #[test]
@@ -123,10 +126,12 @@ fn a_registered_recipe_takes_its_keys_variants_and_counters() {
                 [coverage]\ngoals = [\"acked\", \"fault:client-crash\", \"lost-replies\"]\n";
     let s = parse(text).expect("valid");
     assert_eq!(s.variant_name(), "counter/blind");
-    assert_eq!(s.workload.clients, 7);
-    let c = s.custom.as_ref().unwrap();
-    assert_eq!(c.values()["think_ms_max"], WorkloadValue::Int(0));
-    assert_eq!(c.values()["batch"], WorkloadValue::Drawn(vec![3]));
+    assert_eq!(s.workload.clients(), Some(7));
+    assert_eq!(s.workload.int("think_ms_max"), Some(0));
+    assert_eq!(
+        s.workload.get("batch"),
+        Some(&WorkloadValue::Drawn(vec![3]))
+    );
     assert_eq!(s.coverage.len(), 3);
 }
 
@@ -210,8 +215,12 @@ fn the_registry_refuses_declarations_that_cannot_work() {
     let refused = |d: Declared, needle: &str| {
         let r = Registry::new().with(Counter).with(d);
         assert_eq!(r.errors().len(), 1, "{needle}: {:?}", r.errors());
-        assert!(r.errors()[0].contains(needle), "{:?}", r.errors());
-        assert_eq!(r.recipes().count(), 1);
+        assert!(
+            r.errors()[0].to_string().contains(needle),
+            "{:?}",
+            r.errors()
+        );
+        assert_eq!(r.recipes().count(), 12);
     };
     let d = Declared::default;
     refused(
@@ -219,14 +228,14 @@ fn the_registry_refuses_declarations_that_cannot_work() {
             name: "lock",
             ..d()
         },
-        "a built-in recipe has that name",
+        "registered already",
     );
     refused(
         Declared {
             name: "counter",
             ..d()
         },
-        "registered twice",
+        "registered already",
     );
     refused(Declared { name: "", ..d() }, "letters, digits");
     refused(Declared { name: "a b", ..d() }, "letters, digits");
@@ -237,7 +246,23 @@ fn the_registry_refuses_declarations_that_cannot_work() {
         },
         "no property",
     );
-    refused(Declared { clients: 0, ..d() }, "default_clients");
+    refused(
+        Declared {
+            properties: {
+                const P: &[Property] = &[Property::new("p", ""), Property::new("p", "")];
+                P
+            },
+            ..d()
+        },
+        "property \"p\" is declared twice",
+    );
+    refused(
+        Declared {
+            properties: &[run_properties::INVARIANTS],
+            ..d()
+        },
+        "every run's own",
+    );
     refused(
         Declared {
             counters: &["x", "x"],
@@ -262,12 +287,12 @@ fn the_registry_refuses_declarations_that_cannot_work() {
     refused(
         Declared {
             keys: {
-                const K: &[WorkloadKey] = &[WorkloadKey::int("clients", "", 1, 2, 1)];
+                const K: &[WorkloadKey] = &[WorkloadKey::drawn("clients", "", 1, 2, &[1])];
                 K
             },
             ..d()
         },
-        "`clients` is every recipe's key",
+        "\"clients\" must be an integer key",
     );
     refused(
         Declared {
@@ -324,14 +349,23 @@ fn the_registry_refuses_declarations_that_cannot_work() {
 #[test]
 fn keys_describe_themselves_and_set_checks_bounds() {
     assert_eq!(
-        Counter.workload_keys()[1].describe(),
+        Counter.workload_keys()[2].describe(),
         "batch (1 to 10, or a list drawn from per seed; default [1, 2]): increments per read"
     );
     let mut s = parse("format = 1\nrecipe = \"counter\"\n").unwrap();
-    let c = s.custom.as_mut().unwrap();
-    assert!(c.set("think_ms_max", WorkloadValue::Int(7)).is_ok());
-    assert!(c.set("think_ms_max", WorkloadValue::Int(-1)).is_err());
-    assert!(c.set("nope", WorkloadValue::Int(1)).is_err());
+    assert!(s
+        .set_workload("think_ms_max", WorkloadValue::Int(7))
+        .is_ok());
+    assert_eq!(s.workload.int("think_ms_max"), Some(7));
+    assert!(s
+        .set_workload("think_ms_max", WorkloadValue::Int(-1))
+        .is_err());
+    assert!(s.set_workload("nope", WorkloadValue::Int(1)).is_err());
+    assert_eq!(
+        s.workload.int("think_ms_max"),
+        Some(7),
+        "a refused value is not set"
+    );
     let mut v = Verdict::default();
     v.count("acked", 2);
     v.count("acked", 3);

@@ -9,18 +9,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::{client_sessions, ensure_slots, finish, flavour_of, now_ms, replace, Finished};
 use crate::check::two_phase_commit::TpcEvent;
 use crate::check::Entry;
 use crate::client::Zk;
-use crate::ensemble::sim::nemesis::ClientSlots;
-use crate::ensemble::sim::{Ensemble, SimZk};
+use crate::ensemble::sim::SimZk;
 use crate::proto::{Reply, ZkError};
 use crate::recipes::two_phase_commit::{create_transaction, Site, SiteCommand, SiteOutcome};
 use crate::recipes::Driver;
+use crate::scenario::sim::{
+    client_sessions, finish, flavour_of, now_ms, replace, Finished, RunCtx,
+};
 
 #[derive(Clone, Debug)]
 pub struct TpcWorkload {
@@ -32,18 +32,6 @@ pub struct TpcWorkload {
     /// Transactions in all, after which everyone stops once the last is
     /// decided; 0: until the run ends.
     pub transactions: u32,
-}
-
-impl Default for TpcWorkload {
-    fn default() -> Self {
-        TpcWorkload {
-            dir: "/tpc".into(),
-            sites: 4,
-            abort_probability: 0.15,
-            session_timeout_ms: 4000,
-            transactions: 0,
-        }
-    }
 }
 
 pub type TpcLog = Arc<Mutex<Vec<Entry<TpcEvent>>>>;
@@ -62,52 +50,45 @@ fn tx_path(w: &TpcWorkload, tx: u64) -> String {
 
 /// Starts the coordinator and the sites; the coordinator opens new
 /// transactions until `open_until`.
-pub fn spawn(
-    ensemble: Arc<Ensemble>,
-    slots: ClientSlots,
-    w: &TpcWorkload,
-    open_until: Instant,
-    until: Instant,
-) -> (TpcLog, Finished, Vec<JoinHandle<()>>) {
+pub fn spawn(ctx: &mut RunCtx, w: &TpcWorkload) -> (TpcLog, Finished) {
+    let (ensemble, slots) = (ctx.ensemble().clone(), ctx.slots().clone());
+    let (open_until, until) = (ctx.fault_end(), ctx.until());
     let log = TpcLog::default();
     let finished = Finished::default();
     // The last transaction created (the harness's own bookkeeping).
     let created: Arc<Mutex<Option<u64>>> = Arc::default();
-    ensure_slots(&slots, w.sites + 1);
-    let tasks = (0..=w.sites)
-        .map(|c| {
-            let (e, s, w, l, t, f) = (
-                ensemble.clone(),
-                slots.clone(),
-                w.clone(),
-                log.clone(),
-                created.clone(),
-                finished.clone(),
-            );
-            madsim::task::spawn(async move {
-                let next = Arc::new(Mutex::new((0u64, None::<bool>)));
-                let timeout_ms = w.session_timeout_ms;
-                let slots = s.clone();
-                client_sessions(c, e, s, flavour_of(c), timeout_ms, until, |zk| {
-                    let (w, l, t, next) = (w.clone(), l.clone(), t.clone(), next.clone());
-                    let (slots, f) = (slots.clone(), f.clone());
-                    async move {
-                        let lost = if c == 0 {
-                            coordinate(zk.clone(), w, t, next, open_until).await
-                        } else {
-                            site(c, zk.clone(), w, l, t, next, until).await
-                        };
-                        match lost {
-                            Some(lost) => lost,
-                            None => finish(&slots, c, &zk, &f).await,
-                        }
+    for c in 0..=w.sites {
+        let (e, s, w, l, t, f) = (
+            ensemble.clone(),
+            slots.clone(),
+            w.clone(),
+            log.clone(),
+            created.clone(),
+            finished.clone(),
+        );
+        ctx.spawn(async move {
+            let next = Arc::new(Mutex::new((0u64, None::<bool>)));
+            let timeout_ms = w.session_timeout_ms;
+            let slots = s.clone();
+            client_sessions(c, e, s, flavour_of(c), timeout_ms, until, |zk| {
+                let (w, l, t, next) = (w.clone(), l.clone(), t.clone(), next.clone());
+                let (slots, f) = (slots.clone(), f.clone());
+                async move {
+                    let lost = if c == 0 {
+                        coordinate(zk.clone(), w, t, next, open_until).await
+                    } else {
+                        site(c, zk.clone(), w, l, t, next, until).await
+                    };
+                    match lost {
+                        Some(lost) => lost,
+                        None => finish(&slots, c, &zk, &f).await,
                     }
-                })
-                .await
+                }
             })
+            .await
         })
-        .collect();
-    (log, finished, tasks)
+    }
+    (log, finished)
 }
 
 /// True when the session was lost; None once every transaction is open.

@@ -7,16 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::task::JoinHandle;
 use madsim::time::{timeout, Instant};
 
-use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
 use crate::check::config::ConfigEvent;
 use crate::check::Entry;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::config::{Config, ConfigCommand, ConfigOutcome};
 use crate::recipes::Driver;
+use crate::scenario::sim::{client_sessions, flavour_of, now_ms, replace, RunCtx};
 
 #[derive(Clone, Debug)]
 pub struct ConfigWorkload {
@@ -24,17 +23,6 @@ pub struct ConfigWorkload {
     pub clients: usize,
     pub think_ms_max: u64,
     pub session_timeout_ms: u64,
-}
-
-impl Default for ConfigWorkload {
-    fn default() -> Self {
-        ConfigWorkload {
-            path: "/config".into(),
-            clients: 4,
-            think_ms_max: 200,
-            session_timeout_ms: 4000,
-        }
-    }
 }
 
 pub type ConfigLog = Arc<Mutex<Vec<Entry<ConfigEvent>>>>;
@@ -49,22 +37,15 @@ fn push(log: &ConfigLog, client: usize, event: ConfigEvent) {
 
 /// Starts the clients (the node must exist with data "0"). Returns the log
 /// and, per client, whether its current session is live.
-pub fn spawn(
-    ensemble: Arc<Ensemble>,
-    slots: ClientSlots,
-    w: &ConfigWorkload,
-    update_until: Instant,
-    until: Instant,
-) -> (ConfigLog, Vec<JoinHandle<()>>) {
+pub fn spawn(ctx: &mut RunCtx, w: &ConfigWorkload) -> ConfigLog {
+    let (ensemble, slots) = (ctx.ensemble().clone(), ctx.slots().clone());
+    let (update_until, until) = (ctx.fault_end(), ctx.until());
     let log = ConfigLog::default();
-    ensure_slots(&slots, w.clients);
-    let tasks = (0..w.clients)
-        .map(|c| {
-            let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
-            madsim::task::spawn(supervise(c, e, s, w, l, update_until, until))
-        })
-        .collect();
-    (log, tasks)
+    for c in 0..w.clients {
+        let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
+        ctx.spawn(supervise(c, e, s, w, l, update_until, until))
+    }
+    log
 }
 
 async fn supervise(

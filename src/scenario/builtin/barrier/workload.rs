@@ -6,16 +6,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::{client_sessions, ensure_slots, finish, flavour_of, now_ms, replace, Finished};
 use crate::check::barrier::BarrierEvent;
 use crate::check::Entry;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::barrier::{Barrier, BarrierCommand, BarrierOutcome, BarrierVariant};
 use crate::recipes::Driver;
+use crate::scenario::sim::{
+    client_sessions, finish, flavour_of, now_ms, replace, Finished, RunCtx,
+};
 
 #[derive(Clone, Debug)]
 pub struct BarrierWorkload {
@@ -28,19 +29,6 @@ pub struct BarrierWorkload {
     /// Rounds the coordinator runs, after which everyone stops once past
     /// the last; 0: until the run ends.
     pub rounds: u32,
-}
-
-impl Default for BarrierWorkload {
-    fn default() -> Self {
-        BarrierWorkload {
-            dir: "/barriers".into(),
-            clients: 5,
-            hold_ms_max: 800,
-            session_timeout_ms: 4000,
-            variant: BarrierVariant::Correct,
-            rounds: 0,
-        }
-    }
 }
 
 pub type BarrierLog = Arc<Mutex<Vec<Entry<BarrierEvent>>>>;
@@ -69,30 +57,23 @@ fn path(w: &BarrierWorkload, round: u64) -> String {
     format!("{}/r{round}", w.dir)
 }
 
-pub fn spawn(
-    ensemble: Arc<Ensemble>,
-    slots: ClientSlots,
-    w: &BarrierWorkload,
-    until: Instant,
-) -> (BarrierLog, Finished, Vec<JoinHandle<()>>) {
+pub fn spawn(ctx: &mut RunCtx, w: &BarrierWorkload) -> (BarrierLog, Finished) {
+    let (ensemble, slots, until) = (ctx.ensemble().clone(), ctx.slots().clone(), ctx.until());
     let log = BarrierLog::default();
     let finished = Finished::default();
     let rounds: Arc<Mutex<Rounds>> = Arc::default();
-    ensure_slots(&slots, w.clients);
-    let tasks = (0..w.clients)
-        .map(|c| {
-            let (e, s, w, l, r, f) = (
-                ensemble.clone(),
-                slots.clone(),
-                w.clone(),
-                log.clone(),
-                rounds.clone(),
-                finished.clone(),
-            );
-            madsim::task::spawn(supervise(c, e, s, w, l, r, f, until))
-        })
-        .collect();
-    (log, finished, tasks)
+    for c in 0..w.clients {
+        let (e, s, w, l, r, f) = (
+            ensemble.clone(),
+            slots.clone(),
+            w.clone(),
+            log.clone(),
+            rounds.clone(),
+            finished.clone(),
+        );
+        ctx.spawn(supervise(c, e, s, w, l, r, f, until))
+    }
+    (log, finished)
 }
 
 #[allow(clippy::too_many_arguments)]

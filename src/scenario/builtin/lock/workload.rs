@@ -9,10 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::{client_sessions, ensure_slots, finish, flavour_of, now_ms, replace, Finished};
 use crate::check::fence::FencedResource;
 use crate::check::lock::LockEvent;
 use crate::check::Entry;
@@ -24,6 +22,9 @@ use crate::recipes::election::{Election, ElectionCommand, ElectionOutcome};
 use crate::recipes::lock::{Lock, LockCommand, LockOutcome};
 use crate::recipes::revocable::{Revoker, RevokerCommand, RevokerOutcome};
 use crate::recipes::{sequence_of, Driver, Machine};
+use crate::scenario::sim::{
+    client_sessions, finish, flavour_of, now_ms, replace, Finished, RunCtx,
+};
 
 /// What the workload needs of a recipe machine holding an exclusive role.
 pub trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
@@ -172,20 +173,6 @@ pub struct ExclusiveWorkload {
     pub operations: u32,
 }
 
-impl Default for ExclusiveWorkload {
-    fn default() -> Self {
-        ExclusiveWorkload {
-            clients: 5,
-            hold_ms: 10,
-            touches: 2,
-            think_ms_max: 50,
-            session_timeout_ms: 4000,
-            revoke_dir: None,
-            operations: 0,
-        }
-    }
-}
-
 /// What a lock run records, shared by its clients.
 #[derive(Clone, Default)]
 pub struct ExclusiveRecord {
@@ -210,29 +197,22 @@ impl ExclusiveRecord {
 /// Starts the clients (even ones Java-flavoured, odd ones Rust); they stop
 /// at `until`. Each client's handle is kept in its slot for the nemesis.
 pub fn spawn<M: Exclusive>(
-    ensemble: Arc<Ensemble>,
-    slots: ClientSlots,
+    ctx: &mut RunCtx,
     workload: &ExclusiveWorkload,
     make: Make<M>,
-    until: Instant,
-) -> (ExclusiveRecord, Vec<JoinHandle<()>>) {
+) -> ExclusiveRecord {
     let record = ExclusiveRecord::default();
-    ensure_slots(
-        &slots,
-        workload.clients + usize::from(workload.revoke_dir.is_some()),
-    );
-    let mut tasks: Vec<JoinHandle<()>> = (0..workload.clients)
-        .map(|c| {
-            let (e, s, w, r, m) = (
-                ensemble.clone(),
-                slots.clone(),
-                workload.clone(),
-                record.clone(),
-                make.clone(),
-            );
-            madsim::task::spawn(supervise(c, e, s, w, r, m, until))
-        })
-        .collect();
+    let (ensemble, slots, until) = (ctx.ensemble().clone(), ctx.slots().clone(), ctx.until());
+    for c in 0..workload.clients {
+        let (e, s, w, r, m) = (
+            ensemble.clone(),
+            slots.clone(),
+            workload.clone(),
+            record.clone(),
+            make.clone(),
+        );
+        ctx.spawn(supervise(c, e, s, w, r, m, until));
+    }
     if let Some(dir) = workload.revoke_dir.clone() {
         let c = workload.clients;
         let (e, s, w, r) = (
@@ -241,9 +221,9 @@ pub fn spawn<M: Exclusive>(
             workload.clone(),
             record.clone(),
         );
-        tasks.push(madsim::task::spawn(revoke(c, e, s, w, r, dir, until)));
+        ctx.spawn(revoke(c, e, s, w, r, dir, until));
     }
-    (record, tasks)
+    record
 }
 
 /// The revoker: asks the holder of the lowest node to let go, now and

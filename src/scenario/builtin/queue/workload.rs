@@ -7,16 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
 use crate::check::queue::QueueEvent;
 use crate::check::Entry;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::queue::{Consumer, Producer, QueueCommand, QueueOutcome};
 use crate::recipes::{base_name, sequence_of, Driver, Machine};
+use crate::scenario::sim::{client_sessions, flavour_of, now_ms, replace, RunCtx};
 
 #[derive(Clone, Debug)]
 pub struct QueueWorkload {
@@ -27,19 +26,6 @@ pub struct QueueWorkload {
     pub priority: bool,
     pub think_ms_max: u64,
     pub session_timeout_ms: u64,
-}
-
-impl Default for QueueWorkload {
-    fn default() -> Self {
-        QueueWorkload {
-            dir: "/queues/q".into(),
-            producers: 2,
-            consumers: 3,
-            priority: false,
-            think_ms_max: 100,
-            session_timeout_ms: 4000,
-        }
-    }
 }
 
 pub type QueueLog = Arc<Mutex<Vec<Entry<QueueEvent>>>>;
@@ -54,23 +40,16 @@ fn push(log: &QueueLog, client: usize, event: QueueEvent) {
 
 /// Starts producers (clients `0..producers`) and consumers (the rest);
 /// producers stop enqueueing at `produce_until`, everyone stops at `until`.
-pub fn spawn(
-    ensemble: Arc<Ensemble>,
-    slots: ClientSlots,
-    w: &QueueWorkload,
-    produce_until: Instant,
-    until: Instant,
-) -> (QueueLog, Vec<JoinHandle<()>>) {
+pub fn spawn(ctx: &mut RunCtx, w: &QueueWorkload) -> QueueLog {
+    let (ensemble, slots) = (ctx.ensemble().clone(), ctx.slots().clone());
+    let (produce_until, until) = (ctx.fault_end(), ctx.until());
     let log = QueueLog::default();
     let n = w.producers + w.consumers;
-    ensure_slots(&slots, n);
-    let tasks = (0..n)
-        .map(|c| {
-            let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
-            madsim::task::spawn(supervise(c, e, s, w, l, produce_until, until))
-        })
-        .collect();
-    (log, tasks)
+    for c in 0..n {
+        let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
+        ctx.spawn(supervise(c, e, s, w, l, produce_until, until))
+    }
+    log
 }
 
 async fn supervise(

@@ -7,16 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::task::JoinHandle;
 use madsim::time::{timeout, Instant};
 
-use super::{client_sessions, ensure_slots, flavour_of, now_ms, replace};
 use crate::check::membership::MembershipEvent;
 use crate::check::Entry;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::membership::{Membership, MembershipCommand, MembershipOutcome};
 use crate::recipes::Driver;
+use crate::scenario::sim::{client_sessions, flavour_of, now_ms, replace, RunCtx};
 
 #[derive(Clone, Debug)]
 pub struct MembershipWorkload {
@@ -24,17 +23,6 @@ pub struct MembershipWorkload {
     pub clients: usize,
     pub churn_ms_max: u64,
     pub session_timeout_ms: u64,
-}
-
-impl Default for MembershipWorkload {
-    fn default() -> Self {
-        MembershipWorkload {
-            group: "/groups/g".into(),
-            clients: 5,
-            churn_ms_max: 1500,
-            session_timeout_ms: 4000,
-        }
-    }
 }
 
 /// Client `c`'s member name.
@@ -52,22 +40,15 @@ fn push(log: &MembershipLog, client: usize, event: MembershipEvent) {
     });
 }
 
-pub fn spawn(
-    ensemble: Arc<Ensemble>,
-    slots: ClientSlots,
-    w: &MembershipWorkload,
-    churn_until: Instant,
-    until: Instant,
-) -> (MembershipLog, Vec<JoinHandle<()>>) {
+pub fn spawn(ctx: &mut RunCtx, w: &MembershipWorkload) -> MembershipLog {
+    let (ensemble, slots) = (ctx.ensemble().clone(), ctx.slots().clone());
+    let (churn_until, until) = (ctx.fault_end(), ctx.until());
     let log = MembershipLog::default();
-    ensure_slots(&slots, w.clients);
-    let tasks = (0..w.clients)
-        .map(|c| {
-            let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
-            madsim::task::spawn(supervise(c, e, s, w, l, churn_until, until))
-        })
-        .collect();
-    (log, tasks)
+    for c in 0..w.clients {
+        let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
+        ctx.spawn(supervise(c, e, s, w, l, churn_until, until))
+    }
+    log
 }
 
 async fn supervise(

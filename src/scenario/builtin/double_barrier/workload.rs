@@ -8,10 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
-use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::{client_sessions, ensure_slots, finish, flavour_of, now_ms, replace, Finished};
 use crate::check::double_barrier::DoubleBarrierEvent;
 use crate::check::Entry;
 use crate::client::Zk;
@@ -19,6 +17,9 @@ use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::double_barrier::{DoubleBarrier, DoubleBarrierCommand, DoubleBarrierOutcome};
 use crate::recipes::Driver;
+use crate::scenario::sim::{
+    client_sessions, finish, flavour_of, now_ms, replace, Finished, RunCtx,
+};
 
 #[derive(Clone, Debug)]
 pub struct DoubleBarrierWorkload {
@@ -31,19 +32,6 @@ pub struct DoubleBarrierWorkload {
     pub rounds: u32,
 }
 
-impl Default for DoubleBarrierWorkload {
-    fn default() -> Self {
-        DoubleBarrierWorkload {
-            dir: "/double".into(),
-            clients: 5,
-            threshold: 3,
-            compute_ms_max: 300,
-            session_timeout_ms: 4000,
-            rounds: 0,
-        }
-    }
-}
-
 pub type DoubleBarrierLog = Arc<Mutex<Vec<Entry<DoubleBarrierEvent>>>>;
 
 fn push(log: &DoubleBarrierLog, client: usize, event: DoubleBarrierEvent) {
@@ -54,22 +42,15 @@ fn push(log: &DoubleBarrierLog, client: usize, event: DoubleBarrierEvent) {
     });
 }
 
-pub fn spawn(
-    ensemble: Arc<Ensemble>,
-    slots: ClientSlots,
-    w: &DoubleBarrierWorkload,
-    until: Instant,
-) -> (DoubleBarrierLog, Finished, Vec<JoinHandle<()>>) {
+pub fn spawn(ctx: &mut RunCtx, w: &DoubleBarrierWorkload) -> (DoubleBarrierLog, Finished) {
+    let (ensemble, slots, until) = (ctx.ensemble().clone(), ctx.slots().clone(), ctx.until());
     let log = DoubleBarrierLog::default();
     let finished = Finished::default();
-    ensure_slots(&slots, w.clients);
-    let tasks = (0..w.clients)
-        .map(|c| {
-            let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
-            madsim::task::spawn(supervise(c, e, s, w, l, finished.clone(), until))
-        })
-        .collect();
-    (log, finished, tasks)
+    for c in 0..w.clients {
+        let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
+        ctx.spawn(supervise(c, e, s, w, l, finished.clone(), until))
+    }
+    (log, finished)
 }
 
 async fn supervise(

@@ -1,0 +1,136 @@
+//! The barrier: a coordinator (client 0) sets a barrier node; the others
+//! watch it and pass when it is removed, round after round. The oracle
+//! ([`crate::check::barrier`]) checks that nobody passes before the
+//! removal was asked for, and that every waiter passes in the quiet phase.
+
+#[cfg(madsim)]
+pub mod workload;
+
+use crate::check::barrier::PROPERTIES;
+use crate::recipes::barrier::BarrierVariant;
+use crate::scenario::recipe::{Property, Recipe, WorkloadKey};
+
+#[derive(Clone, Copy, Debug)]
+pub struct Barrier;
+
+const KEYS: &[WorkloadKey] = &[
+    WorkloadKey::int(
+        "clients",
+        "the coordinator (client 0) and the waiters",
+        1,
+        64,
+        5,
+    ),
+    WorkloadKey::int(
+        "hold_ms_max",
+        "the coordinator's longest hold of the barrier",
+        1,
+        600_000,
+        800,
+    ),
+    WorkloadKey::int(
+        "operations",
+        "rounds the coordinator runs, then everyone stops (0: until the run ends)",
+        0,
+        1_000_000,
+        0,
+    ),
+];
+
+const COUNTERS: &[&str] = &["rounds", "passes", "sessions-lost"];
+
+impl Recipe for Barrier {
+    fn name(&self) -> &str {
+        "barrier"
+    }
+
+    fn description(&self) -> &str {
+        "a barrier node that waiters watch until the coordinator removes it"
+    }
+
+    fn variants(&self) -> &[&str] {
+        const VARIANTS: &[&str] = &[BarrierVariant::NoSync.name()];
+        VARIANTS
+    }
+
+    fn workload_keys(&self) -> &[WorkloadKey] {
+        KEYS
+    }
+
+    fn properties(&self) -> &[Property] {
+        PROPERTIES
+    }
+
+    fn counters(&self) -> &[&str] {
+        COUNTERS
+    }
+
+    #[cfg(madsim)]
+    fn start(
+        &self,
+        ctx: &mut crate::scenario::sim::RunCtx,
+    ) -> Box<dyn crate::scenario::sim::Running> {
+        sim::start(ctx)
+    }
+}
+
+#[cfg(madsim)]
+mod sim {
+    use super::workload::{self, BarrierLog, BarrierWorkload};
+    use crate::check::barrier::{check_barrier, BarrierEvent};
+    use crate::recipes::barrier::BarrierVariant;
+    use crate::scenario::recipe::Verdict;
+    use crate::scenario::sim::{Ending, Finished, JudgeCtx, RunCtx, Running};
+
+    pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
+        let w = BarrierWorkload {
+            dir: "/barriers".into(),
+            clients: ctx.clients(),
+            hold_ms_max: ctx.value_u64("hold_ms_max"),
+            session_timeout_ms: ctx.session_timeout_ms(),
+            variant: ctx
+                .variant()
+                .and_then(BarrierVariant::from_name)
+                .unwrap_or_default(),
+            rounds: ctx.value_u64("operations") as u32,
+        };
+        let (log, finished) = workload::spawn(ctx, &w);
+        Box::new(Run {
+            log,
+            finished,
+            clients: w.clients,
+        })
+    }
+
+    struct Run {
+        log: BarrierLog,
+        finished: Finished,
+        clients: usize,
+    }
+
+    impl Running for Run {
+        fn ending(&self) -> Ending {
+            Ending::Counted {
+                done: self.finished.clone(),
+                clients: self.clients,
+            }
+        }
+
+        fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
+            let log = self.log.lock().unwrap().clone();
+            let log = ctx.with_crashes(log, || BarrierEvent::Crashed);
+            let r = check_barrier(&log, Some(ctx.liveness()));
+            let mut v = Verdict::over_log(&log);
+            for (name, n) in [
+                ("rounds", r.rounds),
+                ("passes", r.passes),
+                ("sessions-lost", r.losses),
+            ] {
+                v.count(name, n);
+            }
+            v.report = r.to_string();
+            v.violations = r.violations;
+            v
+        }
+    }
+}

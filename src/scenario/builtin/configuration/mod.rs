@@ -1,0 +1,125 @@
+//! Name service and configuration: one znode holds a value; clients read
+//! it with a watch, and update it with setData at the version they read
+//! (a conflict means someone else's update won: read again). The oracle
+//! ([`crate::check::config`]) checks that no update is lost, reads never
+//! go back within a session, and every live client converges.
+
+#[cfg(madsim)]
+pub mod workload;
+
+use crate::check::config::PROPERTIES;
+use crate::scenario::recipe::{Property, Recipe, WorkloadKey};
+
+#[derive(Clone, Copy, Debug)]
+pub struct Configuration;
+
+const KEYS: &[WorkloadKey] = &[
+    WorkloadKey::int("clients", "clients reading and updating", 1, 64, 4),
+    WorkloadKey::int(
+        "think_ms_max",
+        "a client's longest pause between two updates",
+        0,
+        600_000,
+        200,
+    ),
+];
+
+const COUNTERS: &[&str] = &["reads", "sets", "conflicts", "sessions-lost"];
+
+impl Recipe for Configuration {
+    fn name(&self) -> &str {
+        "configuration"
+    }
+
+    fn description(&self) -> &str {
+        "a watched configuration znode, updated at the version read"
+    }
+
+    fn workload_keys(&self) -> &[WorkloadKey] {
+        KEYS
+    }
+
+    fn properties(&self) -> &[Property] {
+        PROPERTIES
+    }
+
+    fn counters(&self) -> &[&str] {
+        COUNTERS
+    }
+
+    #[cfg(madsim)]
+    fn start(
+        &self,
+        ctx: &mut crate::scenario::sim::RunCtx,
+    ) -> Box<dyn crate::scenario::sim::Running> {
+        sim::start(ctx)
+    }
+}
+
+#[cfg(madsim)]
+mod sim {
+    use super::workload::{self, ConfigLog, ConfigWorkload};
+    use crate::check::config::{check_config, ConfigEvent};
+    use crate::client::{Zk, ZkExt};
+    use crate::proto::CreateMode;
+    use crate::scenario::recipe::{run_properties, Verdict};
+    use crate::scenario::sim::{Ending, JudgeCtx, NoLeader, RunCtx, Running};
+
+    pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
+        let w = ConfigWorkload {
+            path: "/config".into(),
+            clients: ctx.clients(),
+            think_ms_max: ctx.value_u64("think_ms_max"),
+            session_timeout_ms: ctx.session_timeout_ms(),
+        };
+        // The node every client reads exists before any client starts.
+        let (e, path, t) = (ctx.ensemble().clone(), w.path.clone(), w.session_timeout_ms);
+        ctx.setup(async move {
+            let setup = e.connect(0, t).await.expect("a setup session");
+            setup
+                .create(&path, b"0", CreateMode::Persistent)
+                .await
+                .expect("the configuration node");
+            let _ = setup.close().await;
+        });
+        let log = workload::spawn(ctx, &w);
+        Box::new(Run { log, path: w.path })
+    }
+
+    struct Run {
+        log: ConfigLog,
+        path: String,
+    }
+
+    impl Running for Run {
+        fn ending(&self) -> Ending {
+            Ending::QuietPhase
+        }
+
+        fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
+            let log = self.log.lock().unwrap().clone();
+            let log = ctx.with_crashes(log, || ConfigEvent::Crashed);
+            let mut v = Verdict::over_log(&log);
+            let final_version = match ctx.final_node(&self.path) {
+                Ok(node) => node.map_or(0, |n| n.version),
+                Err(NoLeader) => {
+                    v.violation(run_properties::ENSEMBLE_LIVENESS, NoLeader.to_string());
+                    v.report = NoLeader.to_string();
+                    return v;
+                }
+            };
+            let r = check_config(&log, final_version, &ctx.live_clients());
+            for (name, n) in [
+                ("reads", r.reads),
+                ("sets", r.sets),
+                ("conflicts", r.conflicts),
+                ("sessions-lost", r.losses),
+            ] {
+                v.count(name, n);
+            }
+            v.report = r.to_string();
+            v.violations = r.violations;
+            v
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Group membership: each client joins a group with an ephemeral node,
+//! watches the group's children, and leaves (or loses its session) now
+//! and then. The oracle ([`crate::check::membership`]) checks that no view
+//! invents a member and every live client converges on the final group.
+
+#[cfg(madsim)]
+pub mod workload;
+
+use crate::check::membership::PROPERTIES;
+use crate::scenario::recipe::{Property, Recipe, WorkloadKey};
+
+#[derive(Clone, Copy, Debug)]
+pub struct GroupMembership;
+
+const KEYS: &[WorkloadKey] = &[
+    WorkloadKey::int("clients", "clients joining and leaving", 1, 64, 5),
+    WorkloadKey::int(
+        "churn_ms_max",
+        "a client's longest stay in (or out of) the group",
+        1,
+        600_000,
+        1500,
+    ),
+];
+
+const COUNTERS: &[&str] = &["joins", "leaves", "views", "sessions-lost"];
+
+impl Recipe for GroupMembership {
+    fn name(&self) -> &str {
+        "group-membership"
+    }
+
+    fn description(&self) -> &str {
+        "ephemeral members under a group node, watched by every member"
+    }
+
+    fn workload_keys(&self) -> &[WorkloadKey] {
+        KEYS
+    }
+
+    fn properties(&self) -> &[Property] {
+        PROPERTIES
+    }
+
+    fn counters(&self) -> &[&str] {
+        COUNTERS
+    }
+
+    #[cfg(madsim)]
+    fn start(
+        &self,
+        ctx: &mut crate::scenario::sim::RunCtx,
+    ) -> Box<dyn crate::scenario::sim::Running> {
+        sim::start(ctx)
+    }
+}
+
+#[cfg(madsim)]
+mod sim {
+    use super::workload::{self, member_name, MembershipLog, MembershipWorkload};
+    use crate::check::membership::{check_membership, MembershipEvent};
+    use crate::scenario::recipe::{run_properties, Verdict};
+    use crate::scenario::sim::{Ending, JudgeCtx, NoLeader, RunCtx, Running};
+
+    pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
+        let w = MembershipWorkload {
+            group: "/groups/g".into(),
+            clients: ctx.clients(),
+            churn_ms_max: ctx.value_u64("churn_ms_max"),
+            session_timeout_ms: ctx.session_timeout_ms(),
+        };
+        let log = workload::spawn(ctx, &w);
+        Box::new(Run {
+            log,
+            group: w.group,
+        })
+    }
+
+    struct Run {
+        log: MembershipLog,
+        group: String,
+    }
+
+    impl Running for Run {
+        fn ending(&self) -> Ending {
+            Ending::QuietPhase
+        }
+
+        fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
+            let log = self.log.lock().unwrap().clone();
+            let log = ctx.with_crashes(log, || MembershipEvent::Crashed);
+            let mut v = Verdict::over_log(&log);
+            let final_members: Vec<String> = match ctx.final_node(&self.group) {
+                // A member's node is `<member>-<sequence>`.
+                Ok(group) => group
+                    .map(|g| {
+                        g.children
+                            .iter()
+                            .filter_map(|c| c.split_once('-').map(|(m, _)| m.to_owned()))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                Err(NoLeader) => {
+                    v.violation(run_properties::ENSEMBLE_LIVENESS, NoLeader.to_string());
+                    v.report = NoLeader.to_string();
+                    return v;
+                }
+            };
+            let r = check_membership(&log, member_name, &final_members, &ctx.live_clients());
+            for (name, n) in [
+                ("joins", r.joins),
+                ("leaves", r.leaves),
+                ("views", r.views),
+                ("sessions-lost", r.losses),
+            ] {
+                v.count(name, n);
+            }
+            v.report = r.to_string();
+            v.violations = r.violations;
+            v
+        }
+    }
+}

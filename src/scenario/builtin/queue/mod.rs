@@ -1,0 +1,176 @@
+//! The queue and the priority queue: producers enqueue unique items
+//! (sequential nodes; a priority queue's names carry the priority),
+//! consumers take the lowest and delete it, and the oracle
+//! ([`crate::check::queue`]) checks that no item is lost, taken twice or
+//! invented, and (plain queue) that each consumer takes in FIFO order.
+
+#[cfg(madsim)]
+pub mod workload;
+
+use crate::check::queue as oracle;
+use crate::scenario::recipe::{Property, Recipe, Workload, WorkloadKey};
+
+/// A queue; `priority`: the priority queue.
+#[derive(Clone, Copy, Debug)]
+pub struct Queue {
+    pub priority: bool,
+}
+
+pub const QUEUE: Queue = Queue { priority: false };
+pub const PRIORITY_QUEUE: Queue = Queue { priority: true };
+
+const KEYS: &[WorkloadKey] = &[
+    WorkloadKey::int("producers", "clients that enqueue", 1, 64, 2),
+    WorkloadKey::int("consumers", "clients that take", 1, 64, 3),
+    WorkloadKey::int(
+        "think_ms_max",
+        "a client's longest pause between two operations",
+        0,
+        600_000,
+        100,
+    ),
+];
+
+const COUNTERS: &[&str] = &[
+    "enqueued",
+    "taken",
+    "maybe-taken",
+    "unresolved-claims",
+    "missed",
+    "duplicates-possible",
+    "guid-found",
+    "guid-not-found",
+];
+
+/// A priority queue takes in priority order, not FIFO per consumer.
+const PRIORITY_PROPERTIES: &[Property] = &[
+    oracle::NO_LOSS,
+    oracle::NO_DUPLICATE,
+    oracle::NONE_INVENTED,
+    oracle::NO_RECIPE_FAILURE,
+    oracle::LIVENESS,
+];
+
+impl Recipe for Queue {
+    fn name(&self) -> &str {
+        if self.priority {
+            "priority-queue"
+        } else {
+            "queue"
+        }
+    }
+
+    fn description(&self) -> &str {
+        if self.priority {
+            "priority queue: the lowest priority, then the oldest, is taken first"
+        } else {
+            "FIFO queue: sequential nodes, the lowest is taken first"
+        }
+    }
+
+    fn workload_keys(&self) -> &[WorkloadKey] {
+        KEYS
+    }
+
+    fn client_slots(&self, w: &Workload) -> usize {
+        let n = |k| w.int(k).unwrap_or(0).max(0) as usize;
+        n("producers") + n("consumers")
+    }
+
+    fn properties(&self) -> &[Property] {
+        if self.priority {
+            PRIORITY_PROPERTIES
+        } else {
+            oracle::PROPERTIES
+        }
+    }
+
+    fn counters(&self) -> &[&str] {
+        COUNTERS
+    }
+
+    #[cfg(madsim)]
+    fn start(
+        &self,
+        ctx: &mut crate::scenario::sim::RunCtx,
+    ) -> Box<dyn crate::scenario::sim::Running> {
+        sim::start(self.priority, ctx)
+    }
+}
+
+#[cfg(madsim)]
+mod sim {
+    use super::workload::{self, QueueLog, QueueWorkload};
+    use crate::check::queue::{check_queue, QueueEvent};
+    use crate::scenario::recipe::Verdict;
+    use crate::scenario::sim::{Ending, JudgeCtx, RunCtx, Running};
+
+    pub(super) fn start(priority: bool, ctx: &mut RunCtx) -> Box<dyn Running> {
+        let w = QueueWorkload {
+            dir: "/queues/q".into(),
+            producers: ctx.value_u64("producers") as usize,
+            consumers: ctx.value_u64("consumers") as usize,
+            priority,
+            think_ms_max: ctx.value_u64("think_ms_max"),
+            session_timeout_ms: ctx.session_timeout_ms(),
+        };
+        let log = workload::spawn(ctx, &w);
+        Box::new(Run {
+            log,
+            dir: w.dir,
+            priority,
+        })
+    }
+
+    struct Run {
+        log: QueueLog,
+        dir: String,
+        priority: bool,
+    }
+
+    impl Running for Run {
+        fn ending(&self) -> Ending {
+            Ending::QuietPhase
+        }
+
+        fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
+            let log = self.log.lock().unwrap().clone();
+            let log = ctx.with_crashes(log, || QueueEvent::Crashed);
+            let dir = &self.dir;
+            // Without a leader nothing is left to read: the items are
+            // judged as taken or lost from the log alone.
+            let remaining: Vec<String> = match ctx.leader() {
+                None => Vec::new(),
+                Some(l) => ctx.ensemble().with_server(l, |s| {
+                    let tree = s.tree();
+                    tree.node(dir)
+                        .map(|d| {
+                            d.children
+                                .iter()
+                                .filter_map(|c| tree.node(&format!("{dir}/{c}")))
+                                .map(|n| String::from_utf8_lossy(&n.data).into_owned())
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                }),
+            };
+            let r = check_queue(&log, &remaining, !self.priority, true);
+            let mut v = Verdict::over_log(&log);
+            for (name, n) in [
+                ("enqueued", r.enqueued),
+                ("taken", r.taken),
+                ("maybe-taken", r.maybe_taken),
+                ("unresolved-claims", r.unresolved_claims),
+                ("missed", r.missed),
+                ("duplicates-possible", r.duplicates_possible),
+                ("guid-found", r.recovered_found),
+                ("guid-not-found", r.recovered_not_found),
+            ] {
+                v.count(name, n);
+            }
+            v.report = r.to_string();
+            v.violations = r.violations;
+            v
+        }
+    }
+}

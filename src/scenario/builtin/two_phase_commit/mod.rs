@@ -1,0 +1,141 @@
+//! Two-phase commit: a coordinator (client 0) opens transactions, each
+//! site votes under the transaction's node, and every site decides from
+//! the votes it sees. The oracle ([`crate::check::two_phase_commit`])
+//! checks agreement (every site decides the same), validity (commit only
+//! if every site voted commit) and that every vote is decided.
+
+#[cfg(madsim)]
+pub mod workload;
+
+use crate::check::two_phase_commit::PROPERTIES;
+use crate::scenario::recipe::{Property, Recipe, Workload, WorkloadError, WorkloadKey};
+
+#[derive(Clone, Copy, Debug)]
+pub struct TwoPhaseCommit;
+
+const KEYS: &[WorkloadKey] = &[
+    WorkloadKey::int(
+        "clients",
+        "the coordinator (client 0) and the sites",
+        1,
+        64,
+        5,
+    ),
+    WorkloadKey::int("abort_percent", "how often a site votes abort", 0, 100, 15),
+    WorkloadKey::int(
+        "operations",
+        "transactions in all, then everyone stops (0: until the run ends)",
+        0,
+        1_000_000,
+        0,
+    ),
+];
+
+const COUNTERS: &[&str] = &[
+    "commits",
+    "aborts",
+    "aborts-for-failed-sites",
+    "sessions-lost",
+];
+
+impl Recipe for TwoPhaseCommit {
+    fn name(&self) -> &str {
+        "two-phase-commit"
+    }
+
+    fn description(&self) -> &str {
+        "a coordinator's transactions, voted on and decided by every site"
+    }
+
+    fn workload_keys(&self) -> &[WorkloadKey] {
+        KEYS
+    }
+
+    fn check_workload(&self, w: &Workload) -> Result<(), WorkloadError> {
+        if w.clients().unwrap_or(0) < 2 {
+            return Err(WorkloadError::new(
+                "clients",
+                "two-phase commit needs a coordinator and at least one site: `clients` >= 2",
+            ));
+        }
+        Ok(())
+    }
+
+    fn min_clients(&self, _: &Workload) -> usize {
+        2
+    }
+
+    fn properties(&self) -> &[Property] {
+        PROPERTIES
+    }
+
+    fn counters(&self) -> &[&str] {
+        COUNTERS
+    }
+
+    #[cfg(madsim)]
+    fn start(
+        &self,
+        ctx: &mut crate::scenario::sim::RunCtx,
+    ) -> Box<dyn crate::scenario::sim::Running> {
+        sim::start(ctx)
+    }
+}
+
+#[cfg(madsim)]
+mod sim {
+    use super::workload::{self, TpcLog, TpcWorkload};
+    use crate::check::two_phase_commit::{check_tpc, TpcEvent};
+    use crate::scenario::recipe::Verdict;
+    use crate::scenario::sim::{Ending, Finished, JudgeCtx, RunCtx, Running};
+
+    pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
+        let w = TpcWorkload {
+            dir: "/tpc".into(),
+            sites: ctx.clients() - 1,
+            abort_probability: ctx.value_u64("abort_percent") as f64 / 100.0,
+            session_timeout_ms: ctx.session_timeout_ms(),
+            transactions: ctx.value_u64("operations") as u32,
+        };
+        let (log, finished) = workload::spawn(ctx, &w);
+        Box::new(Run {
+            log,
+            finished,
+            sites: w.sites,
+        })
+    }
+
+    struct Run {
+        log: TpcLog,
+        finished: Finished,
+        sites: usize,
+    }
+
+    impl Running for Run {
+        fn ending(&self) -> Ending {
+            Ending::Counted {
+                done: self.finished.clone(),
+                clients: self.sites + 1,
+            }
+        }
+
+        fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
+            let log = self.log.lock().unwrap().clone();
+            let log = ctx.with_crashes(log, || TpcEvent::Crashed);
+            let sites: Vec<usize> = (1..=self.sites).collect();
+            let r = check_tpc(&log, &sites, Some(ctx.liveness()));
+            let mut v = Verdict::over_log(&log);
+            for (name, n) in [
+                ("commits", r.commits),
+                ("aborts", r.aborts),
+                ("aborts-for-failed-sites", r.aborts_for_failed_sites),
+                ("sessions-lost", r.losses),
+            ] {
+                v.count(name, n);
+            }
+            v.report = r.to_string();
+            v.violations = r.violations;
+            v
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Scenario files under `cargo test`, in a recipe author's own crate as in
+//! zoosim's: one call from a `#[test]` runs every scenario file in a
+//! directory for its `test_seeds`, judged as `zoosim run` judges it — a
+//! correct recipe passes every seed and reaches its coverage goals, a buggy
+//! variant is caught within its seeds — and fails with the one command
+//! that replays the first bad seed.
+//!
+//! ```text
+//! #[test]
+//! fn my_scenarios() {
+//!     zoosim::testing::run_scenarios(&Registry::new().with(MyRecipe), "scenarios/");
+//! }
+//! ```
+//!
+//! Environment: `ZOOSIM_SEEDS=N` runs N seeds of each scenario instead;
+//! `ZOOSIM_SEED=S` runs only seed S (one seed proves no coverage goal);
+//! `ZOOSIM_SCENARIO=name` only the scenarios whose name contains it.
+
+use std::path::Path;
+
+use crate::scenario::files::{load_in, scenario_files};
+use crate::scenario::recipe::Registry;
+use crate::scenario::runner::{run_scenario, RunOptions, Summary};
+use crate::scenario::spec::Scenario;
+
+/// Runs every scenario file in `dir` (see the module's docs) and panics,
+/// naming each scenario not as expected with its first failing seed's
+/// violations and replay commands. Returns each scenario with its summary,
+/// for further checks (e.g. that every fault hit somewhere).
+pub fn run_scenarios(registry: &Registry, dir: impl AsRef<Path>) -> Vec<(Scenario, Summary)> {
+    let dir = dir.as_ref();
+    let started = std::time::Instant::now();
+    let only = std::env::var("ZOOSIM_SCENARIO").unwrap_or_default();
+    assert!(
+        registry.errors().is_empty(),
+        "the registry refused recipes: {:?}",
+        registry.errors()
+    );
+    let files = scenario_files(&[dir.to_path_buf()]).unwrap_or_else(|e| panic!("{e}"));
+    let scenarios: Vec<Scenario> = files
+        .iter()
+        .map(|f| load_in(f, registry).unwrap_or_else(|e| panic!("{e}")))
+        .filter(|s| s.name.contains(&only))
+        .collect();
+    let one_seed = env_u64("ZOOSIM_SEED");
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut bad = Vec::new();
+    let mut out = Vec::new();
+    for s in scenarios {
+        let options = match one_seed {
+            Some(seed) => RunOptions {
+                seeds: Some(1),
+                seed_start: Some(seed),
+                jobs: 1,
+                shard: None,
+            },
+            None => RunOptions {
+                seeds: Some(env_u64("ZOOSIM_SEEDS").unwrap_or(s.test_seeds)),
+                seed_start: None,
+                jobs,
+                shard: None,
+            },
+        };
+        if options.seeds == Some(0) {
+            continue;
+        }
+        let summary = run_scenario(&s, &options, &|| {});
+        eprintln!(
+            "{:<42} {:>4} seeds {:>6.1} s  {}",
+            s.name,
+            summary.seeds_run,
+            summary.wall_ms as f64 / 1000.0,
+            summary.verdict()
+        );
+        // One seed of a coverage sweep proves no coverage goal.
+        let ok = summary.passed()
+            || (one_seed.is_some() && !s.expect_failure && summary.failures.is_empty());
+        if !ok {
+            let hint = summary
+                .failures
+                .first()
+                .map(|f| {
+                    format!(
+                        "\n{}\n  replay: {}\n  or: ZOOSIM_SCENARIO={} ZOOSIM_SEED={} cargo test",
+                        f.why(),
+                        crate::cli::replay_command(registry, &s.file, f.seed),
+                        s.name,
+                        f.seed
+                    )
+                })
+                .unwrap_or_default();
+            bad.push(format!("{}: {}{hint}", s.name, summary.verdict()));
+        }
+        out.push((s, summary));
+    }
+    eprintln!(
+        "{}: {} scenarios in {:.1} s",
+        dir.display(),
+        out.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        !out.is_empty() || !only.is_empty(),
+        "{}: no scenario ran",
+        dir.display()
+    );
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    out
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().map(|v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name} must be a number, got {v:?}"))
+    })
+}
