@@ -383,7 +383,12 @@ async fn start(s: &Scenario, st: &Started, hold_ms: u64) -> (Pending, Vec<JoinHa
                 ..config::ConfigWorkload::default()
             };
             {
-                let setup = e.connect(0, t).await.expect("a setup session");
+                let setup = e
+                    .client(0)
+                    .timeout_ms(t)
+                    .connect()
+                    .await
+                    .expect("a setup session");
                 setup
                     .create(&c.path, b"0", CreateMode::Persistent)
                     .await
