@@ -27,7 +27,7 @@ use madsim::net::Endpoint;
 use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::{Handle, Runtime};
 use zoosim::client::ZkExt;
-use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Flavour};
+use zoosim::ensemble::sim::{Ensemble, EnsembleConfig};
 use zoosim::proto::CreateMode;
 
 const CLIENTS: usize = 10;
@@ -49,7 +49,12 @@ fn dense(seed: u64) -> Dense {
     let started = Instant::now();
     let mut d = runtime.block_on(async {
         let ensemble = Arc::new(Ensemble::start(EnsembleConfig::default()));
-        let setup = ensemble.connect(0, 10_000).await.expect("connect");
+        let setup = ensemble
+            .client(0)
+            .timeout_ms(10_000)
+            .connect()
+            .await
+            .expect("connect");
         for k in 0..KEYS {
             setup
                 .create(&format!("/k{k}"), b"0", CreateMode::Persistent)
@@ -60,7 +65,9 @@ fn dense(seed: u64) -> Dense {
         let mut clients = Vec::new();
         for c in 0..CLIENTS {
             let zk = ensemble
-                .connect_with((c % 3) as u32, 10_000, Flavour::Java)
+                .client((c % 3) as u32)
+                .timeout_ms(10_000)
+                .connect()
                 .await
                 .expect("connect");
             clients.push(zk);

@@ -79,8 +79,20 @@ fn a_crashed_leader_is_replaced_and_no_committed_write_is_lost() {
     let took = common::sweep("sim_elections", "crashed_leader", 0xe1ec_0000, 50, |seed| {
         runtime(seed).block_on(async {
             let ensemble = Ensemble::start(EnsembleConfig::default());
-            let a = ensemble.connect_with(1, T_MS, Flavour::Java).await.unwrap();
-            let b = ensemble.connect_with(2, T_MS, Flavour::Rust).await.unwrap();
+            let a = ensemble
+                .client(1)
+                .timeout_ms(T_MS)
+                .flavour(Flavour::Java)
+                .connect()
+                .await
+                .unwrap();
+            let b = ensemble
+                .client(2)
+                .timeout_ms(T_MS)
+                .flavour(Flavour::Rust)
+                .connect()
+                .await
+                .unwrap();
             a.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
             for i in 0..20 {
                 let path = format!("/n{i}");
@@ -137,7 +149,13 @@ fn an_uncommitted_write_is_truncated_when_the_leader_is_cut_off() {
     common::sweep("sim_elections", "is_truncated", 0x7a0c_0000, 50, |seed| {
         runtime(seed).block_on(async {
             let ensemble = Ensemble::start(EnsembleConfig::default());
-            let a = ensemble.connect_only(0, T_MS, Flavour::Java).await.unwrap();
+            let a = ensemble
+                .client(0)
+                .timeout_ms(T_MS)
+                .no_failover()
+                .connect()
+                .await
+                .unwrap();
             a.create("/before", b"", CreateMode::Persistent)
                 .await
                 .unwrap();
@@ -178,8 +196,14 @@ fn an_uncommitted_write_the_followers_logged_is_committed_by_the_new_leader() {
         |seed| {
             runtime(seed).block_on(async {
                 let ensemble = Ensemble::start(EnsembleConfig::default());
-                let a = ensemble.connect_only(0, T_MS, Flavour::Java).await.unwrap();
-                let b = ensemble.connect_with(1, T_MS, Flavour::Java).await.unwrap();
+                let a = ensemble
+                    .client(0)
+                    .timeout_ms(T_MS)
+                    .no_failover()
+                    .connect()
+                    .await
+                    .unwrap();
+                let b = ensemble.client(1).timeout_ms(T_MS).connect().await.unwrap();
                 // Acks cannot reach the leader: its proposal is logged by both
                 // followers but never committed.
                 ensemble.clog(1, 0);
@@ -217,8 +241,20 @@ fn an_isolated_follower_serves_stale_reads_until_it_notices_then_refuses_clients
         runtime(seed).block_on(async {
             let config = EnsembleConfig::default();
             let ensemble = Ensemble::start(config);
-            let stale = ensemble.connect_only(2, T_MS, Flavour::Java).await.unwrap();
-            let fresh = ensemble.connect_only(0, T_MS, Flavour::Java).await.unwrap();
+            let stale = ensemble
+                .client(2)
+                .timeout_ms(T_MS)
+                .no_failover()
+                .connect()
+                .await
+                .unwrap();
+            let fresh = ensemble
+                .client(0)
+                .timeout_ms(T_MS)
+                .no_failover()
+                .connect()
+                .await
+                .unwrap();
             fresh
                 .create("/x", b"1", CreateMode::Persistent)
                 .await
@@ -249,14 +285,25 @@ fn an_isolated_follower_serves_stale_reads_until_it_notices_then_refuses_clients
             );
             assert!(!ensemble.with_server(2, |s| s.is_serving()));
             // Outside a quorum it refuses new clients.
-            let refused = ensemble.connect_only(2, T_MS, Flavour::Java).await;
+            let refused = ensemble
+                .client(2)
+                .timeout_ms(T_MS)
+                .no_failover()
+                .connect()
+                .await;
             assert_eq!(refused.err(), Some(ZkError::ConnectionLoss));
             assert!(ensemble.with_server(2, |s| s.stats().not_serving_refusals) > 0);
             ensemble.heal();
             sleep(Duration::from_secs(6)).await;
             // (The stale client's session expired meanwhile: the minority
             // could not pass its pings on.)
-            let again = ensemble.connect_only(2, T_MS, Flavour::Java).await.unwrap();
+            let again = ensemble
+                .client(2)
+                .timeout_ms(T_MS)
+                .no_failover()
+                .connect()
+                .await
+                .unwrap();
             let (data, _) = again.get_data("/x", false).await.unwrap();
             assert_eq!(data, b"2", "after the heal it catches up");
             noticed
@@ -271,11 +318,23 @@ fn sessions_get_a_fresh_timeout_from_a_new_leader() {
     common::sweep("sim_elections", "fresh_timeout", 0xf5e5_0000, 50, |seed| {
         runtime(seed).block_on(async {
             let ensemble = Ensemble::start(EnsembleConfig::default());
-            let zk = ensemble.connect_only(1, T_MS, Flavour::Java).await.unwrap();
+            let zk = ensemble
+                .client(1)
+                .timeout_ms(T_MS)
+                .no_failover()
+                .connect()
+                .await
+                .unwrap();
             zk.create("/mine", b"", CreateMode::Ephemeral)
                 .await
                 .unwrap();
-            let watcher = ensemble.connect_only(2, T_MS, Flavour::Java).await.unwrap();
+            let watcher = ensemble
+                .client(2)
+                .timeout_ms(T_MS)
+                .no_failover()
+                .connect()
+                .await
+                .unwrap();
             ensemble.crash_server(0);
             let crashed = Instant::now();
             new_leader(&ensemble, 0, Duration::from_secs(10)).await;

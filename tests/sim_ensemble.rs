@@ -115,7 +115,9 @@ fn run_seed(seed: u64) -> Outcome {
             let log = log.clone();
             tasks.push(madsim::task::spawn(async move {
                 let zk = ensemble
-                    .connect(c % ensemble.config().servers, 10_000)
+                    .client(c % ensemble.config().servers)
+                    .timeout_ms(10_000)
+                    .connect()
                     .await
                     .expect("connect");
                 let mut last_zxid = 0;

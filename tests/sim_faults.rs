@@ -230,7 +230,10 @@ fn run_seed(seed: u64) -> (Tally, u64) {
             };
             let zk = Arc::new(
                 ensemble
-                    .connect_with(thread_rng().gen_range(0..servers), T_MS, flavour)
+                    .client(thread_rng().gen_range(0..servers))
+                    .timeout_ms(T_MS)
+                    .flavour(flavour)
+                    .connect()
                     .await
                     .expect("connect"),
             );

@@ -47,10 +47,13 @@ fn follower_crash(seed: u64, flavour: Flavour) -> Duration {
         let ensemble = Ensemble::start(EnsembleConfig::default());
         let follower = thread_rng().gen_range(1..3);
         let a = ensemble
-            .connect_with(follower, T_MS, flavour)
+            .client(follower)
+            .timeout_ms(T_MS)
+            .flavour(flavour)
+            .connect()
             .await
             .unwrap();
-        let b = ensemble.connect(0, T_MS).await.unwrap();
+        let b = ensemble.client(0).timeout_ms(T_MS).connect().await.unwrap();
         a.create("/a", b"", CreateMode::Ephemeral).await.unwrap();
         a.create("/d", b"", CreateMode::Persistent).await.unwrap();
         a.create("/kids", b"", CreateMode::Persistent)
@@ -144,7 +147,7 @@ fn requests_from_an_abandoned_connection_meet_session_moved() {
     let outcomes = common::sweep("sim_reconnect", "session_moved", 0x5e55_0000, 100, |seed| {
         runtime(seed).block_on(async {
             let ensemble = Arc::new(Ensemble::start(EnsembleConfig::default()));
-            let a = Arc::new(ensemble.connect(1, T_MS).await.unwrap());
+            let a = Arc::new(ensemble.client(1).timeout_ms(T_MS).connect().await.unwrap());
             let write = {
                 let a = a.clone();
                 madsim::task::spawn(
@@ -204,7 +207,9 @@ fn a_write_stalled_on_an_abandoned_connection_is_never_applied() {
                 let ensemble = Arc::new(Ensemble::start(EnsembleConfig::default()));
                 let a = Arc::new(
                     ensemble
-                        .connect_list(&[1, 1, 2], T_MS, Flavour::Java)
+                        .client_list(&[1, 1, 2])
+                        .timeout_ms(T_MS)
+                        .connect()
                         .await
                         .unwrap(),
                 );
@@ -229,7 +234,7 @@ fn a_write_stalled_on_an_abandoned_connection_is_never_applied() {
                 ensemble.net().heal(server, client);
                 sleep(Duration::from_secs(1)).await;
                 let _ = a.sync("/").await;
-                let b = ensemble.connect(0, T_MS).await.unwrap();
+                let b = ensemble.client(0).timeout_ms(T_MS).connect().await.unwrap();
                 b.sync("/").await.unwrap();
                 assert_eq!(
                     b.exists("/x", false).await.unwrap(),
@@ -262,7 +267,14 @@ fn with_no_server_reachable_the_flavours_part() {
             for flavour in [Flavour::Java, Flavour::Rust] {
                 runtime(seed).block_on(async {
                     let ensemble = Ensemble::start(EnsembleConfig::default());
-                    let a = ensemble.connect_only(1, T_MS, flavour).await.unwrap();
+                    let a = ensemble
+                        .client(1)
+                        .timeout_ms(T_MS)
+                        .flavour(flavour)
+                        .no_failover()
+                        .connect()
+                        .await
+                        .unwrap();
                     a.create("/a", b"", CreateMode::Ephemeral).await.unwrap();
                     drain(&a);
                     ensemble.crash_server(1);
@@ -304,7 +316,7 @@ fn a_restarted_follower_catches_up_before_it_serves() {
             runtime(seed).block_on(async {
                 let ensemble = Ensemble::start(EnsembleConfig::default());
                 let follower = thread_rng().gen_range(1..3);
-                let b = ensemble.connect(0, T_MS).await.unwrap();
+                let b = ensemble.client(0).timeout_ms(T_MS).connect().await.unwrap();
                 b.create("/before", b"", CreateMode::Persistent)
                     .await
                     .unwrap();
@@ -315,13 +327,16 @@ fn a_restarted_follower_catches_up_before_it_serves() {
                         .await
                         .unwrap();
                 }
-                let late = ensemble.connect(0, T_MS).await.unwrap();
+                let late = ensemble.client(0).timeout_ms(T_MS).connect().await.unwrap();
                 sleep(Duration::from_millis(thread_rng().gen_range(0..2000))).await;
                 ensemble.restart_server(follower);
                 // A client that knows only the restarted follower gets in once
                 // it has synced, and reads everything committed meanwhile.
                 let c = ensemble
-                    .connect_only(follower, T_MS, Flavour::Java)
+                    .client(follower)
+                    .timeout_ms(T_MS)
+                    .no_failover()
+                    .connect()
                     .await
                     .expect("the restarted follower serves again");
                 let (children, _) = c.get_children("/", false).await.unwrap();
@@ -362,7 +377,16 @@ fn close_while_disconnected_fails_waiting_requests() {
             for flavour in [Flavour::Java, Flavour::Rust] {
                 runtime(seed).block_on(async {
                     let ensemble = Ensemble::start(EnsembleConfig::default());
-                    let a = Arc::new(ensemble.connect_only(1, T_MS, flavour).await.unwrap());
+                    let a = Arc::new(
+                        ensemble
+                            .client(1)
+                            .timeout_ms(T_MS)
+                            .flavour(flavour)
+                            .no_failover()
+                            .connect()
+                            .await
+                            .unwrap(),
+                    );
                     ensemble.crash_server(1);
                     sleep(Duration::from_millis(T_MS)).await; // disconnected now
                     assert!(!a.is_connected());
@@ -398,7 +422,9 @@ fn a_lagging_server_refuses_a_client_that_has_seen_more() {
             let ensemble = Ensemble::start(EnsembleConfig::default());
             // Connect string "1,2"; T = 8 s outlasts the lag below.
             let a = ensemble
-                .connect_list(&[1, 2], 8000, Flavour::Java)
+                .client_list(&[1, 2])
+                .timeout_ms(8000)
+                .connect()
                 .await
                 .unwrap();
             // Server 2 hears of everything 1.5 s late (under syncLimit, so

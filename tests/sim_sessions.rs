@@ -57,8 +57,8 @@ fn a_crashed_clients_session_expires_after_t_and_its_ephemerals_go() {
         |seed| {
             runtime(seed).block_on(async {
                 let ensemble = Ensemble::start(config());
-                let a = ensemble.connect(1, T_MS).await.unwrap();
-                let b = ensemble.connect(2, T_MS).await.unwrap();
+                let a = ensemble.client(1).timeout_ms(T_MS).connect().await.unwrap();
+                let b = ensemble.client(2).timeout_ms(T_MS).connect().await.unwrap();
                 assert_eq!(
                     b.next_event().await,
                     ClientEvent::Session(SessionEvent::Connected)
@@ -128,7 +128,9 @@ fn idle_clients_stay_alive_on_pings() {
             runtime(seed).block_on(async {
                 let ensemble = Ensemble::start(config());
                 let a = ensemble
-                    .connect(thread_rng().gen_range(0..3), 2000)
+                    .client(thread_rng().gen_range(0..3))
+                    .timeout_ms(2000)
+                    .connect()
                     .await
                     .unwrap();
                 a.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
@@ -154,11 +156,15 @@ fn forced_expiry_closes_the_session_everywhere() {
         runtime(seed).block_on(async {
             let ensemble = Ensemble::start(config());
             let a = ensemble
-                .connect(thread_rng().gen_range(0..3), T_MS)
+                .client(thread_rng().gen_range(0..3))
+                .timeout_ms(T_MS)
+                .connect()
                 .await
                 .unwrap();
             let b = ensemble
-                .connect(thread_rng().gen_range(0..3), T_MS)
+                .client(thread_rng().gen_range(0..3))
+                .timeout_ms(T_MS)
+                .connect()
                 .await
                 .unwrap();
             assert_eq!(
@@ -215,7 +221,9 @@ fn ephemeral_creates_racing_an_expiry_leave_no_orphans() {
                 let ensemble = Arc::new(Ensemble::start(config()));
                 let a = Arc::new(
                     ensemble
-                        .connect(thread_rng().gen_range(0..3), T_MS)
+                        .client(thread_rng().gen_range(0..3))
+                        .timeout_ms(T_MS)
+                        .connect()
                         .await
                         .unwrap(),
                 );

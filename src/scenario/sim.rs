@@ -90,8 +90,8 @@ pub struct RunCtx {
 }
 
 impl RunCtx {
-    /// The ensemble to open sessions on, and whose final state a judge
-    /// may read.
+    /// The ensemble to open sessions on (`client(server)...connect()`),
+    /// and whose final state a judge may read.
     pub fn ensemble(&self) -> &Arc<Ensemble> {
         &self.ensemble
     }
@@ -402,7 +402,10 @@ pub async fn client_sessions<F, Fut>(
     while Instant::now() < until {
         let server = thread_rng().gen_range(0..servers);
         let Ok(zk) = ensemble
-            .connect_with(server, session_timeout_ms, flavour)
+            .client(server)
+            .timeout_ms(session_timeout_ms)
+            .flavour(flavour)
+            .connect()
             .await
         else {
             sleep(Duration::from_millis(200)).await;

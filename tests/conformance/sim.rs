@@ -24,14 +24,18 @@ fn sim_run(seed: u64, root: &str, sessions: usize, steps: &[gen::Step]) -> harne
             let server = i as u32 % servers;
             zks.push(
                 ensemble
-                    .connect(server, SESSION_TIMEOUT_MS)
+                    .client(server)
+                    .timeout_ms(SESSION_TIMEOUT_MS)
+                    .connect()
                     .await
                     .expect("connect"),
             );
         }
         let reader = async {
             ensemble
-                .connect(0, SESSION_TIMEOUT_MS)
+                .client(0)
+                .timeout_ms(SESSION_TIMEOUT_MS)
+                .connect()
                 .await
                 .map_err(|e| e.to_string())
         };

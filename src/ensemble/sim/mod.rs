@@ -248,6 +248,104 @@ impl Shared {
     }
 }
 
+/// Where a new client goes after the first server of its connect string.
+#[derive(Clone, Debug)]
+enum Failover {
+    /// Every other server of the ensemble, in a seeded order.
+    AnyOther,
+    /// These servers, in this order.
+    InOrder(Vec<ServerId>),
+    /// Nowhere: the connect string names the first server alone.
+    Never,
+}
+
+/// A simulated client to start, from [`Ensemble::client`] or
+/// [`Ensemble::client_list`]; [`ClientBuilder::connect`] starts it.
+#[derive(Clone)]
+#[must_use = "a client starts only with `.connect().await`"]
+pub struct ClientBuilder<'a> {
+    ensemble: &'a Ensemble,
+    first: ServerId,
+    failover: Failover,
+    timeout_ms: u64,
+    flavour: Flavour,
+}
+
+impl ClientBuilder<'_> {
+    /// The session timeout a client requests unless told otherwise, in ms
+    /// (a scenario's default, and 8 ticks of the default tickTime).
+    pub const DEFAULT_TIMEOUT_MS: u64 = 4000;
+
+    /// Sets the session timeout the client requests, in ms (the server
+    /// negotiates it: clamped to 2–20 ticks). It also bounds how long
+    /// [`ClientBuilder::connect`] tries for. Default
+    /// [`ClientBuilder::DEFAULT_TIMEOUT_MS`] (4000).
+    pub fn timeout_ms(mut self, timeout_ms: u64) -> Self {
+        self.timeout_ms = timeout_ms;
+        self
+    }
+
+    /// Sets which real client to behave like. Default [`Flavour::Java`].
+    pub fn flavour(mut self, flavour: Flavour) -> Self {
+        self.flavour = flavour;
+        self
+    }
+
+    /// Makes the connect string name the first server alone: the client
+    /// never moves to another server (it reconnects to that one, or its
+    /// session expires). Drops the rest of a [`Ensemble::client_list`]
+    /// list. Default off: the client fails over.
+    pub fn no_failover(mut self) -> Self {
+        self.failover = Failover::Never;
+        self
+    }
+
+    /// Starts the client's node and opens its session: rounds over the
+    /// connect string, a second apart, until a server accepts it, or
+    /// ConnectionLoss once the session timeout has passed.
+    pub async fn connect(self) -> Result<SimZk, ZkError> {
+        let e = self.ensemble;
+        let n = {
+            let mut next = lock(&e.next_client);
+            *next += 1;
+            *next
+        };
+        let node = Handle::current()
+            .create_node()
+            .name(format!("client-{n}"))
+            .ip(client_addr(n).ip())
+            .build();
+        // The first server first, then the others (listed, or every other
+        // server in a seeded order).
+        let mut servers: Vec<SocketAddr> = match self.failover {
+            Failover::AnyOther => {
+                let mut others: Vec<SocketAddr> = (0..e.config.servers)
+                    .filter(|&s| s != self.first)
+                    .map(server_addr)
+                    .collect();
+                others.shuffle(&mut madsim::rand::thread_rng());
+                others
+            }
+            Failover::InOrder(others) => others.into_iter().map(server_addr).collect(),
+            Failover::Never => Vec::new(),
+        };
+        servers.insert(0, server_addr(self.first));
+        let id = node.id();
+        lock(&e.client_nodes).push(id);
+        let setup = ClientSetup {
+            net: e.shared.net.clone(),
+            n,
+            node: id,
+            servers,
+            timeout_ms: self.timeout_ms,
+            flavour: self.flavour,
+        };
+        node.spawn(async move { SimZk::connect(setup).await })
+            .await
+            .map_err(|_| ZkError::ConnectionLoss)?
+    }
+}
+
 /// A running ensemble: its servers' state can be inspected after (or
 /// during) a run.
 pub struct Ensemble {
@@ -416,95 +514,30 @@ impl Ensemble {
         Handle::current().kill(zk.node());
     }
 
-    /// A new client node (Java flavour) with a new session, connected to
-    /// `server` first and knowing every server for reconnects.
-    pub async fn connect(&self, server: ServerId, timeout_ms: u64) -> Result<SimZk, ZkError> {
-        self.connect_with(server, timeout_ms, Flavour::Java).await
-    }
-
-    /// [`Ensemble::connect`] with a client flavour.
-    pub async fn connect_with(
-        &self,
-        server: ServerId,
-        timeout_ms: u64,
-        flavour: Flavour,
-    ) -> Result<SimZk, ZkError> {
-        let others = (0..self.config.servers).filter(|&s| s != server).collect();
-        self.connect_to(server, others, timeout_ms, flavour).await
-    }
-
-    /// A client that knows only `server` (its connect string names one).
-    pub async fn connect_only(
-        &self,
-        server: ServerId,
-        timeout_ms: u64,
-        flavour: Flavour,
-    ) -> Result<SimZk, ZkError> {
-        self.connect_to(server, Vec::new(), timeout_ms, flavour)
-            .await
-    }
-
-    /// A client whose connect string lists `servers`, tried in this order
-    /// (first to last, then round again).
-    pub async fn connect_list(
-        &self,
-        servers: &[ServerId],
-        timeout_ms: u64,
-        flavour: Flavour,
-    ) -> Result<SimZk, ZkError> {
-        let (first, rest) = servers.split_first().expect("at least one server");
-        self.connect_in_order(*first, rest.to_vec(), timeout_ms, flavour, false)
-            .await
-    }
-
-    async fn connect_to(
-        &self,
-        server: ServerId,
-        others: Vec<ServerId>,
-        timeout_ms: u64,
-        flavour: Flavour,
-    ) -> Result<SimZk, ZkError> {
-        self.connect_in_order(server, others, timeout_ms, flavour, true)
-            .await
-    }
-
-    async fn connect_in_order(
-        &self,
-        server: ServerId,
-        others: Vec<ServerId>,
-        timeout_ms: u64,
-        flavour: Flavour,
-        shuffle: bool,
-    ) -> Result<SimZk, ZkError> {
-        let n = {
-            let mut next = lock(&self.next_client);
-            *next += 1;
-            *next
-        };
-        let node = Handle::current()
-            .create_node()
-            .name(format!("client-{n}"))
-            .ip(client_addr(n).ip())
-            .build();
-        // The first server first, then the others in a seeded order.
-        let mut servers: Vec<SocketAddr> = others.into_iter().map(server_addr).collect();
-        if shuffle {
-            servers.shuffle(&mut madsim::rand::thread_rng());
+    /// A new client: a node of its own with a new session, which tries
+    /// `server` first and, when it loses it, moves to the ensemble's other
+    /// servers in a seeded order (its connect string names every server).
+    /// Configure it with the [`ClientBuilder`]'s methods, then
+    /// `.connect().await`.
+    pub fn client(&self, server: ServerId) -> ClientBuilder<'_> {
+        ClientBuilder {
+            ensemble: self,
+            first: server,
+            failover: Failover::AnyOther,
+            timeout_ms: ClientBuilder::DEFAULT_TIMEOUT_MS,
+            flavour: Flavour::Java,
         }
-        servers.insert(0, server_addr(server));
-        let id = node.id();
-        lock(&self.client_nodes).push(id);
-        let setup = ClientSetup {
-            net: self.shared.net.clone(),
-            n,
-            node: id,
-            servers,
-            timeout_ms,
-            flavour,
-        };
-        node.spawn(async move { SimZk::connect(setup).await })
-            .await
-            .map_err(|_| ZkError::ConnectionLoss)?
+    }
+
+    /// [`Ensemble::client`] with an explicit connect string: the client
+    /// tries `servers` in this order, first to last, then round again (a
+    /// server may be named twice). Panics if `servers` is empty.
+    pub fn client_list(&self, servers: &[ServerId]) -> ClientBuilder<'_> {
+        let (first, rest) = servers.split_first().expect("at least one server");
+        ClientBuilder {
+            failover: Failover::InOrder(rest.to_vec()),
+            ..self.client(*first)
+        }
     }
 
     /// Kills every server and client node. madsim does not drop the tasks

@@ -75,7 +75,12 @@ mod sim {
         // The node every client reads exists before any client starts.
         let (e, path, t) = (ctx.ensemble().clone(), w.path.clone(), w.session_timeout_ms);
         ctx.setup(async move {
-            let setup = e.connect(0, t).await.expect("a setup session");
+            let setup = e
+                .client(0)
+                .timeout_ms(t)
+                .connect()
+                .await
+                .expect("a setup session");
             setup
                 .create(&path, b"0", CreateMode::Persistent)
                 .await
