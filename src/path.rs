@@ -1,7 +1,7 @@
 //! Path validation at the client boundary (ZooKeeper's PathUtils;
-//! ZK_SEMANTICS.md §1.1). Every driver calls this before sending, so a bad
-//! path is `BadArguments` everywhere, whatever the underlying client lets
-//! through.
+//! docs/ZOOKEEPER.md, "Paths"). Every driver calls this before sending, so
+//! a bad path is `BadArguments` everywhere, whatever the underlying client
+//! lets through.
 
 use crate::proto::{MultiOp, Op, ZkError};
 

@@ -1,8 +1,8 @@
 //! The vocabulary every part of zoosim shares: operations, replies, errors,
 //! create modes, Stat, and the events a session sees.
 //!
-//! These mirror ZooKeeper 3.8's client-visible types (shared/ZK_SEMANTICS.md
-//! §1–3). Numeric values are the real wire values, so histories and reports
+//! These mirror ZooKeeper 3.8's client-visible types (docs/ZOOKEEPER.md).
+//! Numeric values are the real wire values, so histories and reports
 //! can be read against ZooKeeper's own documentation.
 
 use std::fmt;
@@ -34,7 +34,7 @@ pub enum ZkError {
     Unimplemented,
     OperationTimeout,
     /// Invalid path, mode or argument. Path errors are raised at our client
-    /// boundary before anything is sent (ZK_SEMANTICS.md §1.1).
+    /// boundary before anything is sent (docs/ZOOKEEPER.md, "Paths").
     BadArguments,
     UnknownSession,
     NewConfigNoQuorum,
@@ -145,7 +145,7 @@ impl fmt::Display for ZkError {
 
 impl std::error::Error for ZkError {}
 
-/// How a znode is created (CreateMode; ZK_SEMANTICS.md §1.2).
+/// How a znode is created (CreateMode; docs/ZOOKEEPER.md, "Create modes").
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum CreateMode {
     Persistent,
@@ -205,7 +205,7 @@ impl CreateMode {
     }
 }
 
-/// A znode's metadata as a client sees it (ZK_SEMANTICS.md §1.4).
+/// A znode's metadata as a client sees it (docs/ZOOKEEPER.md, "Stat fields").
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 pub struct Stat {
     pub czxid: Zxid,
@@ -224,8 +224,8 @@ pub struct Stat {
     pub pzxid: Zxid,
 }
 
-/// One write inside a `multi` (ZK_SEMANTICS.md §1.7). Reads cannot be mixed
-/// in, by construction.
+/// One write inside a `multi` (docs/ZOOKEEPER.md, "Multi"). Reads cannot be
+/// mixed in, by construction.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum MultiOp {
     Create {

@@ -1,6 +1,8 @@
 //! Leader election and recovery on the simulated ensemble
-//! (ZK_SEMANTICS.md §3.2, §3.4, §4): a crashed leader is replaced by the
-//! most up-to-date server in a newer epoch and no committed write is lost;
+//! (docs/ZOOKEEPER.md, "Sessions and expiry", "Crashes, partitions and lost
+//! replies", "Zab: discovery, sync, broadcast"): a crashed leader is
+//! replaced by the most up-to-date server in a newer epoch and no committed
+//! write is lost;
 //! an uncommitted write is either committed by the new leader or truncated
 //! everywhere; an isolated follower serves stale reads until it notices,
 //! then refuses clients; sessions get a fresh timeout from a new leader.

@@ -412,9 +412,9 @@ fn close_while_disconnected_fails_waiting_requests() {
     );
 }
 
-/// The single system image (ZK_SEMANTICS.md §3.4): a client that has seen
-/// zxid z is refused by a server that has not, and reads its own write
-/// once that server has caught up.
+/// The single system image (docs/ZOOKEEPER.md, "Crashes, partitions and lost
+/// replies"): a client that has seen zxid z is refused by a server that
+/// has not, and reads its own write once that server has caught up.
 #[test]
 fn a_lagging_server_refuses_a_client_that_has_seen_more() {
     common::sweep("sim_reconnect", "lagging_server", 0x1a90_0000, 50, |seed| {

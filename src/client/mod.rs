@@ -17,10 +17,11 @@
 //!   path (exists on a missing node registers an exist watch; get_data and
 //!   get_children on a missing node register nothing). One server event is
 //!   delivered once per session, however many reads armed it
-//!   (ZK_SEMANTICS.md §2.3, as the Java client's default watcher). A watch
-//!   event is in the event stream before the reply of any call issued after
-//!   the write that fired it has returned: after any call returns, every
-//!   event that precedes its reply can be taken with [`Zk::try_next_event`].
+//!   (docs/ZOOKEEPER.md, "Watch deduplication", as the Java client's
+//!   default watcher). A watch event is in the event stream before the
+//!   reply of any call issued after the write that fired it has returned:
+//!   after any call returns, every event that precedes its reply can be
+//!   taken with [`Zk::try_next_event`].
 //! * **ConnectionLoss** means the outcome is unknown: the request may or may
 //!   not have been applied. No implementation retries a request by itself.
 //! * **SessionExpired**: once a handle has seen `SessionEvent::Expired` (or
@@ -32,9 +33,10 @@
 //! ZooKeeper has two client behaviours worth reproducing, and recipes must
 //! be correct under both:
 //!
-//! * **java** (the Java client, ZK_SEMANTICS.md §3.3): while disconnected it
-//!   queues new requests and sends them after reconnecting (failing them
-//!   with ConnectionLoss if the connection attempt in progress fails); it
+//! * **java** (the Java client, docs/ZOOKEEPER.md, "Client states"): while
+//!   disconnected it queues new requests and sends them after reconnecting
+//!   (failing them with ConnectionLoss if the connection attempt in
+//!   progress fails); it
 //!   never decides on expiry itself and learns `Expired` only when it
 //!   reconnects.
 //! * **rust** (the `zookeeper-client` crate 0.11, which [`real::RealZk`]

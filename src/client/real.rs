@@ -7,8 +7,9 @@
 //! notification fires every armed crate watcher on its path that is
 //! interested in it (one dispatch, in the crate's session task). Java calls
 //! its default watcher once per notification however many reads armed it
-//! (ZK_SEMANTICS.md §2.3), so `RealZk` keeps every watcher it was given in a
-//! table (dropping one would remove the watch on the server) and collapses
+//! (docs/ZOOKEEPER.md, "Watch deduplication"), so `RealZk` keeps every
+//! watcher it was given in a table (dropping one would remove the watch on
+//! the server) and collapses
 //! the firings of one dispatch into one [`WatchEvent`].
 //!
 //! Deciding that two firings with the same type and path came from one

@@ -2,9 +2,10 @@
 //! no sockets, clocks or runtime (the simulator's shell moves them).
 //!
 //! A server is looking (electing), following or leading
-//! (ZK_SEMANTICS.md §4). Only a leader with a synced quorum, and its synced
-//! followers, serve clients; every change of role drops every client
-//! connection (§3.4).
+//! (docs/ZOOKEEPER.md, "Zab: discovery, sync, broadcast"). Only a leader
+//! with a synced quorum, and its synced followers, serve clients; every
+//! change of role drops every client connection ("Crashes, partitions and
+//! lost replies").
 //!
 //! * [`election`]: votes by (current epoch, last logged zxid, server id);
 //! * [`leader`]: discovery (a new epoch from a quorum), sync (each
@@ -15,8 +16,9 @@
 //!
 //! Every server applies committed txns in zxid order; the server holding
 //! the client's connection answers once it has applied the txn itself
-//! (§4.2). Reads are served from the local applied state, behind the same
-//! connection's earlier requests (§4.3).
+//! ("Zab: discovery, sync, broadcast"). Reads are served from the local
+//! applied state, behind the same connection's earlier requests
+//! ("Consistency guarantees").
 //!
 //! What survives a restart (the durable state): the log, the accepted and
 //! current epochs, and the attempt counter. The tree is rebuilt from the
@@ -79,7 +81,8 @@ impl ServerConfig {
         }
     }
 
-    /// The negotiated session timeout: 2 to 20 ticks (ZK_SEMANTICS.md §3.1).
+    /// The negotiated session timeout: 2 to 20 ticks (docs/ZOOKEEPER.md,
+    /// "Session timeouts").
     pub fn negotiate(&self, timeout_ms: u64) -> u64 {
         timeout_ms.clamp(2 * self.tick_ms, 20 * self.tick_ms)
     }
@@ -361,7 +364,8 @@ impl Server {
 
     /// Fault: the next reply to a write of `session` on this server is lost
     /// and the connection breaks (TCP cannot lose one reply alone,
-    /// ZK_SEMANTICS.md §3.4); the write itself is applied.
+    /// docs/ZOOKEEPER.md, "Crashes, partitions and lost replies"); the
+    /// write itself is applied.
     pub fn lose_next_write_reply(&mut self, session: SessionId) {
         self.lose_reply.insert(session);
     }
@@ -455,12 +459,13 @@ impl Server {
                     "conn {conn} connected twice"
                 );
                 let refused = if !self.is_serving() {
-                    // Not in an active quorum (ZK_SEMANTICS.md §3.4).
+                    // Not in an active quorum (docs/ZOOKEEPER.md, "Crashes,
+                    // partitions and lost replies").
                     self.stats.not_serving_refusals += 1;
                     true
                 } else if last_zxid > self.tree.last_zxid() {
                     // The client has seen more than this server: it must
-                    // try another (§3.4).
+                    // try another (same section).
                     self.stats.zxid_refusals += 1;
                     true
                 } else {
@@ -727,7 +732,7 @@ impl Server {
     fn complete(&mut self, origin: Origin, result: Result<Reply, ZkError>, out: &mut Vec<Output>) {
         if result == Err(ZkError::SessionMoved) {
             // FinalRequestProcessor closes the stale connection instead of
-            // answering (ZK_SEMANTICS.md §1.6).
+            // answering (docs/ZOOKEEPER.md, "Errors and the order of checks").
             if self.conns.remove(&origin.conn).is_some() {
                 self.watches.remove_connection(origin.conn);
                 self.dropped.insert(origin.conn);

@@ -9,11 +9,12 @@
 //!
 //! Release deletes the node. A ConnectionLoss on the create leaves its
 //! outcome unknown: once reconnected the machine syncs (so the server has
-//! caught up with a create prepped before the reconnect, ZK_SEMANTICS.md
-//! §3.4) and looks for its guid among the children; only if it is absent is
-//! the create sent again. The fencing token of an acquisition is the node's
-//! sequence number: holders take the lock in sequence order, so tokens grow
-//! with every acquisition (as long as `dir` itself is never deleted).
+//! caught up with a create prepped before the reconnect, docs/ZOOKEEPER.md,
+//! "Crashes, partitions and lost replies") and looks for its guid among the
+//! children; only if it is absent is the create sent again. The fencing
+//! token of an acquisition is the node's sequence number: holders take the
+//! lock in sequence order, so tokens grow with every acquisition (as long
+//! as `dir` itself is never deleted).
 //!
 //! ```
 //! # use zoosim::client::local::{LocalConfig, LocalServer};

@@ -1,4 +1,5 @@
-//! ZooKeeper's data tree, pure and deterministic (ZK_SEMANTICS.md §1–2).
+//! ZooKeeper's data tree, pure and deterministic (docs/ZOOKEEPER.md,
+//! "Paths" to "Watches and SetWatches").
 //!
 //! Two parts:
 //! * [`DataTree`], the replicated state: znodes, the session table, and the
@@ -199,7 +200,8 @@ impl DataTree {
     }
 
     /// Serves a read from this replica's state. Returns the reply and the
-    /// watch the server registers with it, if any (ZK_SEMANTICS.md §2.1).
+    /// watch the server registers with it, if any (docs/ZOOKEEPER.md,
+    /// "Setting and firing watches").
     /// Children come in name order; the simulator shuffles them.
     pub fn read(&self, op: &Op) -> (Result<Reply, ZkError>, Option<(WatchKind, String)>) {
         match op {

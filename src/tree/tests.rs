@@ -1,4 +1,5 @@
-//! Unit tests of the tree against the facts of ZK_SEMANTICS.md §1–2.
+//! Unit tests of the tree against the facts of docs/ZOOKEEPER.md, "Paths"
+//! to "Watches and SetWatches".
 
 use super::*;
 use crate::proto::{CreateMode, MultiOp};
@@ -58,7 +59,7 @@ fn fresh_tree_has_builtin_nodes() {
 
 #[test]
 fn sequence_numbers_follow_the_parent_counter() {
-    // The [EXP] sequence of ZK_SEMANTICS.md §1.3.
+    // The observed sequence of docs/ZOOKEEPER.md, "Sequence numbers".
     let mut t = tree();
     create(&mut t, "/p", CreateMode::Persistent).unwrap();
     let a = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();

@@ -185,7 +185,8 @@ impl DataTree {
     }
 
     /// Decides one write against the tree plus `overlay`, in the server's
-    /// order of checks (ZK_SEMANTICS.md §1.6): the first failure wins.
+    /// order of checks (docs/ZOOKEEPER.md, "Errors and the order of
+    /// checks"): the first failure wins.
     fn prep_one(
         &self,
         overlay: &mut Overlay,
@@ -364,7 +365,7 @@ impl DataTree {
     }
 
     /// Each op is checked against the state the earlier ones leave; the
-    /// first failure aborts the whole multi (ZK_SEMANTICS.md §1.7).
+    /// first failure aborts the whole multi (docs/ZOOKEEPER.md, "Multi").
     fn prep_multi(&self, session: SessionId, ops: &[MultiOp]) -> TxnBody {
         let mut overlay = Overlay::for_multi();
         let mut txn_ops = Vec::with_capacity(ops.len());

@@ -1,5 +1,6 @@
 //! One server's watch table (ZooKeeper's WatchManager, data and child
-//! tables), keyed by connection (ZK_SEMANTICS.md §2.1–2.5).
+//! tables), keyed by connection (docs/ZOOKEEPER.md, "Setting and firing
+//! watches" to "Watches and SetWatches").
 //!
 //! A connection is any `Ord + Copy` key the server chooses. Per path there
 //! is a *set* of connections, so however often a connection registers on one
@@ -105,7 +106,8 @@ impl<C: Ord + Copy> WatchTable<C> {
     /// SetWatches after a reconnect: for each path the client still
     /// watches, either an event for what it missed since `relative_zxid`
     /// (one-shot: not re-registered) or a fresh registration
-    /// (ZK_SEMANTICS.md §2.5). Events come in the order data, exist, child.
+    /// (docs/ZOOKEEPER.md, "Watches and SetWatches"). Events come in the
+    /// order data, exist, child.
     /// Like the server, a deleted path in both the data and the child list
     /// yields NodeDeleted twice; the client delivers it once (its watches
     /// for the path are gone after the first), so client layers must drop

@@ -1,5 +1,5 @@
-//! Hand-written cases, one per ZK_SEMANTICS.md fact marked [EXP] that the
-//! tree and watch table are responsible for. Each runs differentially
+//! Hand-written cases, one per fact docs/ZOOKEEPER.md marks (observed) that
+//! the tree and watch table are responsible for. Each runs differentially
 //! (real server vs model) and then asserts the documented value on the
 //! real server's answers, so a fact is pinned even if both sides drift.
 

@@ -1,8 +1,8 @@
-//! SetWatches replay after a reconnect (ZK_SEMANTICS.md §2.5, [EXP]),
-//! differentially: a real client's watches survive a server's death, other
-//! clients change the watched nodes meanwhile, and the events the real
-//! server replays on reconnect must be those `WatchTable::set_watches`
-//! computes on the model's tree.
+//! SetWatches replay after a reconnect (docs/ZOOKEEPER.md, "Watches and
+//! SetWatches", observed), differentially: a real client's watches survive
+//! a server's death, other clients change the watched nodes meanwhile, and
+//! the events the real server replays on reconnect must be those
+//! `WatchTable::set_watches` computes on the model's tree.
 //!
 //! A 3-node ensemble, so that writes go on while the watcher's server is
 //! down; the watcher's server is killed and restarted (a restarted follower

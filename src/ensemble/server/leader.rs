@@ -1,4 +1,5 @@
-//! The leader's side of Zab, in three phases (ZK_SEMANTICS.md §4):
+//! The leader's side of Zab, in three phases (docs/ZOOKEEPER.md, "Zab:
+//! discovery, sync, broadcast"):
 //!
 //! 1. discovery: once a quorum (itself included) has connected, the new
 //!    epoch is one more than any of them accepted, and each must accept it
@@ -80,7 +81,8 @@ struct Broadcast {
     closing: BTreeSet<SessionId>,
     /// Expired sessions whose closeSession is not prepped yet: in ZooKeeper
     /// it queues behind requests already submitted, which therefore fail
-    /// with SessionExpired before the close (ZK_SEMANTICS.md §3.3, 6).
+    /// with SessionExpired before the close (docs/ZOOKEEPER.md, "Sessions
+    /// and expiry").
     /// With the time before which not to prep the close (a fault's
     /// closing window; now for a natural expiry).
     to_close: Vec<(SessionId, i64)>,
@@ -92,7 +94,8 @@ struct Broadcast {
 
 impl Broadcast {
     /// A new epoch's state: every session in the tree gets a fresh full
-    /// timeout (ZK_SEMANTICS.md §3.2, "During a leader change").
+    /// timeout (docs/ZOOKEEPER.md, "Sessions and expiry": during a leader
+    /// change).
     fn new(epoch: u32, tree: &DataTree, tick_ms: u64, now_ms: i64) -> Broadcast {
         let tracker = tree
             .sessions()
@@ -637,7 +640,8 @@ impl Server {
         let zxid = (i64::from(b.epoch) << 32) | i64::from(b.counter);
         let txn = match request {
             // The session checks of prep, in ZooKeeper's order: closing or
-            // already closed is SessionExpired (§1.6); a write from a
+            // already closed is SessionExpired (docs/ZOOKEEPER.md, "Errors
+            // and the order of checks"); a write from a
             // connection the session has moved away from is SessionMoved
             // (not applied; that server closes the connection).
             Forwarded::Write { session, .. }

@@ -1,5 +1,6 @@
 //! The simulated client: one session over a succession of connections, as
-//! ZooKeeper's clients behave (ZK_SEMANTICS.md §2.5, §3.1, §3.3):
+//! ZooKeeper's clients behave (docs/ZOOKEEPER.md, "Watches and SetWatches",
+//! "Session timeouts", "Client states"):
 //!
 //! * a connection breaks when the server closes it or stays silent longer
 //!   than the read timeout; every request in flight then fails with
@@ -577,7 +578,7 @@ fn on_message(socket: Socket, st: &mut State, conn: ConnId, msg: ServerMsg, brok
             }
             // A real server lists children in HashSet order: a seeded
             // shuffle catches callers that assume sorted names
-            // (ZK_SEMANTICS.md §6).
+            // (docs/ZOOKEEPER.md, "Child order").
             let mut result = result;
             if let Ok(Reply::GetChildren { children, .. }) = &mut result {
                 children.shuffle(&mut madsim::rand::thread_rng());
@@ -674,7 +675,8 @@ impl Zk for SimZk {
             }
             Phase::Connecting => {
                 // Disconnected: the close cannot be sent; the session lives
-                // on until it times out (ZK_SEMANTICS.md §3.2).
+                // on until it times out (docs/ZOOKEEPER.md, "Sessions and
+                // expiry").
                 st.end(Phase::Closed, SessionEvent::Closed);
                 None
             }
