@@ -1096,11 +1096,17 @@ fn an_answer_the_recipe_cannot_use_fails_it() {
     ];
     for (at, e) in cases {
         let (mut m, id) = reach(at);
+        let had = m.node().map(str::to_owned);
         assert_eq!(
             reply(&mut m, id.unwrap(), Err(e)),
             (vec![], vec![LockOutcome::Failed(e)]),
             "{at:?} {e:?}"
         );
+        // The session lives on, and so may the node: it is still reported,
+        // for the application to delete.
+        assert_eq!(m.node(), had.as_deref(), "{at:?}");
+        let known = matches!(at, At::Listing | At::Checking | At::Releasing);
+        assert_eq!(had.is_some(), known, "{at:?}");
         assert!(m.is_over() && !m.is_holder() && !m.is_waiting() && !m.session_ended());
         nothing(session(&mut m, SessionEvent::Connected));
         assert_refused(&mut m, LockCommand::Acquire);
