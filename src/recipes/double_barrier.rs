@@ -246,15 +246,10 @@ impl DoubleBarrier {
         match processes.as_slice() {
             [] => self.done(Phase::Idle, DoubleBarrierOutcome::Left),
             [only] if *only == self.name => self.delete_own(),
-            _ if !ours => {
-                // Ours is gone already: wait on the lowest.
-                let lowest = processes[0].clone();
-                self.check(lowest);
-            }
-            _ if processes[0] == self.name => {
-                let highest = processes.last().expect("not empty").clone();
-                self.check(highest);
-            }
+            // Ours is gone already: wait on the lowest.
+            [lowest, ..] if !ours => self.check(lowest.clone()),
+            // The lowest of several waits for the highest to go.
+            [lowest, .., highest] if *lowest == self.name => self.check(highest.clone()),
             _ => self.delete_own(),
         }
     }
