@@ -254,7 +254,10 @@ impl Producer {
                             self.io.report(QueueOutcome::Recovered { found: false });
                             self.create(true)
                         }
-                        _ => unreachable!(),
+                        // Only the phases above send requests (current()).
+                        ref phase => {
+                            unreachable!("producer: NoNode in {phase:?}, which sent nothing")
+                        }
                     };
                 }
                 Failure::Answer(e) => {
@@ -518,7 +521,8 @@ impl Consumer {
                                 self.next();
                             }
                         }
-                        _ => unreachable!(),
+                        // Only the phases above send requests (current()).
+                        phase => unreachable!("consumer: NoNode in {phase:?}, which sent nothing"),
                     };
                 }
                 Failure::Answer(e) => {
