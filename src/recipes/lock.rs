@@ -31,8 +31,8 @@
 //! ```
 
 use super::{
-    base_name, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine, Output,
-    Pending,
+    assert_component, base_name, child_path, classify, sequence_of, Driver, Failure, Input, Io,
+    Machine, Output, Pending,
 };
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
@@ -275,10 +275,7 @@ impl Lock {
     }
 
     pub fn with_variant(dir: &str, guid: &str, variant: LockVariant) -> Lock {
-        assert!(
-            !guid.is_empty() && !guid.contains('/'),
-            "a guid is one non-empty path component, got {guid:?}"
-        );
+        assert_component("guid", guid);
         Lock {
             dir: dir.to_owned(),
             guid: guid.to_owned(),

@@ -20,7 +20,9 @@
 //! # });
 //! ```
 
-use super::{child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending};
+use super::{
+    assert_component, child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending,
+};
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 
@@ -75,11 +77,12 @@ impl Membership {
     /// `member` may not contain '-' (it separates the guid); `guid` unique
     /// to the session.
     pub fn new(group: &str, member: &str, guid: &str) -> Membership {
+        assert_component("member name", member);
         assert!(
-            !member.is_empty() && !member.contains(['-', '/']),
+            !member.contains('-'),
             "a member name is one path component without '-', got {member:?}"
         );
-        assert!(!guid.is_empty() && !guid.contains('/'));
+        assert_component("guid", guid);
         Membership {
             group: group.to_owned(),
             member: member.to_owned(),

@@ -33,7 +33,8 @@
 //! ```
 
 use super::{
-    child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine, Output, Pending,
+    assert_component, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine,
+    Output, Pending,
 };
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
@@ -124,10 +125,7 @@ impl Producer {
             priority.is_none_or(|p| p < 100),
             "priorities are two digits"
         );
-        assert!(
-            !guid.is_empty() && !guid.contains('/'),
-            "a guid is one non-empty path component, got {guid:?}"
-        );
+        assert_component("guid", guid);
         Producer {
             dir: dir.to_owned(),
             guid: guid.to_owned(),
