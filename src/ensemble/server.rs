@@ -206,7 +206,18 @@ impl Server {
     /// A server of an ensemble that is already running: the configured
     /// leader leads `config.epoch` with every follower synced.
     pub fn new(config: ServerConfig) -> Server {
-        assert!(config.id < config.servers && config.leader < config.servers);
+        assert!(
+            config.id < config.servers,
+            "server id {} of {} servers",
+            config.id,
+            config.servers
+        );
+        assert!(
+            config.leader < config.servers,
+            "leader {} of {} servers",
+            config.leader,
+            config.servers
+        );
         let tree = DataTree::new(config.tree);
         let role = if config.id == config.leader {
             let learners = (0..config.servers).filter(|&s| s != config.id);
@@ -639,7 +650,20 @@ impl Server {
     /// Applies the committed prefix: watches fire, then the txn's own
     /// connection (if here) gets its answer.
     fn apply_committed(&mut self, out: &mut Vec<Output>) {
-        assert!(self.applied <= self.committed && self.committed <= self.log.len());
+        assert!(
+            self.applied <= self.committed,
+            "server {}: applied {} past committed {}",
+            self.config.id,
+            self.applied,
+            self.committed
+        );
+        assert!(
+            self.committed <= self.log.len(),
+            "server {}: committed {} past the log's {} entries",
+            self.config.id,
+            self.committed,
+            self.log.len()
+        );
         while self.applied < self.committed {
             let i = self.applied;
             self.applied += 1;
@@ -656,9 +680,12 @@ impl Server {
             if closed {
                 // The ephemerals go exactly with the closeSession txn.
                 assert!(
-                    !self.tree.has_session(session)
-                        && self.tree.ephemerals(session).next().is_none(),
+                    !self.tree.has_session(session),
                     "session {session} outlived its closeSession"
+                );
+                assert!(
+                    self.tree.ephemerals(session).next().is_none(),
+                    "session {session}'s ephemerals outlived its closeSession"
                 );
                 self.drop_connections(session, origin, out);
                 self.closed_session(session);
