@@ -39,6 +39,15 @@ use election::Looking;
 use follower::Following;
 use leader::Leading;
 
+/// Applied txns between two checks of the tree's invariants
+/// ([`DataTree::check_invariants`]) on each server, in every build (debug
+/// and test builds included): a replica broken by a bug in apply or sync
+/// fails its run within this many txns, naming the invariant, instead of
+/// only if some later read happens to show it. The check walks the whole
+/// tree: after every txn it made the pinned scenario seeds 40 % slower;
+/// every 64th costs under 1 %.
+const TREE_CHECK_INTERVAL: usize = 64;
+
 /// Something a server wants delivered.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Output {
@@ -670,6 +679,9 @@ impl Server {
             // Borrow the entry rather than clone it: this runs for every txn
             // on every server.
             let applied = self.tree.apply(&self.log[i].txn);
+            if self.applied % TREE_CHECK_INTERVAL == 0 {
+                self.check_tree();
+            }
             let entry = &self.log[i];
             let (session, origin) = (entry.txn.session, entry.origin);
             let created = match entry.txn.body {
@@ -717,6 +729,18 @@ impl Server {
                 (None, Some(result)) => self.complete(origin, result, out),
                 (None, None) => unreachable!("no reply for txn {i}"),
             }
+        }
+    }
+
+    /// Panics, naming the invariant, if the applied tree is broken.
+    fn check_tree(&self) {
+        if let Err(violation) = self.tree.check_invariants() {
+            panic!(
+                "server {}: {violation} (after applying txn {:#x}, {} applied)",
+                self.config.id,
+                self.tree.last_zxid(),
+                self.applied
+            );
         }
     }
 
