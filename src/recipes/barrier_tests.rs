@@ -115,7 +115,8 @@ fn a_waiter_checks_through_the_leader_then_watches() {
         &mut m,
         Input::Reply(1, Ok(Reply::Exists(Some(Stat::default())))),
     );
-    assert!(s.is_empty() && o.is_empty(), "waiting");
+    assert!(s.is_empty(), "waiting");
+    assert!(o.is_empty(), "waiting");
     let deleted = Input::Watch(WatchEvent {
         event_type: EventType::NodeDeleted,
         path: "/b/x".into(),

@@ -68,12 +68,25 @@ pub enum ConfigOutcome {
     Failed(ZkError),
 }
 
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-enum Update {
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Step {
     /// setData in flight.
-    Setting(Pending),
+    Setting,
     /// After a lost setData: reading to learn what happened.
-    Checking(Pending),
+    Checking,
+}
+
+/// The one update in progress.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Update {
+    step: Step,
+    req: Pending,
+    /// `req` met ConnectionLoss: once reconnected, what happened is learned
+    /// by reading. Kept with the update it belongs to, so a lost update
+    /// without an update cannot be represented.
+    lost: bool,
+    expected: i32,
+    data: Vec<u8>,
 }
 
 /// The configuration node's state machine: a follower and one update at a
@@ -87,10 +100,10 @@ pub struct Config {
     read: Option<(Pending, bool)>,
     /// A change was notified while a read was in flight: read again after.
     reread: bool,
-    update: Option<(Update, i32, Vec<u8>)>,
-    /// Requests that met ConnectionLoss, to send again after a reconnect.
+    update: Option<Update>,
+    /// The follow read that met ConnectionLoss, to send again after a
+    /// reconnect.
     lost_read: Option<Pending>,
-    lost_update: Option<Pending>,
     over: bool,
 }
 
@@ -104,7 +117,6 @@ impl Config {
             reread: false,
             update: None,
             lost_read: None,
-            lost_update: None,
             over: false,
         }
     }
@@ -131,7 +143,13 @@ impl Config {
             data: data.clone(),
             version: expected_version,
         });
-        self.update = Some((Update::Setting(req), expected_version, data));
+        self.update = Some(Update {
+            step: Step::Setting,
+            req,
+            lost: false,
+            expected: expected_version,
+            data,
+        });
     }
 
     fn check(&mut self, expected_version: i32, data: Vec<u8>) {
@@ -139,7 +157,13 @@ impl Config {
             path: self.path.clone(),
             watch: false,
         });
-        self.update = Some((Update::Checking(req), expected_version, data));
+        self.update = Some(Update {
+            step: Step::Checking,
+            req,
+            lost: false,
+            expected: expected_version,
+            data,
+        });
     }
 
     fn end(&mut self, reason: ZkError) {
@@ -153,7 +177,6 @@ impl Config {
         self.read = None;
         self.update = None;
         self.lost_read = None;
-        self.lost_update = None;
     }
 
     fn on_read(&mut self, pending: Pending, was_exists: bool, result: Result<Reply, ZkError>) {
@@ -191,37 +214,41 @@ impl Config {
         }
     }
 
-    fn on_update(&mut self, pending: Pending, result: Result<Reply, ZkError>) {
-        let (step, expected, ours) = self.update.take().expect("an update in flight");
-        match result {
-            Ok(Reply::SetData(stat)) => self.io.report(ConfigOutcome::Set {
+    /// The reply to `update`'s request (taken out of the machine: it is
+    /// over unless put back).
+    fn on_update(&mut self, update: Update, result: Result<Reply, ZkError>) {
+        let (expected, ours) = (update.expected, &update.data);
+        match (update.step, result) {
+            (Step::Setting, Ok(Reply::SetData(stat))) => self.io.report(ConfigOutcome::Set {
                 version: stat.version,
             }),
-            Ok(Reply::GetData { data, stat }) => {
-                if stat.version == expected + 1 && data == ours {
+            (Step::Checking, Ok(Reply::GetData { data, stat })) => {
+                if stat.version == expected + 1 && data == *ours {
                     self.io.report(ConfigOutcome::Set {
                         version: stat.version,
                     });
                 } else if stat.version == expected {
                     // The lost setData never happened: send it again.
-                    self.set(expected, ours);
+                    self.set(expected, update.data);
                 } else {
                     self.io.report(ConfigOutcome::Conflict);
                 }
             }
-            Ok(other) => unreachable!("config update: {other:?}"),
-            Err(ZkError::BadVersion) | Err(ZkError::NoNode) => {
+            (step, Ok(other)) => unreachable!("config update: {other:?} to {step:?}"),
+            (_, Err(ZkError::BadVersion)) | (_, Err(ZkError::NoNode)) => {
                 self.io.report(ConfigOutcome::Conflict)
             }
-            Err(e) => match classify(e) {
+            (_, Err(e)) => match classify(e) {
                 Failure::SessionEnded => self.end(ZkError::SessionExpired),
                 Failure::Unknown => {
                     // Whatever was lost, what happened is learned by reading.
-                    if self.io.may_retry(pending) {
-                        self.check(expected, ours);
+                    if self.io.may_retry(update.req) {
+                        self.check(expected, update.data);
                     } else {
-                        self.update = Some((step, expected, ours));
-                        self.lost_update = Some(pending);
+                        self.update = Some(Update {
+                            lost: true,
+                            ..update
+                        });
                     }
                 }
                 Failure::Answer(e) => {
@@ -257,14 +284,11 @@ impl Machine for Config {
                 }
             }
             Input::Reply(id, result) => {
-                let update = self.update.as_ref().map(|u| match u.0 {
-                    Update::Setting(p) | Update::Checking(p) => p,
-                });
                 if let Some((p, was_exists)) = self.read.filter(|(p, _)| p.op == id) {
                     self.read = None;
                     self.on_read(p, was_exists, result);
-                } else if let Some(p) = update.filter(|p| p.op == id) {
-                    self.on_update(p, result);
+                } else if let Some(update) = self.update.take_if(|u| u.req.op == id) {
+                    self.on_update(update, result);
                 } else if result == Err(ZkError::SessionExpired) {
                     self.end(ZkError::SessionExpired);
                 }
@@ -293,10 +317,10 @@ impl Machine for Config {
                         self.lost_read = None;
                         self.get();
                     }
-                    if self.lost_update.is_some_and(|p| self.io.may_retry(p)) {
-                        self.lost_update = None;
-                        let (_, expected, ours) = self.update.take().expect("a lost update");
-                        self.check(expected, ours);
+                    if let Some(update) =
+                        self.update.take_if(|u| u.lost && self.io.may_retry(u.req))
+                    {
+                        self.check(update.expected, update.data);
                     }
                 }
             }

@@ -28,7 +28,9 @@
 //! # });
 //! ```
 
-use super::{child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending};
+use super::{
+    assert_component, child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending,
+};
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, SessionId, ZkError};
 
@@ -91,9 +93,10 @@ impl DoubleBarrier {
     /// `name`: this process's node name, stable across its sessions (no
     /// '/'); `session`: the id of the session it runs on.
     pub fn new(dir: &str, name: &str, session: SessionId, threshold: usize) -> DoubleBarrier {
-        assert!(
-            !name.is_empty() && !name.contains('/') && name != READY,
-            "a process name is one path component other than {READY:?}, got {name:?}"
+        assert_component("process name", name);
+        assert_ne!(
+            name, READY,
+            "a process name is one path component other than {READY:?}"
         );
         assert!(threshold >= 1, "a barrier of at least one process");
         DoubleBarrier {
@@ -246,15 +249,10 @@ impl DoubleBarrier {
         match processes.as_slice() {
             [] => self.done(Phase::Idle, DoubleBarrierOutcome::Left),
             [only] if *only == self.name => self.delete_own(),
-            _ if !ours => {
-                // Ours is gone already: wait on the lowest.
-                let lowest = processes[0].clone();
-                self.check(lowest);
-            }
-            _ if processes[0] == self.name => {
-                let highest = processes.last().expect("not empty").clone();
-                self.check(highest);
-            }
+            // Ours is gone already: wait on the lowest.
+            [lowest, ..] if !ours => self.check(lowest.clone()),
+            // The lowest of several waits for the highest to go.
+            [lowest, .., highest] if *lowest == self.name => self.check(highest.clone()),
             _ => self.delete_own(),
         }
     }

@@ -32,8 +32,8 @@
 //! ```
 
 use super::{
-    base_name, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine, Output,
-    Pending,
+    assert_component, base_name, child_path, classify, sequence_of, Driver, Failure, Input, Io,
+    Machine, Output, Pending,
 };
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
@@ -156,26 +156,84 @@ pub enum LockOutcome {
 enum Phase {
     Idle,
     /// Creating the node (and, after a NoNode, the missing parents first).
-    Creating(Pending),
+    /// `cancel`: release was asked for while the create's outcome is
+    /// unknown, so the node is deleted as soon as it is found. Only these
+    /// three phases, where the node is not known yet, can defer a release.
+    Creating {
+        req: Pending,
+        cancel: bool,
+    },
     /// After a ConnectionLoss on the create: sync, then the guid search.
-    Syncing(Pending),
-    Searching(Pending),
-    Listing(Pending),
+    Syncing {
+        req: Pending,
+        cancel: bool,
+    },
+    Searching {
+        req: Pending,
+        cancel: bool,
+    },
+    // From here on our node is known: each phase carries its path.
+    Listing {
+        req: Pending,
+        node: String,
+    },
     /// Lowest, and told to confirm it before holding: sync, then exists()
-    /// on the own node (leader election).
-    ConfirmSync(Pending),
-    ConfirmExists(Pending),
+    /// on the own node (leader election). `token` is the node's sequence
+    /// number, read off the list that found it lowest.
+    ConfirmSync {
+        req: Pending,
+        node: String,
+        token: u64,
+    },
+    ConfirmExists {
+        req: Pending,
+        node: String,
+        token: u64,
+    },
     Checking {
         req: Pending,
+        node: String,
         predecessor: String,
     },
     Waiting {
+        node: String,
         predecessor: String,
     },
-    Held,
-    Releasing(Pending),
-    /// The session ended or the recipe failed.
-    Over,
+    /// `suspended`: the connection broke while holding; the holder must not
+    /// act until it reconnects with the session intact.
+    Held {
+        node: String,
+        suspended: bool,
+    },
+    Releasing {
+        req: Pending,
+        node: String,
+    },
+    /// The session ended or the recipe failed. `node` is the one it had, if
+    /// any: after a failure with the session alive it may still exist.
+    Over {
+        node: Option<String>,
+    },
+}
+
+impl Phase {
+    /// Our node's path, once known.
+    fn node(&self) -> Option<&str> {
+        match self {
+            Phase::Listing { node, .. }
+            | Phase::ConfirmSync { node, .. }
+            | Phase::ConfirmExists { node, .. }
+            | Phase::Checking { node, .. }
+            | Phase::Waiting { node, .. }
+            | Phase::Held { node, .. }
+            | Phase::Releasing { node, .. } => Some(node),
+            Phase::Over { node } => node.as_deref(),
+            Phase::Idle
+            | Phase::Creating { .. }
+            | Phase::Syncing { .. }
+            | Phase::Searching { .. } => None,
+        }
+    }
 }
 
 /// The lock's state machine.
@@ -186,12 +244,6 @@ pub struct Lock {
     variant: LockVariant,
     io: Io<LockOutcome>,
     phase: Phase,
-    /// Our node's path, once known.
-    node: Option<String>,
-    suspended: bool,
-    /// Release was asked for while the create's outcome was unknown: delete
-    /// the node as soon as it is found.
-    cancel: bool,
     /// The request that failed with ConnectionLoss, to send again once the
     /// session has reconnected.
     lost: Option<Pending>,
@@ -205,12 +257,14 @@ pub struct Lock {
     /// Revocable (recipes page, "Revocable Shared Locks"): the machine
     /// watches its own node's data; "unlock" there asks it to let go.
     revocable: bool,
-    /// The getData(own node, watch) in flight, or lost to ConnectionLoss.
-    data_watch: Option<Pending>,
+    /// The getData(own node, watch) in flight, or lost to ConnectionLoss,
+    /// with the node it reads (kept with the request: it outlives the
+    /// phases, and is cleared whenever the node is let go).
+    data_watch: Option<(Pending, String)>,
     /// The node whose data watch is armed: its events are ours, not a
     /// predecessor's (they may come after we released it).
     own_watched: Option<String>,
-    lost_data_watch: Option<Pending>,
+    lost_data_watch: Option<(Pending, String)>,
     revoke_asked: bool,
 }
 
@@ -222,19 +276,13 @@ impl Lock {
     }
 
     pub fn with_variant(dir: &str, guid: &str, variant: LockVariant) -> Lock {
-        assert!(
-            !guid.is_empty() && !guid.contains('/'),
-            "a guid is one non-empty path component, got {guid:?}"
-        );
+        assert_component("guid", guid);
         Lock {
             dir: dir.to_owned(),
             guid: guid.to_owned(),
             variant,
             io: Io::new(),
             phase: Phase::Idle,
-            node: None,
-            suspended: false,
-            cancel: false,
             lost: None,
             marker: LOCK.into(),
             mode: LockMode::Exclusive,
@@ -305,7 +353,13 @@ impl Lock {
     /// True while the lock is held and the session connected: the only time
     /// the holder may act.
     pub fn is_holder(&self) -> bool {
-        self.phase == Phase::Held && !self.suspended
+        matches!(
+            self.phase,
+            Phase::Held {
+                suspended: false,
+                ..
+            }
+        )
     }
 
     pub fn is_idle(&self) -> bool {
@@ -314,19 +368,19 @@ impl Lock {
 
     /// The session ended or the recipe failed: a new session is needed.
     pub fn is_over(&self) -> bool {
-        self.phase == Phase::Over
+        matches!(self.phase, Phase::Over { .. })
     }
 
     /// Acquiring: neither idle, held, releasing nor over.
     pub fn is_waiting(&self) -> bool {
         !matches!(
             self.phase,
-            Phase::Idle | Phase::Held | Phase::Releasing(_) | Phase::Over
+            Phase::Idle | Phase::Held { .. } | Phase::Releasing { .. } | Phase::Over { .. }
         )
     }
 
     pub fn node(&self) -> Option<&str> {
-        self.node.as_deref()
+        self.phase.node()
     }
 
     pub fn variant(&self) -> LockVariant {
@@ -337,7 +391,7 @@ impl Lock {
         format!("{}{}", self.guid, self.marker)
     }
 
-    fn create(&mut self, with_parents: bool) {
+    fn create(&mut self, with_parents: bool, cancel: bool) {
         if with_parents {
             let dir = self.dir.clone();
             self.io.create_path(&dir);
@@ -347,81 +401,84 @@ impl Lock {
             data: vec![],
             mode: CreateMode::EphemeralSequential,
         });
-        self.phase = Phase::Creating(req);
+        self.phase = Phase::Creating { req, cancel };
     }
 
-    fn list(&mut self) {
+    fn sync(&mut self, cancel: bool) {
+        let req = self.io.send(Op::Sync {
+            path: self.dir.clone(),
+        });
+        self.phase = Phase::Syncing { req, cancel };
+    }
+
+    /// The guid search's list.
+    fn search(&mut self, cancel: bool) {
         let req = self.io.send(Op::GetChildren {
             path: self.dir.clone(),
             watch: false,
         });
-        self.phase = Phase::Listing(req);
+        self.phase = Phase::Searching { req, cancel };
     }
 
-    fn check(&mut self, predecessor: String) {
+    fn list(&mut self, node: String) {
+        let req = self.io.send(Op::GetChildren {
+            path: self.dir.clone(),
+            watch: false,
+        });
+        self.phase = Phase::Listing { req, node };
+    }
+
+    fn check(&mut self, node: String, predecessor: String) {
         let req = self.io.send(Op::Exists {
             path: child_path(&self.dir, &predecessor),
             watch: true,
         });
-        self.phase = Phase::Checking { req, predecessor };
+        self.phase = Phase::Checking {
+            req,
+            node,
+            predecessor,
+        };
     }
 
-    fn release(&mut self) {
-        let node = self.node.clone().expect("releasing a known node");
+    fn release(&mut self, node: String) {
         let req = self.io.send(Op::Delete {
-            path: node,
+            path: node.clone(),
             version: -1,
         });
-        self.phase = Phase::Releasing(req);
-        self.suspended = false;
-        self.cancel = false;
+        self.phase = Phase::Releasing { req, node };
     }
 
     /// Sends again the request the current phase is waiting for.
     fn resend(&mut self) {
         self.lost = None;
         match self.phase.clone() {
-            Phase::Creating(_) => match self.variant {
-                LockVariant::BlindRetry => self.create(false),
-                _ => {
-                    let req = self.io.send(Op::Sync {
-                        path: self.dir.clone(),
-                    });
-                    self.phase = Phase::Syncing(req);
-                }
+            Phase::Creating { cancel, .. } => match self.variant {
+                LockVariant::BlindRetry => self.create(false, cancel),
+                _ => self.sync(cancel),
             },
-            Phase::Syncing(_) => {
-                let req = self.io.send(Op::Sync {
-                    path: self.dir.clone(),
-                });
-                self.phase = Phase::Syncing(req);
-            }
-            Phase::Searching(_) => {
-                let req = self.io.send(Op::GetChildren {
-                    path: self.dir.clone(),
-                    watch: false,
-                });
-                self.phase = Phase::Searching(req);
-            }
-            Phase::Listing(_) => self.list(),
-            Phase::ConfirmSync(_) => self.confirm_sync(),
-            Phase::ConfirmExists(_) => self.confirm_exists(),
-            Phase::Checking { predecessor, .. } => self.check(predecessor),
-            Phase::Releasing(_) => self.release(),
+            Phase::Syncing { cancel, .. } => self.sync(cancel),
+            Phase::Searching { cancel, .. } => self.search(cancel),
+            Phase::Listing { node, .. } => self.list(node),
+            Phase::ConfirmSync { node, token, .. } => self.confirm_sync(node, token),
+            Phase::ConfirmExists { node, token, .. } => self.confirm_exists(node, token),
+            Phase::Checking {
+                node, predecessor, ..
+            } => self.check(node, predecessor),
+            Phase::Releasing { node, .. } => self.release(node),
             phase => unreachable!("nothing to send again in {phase:?}"),
         }
     }
 
     fn current(&self) -> Option<Pending> {
         match &self.phase {
-            Phase::Creating(p)
-            | Phase::Syncing(p)
-            | Phase::Searching(p)
-            | Phase::Listing(p)
-            | Phase::ConfirmSync(p)
-            | Phase::ConfirmExists(p)
-            | Phase::Releasing(p)
-            | Phase::Checking { req: p, .. } => Some(*p),
+            Phase::Creating { req, .. }
+            | Phase::Syncing { req, .. }
+            | Phase::Searching { req, .. }
+            | Phase::Listing { req, .. }
+            | Phase::ConfirmSync { req, .. }
+            | Phase::ConfirmExists { req, .. }
+            | Phase::Releasing { req, .. }
+            | Phase::Checking { req, .. } => Some(*req),
             _ => None,
         }
     }
@@ -432,30 +489,52 @@ impl Lock {
         }
         self.data_watch = None;
         self.lost_data_watch = None;
-        if self.keep_after_expiry && self.phase == Phase::Held {
-            // BUG (election/keep-leadership-after-expiry, CURATOR-696):
-            // goes on acting as holder with a session that is gone.
-            self.suspended = false;
-            self.lost = None;
-            return;
+        if self.keep_after_expiry {
+            if let Phase::Held { suspended, .. } = &mut self.phase {
+                // BUG (election/keep-leadership-after-expiry, CURATOR-696):
+                // goes on acting as holder with a session that is gone.
+                *suspended = false;
+                self.lost = None;
+                return;
+            }
         }
-        if !matches!(self.phase, Phase::Idle | Phase::Over) {
+        if !matches!(self.phase, Phase::Idle | Phase::Over { .. }) {
             self.io.report(LockOutcome::Lost { reason });
         }
-        self.phase = Phase::Over;
-        self.suspended = false;
+        let node = self.phase.node().map(str::to_owned);
+        self.phase = Phase::Over { node };
         self.lost = None;
+    }
+
+    /// Our node is gone (a list or exists() without it): the session
+    /// expired while a lagging server still had it, or someone deleted it.
+    /// Either way we hold nothing, and have no node to remember.
+    fn vanished(&mut self) {
+        self.end(ZkError::NoNode);
+        self.phase = Phase::Over { node: None };
     }
 
     fn fail(&mut self, error: ZkError) {
         self.io.report(LockOutcome::Failed(error));
-        self.phase = Phase::Over;
+        let node = self.phase.node().map(str::to_owned);
+        self.phase = Phase::Over { node };
         self.lost = None;
     }
 
+    /// Our node is found (created, or by the guid search): watch its data
+    /// (revocable locks), then let go of it at once if release was asked
+    /// for meanwhile, or go on with `then`.
+    fn found(&mut self, node: String, cancel: bool, then: impl FnOnce(&mut Self, String)) {
+        if cancel {
+            self.release(node);
+        } else {
+            self.watch_own_data(node.clone());
+            then(self, node);
+        }
+    }
+
     /// Step 3/4 on a fresh child list.
-    fn decide(&mut self, children: &[String]) {
-        let node = self.node.clone().expect("deciding with a known node");
+    fn decide(&mut self, node: String, children: &[String]) {
         let ours = base_name(&node);
         let mut contenders: Vec<(u64, &str)> = children
             .iter()
@@ -472,10 +551,12 @@ impl Lock {
         let Some(at) = contenders.iter().position(|c| c.1 == ours) else {
             // Our ephemeral is gone: the session expired (we will hear) or
             // someone deleted it. Either way we hold nothing.
-            self.node = None;
-            self.end(ZkError::NoNode);
+            self.vanished();
             return;
         };
+        // Found among the contenders, so its sequence number is known: the
+        // fencing token if it holds.
+        let token = contenders[at].0;
         // What blocks us: for a reader, only the write nodes below it.
         let blockers: Vec<&str> = contenders[..at]
             .iter()
@@ -484,9 +565,9 @@ impl Lock {
             .collect();
         let Some(&last_blocker) = blockers.last() else {
             if self.confirm {
-                self.confirm_sync();
+                self.confirm_sync(node, token);
             } else {
-                self.hold();
+                self.hold(node, token);
             }
             return;
         };
@@ -497,43 +578,45 @@ impl Lock {
             LockVariant::ReaderWaitsOnAny if self.mode == LockMode::Read => contenders[at - 1].1,
             _ => last_blocker,
         };
-        self.check(predecessor.to_owned());
+        let predecessor = predecessor.to_owned();
+        self.check(node, predecessor);
     }
 
-    fn confirm_sync(&mut self) {
+    fn confirm_sync(&mut self, node: String, token: u64) {
         let req = self.io.send(Op::Sync {
             path: self.dir.clone(),
         });
-        self.phase = Phase::ConfirmSync(req);
+        self.phase = Phase::ConfirmSync { req, node, token };
     }
 
-    fn confirm_exists(&mut self) {
+    fn confirm_exists(&mut self, node: String, token: u64) {
         let req = self.io.send(Op::Exists {
-            path: self.node.clone().expect("confirming a known node"),
+            path: node.clone(),
             watch: false,
         });
-        self.phase = Phase::ConfirmExists(req);
+        self.phase = Phase::ConfirmExists { req, node, token };
     }
 
-    fn hold(&mut self) {
-        let node = self.node.clone().expect("holding with a known node");
-        let token = sequence_of(&node).expect("our node has a sequence number");
-        self.phase = Phase::Held;
-        self.suspended = !self.io.is_connected();
+    fn hold(&mut self, node: String, token: u64) {
+        let suspended = !self.io.is_connected();
+        self.phase = Phase::Held {
+            node: node.clone(),
+            suspended,
+        };
         self.io.report(LockOutcome::Acquired { node, token });
-        if self.suspended {
+        if suspended {
             self.io.report(LockOutcome::Suspended);
         }
     }
 
-    fn on_reply(&mut self, result: Result<Reply, ZkError>) {
+    /// The reply to `pending`, the current phase's request.
+    fn on_reply(&mut self, pending: Pending, result: Result<Reply, ZkError>) {
         let phase = self.phase.clone();
         let reply = match result {
             Ok(reply) => reply,
             Err(e) => match classify(e) {
                 Failure::SessionEnded => return self.end(ZkError::SessionExpired),
                 Failure::Unknown => {
-                    let pending = self.current().expect("a reply to the current request");
                     if self.io.may_retry(pending) {
                         self.resend();
                     } else {
@@ -545,23 +628,11 @@ impl Lock {
             },
         };
         match (phase, reply) {
-            (Phase::Creating(_), Reply::Create { path, .. }) => {
-                self.node = Some(path);
-                self.watch_own_data();
-                if self.cancel {
-                    self.release();
-                } else {
-                    self.list();
-                }
+            (Phase::Creating { cancel, .. }, Reply::Create { path, .. }) => {
+                self.found(path, cancel, Self::list)
             }
-            (Phase::Syncing(_), Reply::Sync) => {
-                let req = self.io.send(Op::GetChildren {
-                    path: self.dir.clone(),
-                    watch: false,
-                });
-                self.phase = Phase::Searching(req);
-            }
-            (Phase::Searching(_), Reply::GetChildren { children, .. }) => {
+            (Phase::Syncing { cancel, .. }, Reply::Sync) => self.search(cancel),
+            (Phase::Searching { cancel, .. }, Reply::GetChildren { children, .. }) => {
                 let prefix = self.prefix();
                 let mine = children
                     .iter()
@@ -572,39 +643,41 @@ impl Lock {
                 });
                 match mine {
                     Some(name) => {
-                        self.node = Some(child_path(&self.dir, name));
-                        self.watch_own_data();
-                        if self.cancel {
-                            self.release();
-                        } else {
-                            self.decide(&children);
-                        }
+                        let node = child_path(&self.dir, name);
+                        self.found(node, cancel, |m, node| m.decide(node, &children));
                     }
-                    None if self.cancel => {
-                        self.cancel = false;
+                    None if cancel => {
                         self.phase = Phase::Idle;
                         self.io.report(LockOutcome::Released);
                     }
-                    None => self.create(false),
+                    None => self.create(false, false),
                 }
             }
-            (Phase::Listing(_), Reply::GetChildren { children, .. }) => self.decide(&children),
-            (Phase::ConfirmSync(_), Reply::Sync) => self.confirm_exists(),
-            (Phase::ConfirmExists(_), Reply::Exists(Some(_))) => self.hold(),
+            (Phase::Listing { node, .. }, Reply::GetChildren { children, .. }) => {
+                self.decide(node, &children)
+            }
+            (Phase::ConfirmSync { node, token, .. }, Reply::Sync) => {
+                self.confirm_exists(node, token)
+            }
+            (Phase::ConfirmExists { node, token, .. }, Reply::Exists(Some(_))) => {
+                self.hold(node, token)
+            }
             // Our node is gone: the session expired while a lagging server
             // still listed it.
-            (Phase::ConfirmExists(_), Reply::Exists(None)) => {
-                self.node = None;
-                self.end(ZkError::NoNode);
-            }
-            (Phase::Checking { predecessor, .. }, Reply::Exists(stat)) => match stat {
-                Some(_) => self.phase = Phase::Waiting { predecessor },
+            (Phase::ConfirmExists { .. }, Reply::Exists(None)) => self.vanished(),
+            (
+                Phase::Checking {
+                    node, predecessor, ..
+                },
+                Reply::Exists(stat),
+            ) => match stat {
+                Some(_) => self.phase = Phase::Waiting { node, predecessor },
                 None if self.variant == LockVariant::StallOnVanishedPredecessor => {
-                    self.phase = Phase::Waiting { predecessor }
+                    self.phase = Phase::Waiting { node, predecessor }
                 }
-                None => self.list(),
+                None => self.list(node),
             },
-            (Phase::Releasing(_), Reply::Delete) => self.released(),
+            (Phase::Releasing { .. }, Reply::Delete) => self.released(),
             (phase, reply) => unreachable!("lock: {reply:?} in {phase:?}"),
         }
     }
@@ -612,53 +685,43 @@ impl Lock {
     fn on_answer(&mut self, phase: Phase, error: ZkError) {
         match (phase, error) {
             // The parent is missing: create it, then the node.
-            (Phase::Creating(_), ZkError::NoNode) => self.create(true),
+            (Phase::Creating { cancel, .. }, ZkError::NoNode) => self.create(true, cancel),
             // No dir means none of our nodes either.
-            (Phase::Searching(_), ZkError::NoNode) => {
+            (Phase::Searching { cancel, .. }, ZkError::NoNode) => {
                 self.io.report(LockOutcome::Recovered { found: false });
-                if self.cancel {
-                    self.cancel = false;
+                if cancel {
                     self.phase = Phase::Idle;
                     self.io.report(LockOutcome::Released);
                 } else {
-                    self.create(true);
+                    self.create(true, false);
                 }
             }
             // A sync of a missing path is still a sync.
-            (Phase::Syncing(_), ZkError::NoNode) => {
-                let req = self.io.send(Op::GetChildren {
-                    path: self.dir.clone(),
-                    watch: false,
-                });
-                self.phase = Phase::Searching(req);
-            }
-            (Phase::Listing(_), ZkError::NoNode) => {
-                self.node = None;
-                self.end(ZkError::NoNode);
-            }
+            (Phase::Syncing { cancel, .. }, ZkError::NoNode) => self.search(cancel),
+            (Phase::Listing { .. }, ZkError::NoNode) => self.vanished(),
             // A retried delete that had been done.
-            (Phase::Releasing(_), ZkError::NoNode) => self.released(),
+            (Phase::Releasing { .. }, ZkError::NoNode) => self.released(),
             (_, e) => self.fail(e),
         }
     }
 
-    fn watch_own_data(&mut self) {
-        if !self.revocable || self.cancel {
+    /// Reads our node `node` with a data watch (revocable locks only).
+    fn watch_own_data(&mut self, node: String) {
+        if !self.revocable {
             return;
         }
-        let node = self.node.clone().expect("a known node");
         self.own_watched = Some(node.clone());
-        self.data_watch = Some(self.io.send(Op::GetData {
-            path: node,
+        let req = self.io.send(Op::GetData {
+            path: node.clone(),
             watch: true,
-        }));
+        });
+        self.data_watch = Some((req, node));
     }
 
-    fn on_data_watch(&mut self, pending: Pending, result: Result<Reply, ZkError>) {
-        self.data_watch = None;
+    fn on_data_watch(&mut self, pending: Pending, node: String, result: Result<Reply, ZkError>) {
         match result {
             Ok(Reply::GetData { data, .. }) => {
-                if data == REVOKE && !self.revoke_asked && self.node.is_some() {
+                if data == REVOKE && !self.revoke_asked && self.phase.node().is_some() {
                     self.revoke_asked = true;
                     self.io.report(LockOutcome::RevokeAsked);
                 }
@@ -667,8 +730,8 @@ impl Lock {
             Err(ZkError::NoNode) => {}
             Err(e) => match classify(e) {
                 Failure::SessionEnded => self.end(ZkError::SessionExpired),
-                Failure::Unknown if self.io.may_retry(pending) => self.watch_own_data(),
-                Failure::Unknown => self.lost_data_watch = Some(pending),
+                Failure::Unknown if self.io.may_retry(pending) => self.watch_own_data(node),
+                Failure::Unknown => self.lost_data_watch = Some((pending, node)),
                 Failure::Answer(e) => self.fail(e),
             },
             Ok(other) => unreachable!("lock data watch: {other:?}"),
@@ -679,33 +742,35 @@ impl Lock {
         self.revoke_asked = false;
         self.data_watch = None;
         self.lost_data_watch = None;
-        self.node = None;
         self.phase = Phase::Idle;
         self.io.report(LockOutcome::Released);
     }
 
     fn on_command(&mut self, command: LockCommand) {
-        match (command, &self.phase) {
-            (LockCommand::Acquire, Phase::Idle) => self.create(false),
-            (LockCommand::Release, Phase::Over) => self.io.report(LockOutcome::Refused { command }),
+        match (command, &mut self.phase) {
+            (LockCommand::Acquire, Phase::Idle) => self.create(false, false),
+            (LockCommand::Release, Phase::Over { .. }) => {
+                self.io.report(LockOutcome::Refused { command })
+            }
             (LockCommand::Release, _) if self.io.has_ended() => {
                 // Even the buggy election lets go when told to.
                 self.keep_after_expiry = false;
                 self.end(ZkError::SessionExpired)
             }
-            (LockCommand::Release, Phase::Held)
-            | (LockCommand::Release, Phase::Listing(_))
-            | (LockCommand::Release, Phase::ConfirmSync(_))
-            | (LockCommand::Release, Phase::ConfirmExists(_))
-            | (LockCommand::Release, Phase::Checking { .. })
-            | (LockCommand::Release, Phase::Waiting { .. }) => {
+            (LockCommand::Release, Phase::Held { node, .. })
+            | (LockCommand::Release, Phase::Listing { node, .. })
+            | (LockCommand::Release, Phase::ConfirmSync { node, .. })
+            | (LockCommand::Release, Phase::ConfirmExists { node, .. })
+            | (LockCommand::Release, Phase::Checking { node, .. })
+            | (LockCommand::Release, Phase::Waiting { node, .. }) => {
+                let node = node.clone();
                 // A request in flight has its reply ignored from now on.
                 self.lost = None;
-                self.release()
+                self.release(node)
             }
-            (LockCommand::Release, Phase::Creating(_))
-            | (LockCommand::Release, Phase::Syncing(_))
-            | (LockCommand::Release, Phase::Searching(_)) => self.cancel = true,
+            (LockCommand::Release, Phase::Creating { cancel, .. })
+            | (LockCommand::Release, Phase::Syncing { cancel, .. })
+            | (LockCommand::Release, Phase::Searching { cancel, .. }) => *cancel = true,
             _ => self.io.report(LockOutcome::Refused { command }),
         }
     }
@@ -721,10 +786,10 @@ impl Machine for Lock {
             Input::Reply(id, result) => {
                 // Replies to requests the machine has moved on from (parent
                 // creates, a request whose phase was cancelled) are dropped.
-                if let Some(p) = self.data_watch.filter(|p| p.op == id) {
-                    self.on_data_watch(p, result);
-                } else if self.current().map(|p| p.op) == Some(id) {
-                    self.on_reply(result);
+                if let Some((p, node)) = self.data_watch.take_if(|(p, _)| p.op == id) {
+                    self.on_data_watch(p, node, result);
+                } else if let Some(p) = self.current().filter(|p| p.op == id) {
+                    self.on_reply(p, result);
                 } else if result == Err(ZkError::SessionExpired) {
                     self.end(ZkError::SessionExpired);
                 }
@@ -734,18 +799,24 @@ impl Machine for Lock {
                     // Our own node's data watch (revocable locks), which
                     // fired: one-shot, re-armed while the node is ours.
                     self.own_watched = None;
-                    let current = self.node.as_deref() == Some(event.path.as_str());
+                    let current = self.phase.node() == Some(event.path.as_str());
                     if current
                         && event.event_type == EventType::NodeDataChanged
                         && self.data_watch.is_none()
                         && !self.io.has_ended()
                     {
-                        self.watch_own_data();
+                        self.watch_own_data(event.path);
                     }
                     return;
                 }
-                let on_predecessor = matches!(&self.phase, Phase::Waiting { predecessor }
-                    if child_path(&self.dir, predecessor) == event.path);
+                let woken = match &self.phase {
+                    Phase::Waiting { node, predecessor }
+                        if child_path(&self.dir, predecessor) == event.path =>
+                    {
+                        Some(node.clone())
+                    }
+                    _ => None,
+                };
                 if event.event_type == EventType::NodeDeleted {
                     self.io.report(LockOutcome::Woken {
                         path: event.path.clone(),
@@ -755,8 +826,8 @@ impl Machine for Lock {
                 // revoker's setData there fires NodeDataChanged, and a
                 // waiter that only listened for NodeDeleted would wait for
                 // ever (found by the revocable-lock sweep). List again.
-                if on_predecessor {
-                    self.list();
+                if let Some(node) = woken {
+                    self.list(node);
                 }
             }
             Input::Session(event) => {
@@ -764,24 +835,31 @@ impl Machine for Lock {
                     return self.end(ZkError::SessionExpired);
                 }
                 match event {
-                    SessionEvent::Disconnected if self.phase == Phase::Held && !self.suspended => {
-                        self.suspended = true;
-                        self.io.report(LockOutcome::Suspended);
+                    SessionEvent::Disconnected => {
+                        if let Phase::Held { suspended, .. } = &mut self.phase {
+                            if !*suspended {
+                                *suspended = true;
+                                self.io.report(LockOutcome::Suspended);
+                            }
+                        }
                     }
                     SessionEvent::Connected => {
-                        if self.phase == Phase::Held && self.suspended {
-                            // Same session, so our ephemeral is still there.
-                            self.suspended = false;
-                            self.io.report(LockOutcome::Resumed);
+                        if let Phase::Held { suspended, .. } = &mut self.phase {
+                            if *suspended {
+                                // Same session, so our ephemeral is still there.
+                                *suspended = false;
+                                self.io.report(LockOutcome::Resumed);
+                            }
                         }
                         if let Some(p) = self.lost {
                             if self.io.may_retry(p) {
                                 self.resend();
                             }
                         }
-                        if self.lost_data_watch.is_some_and(|p| self.io.may_retry(p)) {
-                            self.lost_data_watch = None;
-                            self.watch_own_data();
+                        if let Some((_, node)) =
+                            self.lost_data_watch.take_if(|(p, _)| self.io.may_retry(*p))
+                        {
+                            self.watch_own_data(node);
                         }
                     }
                     _ => {}

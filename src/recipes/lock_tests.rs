@@ -301,7 +301,10 @@ fn assert_refused(m: &mut Lock, c: LockCommand) {
 fn a_new_lock_is_idle_and_quiet() {
     let mut m = Lock::new(DIR, "g");
     assert!(m.is_idle());
-    assert!(!m.is_waiting() && !m.is_holder() && !m.is_over() && !m.session_ended());
+    assert!(!m.is_waiting());
+    assert!(!m.is_holder());
+    assert!(!m.is_over());
+    assert!(!m.session_ended());
     assert_eq!(m.node(), None);
     assert_eq!(m.variant(), LockVariant::Correct);
     assert_eq!(m.mode(), LockMode::Exclusive);
@@ -334,12 +337,15 @@ fn acquire_hold_release_and_acquire_again() {
     let mut m = Lock::new(DIR, "g");
     let (id, op) = one_send(command(&mut m, LockCommand::Acquire));
     assert_eq!((id, op), (0, create_node("/l/g-lock-")));
-    assert!(m.is_waiting() && !m.is_idle() && m.node().is_none());
+    assert!(m.is_waiting());
+    assert!(!m.is_idle());
+    assert!(m.node().is_none());
 
     let (id, op) = one_send(reply(&mut m, 0, created("/l/g-lock-0000000004")));
     assert_eq!((id, op), (1, list("/l")));
     assert_eq!(m.node(), Some("/l/g-lock-0000000004"));
-    assert!(m.is_waiting() && !m.is_holder());
+    assert!(m.is_waiting());
+    assert!(!m.is_holder());
 
     let step = reply(
         &mut m,
@@ -347,17 +353,23 @@ fn acquire_hold_release_and_acquire_again() {
         children(&["h-lock-0000000009", "g-lock-0000000004"]),
     );
     assert_eq!(step, (vec![], vec![acquired("/l/g-lock-0000000004", 4)]));
-    assert!(m.is_holder() && !m.is_waiting() && !m.is_idle());
+    assert!(m.is_holder());
+    assert!(!m.is_waiting());
+    assert!(!m.is_idle());
 
     let (id, op) = one_send(command(&mut m, LockCommand::Release));
     assert_eq!((id, op), (2, delete("/l/g-lock-0000000004")));
-    assert!(!m.is_holder() && !m.is_waiting() && !m.is_idle());
+    assert!(!m.is_holder());
+    assert!(!m.is_waiting());
+    assert!(!m.is_idle());
 
     assert_eq!(
         reply(&mut m, 2, deleted()),
         (vec![], vec![LockOutcome::Released])
     );
-    assert!(m.is_idle() && m.node().is_none() && !m.is_over());
+    assert!(m.is_idle());
+    assert!(m.node().is_none());
+    assert!(!m.is_over());
 
     // Again, with a new node and a new token.
     let (id, op) = one_send(command(&mut m, LockCommand::Acquire));
@@ -409,7 +421,8 @@ fn a_waiter_watches_the_next_lower_node_by_sequence_not_by_name() {
     ));
     assert_eq!(op, exists_watch("/l/z-lock-0000000005"));
     nothing(reply(&mut m, id, exists(true)));
-    assert!(m.is_waiting() && !m.is_holder());
+    assert!(m.is_waiting());
+    assert!(!m.is_holder());
 
     // The deletion of another node is reported but does not wake the wait.
     let step = node_deleted(&mut m, "/l/a-lock-0000000002");
@@ -523,7 +536,8 @@ fn a_missing_dir_is_created_with_its_ancestors_then_the_node() {
     nothing(reply(&mut m, 2, created("/a/b")));
     nothing(reply(&mut m, 3, Err(ZkError::ConnectionLoss)));
     nothing(reply(&mut m, 3, Err(ZkError::NoAuth)));
-    assert!(m.is_waiting() && !m.is_over());
+    assert!(m.is_waiting());
+    assert!(!m.is_over());
     let (id, op) = one_send(reply(&mut m, 4, created("/a/b/l/g-lock-0000000000")));
     assert_eq!((id, op), (5, list("/a/b/l")));
     let step = reply(&mut m, 5, children(&["g-lock-0000000000"]));
@@ -739,7 +753,8 @@ fn a_lost_delete_is_sent_again_and_no_node_then_means_done() {
             reply(&mut m, id, answer),
             (vec![], vec![LockOutcome::Released])
         );
-        assert!(m.is_idle() && m.node().is_none());
+        assert!(m.is_idle());
+        assert!(m.node().is_none());
     }
 }
 
@@ -753,7 +768,9 @@ fn a_holder_suspends_while_disconnected_and_resumes() {
         session(&mut m, SessionEvent::Disconnected),
         (vec![], vec![LockOutcome::Suspended])
     );
-    assert!(!m.is_holder() && !m.is_waiting() && !m.is_over());
+    assert!(!m.is_holder());
+    assert!(!m.is_waiting());
+    assert!(!m.is_over());
     nothing(session(&mut m, SessionEvent::Disconnected));
     assert_eq!(
         session(&mut m, SessionEvent::Connected),
@@ -827,7 +844,10 @@ fn the_end_of_the_session_loses_the_lock_wherever_it_is() {
                 (vec![], vec![lost(ZkError::SessionExpired)]),
                 "{end:?} at {at:?}"
             );
-            assert!(m.is_over() && m.session_ended() && !m.is_holder() && !m.is_waiting());
+            assert!(m.is_over());
+            assert!(m.session_ended());
+            assert!(!m.is_holder());
+            assert!(!m.is_waiting());
             // Nothing more is sent, whatever comes.
             if let Some(id) = id {
                 nothing(reply(&mut m, id, Err(ZkError::ConnectionLoss)));
@@ -846,7 +866,8 @@ fn the_end_of_the_session_loses_the_lock_wherever_it_is() {
 fn the_end_of_the_session_while_idle_reports_nothing_but_ends_it() {
     let mut m = Lock::new(DIR, "g");
     nothing(session(&mut m, SessionEvent::Expired));
-    assert!(m.is_over() && m.session_ended());
+    assert!(m.is_over());
+    assert!(m.session_ended());
     assert_refused(&mut m, LockCommand::Acquire);
 }
 
@@ -866,7 +887,8 @@ fn a_session_expired_reply_ends_the_session() {
             (vec![], vec![lost(ZkError::SessionExpired)]),
             "{at:?}"
         );
-        assert!(m.is_over() && m.session_ended());
+        assert!(m.is_over());
+        assert!(m.session_ended());
         nothing(session(&mut m, SessionEvent::Connected));
         assert_refused(&mut m, LockCommand::Acquire);
     }
@@ -881,14 +903,16 @@ fn a_session_expired_reply_to_an_abandoned_request_ends_the_session_too() {
         reply(&mut m, 1, Err(ZkError::SessionExpired)),
         (vec![], vec![lost(ZkError::SessionExpired)])
     );
-    assert!(m.is_over() && m.session_ended());
+    assert!(m.is_over());
+    assert!(m.session_ended());
     nothing(reply(&mut m, 2, created(OURS)));
     // After a release, while idle: nothing held, nothing reported.
     let (mut m, id) = reach(At::Listing);
     one_send(command(&mut m, LockCommand::Release));
     reply(&mut m, 2, deleted());
     nothing(reply(&mut m, id.unwrap(), Err(ZkError::SessionExpired)));
-    assert!(m.is_over() && m.session_ended());
+    assert!(m.is_over());
+    assert!(m.session_ended());
 }
 
 /// Found by the review: Release after the session ended used to report
@@ -917,7 +941,9 @@ fn our_node_missing_from_the_list_is_a_loss() {
         children(&["h-lock-0000000002", "g-lock-0000000004"]),
     );
     assert_eq!(step, (vec![], vec![lost(ZkError::NoNode)]));
-    assert!(m.is_over() && !m.is_holder() && m.node().is_none());
+    assert!(m.is_over());
+    assert!(!m.is_holder());
+    assert!(m.node().is_none());
     assert!(!m.session_ended(), "the session itself may be fine");
     assert_refused(&mut m, LockCommand::Acquire);
     assert_refused(&mut m, LockCommand::Release);
@@ -943,7 +969,9 @@ fn a_list_of_a_missing_dir_is_a_loss() {
         reply(&mut m, id, Err(ZkError::NoNode)),
         (vec![], vec![lost(ZkError::NoNode)])
     );
-    assert!(m.is_over() && m.node().is_none() && !m.session_ended());
+    assert!(m.is_over());
+    assert!(m.node().is_none());
+    assert!(!m.session_ended());
 }
 
 // ---------------------------------------------------------------------------
@@ -956,7 +984,8 @@ fn release_while_listing_checking_or_waiting_deletes_the_node() {
         let step = command(&mut m, LockCommand::Release);
         let (id, op) = one_send(step);
         assert_eq!(op, delete(OURS), "{at:?}");
-        assert!(!m.is_waiting() && !m.is_holder());
+        assert!(!m.is_waiting());
+        assert!(!m.is_holder());
         // The abandoned request's reply is ignored.
         if let Some(stale) = stale {
             nothing(reply(&mut m, stale, children(&[OURS_NAME])));
@@ -1055,7 +1084,8 @@ fn release_while_the_create_is_unknown_and_no_node_was_made() {
             reply(&mut m, id.unwrap(), answer),
             (vec![], vec![recovered(false), LockOutcome::Released])
         );
-        assert!(m.is_idle() && m.node().is_none());
+        assert!(m.is_idle());
+        assert!(m.node().is_none());
         // The cancel is spent.
         let (id, op) = one_send(command(&mut m, LockCommand::Acquire));
         assert_eq!((id, op), (3, create_node(PREFIX)));
@@ -1096,12 +1126,21 @@ fn an_answer_the_recipe_cannot_use_fails_it() {
     ];
     for (at, e) in cases {
         let (mut m, id) = reach(at);
+        let had = m.node().map(str::to_owned);
         assert_eq!(
             reply(&mut m, id.unwrap(), Err(e)),
             (vec![], vec![LockOutcome::Failed(e)]),
             "{at:?} {e:?}"
         );
-        assert!(m.is_over() && !m.is_holder() && !m.is_waiting() && !m.session_ended());
+        // The session lives on, and so may the node: it is still reported,
+        // for the application to delete.
+        assert_eq!(m.node(), had.as_deref(), "{at:?}");
+        let known = matches!(at, At::Listing | At::Checking | At::Releasing);
+        assert_eq!(had.is_some(), known, "{at:?}");
+        assert!(m.is_over());
+        assert!(!m.is_holder());
+        assert!(!m.is_waiting());
+        assert!(!m.session_ended());
         nothing(session(&mut m, SessionEvent::Connected));
         assert_refused(&mut m, LockCommand::Acquire);
         assert_refused(&mut m, LockCommand::Release);
@@ -1199,7 +1238,8 @@ fn stall_on_vanished_predecessor_waits_for_an_event_that_never_comes() {
     let (mut m, id) = listing(LockVariant::StallOnVanishedPredecessor, OURS);
     let (id, _) = one_send(reply(&mut m, id, children(&[PRED_NAME, OURS_NAME])));
     nothing(reply(&mut m, id, exists(false)));
-    assert!(m.is_waiting() && !m.is_holder());
+    assert!(m.is_waiting());
+    assert!(!m.is_holder());
     nothing(session(&mut m, SessionEvent::Disconnected));
     nothing(session(&mut m, SessionEvent::Connected));
     assert!(m.is_waiting());
@@ -1414,7 +1454,8 @@ fn election_confirming(keep_after_expiry: bool) -> (Lock, OpId) {
 #[test]
 fn election_confirms_its_node_before_leading() {
     let (mut e, id) = election_confirming(false);
-    assert!(e.is_waiting() && !e.is_holder());
+    assert!(e.is_waiting());
+    assert!(!e.is_holder());
     let (id, op) = one_send(reply(&mut e, id, synced()));
     assert_eq!(
         (id, op),
@@ -1437,7 +1478,9 @@ fn election_confirms_its_node_before_leading() {
         reply(&mut gone, id, exists(false)),
         (vec![], vec![lost(ZkError::NoNode)])
     );
-    assert!(gone.is_over() && gone.node().is_none() && !gone.session_ended());
+    assert!(gone.is_over());
+    assert!(gone.node().is_none());
+    assert!(!gone.session_ended());
 }
 
 #[test]
@@ -1514,12 +1557,15 @@ fn the_buggy_election_ignores_an_expiry_while_leading_until_it_resigns() {
     reply(&mut k, id, exists(true));
     session(&mut k, SessionEvent::Disconnected);
     nothing(session(&mut k, SessionEvent::Expired));
-    assert!(k.is_holder() && k.session_ended() && !k.is_over());
+    assert!(k.is_holder());
+    assert!(k.session_ended());
+    assert!(!k.is_over());
     assert_eq!(
         command(&mut k, LockCommand::Release),
         (vec![], vec![lost(ZkError::SessionExpired)])
     );
-    assert!(k.is_over() && !k.is_holder());
+    assert!(k.is_over());
+    assert!(!k.is_holder());
     // An expiry while not leading ends it as usual.
     let (mut k, _) = election_confirming(true);
     assert_eq!(
@@ -1659,5 +1705,6 @@ fn a_revocable_holder_watches_its_own_node_and_hears_unlock() {
         path: "/rw/g-read-0000000004".into(),
     });
     let (sends, outs) = run(&mut m, deleted);
-    assert!(sends.is_empty() && outs.is_empty());
+    assert!(sends.is_empty());
+    assert!(outs.is_empty());
 }

@@ -20,7 +20,9 @@
 //! # });
 //! ```
 
-use super::{child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending};
+use super::{
+    assert_component, child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending,
+};
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 
@@ -75,11 +77,12 @@ impl Membership {
     /// `member` may not contain '-' (it separates the guid); `guid` unique
     /// to the session.
     pub fn new(group: &str, member: &str, guid: &str) -> Membership {
+        assert_component("member name", member);
         assert!(
-            !member.is_empty() && !member.contains(['-', '/']),
+            !member.contains('-'),
             "a member name is one path component without '-', got {member:?}"
         );
-        assert!(!guid.is_empty() && !guid.contains('/'));
+        assert_component("guid", guid);
         Membership {
             group: group.to_owned(),
             member: member.to_owned(),
@@ -305,34 +308,36 @@ impl<'z, Z: Zk + Sync> MembershipClient<'z, Z> {
         }
     }
 
-    async fn until(
+    /// Runs the machine until `done` picks an outcome (what it ends with),
+    /// or one that says it failed.
+    async fn until<T>(
         &mut self,
-        done: impl Fn(&MembershipOutcome) -> bool,
-    ) -> Result<MembershipOutcome, ZkError> {
+        done: impl Fn(MembershipOutcome) -> Option<T>,
+    ) -> Result<T, ZkError> {
         loop {
-            let o = self.driver.next_outcome().await;
-            match o {
+            match self.driver.next_outcome().await {
                 MembershipOutcome::Lost { reason } => return Err(reason),
                 MembershipOutcome::Failed(e) => return Err(e),
                 MembershipOutcome::Refused { .. } => return Err(ZkError::ApiError),
-                o if done(&o) => return Ok(o),
-                _ => {}
+                o => {
+                    if let Some(t) = done(o) {
+                        return Ok(t);
+                    }
+                }
             }
         }
     }
 
     pub async fn join(&mut self) -> Result<(), ZkError> {
         self.driver.command(MembershipCommand::Join);
-        self.until(|o| *o == MembershipOutcome::Joined)
+        self.until(|o| (o == MembershipOutcome::Joined).then_some(()))
             .await
-            .map(|_| ())
     }
 
     pub async fn leave(&mut self) -> Result<(), ZkError> {
         self.driver.command(MembershipCommand::Leave);
-        self.until(|o| *o == MembershipOutcome::Left)
+        self.until(|o| (o == MembershipOutcome::Left).then_some(()))
             .await
-            .map(|_| ())
     }
 
     /// The members now (starting to follow on the first call); later calls
@@ -341,13 +346,11 @@ impl<'z, Z: Zk + Sync> MembershipClient<'z, Z> {
         if !self.driver.machine().following {
             self.driver.command(MembershipCommand::Follow);
         }
-        match self
-            .until(|o| matches!(o, MembershipOutcome::Members(_)))
-            .await?
-        {
-            MembershipOutcome::Members(m) => Ok(m),
-            _ => unreachable!(),
-        }
+        self.until(|o| match o {
+            MembershipOutcome::Members(m) => Some(m),
+            _ => None,
+        })
+        .await
     }
 
     pub fn driver(&mut self) -> &mut Driver<'z, Z, Membership> {

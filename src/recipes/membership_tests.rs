@@ -155,7 +155,8 @@ fn the_end_of_the_session() {
             reason: ZkError::SessionExpired
         }]
     );
-    assert!(m.session_ended() && !m.is_member());
+    assert!(m.session_ended());
+    assert!(!m.is_member());
     assert!(matches!(
         step(&mut m, Input::Command(MembershipCommand::Follow)).1[0],
         MembershipOutcome::Refused { .. }

@@ -245,6 +245,20 @@ pub fn ancestors(path: &str) -> Vec<String> {
     out
 }
 
+/// Panics unless `name` (a `what`: guid, process name, ...) is one
+/// non-empty path component: it goes into a node's name, and a '/' would
+/// put the node somewhere else. Two checks, so the message says which.
+pub(crate) fn assert_component(what: &str, name: &str) {
+    assert!(
+        !name.is_empty(),
+        "a {what} is one non-empty path component, got an empty one"
+    );
+    assert!(
+        !name.contains('/'),
+        "a {what} is one non-empty path component, got {name:?} with a '/'"
+    );
+}
+
 /// Feeds one input to a machine and collects what it sends and reports:
 /// scripted tests of a machine, ours or a user's, read as input → output.
 pub fn step<M: Machine>(m: &mut M, input: Input<M::Command>) -> (Vec<(OpId, Op)>, Vec<M::Outcome>) {
@@ -287,9 +301,11 @@ mod tests {
         let p = io.send(Op::Sync { path: "/".into() });
         assert!(!io.may_retry(p));
         io.on_session(SessionEvent::Disconnected);
-        assert!(!io.may_retry(p) && !io.is_connected());
+        assert!(!io.may_retry(p));
+        assert!(!io.is_connected());
         io.on_session(SessionEvent::Connected);
-        assert!(io.may_retry(p) && io.is_connected());
+        assert!(io.may_retry(p));
+        assert!(io.is_connected());
         assert!(io.on_session(SessionEvent::Expired));
         assert!(io.has_ended());
     }

@@ -33,7 +33,8 @@
 //! ```
 
 use super::{
-    child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine, Output, Pending,
+    assert_component, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine,
+    Output, Pending,
 };
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
@@ -124,10 +125,7 @@ impl Producer {
             priority.is_none_or(|p| p < 100),
             "priorities are two digits"
         );
-        assert!(
-            !guid.is_empty() && !guid.contains('/'),
-            "a guid is one non-empty path component, got {guid:?}"
-        );
+        assert_component("guid", guid);
         Producer {
             dir: dir.to_owned(),
             guid: guid.to_owned(),
@@ -232,13 +230,13 @@ impl Producer {
         self.lost = None;
     }
 
-    fn on_reply(&mut self, result: Result<Reply, ZkError>) {
+    /// The reply to `p`, the current phase's request.
+    fn on_reply(&mut self, p: Pending, result: Result<Reply, ZkError>) {
         let reply = match result {
             Ok(r) => r,
             Err(e) => match classify(e) {
                 Failure::SessionEnded => return self.end(ZkError::SessionExpired),
                 Failure::Unknown => {
-                    let p = self.current().expect("a reply to the current request");
                     if self.io.may_retry(p) {
                         self.resend();
                     } else {
@@ -254,7 +252,10 @@ impl Producer {
                             self.io.report(QueueOutcome::Recovered { found: false });
                             self.create(true)
                         }
-                        _ => unreachable!(),
+                        // Only the phases above send requests (current()).
+                        ref phase => {
+                            unreachable!("producer: NoNode in {phase:?}, which sent nothing")
+                        }
                     };
                 }
                 Failure::Answer(e) => {
@@ -295,8 +296,8 @@ impl Machine for Producer {
             }
             Input::Command(command) => self.io.report(QueueOutcome::Refused { command }),
             Input::Reply(id, result) => {
-                if self.current().map(|p| p.op) == Some(id) {
-                    self.on_reply(result);
+                if let Some(p) = self.current().filter(|p| p.op == id) {
+                    self.on_reply(p, result);
                 } else if result == Err(ZkError::SessionExpired) {
                     self.end(ZkError::SessionExpired);
                 }
@@ -473,14 +474,14 @@ impl Consumer {
         self.lost = None;
     }
 
-    fn on_reply(&mut self, result: Result<Reply, ZkError>) {
+    /// The reply to `p`, the current phase's request.
+    fn on_reply(&mut self, p: Pending, result: Result<Reply, ZkError>) {
         let phase = self.phase.clone();
         let reply = match result {
             Ok(r) => r,
             Err(e) => match classify(e) {
                 Failure::SessionEnded => return self.end(ZkError::SessionExpired),
                 Failure::Unknown => {
-                    let p = self.current().expect("a reply to the current request");
                     if self.io.may_retry(p) {
                         self.resend();
                     } else {
@@ -518,7 +519,8 @@ impl Consumer {
                                 self.next();
                             }
                         }
-                        _ => unreachable!(),
+                        // Only the phases above send requests (current()).
+                        phase => unreachable!("consumer: NoNode in {phase:?}, which sent nothing"),
                     };
                 }
                 Failure::Answer(e) => {
@@ -566,8 +568,8 @@ impl Machine for Consumer {
             Input::Command(QueueCommand::Take) if self.phase == ConsumerPhase::Idle => self.next(),
             Input::Command(command) => self.io.report(QueueOutcome::Refused { command }),
             Input::Reply(id, result) => {
-                if self.current().map(|p| p.op) == Some(id) {
-                    self.on_reply(result);
+                if let Some(p) = self.current().filter(|p| p.op == id) {
+                    self.on_reply(p, result);
                 } else if result == Err(ZkError::SessionExpired) {
                     self.end(ZkError::SessionExpired);
                 }
@@ -628,16 +630,23 @@ impl<'z, Z: Zk + Sync, M: Machine<Command = QueueCommand, Outcome = QueueOutcome
         }
     }
 
-    async fn until_done(&mut self) -> Result<Option<Vec<u8>>, QueueError> {
+    /// Runs the machine until `done` picks an outcome (what it ends with),
+    /// or one that says it failed.
+    async fn until_done<T>(
+        &mut self,
+        done: impl Fn(QueueOutcome) -> Option<T>,
+    ) -> Result<T, QueueError> {
         loop {
             match self.driver.next_outcome().await {
-                QueueOutcome::Enqueued { .. } => return Ok(None),
-                QueueOutcome::Taken { data, .. } => return Ok(Some(data)),
                 QueueOutcome::MaybeTaken { data, .. } => return Err(QueueError::MaybeTaken(data)),
                 QueueOutcome::Lost { reason } => return Err(QueueError::Lost(reason)),
                 QueueOutcome::Failed(e) => return Err(QueueError::Failed(e)),
                 QueueOutcome::Refused { .. } => return Err(QueueError::Refused),
-                _ => {}
+                other => {
+                    if let Some(t) = done(other) {
+                        return Ok(t);
+                    }
+                }
             }
         }
     }
@@ -652,7 +661,8 @@ impl<'z, Z: Zk + Sync> QueueClient<'z, Z, Producer> {
     pub async fn enqueue(&mut self, data: Vec<u8>) -> Result<(), QueueError> {
         self.driver.machine_mut().set_item(data);
         self.driver.command(QueueCommand::Enqueue);
-        self.until_done().await.map(|_| ())
+        self.until_done(|o| matches!(o, QueueOutcome::Enqueued { .. }).then_some(()))
+            .await
     }
 }
 
@@ -660,7 +670,11 @@ impl<'z, Z: Zk + Sync> QueueClient<'z, Z, Consumer> {
     /// Takes the head item, waiting while the queue is empty.
     pub async fn take(&mut self) -> Result<Vec<u8>, QueueError> {
         self.driver.command(QueueCommand::Take);
-        Ok(self.until_done().await?.expect("a take ends with an item"))
+        self.until_done(|o| match o {
+            QueueOutcome::Taken { data, .. } => Some(data),
+            _ => None,
+        })
+        .await
     }
 }
 

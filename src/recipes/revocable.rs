@@ -48,11 +48,19 @@ pub enum RevokerOutcome {
     Failed(ZkError),
 }
 
+/// The revocation in progress: the setData on `node`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Request {
+    req: Pending,
+    node: String,
+    /// `req` met ConnectionLoss: sent again after a reconnect.
+    lost: bool,
+}
+
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Revoker {
     io: Io<RevokerOutcome>,
-    request: Option<(Pending, String)>,
-    lost: bool,
+    request: Option<Request>,
     over: bool,
 }
 
@@ -67,7 +75,6 @@ impl Revoker {
         Revoker {
             io: Io::new(),
             request: None,
-            lost: false,
             over: false,
         }
     }
@@ -78,8 +85,11 @@ impl Revoker {
             data: REVOKE.to_vec(),
             version: -1,
         });
-        self.request = Some((req, node));
-        self.lost = false;
+        self.request = Some(Request {
+            req,
+            node,
+            lost: false,
+        });
     }
 
     fn finish(&mut self, outcome: RevokerOutcome) {
@@ -102,7 +112,8 @@ impl Machine for Revoker {
                 }
             }
             Input::Reply(id, result) => {
-                let Some((p, node)) = self.request.clone().filter(|(p, _)| p.op == id) else {
+                // Taken out: every answer but a lost one ends the request.
+                let Some(request) = self.request.take_if(|r| r.req.op == id) else {
                     return;
                 };
                 match result {
@@ -117,8 +128,15 @@ impl Machine for Revoker {
                                 reason: ZkError::SessionExpired,
                             });
                         }
-                        Failure::Unknown if self.io.may_retry(p) => self.send(node),
-                        Failure::Unknown => self.lost = true,
+                        Failure::Unknown if self.io.may_retry(request.req) => {
+                            self.send(request.node)
+                        }
+                        Failure::Unknown => {
+                            self.request = Some(Request {
+                                lost: true,
+                                ..request
+                            })
+                        }
                         Failure::Answer(e) => {
                             self.over = true;
                             self.finish(RevokerOutcome::Failed(e));
@@ -137,11 +155,9 @@ impl Machine for Revoker {
                     }
                     return;
                 }
-                if event == SessionEvent::Connected && self.lost {
-                    if let Some((p, node)) = self.request.clone() {
-                        if self.io.may_retry(p) {
-                            self.send(node);
-                        }
+                if event == SessionEvent::Connected {
+                    if let Some(r) = self.request.take_if(|r| r.lost && self.io.may_retry(r.req)) {
+                        self.send(r.node);
                     }
                 }
             }

@@ -430,47 +430,153 @@ impl DataTree {
         self.apply(&txn).triggers
     }
 
-    /// Checks every structural invariant; for tests and the simulator's
-    /// post-run checks (it walks the whole tree).
-    pub fn check_invariants(&self) -> Result<(), String> {
+    /// Checks every structural invariant; for tests, the simulator's
+    /// post-run checks, and every few applied txns on each simulated server
+    /// (it walks the whole tree). The first violation found, naming the
+    /// invariant.
+    pub fn check_invariants(&self) -> Result<(), Violation> {
+        let broken = |invariant, detail: String| Err(Violation { invariant, detail });
         let mut seen_ephemerals: BTreeMap<SessionId, BTreeSet<String>> = BTreeMap::new();
         for (path, node) in &self.nodes {
             if path != "/" {
-                let parent = self
-                    .nodes
-                    .get(parent(path))
-                    .ok_or_else(|| format!("{path}: parent missing"))?;
+                let Some(parent) = self.nodes.get(parent(path)) else {
+                    return broken(Invariant::ParentExists, format!("{path}: parent missing"));
+                };
                 if !parent.children.contains(basename(path)) {
-                    return Err(format!("{path}: not listed by its parent"));
+                    return broken(
+                        Invariant::ListedByParent,
+                        format!("{path}: not listed by its parent"),
+                    );
                 }
             }
             for child in &node.children {
                 if !self.nodes.contains_key(&join(path, child)) {
-                    return Err(format!("{path}: lists missing child {child}"));
+                    return broken(
+                        Invariant::ChildExists,
+                        format!("{path}: lists missing child {child}"),
+                    );
                 }
             }
-            if node.mzxid < node.czxid || node.pzxid < node.czxid {
-                return Err(format!("{path}: mzxid/pzxid before czxid"));
+            if node.mzxid < node.czxid {
+                return broken(
+                    Invariant::ZxidOrder,
+                    format!(
+                        "{path}: mzxid {:#x} before czxid {:#x}",
+                        node.mzxid, node.czxid
+                    ),
+                );
             }
-            if node.czxid > self.last_zxid || node.mzxid > self.last_zxid {
-                return Err(format!("{path}: zxid from the future"));
+            if node.pzxid < node.czxid {
+                return broken(
+                    Invariant::ZxidOrder,
+                    format!(
+                        "{path}: pzxid {:#x} before czxid {:#x}",
+                        node.pzxid, node.czxid
+                    ),
+                );
+            }
+            if node.czxid > self.last_zxid {
+                return broken(
+                    Invariant::NoFutureZxid,
+                    format!("{path}: czxid {:#x} after the last applied", node.czxid),
+                );
+            }
+            if node.mzxid > self.last_zxid {
+                return broken(
+                    Invariant::NoFutureZxid,
+                    format!("{path}: mzxid {:#x} after the last applied", node.mzxid),
+                );
             }
             if let Owner::Ephemeral(s) = node.owner {
                 if !node.children.is_empty() {
-                    return Err(format!("ephemeral {path} has children"));
+                    return broken(
+                        Invariant::EphemeralLeaf,
+                        format!("ephemeral {path} has children"),
+                    );
                 }
                 if !self.sessions.contains_key(&s) {
-                    return Err(format!("ephemeral {path} of dead session {s}"));
+                    return broken(
+                        Invariant::EphemeralOwnerLive,
+                        format!("ephemeral {path} of dead session {s}"),
+                    );
                 }
                 seen_ephemerals.entry(s).or_default().insert(path.clone());
             }
         }
         if self.ephemerals != seen_ephemerals {
-            return Err("ephemeral index disagrees with node owners".into());
+            return broken(
+                Invariant::EphemeralIndex,
+                format!("indexed {:?}, owned {seen_ephemerals:?}", self.ephemerals),
+            );
         }
         Ok(())
     }
+
+    /// The nodes, for tests that break the tree on purpose to see the
+    /// checks catch it.
+    #[cfg(test)]
+    pub(crate) fn nodes_mut_for_test(&mut self) -> &mut BTreeMap<String, Node> {
+        &mut self.nodes
+    }
 }
+
+/// The tree's structural invariants, as [`DataTree::check_invariants`]
+/// names them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Invariant {
+    /// Every node but the root has a parent ...
+    ParentExists,
+    /// ... that lists it among its children.
+    ListedByParent,
+    /// Every child a node lists exists.
+    ChildExists,
+    /// A node is modified (mzxid) and its children changed (pzxid) no
+    /// earlier than it was created (czxid).
+    ZxidOrder,
+    /// No node was created or modified after the last applied txn.
+    NoFutureZxid,
+    /// An ephemeral has no children.
+    EphemeralLeaf,
+    /// An ephemeral's owner is a live session.
+    EphemeralOwnerLive,
+    /// The per-session index of ephemerals is exactly the nodes' owners.
+    EphemeralIndex,
+}
+
+impl Invariant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::ParentExists => "parent-exists",
+            Invariant::ListedByParent => "listed-by-parent",
+            Invariant::ChildExists => "child-exists",
+            Invariant::ZxidOrder => "zxid-order",
+            Invariant::NoFutureZxid => "no-future-zxid",
+            Invariant::EphemeralLeaf => "ephemeral-leaf",
+            Invariant::EphemeralOwnerLive => "ephemeral-owner-live",
+            Invariant::EphemeralIndex => "ephemeral-index",
+        }
+    }
+}
+
+/// A broken invariant: which one, and where.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Violation {
+    pub invariant: Invariant,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tree invariant {} broken: {}",
+            self.invariant.name(),
+            self.detail
+        )
+    }
+}
+
+impl std::error::Error for Violation {}
 
 fn event(event_type: EventType, path: &str) -> WatchEvent {
     WatchEvent {

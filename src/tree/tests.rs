@@ -613,3 +613,83 @@ fn zxids_must_increase() {
     let txn = t.prepare_create_session(1, 0, SessionId(9), 1000);
     t.apply(&txn);
 }
+
+/// `/a` persistent with `/a/e` ephemeral (of S1), then `corrupt`: which
+/// invariant the check says is broken.
+fn broken_by(corrupt: impl FnOnce(&mut BTreeMap<String, Node>)) -> Invariant {
+    let mut t = tree();
+    create(&mut t, "/a", CreateMode::Persistent).unwrap();
+    create(&mut t, "/a/e", CreateMode::Ephemeral).unwrap();
+    t.check_invariants().unwrap();
+    let last = t.last_zxid();
+    corrupt(t.nodes_mut_for_test());
+    let violation = t.check_invariants().unwrap_err();
+    let shown = violation.to_string();
+    assert!(
+        shown.starts_with(&format!(
+            "tree invariant {} broken: ",
+            violation.invariant.name()
+        )),
+        "{shown}"
+    );
+    assert_eq!(t.last_zxid(), last, "only the nodes were touched");
+    violation.invariant
+}
+
+#[test]
+fn the_invariant_check_names_the_invariant_broken() {
+    assert_eq!(
+        broken_by(|n| {
+            n.remove("/a");
+            n.get_mut("/").unwrap().children.remove("a");
+        }),
+        Invariant::ParentExists
+    );
+    assert_eq!(
+        broken_by(|n| {
+            n.get_mut("/").unwrap().children.remove("a");
+        }),
+        Invariant::ListedByParent
+    );
+    assert_eq!(
+        broken_by(|n| {
+            n.get_mut("/a").unwrap().children.insert("ghost".into());
+        }),
+        Invariant::ChildExists
+    );
+    assert_eq!(
+        broken_by(|n| {
+            let a = n.get_mut("/a").unwrap();
+            a.mzxid = a.czxid - 1;
+        }),
+        Invariant::ZxidOrder
+    );
+    assert_eq!(
+        broken_by(|n| {
+            let a = n.get_mut("/a").unwrap();
+            a.pzxid = a.czxid - 1;
+        }),
+        Invariant::ZxidOrder
+    );
+    assert_eq!(
+        broken_by(|n| n.get_mut("/a").unwrap().mzxid += 100),
+        Invariant::NoFutureZxid
+    );
+    assert_eq!(
+        broken_by(|n| {
+            let mut child = n["/a"].clone();
+            child.children.clear();
+            n.insert("/a/e/x".into(), child);
+            n.get_mut("/a/e").unwrap().children.insert("x".into());
+        }),
+        Invariant::EphemeralLeaf
+    );
+    assert_eq!(
+        broken_by(|n| n.get_mut("/a/e").unwrap().owner = Owner::Ephemeral(SessionId(0x999))),
+        Invariant::EphemeralOwnerLive
+    );
+    assert_eq!(
+        broken_by(|n| n.get_mut("/a/e").unwrap().owner = Owner::Persistent),
+        Invariant::EphemeralIndex
+    );
+}

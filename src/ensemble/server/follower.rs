@@ -243,11 +243,21 @@ impl Server {
         committed: crate::proto::Zxid,
     ) {
         let keep = self.log.partition_point(|e| e.txn.zxid <= truncate_to);
-        assert!(
-            keep == 0 && truncate_to == 0 || keep > 0 && self.log[keep - 1].txn.zxid == truncate_to,
-            "server {}: sync point {truncate_to:#x} is not in the log",
-            self.config.id
-        );
+        // The sync point is the last entry kept, or 0 when none is.
+        if keep == 0 {
+            assert_eq!(
+                truncate_to, 0,
+                "server {}: sync point {truncate_to:#x} is not in the log (nothing logged up to it)",
+                self.config.id
+            );
+        } else {
+            assert_eq!(
+                self.log[keep - 1].txn.zxid,
+                truncate_to,
+                "server {}: sync point {truncate_to:#x} is not in the log",
+                self.config.id
+            );
+        }
         assert!(
             keep >= self.applied,
             "server {}: the sync would drop applied txn {:#x}",
@@ -270,11 +280,20 @@ impl Server {
     /// Everything logged up to `zxid` is committed.
     fn commit_upto(&mut self, zxid: crate::proto::Zxid) {
         let upto = self.log.partition_point(|e| e.txn.zxid <= zxid);
-        assert!(
-            zxid == 0 || upto > 0 && self.log[upto - 1].txn.zxid == zxid,
-            "server {}: commit point {zxid:#x} is not in the log",
-            self.config.id
-        );
+        // The commit point is a logged entry, or 0 (nothing).
+        if zxid != 0 {
+            assert!(
+                upto > 0,
+                "server {}: commit point {zxid:#x} is not in the log (nothing logged up to it)",
+                self.config.id
+            );
+            assert_eq!(
+                self.log[upto - 1].txn.zxid,
+                zxid,
+                "server {}: commit point {zxid:#x} is not in the log",
+                self.config.id
+            );
+        }
         self.committed = self.committed.max(upto);
     }
 }

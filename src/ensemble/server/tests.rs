@@ -450,3 +450,53 @@ fn messages_on_a_connection_of_an_ended_leadership_never_reach_the_next_one() {
     net.servers[2].on_peer(0, 1, fresh, &mut lost);
     assert_eq!(net.servers[2].accepted_epoch, 3, "the epoch proposed to it");
 }
+
+#[test]
+fn a_broken_tree_fails_its_server_at_the_next_check() {
+    let set_b = |xid| ClientMsg::Request {
+        xid,
+        op: Op::SetData {
+            path: "/b".into(),
+            data: vec![],
+            version: -1,
+        },
+    };
+    let mut net = Net::new(3, 7);
+    net.connect(0, 0);
+    for (xid, path) in [(0, "/a"), (1, "/b")] {
+        let op = create(path, CreateMode::Persistent);
+        net.client(0, ClientMsg::Request { xid, op });
+    }
+    net.run();
+    // Server 1's replica forgets that `/` lists `a`: its log and every
+    // other replica are fine, and nothing the clients do touches `/a`.
+    let broken = &mut net.servers[1];
+    assert!(broken.tree.check_invariants().is_ok());
+    let root = broken.tree.nodes_mut_for_test().get_mut("/").unwrap();
+    assert!(root.children.remove("a"));
+    let applied = broken.applied;
+    assert_eq!(applied, 3, "createSession and two creates");
+    let next_check = (applied / TREE_CHECK_INTERVAL + 1) * TREE_CHECK_INTERVAL;
+    // Up to the txn before the check, unnoticed ...
+    let mut xid = 2;
+    while xid - 2 < (next_check - applied - 1) as i64 {
+        net.client(0, set_b(xid));
+        xid += 1;
+    }
+    net.run();
+    assert_eq!(net.servers[1].applied, next_check - 1);
+    assert_eq!(net.replies(0).len(), next_check - 2, "every write answered");
+    // ... and the next txn fails the server, naming the invariant.
+    net.client(0, set_b(xid));
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| net.run()))
+        .expect_err("the broken replica is caught");
+    let message = panic
+        .downcast_ref::<String>()
+        .expect("a formatted panic message");
+    assert!(
+        message.starts_with(
+            "server 1: tree invariant listed-by-parent broken: /a: not listed by its parent"
+        ),
+        "{message}"
+    );
+}
