@@ -19,9 +19,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::scenario::files::{load_in, scenario_files};
-use crate::scenario::recipe::{run_properties, Registry, ENSEMBLE_COUNTERS};
+use crate::scenario::registry::Registry;
 #[cfg(madsim)]
 use crate::scenario::spec::Scenario;
+use crate::scenario::verdict::{run_properties, ENSEMBLE_COUNTERS};
 
 #[derive(Parser)]
 #[command(

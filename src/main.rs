@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use zoosim::scenario::recipe::Registry;
+use zoosim::scenario::registry::Registry;
 
 fn main() -> ExitCode {
     zoosim::cli::main_with(Registry::new())

@@ -12,10 +12,10 @@ pub use crate::cli::main_with;
 pub use crate::client::{Zk, ZkExt};
 pub use crate::proto::{CreateMode, Op, Reply, SessionEvent, Stat, WatchEvent, ZkError};
 pub use crate::recipes::{classify, step, Driver, Failure, Input, Io, Machine, Output, Pending};
-pub use crate::scenario::recipe::{
-    run_properties, KeyKind, Recipe, Registry, Verdict, Workload, WorkloadError, WorkloadKey,
-    WorkloadValue,
-};
+pub use crate::scenario::recipe::Recipe;
+pub use crate::scenario::registry::Registry;
+pub use crate::scenario::verdict::{run_properties, Verdict};
+pub use crate::scenario::workload::{KeyKind, Workload, WorkloadError, WorkloadKey, WorkloadValue};
 
 #[cfg(madsim)]
 pub use crate::ensemble::sim::SimZk;

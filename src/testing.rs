@@ -19,7 +19,7 @@
 use std::path::Path;
 
 use crate::scenario::files::{load_in, scenario_files};
-use crate::scenario::recipe::Registry;
+use crate::scenario::registry::Registry;
 use crate::scenario::runner::{run_scenario, RunOptions, Summary};
 use crate::scenario::spec::Scenario;
 

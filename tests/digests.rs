@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use zoosim::scenario::files::{load_in, scenario_files};
-use zoosim::scenario::recipe::Registry;
+use zoosim::scenario::registry::Registry;
 use zoosim::scenario::runner::run_one;
 use zoosim::scenario::spec::Scenario;
 

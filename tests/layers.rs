@@ -47,6 +47,8 @@ use std::path::{Path, PathBuf};
 /// * `scenario` puts recipes, workloads, oracles and the ensemble together;
 ///   `trace` (the log subscriber's install) sits beside it, because
 ///   installing a process-wide subscriber is for the program's edge only;
+/// * `prelude` (what a recipe author imports) and `testing` (a user's
+///   scenario files under `cargo test`) gather what is below for users;
 /// * `cli` is the command, and `main` (src/main.rs, the binary, which
 ///   reaches the library as `zoosim::…`) runs it.
 const LAYERS: &[(&str, u32)] = &[
@@ -61,6 +63,8 @@ const LAYERS: &[(&str, u32)] = &[
     ("scenario", 6),
     ("trace", 6),
     ("cli", 7),
+    ("prelude", 8),
+    ("testing", 8),
     ("main", 8),
 ];
 
@@ -147,6 +151,27 @@ fn top_level_modules_keep_their_layers() {
         "the module layers are broken (layers, bottom first: {}):\n{}",
         layers_line(),
         problems.join("\n")
+    );
+
+    // Inside src/scenario: no two submodules use each other (one order,
+    // bottom first: workload, verdict <- sim <- recipe <- builtin <-
+    // registry <- spec <- files, run <- runner <- shrink).
+    let mutual: Vec<String> = graph
+        .scenario
+        .keys()
+        .filter(|(a, b)| a < b && graph.scenario.contains_key(&(b.clone(), a.clone())))
+        .map(|(a, b)| {
+            format!(
+                "scenario::{a} <-> scenario::{b}\n    {}\n    {}",
+                graph.scenario[&(a.clone(), b.clone())][0],
+                graph.scenario[&(b.clone(), a.clone())][0]
+            )
+        })
+        .collect();
+    assert!(
+        mutual.is_empty(),
+        "src/scenario's submodules use each other:\n{}",
+        mutual.join("\n")
     );
 
     // The allow-list only shrinks: an entry whose edge is gone must go.
@@ -1129,7 +1154,7 @@ impl Graph {
             })
             .collect();
         s += &format!(
-            "\nsrc/scenario's submodules that use each other (reported, not enforced): {}\n",
+            "\nsrc/scenario's submodules that use each other: {}\n",
             if mutual.is_empty() {
                 "none".to_string()
             } else {

@@ -15,7 +15,7 @@ compile_error!(
 use std::path::PathBuf;
 
 use zoosim::scenario::files::{load, scenario_files};
-use zoosim::scenario::recipe::Registry;
+use zoosim::scenario::registry::Registry;
 use zoosim::scenario::spec::Scenario;
 
 fn scenarios() -> Vec<Scenario> {

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::recipe::Registry;
+use super::registry::Registry;
 use super::spec::{self, Scenario, SpecError};
 
 /// A scenario file that could not be read or is not a valid scenario.

@@ -2,14 +2,21 @@
 //! variants), the ensemble, the workload, the fault mix and the coverage
 //! goals ([`spec`]: pure); what a recipe is to them ([`recipe`]: the trait
 //! every recipe implements, zoosim's own in [`builtin`] and a user's
-//! alike, and the registry); and, in the simulation, a recipe's run
-//! ([`sim`]), one seed ([`run`]), the seed runner ([`runner`]) and the
-//! shrinker ([`shrink`]).
+//! alike; its [`workload`] keys; the [`verdict`] its oracle gives; the
+//! [`registry`] of the recipes a command knows); and, in the simulation,
+//! what a recipe's run is given ([`sim`]), one seed ([`run`]), the seed
+//! runner ([`runner`]) and the shrinker ([`shrink`]).
+//!
+//! Module order, bottom first: workload, verdict ← sim ← recipe ←
+//! builtin ← registry ← spec ← files, run ← runner ← shrink.
 
 pub mod builtin;
 pub mod files;
 pub mod recipe;
+pub mod registry;
 pub mod spec;
+pub mod verdict;
+pub mod workload;
 
 #[cfg(madsim)]
 pub mod run;
@@ -19,3 +26,6 @@ pub mod runner;
 pub mod shrink;
 #[cfg(madsim)]
 pub mod sim;
+
+#[cfg(test)]
+mod recipe_tests;

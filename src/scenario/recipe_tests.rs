@@ -2,10 +2,13 @@
 //! name accepted, anything else refused with its place and the accepted
 //! names.
 
-use super::*;
+use super::recipe::Recipe;
+use super::registry::Registry;
 #[cfg(madsim)]
-use crate::scenario::sim::{JudgeCtx, RunCtx, Running};
-use crate::scenario::spec::{parse_in, Scenario, SpecError};
+use super::sim::{JudgeCtx, RunCtx, Running};
+use super::spec::{parse_in, Scenario, SpecError};
+use super::verdict::{run_properties, Property, Verdict};
+use super::workload::{WorkloadKey, WorkloadValue};
 
 struct Counter;
 

@@ -15,9 +15,11 @@ use madsim::runtime::Runtime;
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
-use super::recipe::Violation;
-use super::sim::{self, now_ms, Ending};
+use super::sim::{ensure_slots, now_ms, Ending, JudgeCtx, RunCtx, Running, Task};
 use super::spec::Scenario;
+use super::verdict::Verdict;
+use super::verdict::Violation;
+use super::workload::Workload;
 use crate::check::Liveness;
 use crate::ensemble::fault::Fault;
 use crate::ensemble::sim::nemesis::{
@@ -133,7 +135,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         window_ms: s.faults.window_ms,
         ..NemesisConfig::new(pool, t_ms)
     };
-    let started = sim::start(
+    let started = start_recipe(
         &*s.recipe,
         &s.workload,
         s.variant.as_deref(),
@@ -184,7 +186,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
     for task in &tasks {
         task.abort();
     }
-    let verdict = sim::judge(
+    let verdict = judge(
         &*s.recipe,
         running,
         &s.workload,
@@ -296,4 +298,122 @@ fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
         ("reconnect-closes", total.reconnect_closes),
         ("role-change-drops", total.role_change_drops),
     ]
+}
+
+/// What the runner needs of a started run.
+struct Started {
+    running: Box<dyn Running>,
+    setup: Option<Task>,
+    tasks: Vec<Task>,
+    /// What each drawn key drew (the shrinker pins it).
+    drawn: Vec<(&'static str, i64)>,
+}
+
+/// Starts `recipe`: its drawn keys drawn (one draw each, in declaration
+/// order, so a list pinned to one value moves no later draw), the
+/// nemesis's slots made, its `start` called. The tasks are the runner's to
+/// spawn (after the setup) and to stop.
+#[allow(clippy::too_many_arguments)]
+fn start_recipe(
+    recipe: &dyn crate::scenario::recipe::Recipe,
+    workload: &Workload,
+    variant: Option<&str>,
+    session_timeout_ms: u64,
+    ensemble: Arc<Ensemble>,
+    slots: ClientSlots,
+    fault_end: Instant,
+    until: Instant,
+) -> Started {
+    use crate::scenario::workload::WorkloadValue;
+    let mut drawn = Vec::new();
+    let values = workload
+        .iter()
+        .map(|(k, v)| {
+            let n = match v {
+                WorkloadValue::Int(n) => *n,
+                WorkloadValue::Drawn(d) => {
+                    let bits: u64 = thread_rng().gen();
+                    let n = d[(bits % d.len() as u64) as usize];
+                    drawn.push((k, n));
+                    n
+                }
+            };
+            (k, n)
+        })
+        .collect();
+    ensure_slots(&slots, recipe.client_slots(workload));
+    let mut ctx = RunCtx {
+        ensemble,
+        slots,
+        recipe: recipe.name().to_owned(),
+        workload: workload.clone(),
+        variant: variant.map(str::to_owned),
+        values,
+        session_timeout_ms,
+        fault_end,
+        until,
+        setup: None,
+        tasks: Vec::new(),
+    };
+    let running = recipe.start(&mut ctx);
+    Started {
+        running,
+        setup: ctx.setup,
+        tasks: ctx.tasks,
+        drawn,
+    }
+}
+
+/// Judges a run; a verdict naming a property or counter its recipe does
+/// not declare is a violation (coverage goals and `zoosim list` go by the
+/// declarations).
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    recipe: &dyn crate::scenario::recipe::Recipe,
+    running: Box<dyn Running>,
+    workload: &Workload,
+    variant: Option<&str>,
+    ensemble: &Ensemble,
+    slots: &ClientSlots,
+    faults: &[InjectedFault],
+    liveness: Liveness,
+) -> Verdict {
+    use super::verdict::run_properties::{DECLARED_NAMES, ENSEMBLE_LIVENESS, INVARIANTS};
+    let ctx = JudgeCtx {
+        ensemble,
+        slots,
+        faults,
+        liveness,
+        workload,
+        variant,
+    };
+    let mut verdict = running.judge(&ctx);
+    let declared = recipe.counters();
+    let mut undeclared = Vec::new();
+    for (k, _) in &verdict.counters {
+        if !declared.contains(&k.as_str()) {
+            undeclared.push(format!(
+                "recipe {} reported counter {k:?}, which it does not declare (Recipe::counters)",
+                recipe.name()
+            ));
+        }
+    }
+    for v in &verdict.violations {
+        let own = recipe.properties().iter().any(|p| p.name == v.property);
+        let run = [ENSEMBLE_LIVENESS, INVARIANTS]
+            .iter()
+            .any(|p| p.name == v.property);
+        if !own && !run {
+            undeclared.push(format!(
+                "recipe {} reported a violation of {:?}, a property it does not declare \
+                 (Recipe::properties)",
+                recipe.name(),
+                v.property
+            ));
+        }
+    }
+    for d in undeclared {
+        verdict.violation(DECLARED_NAMES, d);
+    }
+    verdict
 }

@@ -9,9 +9,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::recipe::{run_properties, Violation};
 use super::run::{lines, run_seed, SeedOutcome};
 use super::spec::Scenario;
+use super::verdict::{run_properties, Violation};
 
 #[derive(Clone, Debug)]
 pub struct RunOptions {

@@ -16,10 +16,11 @@ use std::time::Duration;
 
 use std::fmt;
 
-use super::recipe::{Violation, WorkloadValue};
 use super::run::{lines, SeedOutcome};
 use super::runner::run_one;
 use super::spec::{Scenario, ScheduledFault};
+use super::verdict::Violation;
+use super::workload::WorkloadValue;
 use crate::ensemble::fault::Fault;
 use crate::ensemble::sim::nemesis::InjectedFault;
 

@@ -20,7 +20,7 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::runtime::Handle;
 use madsim::time::{sleep, timeout, Instant, TimeHandle};
 
-use super::recipe::Workload;
+use super::workload::Workload;
 use crate::check::{Entry, Liveness};
 use crate::client::Zk;
 use crate::ensemble::fault::Fault;
@@ -29,7 +29,7 @@ use crate::ensemble::sim::nemesis::{ClientSlots, InjectedFault};
 use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
 use crate::tree::Node;
 
-use super::recipe::Verdict;
+use super::verdict::Verdict;
 
 /// Simulated milliseconds since the run started (the time outcome logs
 /// are stamped with).
@@ -38,7 +38,7 @@ pub fn now_ms() -> u64 {
 }
 
 /// A task a recipe's `start` asked for; the runner spawns it.
-type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+pub(super) type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// A recipe's run, after `start`: judged once the quiet phase is over and
 /// every task it spawned has been stopped where it was.
@@ -75,18 +75,18 @@ pub enum Ending {
 
 /// What one seed's run gives a recipe's [`super::recipe::Recipe::start`].
 pub struct RunCtx {
-    ensemble: Arc<Ensemble>,
-    slots: ClientSlots,
-    recipe: String,
-    workload: Workload,
-    variant: Option<String>,
+    pub(super) ensemble: Arc<Ensemble>,
+    pub(super) slots: ClientSlots,
+    pub(super) recipe: String,
+    pub(super) workload: Workload,
+    pub(super) variant: Option<String>,
     /// Every declared key's value, lists drawn from for this seed.
-    values: Vec<(&'static str, i64)>,
-    session_timeout_ms: u64,
-    fault_end: Instant,
-    until: Instant,
-    setup: Option<Task>,
-    tasks: Vec<Task>,
+    pub(super) values: Vec<(&'static str, i64)>,
+    pub(super) session_timeout_ms: u64,
+    pub(super) fault_end: Instant,
+    pub(super) until: Instant,
+    pub(super) setup: Option<Task>,
+    pub(super) tasks: Vec<Task>,
 }
 
 impl RunCtx {
@@ -220,12 +220,12 @@ impl std::error::Error for NoLeader {}
 /// What a judge sees: the ensemble after the quiet phase, the faults
 /// injected, the clients, and the quiet phase's bounds.
 pub struct JudgeCtx<'a> {
-    ensemble: &'a Ensemble,
-    slots: &'a ClientSlots,
-    faults: &'a [InjectedFault],
-    liveness: Liveness,
-    workload: &'a Workload,
-    variant: Option<&'a str>,
+    pub(super) ensemble: &'a Ensemble,
+    pub(super) slots: &'a ClientSlots,
+    pub(super) faults: &'a [InjectedFault],
+    pub(super) liveness: Liveness,
+    pub(super) workload: &'a Workload,
+    pub(super) variant: Option<&'a str>,
 }
 
 impl JudgeCtx<'_> {
@@ -489,122 +489,4 @@ pub async fn replace(zk: &SimZk) -> bool {
     let bound = Duration::from_millis(zk.session_timeout_ms());
     let _ = timeout(bound, zk.close()).await;
     true
-}
-
-/// What the runner needs of a started run.
-pub(crate) struct Started {
-    pub running: Box<dyn Running>,
-    pub setup: Option<Task>,
-    pub tasks: Vec<Task>,
-    /// What each drawn key drew (the shrinker pins it).
-    pub drawn: Vec<(&'static str, i64)>,
-}
-
-/// Starts `recipe`: its drawn keys drawn (one draw each, in declaration
-/// order, so a list pinned to one value moves no later draw), the
-/// nemesis's slots made, its `start` called. The tasks are the runner's to
-/// spawn (after the setup) and to stop.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn start(
-    recipe: &dyn super::recipe::Recipe,
-    workload: &Workload,
-    variant: Option<&str>,
-    session_timeout_ms: u64,
-    ensemble: Arc<Ensemble>,
-    slots: ClientSlots,
-    fault_end: Instant,
-    until: Instant,
-) -> Started {
-    use super::recipe::WorkloadValue;
-    let mut drawn = Vec::new();
-    let values = workload
-        .iter()
-        .map(|(k, v)| {
-            let n = match v {
-                WorkloadValue::Int(n) => *n,
-                WorkloadValue::Drawn(d) => {
-                    let bits: u64 = thread_rng().gen();
-                    let n = d[(bits % d.len() as u64) as usize];
-                    drawn.push((k, n));
-                    n
-                }
-            };
-            (k, n)
-        })
-        .collect();
-    ensure_slots(&slots, recipe.client_slots(workload));
-    let mut ctx = RunCtx {
-        ensemble,
-        slots,
-        recipe: recipe.name().to_owned(),
-        workload: workload.clone(),
-        variant: variant.map(str::to_owned),
-        values,
-        session_timeout_ms,
-        fault_end,
-        until,
-        setup: None,
-        tasks: Vec::new(),
-    };
-    let running = recipe.start(&mut ctx);
-    Started {
-        running,
-        setup: ctx.setup,
-        tasks: ctx.tasks,
-        drawn,
-    }
-}
-
-/// Judges a run; a verdict naming a property or counter its recipe does
-/// not declare is a violation (coverage goals and `zoosim list` go by the
-/// declarations).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn judge(
-    recipe: &dyn super::recipe::Recipe,
-    running: Box<dyn Running>,
-    workload: &Workload,
-    variant: Option<&str>,
-    ensemble: &Ensemble,
-    slots: &ClientSlots,
-    faults: &[InjectedFault],
-    liveness: Liveness,
-) -> Verdict {
-    use super::recipe::run_properties::{DECLARED_NAMES, ENSEMBLE_LIVENESS, INVARIANTS};
-    let ctx = JudgeCtx {
-        ensemble,
-        slots,
-        faults,
-        liveness,
-        workload,
-        variant,
-    };
-    let mut verdict = running.judge(&ctx);
-    let declared = recipe.counters();
-    let mut undeclared = Vec::new();
-    for (k, _) in &verdict.counters {
-        if !declared.contains(&k.as_str()) {
-            undeclared.push(format!(
-                "recipe {} reported counter {k:?}, which it does not declare (Recipe::counters)",
-                recipe.name()
-            ));
-        }
-    }
-    for v in &verdict.violations {
-        let own = recipe.properties().iter().any(|p| p.name == v.property);
-        let run = [ENSEMBLE_LIVENESS, INVARIANTS]
-            .iter()
-            .any(|p| p.name == v.property);
-        if !own && !run {
-            undeclared.push(format!(
-                "recipe {} reported a violation of {:?}, a property it does not declare \
-                 (Recipe::properties)",
-                recipe.name(),
-                v.property
-            ));
-        }
-    }
-    for d in undeclared {
-        verdict.violation(DECLARED_NAMES, d);
-    }
-    verdict
 }

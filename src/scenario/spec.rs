@@ -41,9 +41,10 @@ use std::fmt;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::recipe::{
-    KeyKind, RecipeRef, Registry, Workload, WorkloadError, WorkloadValue, ENSEMBLE_COUNTERS,
-};
+use super::recipe::RecipeRef;
+use super::registry::Registry;
+use super::verdict::ENSEMBLE_COUNTERS;
+use super::workload::{KeyKind, Workload, WorkloadError, WorkloadValue};
 use crate::ensemble::fault::Fault;
 
 /// The scenario format this build reads.
@@ -265,7 +266,11 @@ impl Scenario {
 
     /// Sets a workload key, checked as the parser checks it.
     pub fn set_workload(&mut self, key: &str, value: WorkloadValue) -> Result<(), WorkloadError> {
-        self.workload.set(&*self.recipe, key, value)
+        let mut next = self.workload.clone();
+        next.set(self.recipe.workload_keys(), key, value)?;
+        self.recipe.check_workload(&next)?;
+        self.workload = next;
+        Ok(())
     }
 }
 
@@ -679,7 +684,7 @@ impl Locator<'_> {
                 );
             }
         }
-        let mut workload = Workload::defaults(&**recipe);
+        let mut workload = Workload::defaults(recipe.workload_keys());
         for k in keys {
             let Some(v) = table.get(k.name) else {
                 continue;

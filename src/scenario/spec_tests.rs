@@ -30,7 +30,7 @@ fn a_short_file_gets_useful_defaults() {
     assert_eq!(s.workload.clients(), Some(5));
     assert_eq!(
         s.workload.get("hold_ms"),
-        Some(&crate::scenario::recipe::WorkloadValue::Drawn(vec![
+        Some(&crate::scenario::workload::WorkloadValue::Drawn(vec![
             10, 100, 1000
         ]))
     );
@@ -546,11 +546,18 @@ fn a_scenario_written_out_parses_back_to_itself() {
 
 /// Every scenario in scenarios/, parsed (a bad one fails the test).
 fn shipped() -> Vec<Scenario> {
-    use crate::scenario::files::{load, scenario_files};
-    let dir = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"));
-    scenario_files(&[dir])
-        .unwrap_or_else(|e| panic!("{e}"))
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .expect("scenarios/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
         .iter()
-        .map(|f| load(f).unwrap_or_else(|e| panic!("{e}")))
+        .map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            parse(&f.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"))
+        })
         .collect()
 }

@@ -8,7 +8,9 @@ pub mod workload;
 
 use crate::check::barrier::PROPERTIES;
 use crate::recipes::barrier::BarrierVariant;
-use crate::scenario::recipe::{Property, Recipe, WorkloadKey};
+use crate::scenario::recipe::Recipe;
+use crate::scenario::verdict::Property;
+use crate::scenario::workload::WorkloadKey;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Barrier;
@@ -79,8 +81,8 @@ mod sim {
     use super::workload::{self, BarrierLog, BarrierWorkload};
     use crate::check::barrier::{check_barrier, BarrierEvent};
     use crate::recipes::barrier::BarrierVariant;
-    use crate::scenario::recipe::Verdict;
     use crate::scenario::sim::{Ending, Finished, JudgeCtx, RunCtx, Running};
+    use crate::scenario::verdict::Verdict;
 
     pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
         let w = BarrierWorkload {

@@ -8,7 +8,9 @@
 pub mod workload;
 
 use crate::check::config::PROPERTIES;
-use crate::scenario::recipe::{Property, Recipe, WorkloadKey};
+use crate::scenario::recipe::Recipe;
+use crate::scenario::verdict::Property;
+use crate::scenario::workload::WorkloadKey;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Configuration;
@@ -62,8 +64,8 @@ mod sim {
     use crate::check::config::{check_config, ConfigEvent};
     use crate::client::{Zk, ZkExt};
     use crate::proto::CreateMode;
-    use crate::scenario::recipe::{run_properties, Verdict};
     use crate::scenario::sim::{Ending, JudgeCtx, NoLeader, RunCtx, Running};
+    use crate::scenario::verdict::{run_properties, Verdict};
 
     pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
         let w = ConfigWorkload {

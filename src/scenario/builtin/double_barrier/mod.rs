@@ -9,7 +9,9 @@
 pub mod workload;
 
 use crate::check::double_barrier::PROPERTIES;
-use crate::scenario::recipe::{Property, Recipe, Workload, WorkloadError, WorkloadKey};
+use crate::scenario::recipe::Recipe;
+use crate::scenario::verdict::Property;
+use crate::scenario::workload::{Workload, WorkloadError, WorkloadKey};
 
 #[derive(Clone, Copy, Debug)]
 pub struct DoubleBarrier;
@@ -91,8 +93,8 @@ impl Recipe for DoubleBarrier {
 mod sim {
     use super::workload::{self, DoubleBarrierLog, DoubleBarrierWorkload};
     use crate::check::double_barrier::{check_double_barrier, DoubleBarrierEvent};
-    use crate::scenario::recipe::Verdict;
     use crate::scenario::sim::{Ending, Finished, JudgeCtx, RunCtx, Running};
+    use crate::scenario::verdict::Verdict;
 
     pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
         let w = DoubleBarrierWorkload {

@@ -11,7 +11,9 @@ pub mod workload;
 use crate::check::lock::PROPERTIES;
 use crate::recipes::election::ElectionVariant;
 use crate::recipes::lock::LockVariant;
-use crate::scenario::recipe::{Property, Recipe, WorkloadKey};
+use crate::scenario::recipe::Recipe;
+use crate::scenario::verdict::Property;
+use crate::scenario::workload::WorkloadKey;
 
 /// Which role the clients contend for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -119,7 +121,7 @@ impl Recipe for Exclusive {
         KEYS
     }
 
-    fn client_slots(&self, workload: &crate::scenario::recipe::Workload) -> usize {
+    fn client_slots(&self, workload: &crate::scenario::workload::Workload) -> usize {
         // The revoker is one more client, the last.
         let clients = workload.clients().unwrap_or(0);
         clients + usize::from(self.0 == Kind::RevocableLock)
@@ -151,8 +153,8 @@ mod sim {
     use crate::check::lock::{check_lock, LockEvent};
     use crate::recipes::election::{Election, ElectionVariant};
     use crate::recipes::lock::{Lock, LockMode, LockVariant};
-    use crate::scenario::recipe::Verdict;
     use crate::scenario::sim::{Ending, JudgeCtx, RunCtx, Running};
+    use crate::scenario::verdict::Verdict;
 
     /// Clients 0 and 3 write, the others read.
     fn mode_of(c: usize) -> LockMode {

@@ -7,7 +7,9 @@
 pub mod workload;
 
 use crate::check::membership::PROPERTIES;
-use crate::scenario::recipe::{Property, Recipe, WorkloadKey};
+use crate::scenario::recipe::Recipe;
+use crate::scenario::verdict::Property;
+use crate::scenario::workload::WorkloadKey;
 
 #[derive(Clone, Copy, Debug)]
 pub struct GroupMembership;
@@ -59,8 +61,8 @@ impl Recipe for GroupMembership {
 mod sim {
     use super::workload::{self, member_name, MembershipLog, MembershipWorkload};
     use crate::check::membership::{check_membership, MembershipEvent};
-    use crate::scenario::recipe::{run_properties, Verdict};
     use crate::scenario::sim::{Ending, JudgeCtx, NoLeader, RunCtx, Running};
+    use crate::scenario::verdict::{run_properties, Verdict};
 
     pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
         let w = MembershipWorkload {

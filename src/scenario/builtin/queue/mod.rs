@@ -8,7 +8,9 @@
 pub mod workload;
 
 use crate::check::queue as oracle;
-use crate::scenario::recipe::{Property, Recipe, Workload, WorkloadKey};
+use crate::scenario::recipe::Recipe;
+use crate::scenario::verdict::Property;
+use crate::scenario::workload::{Workload, WorkloadKey};
 
 /// A queue; `priority`: the priority queue.
 #[derive(Clone, Copy, Debug)]
@@ -102,8 +104,8 @@ impl Recipe for Queue {
 mod sim {
     use super::workload::{self, QueueLog, QueueWorkload};
     use crate::check::queue::{check_queue, QueueEvent};
-    use crate::scenario::recipe::Verdict;
     use crate::scenario::sim::{Ending, JudgeCtx, RunCtx, Running};
+    use crate::scenario::verdict::Verdict;
 
     pub(super) fn start(priority: bool, ctx: &mut RunCtx) -> Box<dyn Running> {
         let w = QueueWorkload {

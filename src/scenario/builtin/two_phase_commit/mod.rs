@@ -8,7 +8,9 @@
 pub mod workload;
 
 use crate::check::two_phase_commit::PROPERTIES;
-use crate::scenario::recipe::{Property, Recipe, Workload, WorkloadError, WorkloadKey};
+use crate::scenario::recipe::Recipe;
+use crate::scenario::verdict::Property;
+use crate::scenario::workload::{Workload, WorkloadError, WorkloadKey};
 
 #[derive(Clone, Copy, Debug)]
 pub struct TwoPhaseCommit;
@@ -86,8 +88,8 @@ impl Recipe for TwoPhaseCommit {
 mod sim {
     use super::workload::{self, TpcLog, TpcWorkload};
     use crate::check::two_phase_commit::{check_tpc, TpcEvent};
-    use crate::scenario::recipe::Verdict;
     use crate::scenario::sim::{Ending, Finished, JudgeCtx, RunCtx, Running};
+    use crate::scenario::verdict::Verdict;
 
     pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
         let w = TpcWorkload {

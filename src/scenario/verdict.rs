@@ -1,0 +1,93 @@
+//! What a run is judged into: a [`Verdict`] of named violations, counters
+//! and the outcome log; the properties every run is judged on whatever
+//! the recipe ([`run_properties`]); the counters every run reports
+//! ([`ENSEMBLE_COUNTERS`]). Pure data.
+
+use std::fmt;
+
+pub use crate::check::{Property, Violation};
+
+/// Properties every run is judged on, whatever the recipe.
+pub mod run_properties {
+    use super::Property;
+
+    /// A panic in the simulation: an invariant asserted by the tree, a
+    /// server, the client or a recipe machine failed.
+    pub const INVARIANTS: Property = Property::new(
+        "invariants",
+        "no invariant asserted in the tree, the servers, the clients or a recipe machine fails",
+    );
+    /// The ensemble itself recovered: the final state can be read.
+    pub const ENSEMBLE_LIVENESS: Property = Property::new(
+        "ensemble-liveness",
+        "a leader is established by the end of the quiet phase",
+    );
+    /// A recipe's verdict uses only what it declares.
+    pub const DECLARED_NAMES: Property = Property::new(
+        "declared-names",
+        "a verdict names only the properties and counters its recipe declares",
+    );
+    /// All of them, as `zoosim list` shows them.
+    pub const ALL: [Property; 3] = [INVARIANTS, ENSEMBLE_LIVENESS, DECLARED_NAMES];
+}
+
+/// Counters every run reports, from the ensemble's servers.
+pub const ENSEMBLE_COUNTERS: [&str; 8] = [
+    "elections-won",
+    "session-expiries",
+    "setwatches-replayed",
+    "lost-replies",
+    "truncations",
+    "zxid-refusals",
+    "reconnect-closes",
+    "role-change-drops",
+];
+
+/// What a judge found: the run passed when `violations` is empty. The
+/// log (one line per outcome, in time order) is hashed into the seed's
+/// digest and printed by `zoosim replay --trace`.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Verdict {
+    pub violations: Vec<Violation>,
+    /// For a reader (`zoosim replay` prints it).
+    pub report: String,
+    /// Names from [`Recipe::counters`].
+    pub counters: Vec<(String, u64)>,
+    pub log: Vec<String>,
+    /// When each log line's event happened (simulated ms since the start),
+    /// in order: the shrinker tries faults where the workload was busy.
+    /// May be empty.
+    pub event_ms: Vec<u64>,
+}
+
+impl Verdict {
+    /// A verdict over an outcome log, one line per entry
+    /// (`at ms  client c  event`).
+    pub fn over_log<E: fmt::Debug>(log: &[crate::check::Entry<E>]) -> Verdict {
+        Verdict {
+            log: log
+                .iter()
+                .map(|e| format!("{:>7} ms  client {}  {:?}", e.at_ms, e.client, e.event))
+                .collect(),
+            event_ms: log.iter().map(|e| e.at_ms).collect(),
+            ..Verdict::default()
+        }
+    }
+
+    /// `property` failed: `detail` says how.
+    pub fn violation(&mut self, property: Property, detail: impl Into<String>) {
+        self.violations.push(Violation::new(property, detail));
+    }
+
+    /// Adds `n` to counter `name`.
+    pub fn count(&mut self, name: &str, n: u64) {
+        match self.counters.iter_mut().find(|(k, _)| k == name) {
+            Some((_, v)) => *v += n,
+            None => self.counters.push((name.to_owned(), n)),
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
