@@ -74,6 +74,33 @@ impl Verdict {
         }
     }
 
+    /// A recipe oracle's verdict over `log`: its report, its violations and
+    /// its counters (`(name, count)`, each a declared counter).
+    pub fn judged<E: fmt::Debug>(
+        log: &[crate::check::Entry<E>],
+        report: &impl fmt::Display,
+        violations: Vec<Violation>,
+        counters: &[(&str, u64)],
+    ) -> Verdict {
+        let mut v = Verdict::over_log(log);
+        for (name, n) in counters {
+            v.count(name, *n);
+        }
+        v.report = report.to_string();
+        v.violations = violations;
+        v
+    }
+
+    /// The quiet phase ended without a leader: the final state cannot be
+    /// read, a failure of the ensemble's liveness, not of the recipe.
+    pub fn no_leader<E: fmt::Debug>(log: &[crate::check::Entry<E>]) -> Verdict {
+        let why = "no leader after the quiet phase";
+        let mut v = Verdict::over_log(log);
+        v.violation(run_properties::ENSEMBLE_LIVENESS, why);
+        v.report = why.to_owned();
+        v
+    }
+
     /// `property` failed: `detail` says how.
     pub fn violation(&mut self, property: Property, detail: impl Into<String>) {
         self.violations.push(Violation::new(property, detail));

@@ -122,17 +122,12 @@ mod sim {
             let log = self.log.lock().unwrap().clone();
             let log = ctx.with_crashes(log, || BarrierEvent::Crashed);
             let r = check_barrier(&log, Some(ctx.liveness()));
-            let mut v = Verdict::over_log(&log);
-            for (name, n) in [
+            let counters = [
                 ("rounds", r.rounds),
                 ("passes", r.passes),
                 ("sessions-lost", r.losses),
-            ] {
-                v.count(name, n);
-            }
-            v.report = r.to_string();
-            v.violations = r.violations;
-            v
+            ];
+            Verdict::judged(&log, &r, r.violations.clone(), &counters)
         }
     }
 }

@@ -65,7 +65,7 @@ mod sim {
     use crate::client::{Zk, ZkExt};
     use crate::proto::CreateMode;
     use crate::scenario::sim::{Ending, JudgeCtx, NoLeader, RunCtx, Running};
-    use crate::scenario::verdict::{run_properties, Verdict};
+    use crate::scenario::verdict::Verdict;
 
     pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
         let w = ConfigWorkload {
@@ -106,27 +106,18 @@ mod sim {
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
             let log = self.log.lock().unwrap().clone();
             let log = ctx.with_crashes(log, || ConfigEvent::Crashed);
-            let mut v = Verdict::over_log(&log);
             let final_version = match ctx.final_node(&self.path) {
                 Ok(node) => node.map_or(0, |n| n.version),
-                Err(NoLeader) => {
-                    v.violation(run_properties::ENSEMBLE_LIVENESS, NoLeader.to_string());
-                    v.report = NoLeader.to_string();
-                    return v;
-                }
+                Err(NoLeader) => return Verdict::no_leader(&log),
             };
             let r = check_config(&log, final_version, &ctx.live_clients());
-            for (name, n) in [
+            let counters = [
                 ("reads", r.reads),
                 ("sets", r.sets),
                 ("conflicts", r.conflicts),
                 ("sessions-lost", r.losses),
-            ] {
-                v.count(name, n);
-            }
-            v.report = r.to_string();
-            v.violations = r.violations;
-            v
+            ];
+            Verdict::judged(&log, &r, r.violations.clone(), &counters)
         }
     }
 }

@@ -133,17 +133,12 @@ mod sim {
             let log = self.log.lock().unwrap().clone();
             let log = ctx.with_crashes(log, || DoubleBarrierEvent::Crashed);
             let r = check_double_barrier(&log, self.threshold, Some(ctx.liveness()));
-            let mut v = Verdict::over_log(&log);
-            for (name, n) in [
+            let counters = [
                 ("entries", r.entries),
                 ("exits", r.exits),
                 ("sessions-lost", r.losses),
-            ] {
-                v.count(name, n);
-            }
-            v.report = r.to_string();
-            v.violations = r.violations;
-            v
+            ];
+            Verdict::judged(&log, &r, r.violations.clone(), &counters)
         }
     }
 }

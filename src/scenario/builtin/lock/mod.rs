@@ -228,8 +228,7 @@ mod sim {
             let log = self.record.log.lock().unwrap().clone();
             let log = ctx.with_crashes(log, || LockEvent::Crashed);
             let r = check_lock(&log, Some(ctx.liveness()));
-            let mut v = Verdict::over_log(&log);
-            for (name, n) in [
+            let counters = [
                 ("acquisitions", r.acquisitions),
                 ("accesses-accepted", r.accesses_accepted),
                 ("accesses-rejected", r.accesses_rejected),
@@ -243,12 +242,8 @@ mod sim {
                 ("revokes-called", r.revokes_called),
                 ("revokes-asked", r.revokes_asked),
                 ("revokes-honoured", r.revokes_honoured),
-            ] {
-                v.count(name, n);
-            }
-            v.report = r.to_string();
-            v.violations = r.violations;
-            v
+            ];
+            Verdict::judged(&log, &r, r.violations.clone(), &counters)
         }
     }
 }

@@ -62,7 +62,7 @@ mod sim {
     use super::workload::{self, member_name, MembershipLog, MembershipWorkload};
     use crate::check::membership::{check_membership, MembershipEvent};
     use crate::scenario::sim::{Ending, JudgeCtx, NoLeader, RunCtx, Running};
-    use crate::scenario::verdict::{run_properties, Verdict};
+    use crate::scenario::verdict::Verdict;
 
     pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
         let w = MembershipWorkload {
@@ -91,7 +91,6 @@ mod sim {
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
             let log = self.log.lock().unwrap().clone();
             let log = ctx.with_crashes(log, || MembershipEvent::Crashed);
-            let mut v = Verdict::over_log(&log);
             let final_members: Vec<String> = match ctx.final_node(&self.group) {
                 // A member's node is `<member>-<sequence>`.
                 Ok(group) => group
@@ -102,24 +101,16 @@ mod sim {
                             .collect()
                     })
                     .unwrap_or_default(),
-                Err(NoLeader) => {
-                    v.violation(run_properties::ENSEMBLE_LIVENESS, NoLeader.to_string());
-                    v.report = NoLeader.to_string();
-                    return v;
-                }
+                Err(NoLeader) => return Verdict::no_leader(&log),
             };
             let r = check_membership(&log, member_name, &final_members, &ctx.live_clients());
-            for (name, n) in [
+            let counters = [
                 ("joins", r.joins),
                 ("leaves", r.leaves),
                 ("views", r.views),
                 ("sessions-lost", r.losses),
-            ] {
-                v.count(name, n);
-            }
-            v.report = r.to_string();
-            v.violations = r.violations;
-            v
+            ];
+            Verdict::judged(&log, &r, r.violations.clone(), &counters)
         }
     }
 }

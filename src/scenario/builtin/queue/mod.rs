@@ -157,8 +157,7 @@ mod sim {
                 }),
             };
             let r = check_queue(&log, &remaining, !self.priority, true);
-            let mut v = Verdict::over_log(&log);
-            for (name, n) in [
+            let counters = [
                 ("enqueued", r.enqueued),
                 ("taken", r.taken),
                 ("maybe-taken", r.maybe_taken),
@@ -167,12 +166,8 @@ mod sim {
                 ("duplicates-possible", r.duplicates_possible),
                 ("guid-found", r.recovered_found),
                 ("guid-not-found", r.recovered_not_found),
-            ] {
-                v.count(name, n);
-            }
-            v.report = r.to_string();
-            v.violations = r.violations;
-            v
+            ];
+            Verdict::judged(&log, &r, r.violations.clone(), &counters)
         }
     }
 }

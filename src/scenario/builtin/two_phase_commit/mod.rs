@@ -126,18 +126,13 @@ mod sim {
             let log = ctx.with_crashes(log, || TpcEvent::Crashed);
             let sites: Vec<usize> = (1..=self.sites).collect();
             let r = check_tpc(&log, &sites, Some(ctx.liveness()));
-            let mut v = Verdict::over_log(&log);
-            for (name, n) in [
+            let counters = [
                 ("commits", r.commits),
                 ("aborts", r.aborts),
                 ("aborts-for-failed-sites", r.aborts_for_failed_sites),
                 ("sessions-lost", r.losses),
-            ] {
-                v.count(name, n);
-            }
-            v.report = r.to_string();
-            v.violations = r.violations;
-            v
+            ];
+            Verdict::judged(&log, &r, r.violations.clone(), &counters)
         }
     }
 }
