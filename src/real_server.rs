@@ -60,25 +60,46 @@ pub enum FixtureError {
     /// java or the ZooKeeper jar is missing (what is missing).
     NotInstalled(String),
     /// A file, socket or process operation failed.
-    Io { what: String, source: io::Error },
+    Io {
+        /// The operation, in words (e.g. which file it touched).
+        what: String,
+        /// The underlying error.
+        source: io::Error,
+    },
     /// The server process exited before it served.
     Exited {
+        /// The server's myid, client address and directory.
         server: String,
+        /// Its exit status.
         status: String,
+        /// Its log says "Address already in use".
         port_clash: bool,
+        /// The last lines of its log and stdout.
         log_tail: String,
     },
     /// The server did not serve in time.
     Timeout {
+        /// The server's myid, client address and directory.
         server: String,
+        /// How long it was given.
         waited: Duration,
+        /// Its last answer to `srvr` (or why there was none).
         last_reply: String,
+        /// The last lines of its log and stdout.
         log_tail: String,
     },
     /// The member was killed and not restarted.
-    NotRunning { server: String },
+    NotRunning {
+        /// The server's myid, client address and directory.
+        server: String,
+    },
     /// No member with that index.
-    NoSuchMember { index: usize, size: usize },
+    NoSuchMember {
+        /// The index asked for.
+        index: usize,
+        /// The ensemble's member count.
+        size: usize,
+    },
     /// An ensemble needs at least one member.
     EmptyEnsemble,
 }
@@ -680,6 +701,7 @@ impl RealServer {
         format!("127.0.0.1:{}", self.port())
     }
 
+    /// The client port on 127.0.0.1; kept across restarts.
     pub fn port(&self) -> u16 {
         self.member().client_port
     }
@@ -694,6 +716,7 @@ impl RealServer {
         &self.cluster.dir
     }
 
+    /// The server's `zookeeper.log` (in `dir()/1`).
     pub fn log_path(&self) -> PathBuf {
         self.member().log_path()
     }
@@ -748,6 +771,7 @@ impl RealEnsemble {
             .map_or_else(String::new, |p| format!("127.0.0.1:{p}"))
     }
 
+    /// The client port of member `i` on 127.0.0.1; None if out of range.
     pub fn member_port(&self, i: usize) -> Option<u16> {
         self.cluster.members.get(i).map(|m| m.client_port)
     }
@@ -757,6 +781,7 @@ impl RealEnsemble {
         self.cluster.members.get(i).and_then(Member::pid)
     }
 
+    /// The number of members.
     pub fn size(&self) -> usize {
         self.cluster.members.len()
     }

@@ -16,9 +16,16 @@ use crate::tree::{DataTree, TreeConfig, WatchTable};
 /// Session timeout bounds, as the server negotiates them (2 and 20 ticks).
 #[derive(Clone, Copy, Debug)]
 pub struct LocalConfig {
+    /// The tickTime in ms the bounds below correspond to; LocalServer itself
+    /// has no timers and does not read it.
     pub tick_ms: u64,
+    /// The smallest session timeout granted, in ms; shorter requests are
+    /// raised to it.
     pub min_session_timeout_ms: u64,
+    /// The largest session timeout granted, in ms; longer requests are
+    /// lowered to it.
     pub max_session_timeout_ms: u64,
+    /// What the data tree accepts (TTL nodes or not).
     pub tree: TreeConfig,
 }
 
@@ -80,6 +87,7 @@ impl Default for LocalServer {
 }
 
 impl LocalServer {
+    /// A server with a fresh tree ([`DataTree::new`]) and no sessions.
     pub fn new(config: LocalConfig) -> LocalServer {
         LocalServer {
             state: Arc::new(Mutex::new(State {

@@ -134,6 +134,7 @@ pub trait ZkExt: Zk + Sync {
         }
     }
 
+    /// Deletes a childless node if its version matches (-1 for any).
     fn delete(&self, path: &str, version: i32) -> impl Future<Output = Result<(), ZkError>> + Send {
         let op = Op::Delete {
             path: path.to_owned(),
@@ -147,6 +148,8 @@ pub trait ZkExt: Zk + Sync {
         }
     }
 
+    /// The node's Stat, or `None` if it does not exist; `watch` sets a data
+    /// watch either way (an exist watch if it is missing).
     fn exists(
         &self,
         path: &str,
@@ -164,6 +167,7 @@ pub trait ZkExt: Zk + Sync {
         }
     }
 
+    /// The node's data and Stat; `watch` sets a data watch if it exists.
     fn get_data(
         &self,
         path: &str,
@@ -181,6 +185,8 @@ pub trait ZkExt: Zk + Sync {
         }
     }
 
+    /// Replaces a node's data if its version matches (-1 for any); returns
+    /// the new Stat.
     fn set_data(
         &self,
         path: &str,
@@ -200,6 +206,8 @@ pub trait ZkExt: Zk + Sync {
         }
     }
 
+    /// The children's names (not full paths, in no particular order) and the
+    /// node's Stat; `watch` sets a child watch if it exists.
     fn get_children(
         &self,
         path: &str,
@@ -217,6 +225,7 @@ pub trait ZkExt: Zk + Sync {
         }
     }
 
+    /// Makes the connected server catch up with the leader before answering.
     fn sync(&self, path: &str) -> impl Future<Output = Result<(), ZkError>> + Send {
         let op = Op::Sync {
             path: path.to_owned(),

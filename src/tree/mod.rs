@@ -29,9 +29,13 @@ use crate::proto::{
 /// Who a znode belongs to (its stored ephemeralOwner).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Owner {
+    /// A plain node (stored owner 0).
     Persistent,
+    /// A session's ephemeral, deleted with that session's closeSession txn.
     Ephemeral(SessionId),
+    /// A container (stored owner `i64::MIN`); shown as 0 in its Stat.
     Container,
+    /// A TTL node with its time to live in ms; shown as 0 in its Stat.
     Ttl(i64),
 }
 
@@ -39,16 +43,27 @@ pub enum Owner {
 /// sequence counter, bumped by every child create and never by deletes.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Node {
+    /// The node's data.
     pub data: Vec<u8>,
+    /// The zxid of the create that made the node.
     pub czxid: Zxid,
+    /// The zxid of the last successful setData (czxid until then).
     pub mzxid: Zxid,
+    /// The zxid of the last child create or delete (czxid until then).
     pub pzxid: Zxid,
+    /// The create txn's time in ms.
     pub ctime: i64,
+    /// The last successful setData's time in ms (ctime until then).
     pub mtime: i64,
+    /// The data version: +1 per successful setData.
     pub version: i32,
+    /// The ACL version (-1 on `/zookeeper/config`, as a 3.8.0 server shows).
     pub aversion: i32,
+    /// The sequence counter: +1 per child create, never lowered (see above).
     pub child_creates: i32,
+    /// Who the node belongs to.
     pub owner: Owner,
+    /// The children's names (not full paths).
     pub children: BTreeSet<String>,
 }
 
@@ -108,7 +123,10 @@ pub struct TreeConfig {
 /// (`None` for session txns) and the watch triggers, in order.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Applied {
+    /// The reply for the sending client; `None` for createSession and
+    /// closeSession txns.
     pub reply: Option<Result<Reply, ZkError>>,
+    /// The events the change triggers, in order, for [`WatchTable::fire`].
     pub triggers: Vec<WatchEvent>,
 }
 
@@ -160,6 +178,7 @@ impl DataTree {
         }
     }
 
+    /// The server settings this tree was made with.
     pub fn config(&self) -> TreeConfig {
         self.config
     }
@@ -174,14 +193,17 @@ impl DataTree {
         self.last_zxid + 1
     }
 
+    /// The znode at `path`, if it exists.
     pub fn node(&self, path: &str) -> Option<&Node> {
         self.nodes.get(path)
     }
 
+    /// The number of znodes, the root and `/zookeeper` subtree included.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
 
+    /// Whether `session` is live (created and not yet closed).
     pub fn has_session(&self, session: SessionId) -> bool {
         self.sessions.contains_key(&session)
     }
@@ -544,6 +566,7 @@ pub enum Invariant {
 }
 
 impl Invariant {
+    /// The invariant's kebab-case name, as reports print it.
     pub fn name(self) -> &'static str {
         match self {
             Invariant::ParentExists => "parent-exists",
@@ -561,7 +584,9 @@ impl Invariant {
 /// A broken invariant: which one, and where.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Violation {
+    /// Which invariant is broken.
     pub invariant: Invariant,
+    /// Where and how, in words: the path and the values involved.
     pub detail: String,
 }
 

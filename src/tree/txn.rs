@@ -16,23 +16,32 @@ use crate::proto::{CreateMode, MultiOp, MultiResult, Op, SessionId, ZkError, Zxi
 /// A sequenced change to the replicated tree.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Txn {
+    /// The txn's zxid, assigned by the leader; every txn, failed writes
+    /// included, takes one.
     pub zxid: Zxid,
     /// The leader's clock at prep (ctime/mtime of what it creates/changes).
     pub time_ms: i64,
+    /// The session that sent the write, or that is created or closed.
     pub session: SessionId,
+    /// What the txn does.
     pub body: TxnBody,
 }
 
+/// What a txn does, as decided at prep.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum TxnBody {
+    /// A new session (createSession).
     CreateSession {
+        /// The negotiated session timeout in ms.
         timeout_ms: u64,
     },
     /// Deletes every listed ephemeral at this one zxid (the session's
     /// ephemerals as prep saw them, in-flight creates included).
     CloseSession {
+        /// The ephemerals' paths.
         ephemerals: Vec<String>,
     },
+    /// One successful write.
     Op(TxnOp),
     /// A committed multi: every op applied at one zxid, in order.
     Multi(Vec<TxnOp>),
@@ -45,26 +54,36 @@ pub enum TxnBody {
 /// One state change, fully decided at prep.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum TxnOp {
+    /// Add a node; its name (sequence suffix included) is final.
     Create {
+        /// The full path of the new node.
         path: String,
+        /// Its initial data.
         data: Vec<u8>,
+        /// Its owner, from the create mode and the session.
         owner: Owner,
         /// The parent's counter after this create, decided at prep
         /// (CreateTxn.parentCVersion). Applied only if larger than the
         /// stored one, so at i32::MAX the counter sticks (ZOOKEEPER-3249).
         parent_cversion: i32,
     },
+    /// Remove a node (prep checked it exists and has no children).
     Delete {
+        /// The node to remove.
         path: String,
     },
+    /// Replace a node's data.
     SetData {
+        /// The node to change.
         path: String,
+        /// The new data.
         data: Vec<u8>,
         /// The version after this change.
         version: i32,
     },
     /// A multi's check: no change.
     Check {
+        /// The node that was checked.
         path: String,
     },
 }

@@ -12,6 +12,8 @@ use super::DataTree;
 use crate::path;
 use crate::proto::{EventType, WatchEvent, WatchKind, Zxid};
 
+/// Which connections watch which paths, in a data table (data and exist
+/// watches) and a child table; `C` names a connection.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct WatchTable<C: Ord + Copy> {
     data: BTreeMap<String, BTreeSet<C>>,
@@ -28,6 +30,7 @@ impl<C: Ord + Copy> Default for WatchTable<C> {
 }
 
 impl<C: Ord + Copy> WatchTable<C> {
+    /// An empty table.
     pub fn new() -> Self {
         Self::default()
     }
@@ -65,6 +68,7 @@ impl<C: Ord + Copy> WatchTable<C> {
             .sum()
     }
 
+    /// Whether no watch is held.
     pub fn is_empty(&self) -> bool {
         self.data.is_empty() && self.child.is_empty()
     }
