@@ -93,7 +93,7 @@ pub enum BarrierOutcome {
     /// The session ended while a command was in progress: the command did not complete;
     /// start over with a new session.
     Lost {
-        /// Why: SessionExpired, or how the session closed.
+        /// Why: `SessionExpired` (also when the session expired or closed).
         reason: ZkError,
     },
     /// A command arrived while another was in progress, or after the machine stopped;

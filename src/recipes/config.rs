@@ -70,7 +70,7 @@ pub enum ConfigOutcome {
     Conflict,
     /// The session ended: following and any update stop; start over with a new session.
     Lost {
-        /// Why: SessionExpired, or how the session closed.
+        /// Why: `SessionExpired` (also when the session expired or closed).
         reason: ZkError,
     },
     /// A command the machine cannot take now: an update while one is in progress, or any
