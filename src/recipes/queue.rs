@@ -75,27 +75,27 @@ pub enum QueueOutcome {
     /// About to delete `name` (read as `data`): if the client dies now, the
     /// item may be gone without anyone having reported it.
     Claiming {
-        /// The item node about to be deleted.
+        /// The item node's name (a child of the queue's node), about to be deleted.
         name: String,
         /// The item's data.
         data: Vec<u8>,
     },
     /// The item is ours: deleted by us.
     Taken {
-        /// The item node taken.
+        /// The item node's name (a child of the queue's node).
         name: String,
         /// The item's data.
         data: Vec<u8>,
     },
     /// Another consumer took `name` first (NoNode).
     Missed {
-        /// The item node another consumer took.
+        /// The item node's name (a child of the queue's node).
         name: String,
     },
     /// Our delete met ConnectionLoss and its retry NoNode: the item is gone,
     /// taken by us or by someone else.
     MaybeTaken {
-        /// The item node deleted.
+        /// The item node's name (a child of the queue's node).
         name: String,
         /// The item's data.
         data: Vec<u8>,
