@@ -14,27 +14,60 @@ use std::fmt;
 
 use super::{Entry, Liveness, Property, Violation};
 
+/// What one barrier client saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum BarrierEvent {
-    Raised { round: u64 },
-    RemoveCalled { round: u64 },
-    Removed { round: u64 },
-    WaitCalled { round: u64 },
-    Passed { round: u64 },
+    /// The coordinator raised round `round`'s barrier.
+    Raised {
+        /// The round whose barrier was raised.
+        round: u64,
+    },
+    /// The coordinator asked to remove round `round`'s barrier.
+    RemoveCalled {
+        /// The round whose removal was asked for.
+        round: u64,
+    },
+    /// The coordinator's removal of round `round`'s barrier completed.
+    Removed {
+        /// The round whose barrier was removed.
+        round: u64,
+    },
+    /// A waiter started waiting on round `round`'s barrier.
+    WaitCalled {
+        /// The round waited on.
+        round: u64,
+    },
+    /// A waiter passed round `round`'s barrier (it saw the barrier gone).
+    Passed {
+        /// The round passed.
+        round: u64,
+    },
+    /// The client's session ended; it goes on with a new one.
     Lost,
+    /// The client process crashed (the nemesis).
     Crashed,
-    Failed { error: String },
+    /// The recipe met an answer it has no way forward from, or refused a command.
+    Failed {
+        /// The recipe's error, as text.
+        error: String,
+    },
 }
 
+/// What [`check_barrier`] found: counts of what happened, and the violations.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct BarrierReport {
+    /// Barrier removals completed (`Removed` events).
     pub rounds: u64,
+    /// Waits that passed (`Passed` events).
     pub passes: u64,
+    /// Sessions lost (`Lost` events).
     pub losses: u64,
+    /// Every property broken, in the order found.
     pub violations: Vec<Violation>,
 }
 
 impl BarrierReport {
+    /// Whether no property was broken.
     pub fn is_ok(&self) -> bool {
         self.violations.is_empty()
     }
@@ -54,10 +87,12 @@ impl fmt::Display for BarrierReport {
     }
 }
 
+/// Nobody passes a round before its barrier's removal was asked for.
 pub const BARRIER_SAFETY: Property = Property::new(
     "barrier-safety",
     "nobody passes a round before its barrier's removal was asked for",
 );
+/// In the quiet phase, every wait on a removed barrier ends within the bound after the removal.
 pub const LIVENESS: Property = Property::new(
     "liveness",
     "in the quiet phase, every wait on a removed barrier ends within the bound after the removal",
@@ -67,6 +102,8 @@ pub use super::NO_RECIPE_FAILURE;
 /// What this oracle checks, safety first.
 pub const PROPERTIES: &[Property] = &[BARRIER_SAFETY, NO_RECIPE_FAILURE, LIVENESS];
 
+/// Judges a barrier run's outcome log against [`PROPERTIES`]; `liveness`, if given,
+/// also judges the quiet phase's waits.
 pub fn check_barrier(log: &[Entry<BarrierEvent>], liveness: Option<Liveness>) -> BarrierReport {
     let mut r = BarrierReport::default();
     // Per round: when its removal was first asked for, and first done.

@@ -20,29 +20,60 @@ use std::fmt;
 
 use super::{Entry, Property, Violation};
 
+/// What one configuration client saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum ConfigEvent {
+    /// The client started a new session (monotonic reads are judged per session).
     SessionStarted,
-    Value { version: i32, count: i64 },
+    /// The client read the node: its version and the counter it holds.
+    Value {
+        /// The node's version read.
+        version: i32,
+        /// The counter the node's data held.
+        count: i64,
+    },
+    /// The client read the node and found it missing.
     Missing,
-    SetCalled { expected_version: i32 },
-    Set { version: i32 },
+    /// The client asked to set the node, expecting version `expected_version`.
+    SetCalled {
+        /// The version the compare-and-set expects the node to have.
+        expected_version: i32,
+    },
+    /// The client's set succeeded; the node is now at `version`.
+    Set {
+        /// The node's version after the set.
+        version: i32,
+    },
+    /// The client's set failed: the node's version was not the expected one.
     Conflict,
+    /// The client's session ended; it goes on with a new one.
     Lost,
+    /// The client process crashed (the nemesis).
     Crashed,
-    Failed { error: String },
+    /// The recipe met an answer it has no way forward from, or refused a command.
+    Failed {
+        /// The recipe's error, as text.
+        error: String,
+    },
 }
 
+/// What [`check_config`] found: counts of what happened, and the violations.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct ConfigReport {
+    /// Values read (`Value` events).
     pub reads: u64,
+    /// Sets that succeeded (`Set` events).
     pub sets: u64,
+    /// Sets refused for a version mismatch (`Conflict` events).
     pub conflicts: u64,
+    /// Sessions lost (`Lost` events).
     pub losses: u64,
+    /// Every property broken, in the order found.
     pub violations: Vec<Violation>,
 }
 
 impl ConfigReport {
+    /// Whether no property was broken.
     pub fn is_ok(&self) -> bool {
         self.violations.is_empty()
     }
@@ -62,18 +93,22 @@ impl fmt::Display for ConfigReport {
     }
 }
 
+/// Every value read has count == version: no update was lost.
 pub const NO_LOST_UPDATE: Property = Property::new(
     "no-lost-update",
     "every value read has count == version (each update raised both by one)",
 );
+/// Within one session, the versions read never go back.
 pub const MONOTONIC_READS: Property = Property::new(
     "monotonic-reads",
     "within one session, the versions read never go back",
 );
+/// A successful set names the version right after the one it expected.
 pub const SET_MEANS_SET: Property = Property::new(
     "set-means-set",
     "a successful set names the version right after the one it expected",
 );
+/// After the quiet phase every live follower's last read is the node's final version.
 pub const CONVERGENCE: Property = Property::new(
     "convergence",
     "after the quiet phase every live follower's last read is the node's final version",

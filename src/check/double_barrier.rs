@@ -19,26 +19,55 @@ use std::fmt;
 
 use super::{Entry, Liveness, Property, Violation};
 
+/// What one double-barrier client saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum DoubleBarrierEvent {
-    EnterCalled { round: u64 },
-    Entered { round: u64 },
-    LeaveCalled { round: u64 },
-    Left { round: u64 },
+    /// The client asked to enter round `round`.
+    EnterCalled {
+        /// The round being entered.
+        round: u64,
+    },
+    /// The client is in round `round` (its enter returned).
+    Entered {
+        /// The round entered.
+        round: u64,
+    },
+    /// The client asked to leave round `round`.
+    LeaveCalled {
+        /// The round being left.
+        round: u64,
+    },
+    /// The client is out of round `round` (its leave returned).
+    Left {
+        /// The round left.
+        round: u64,
+    },
+    /// The client's session ended (its node in the round is gone); it goes on with a new one.
     Lost,
+    /// The client process crashed (the nemesis).
     Crashed,
-    Failed { error: String },
+    /// The recipe met an answer it has no way forward from, or refused a command.
+    Failed {
+        /// The recipe's error, as text.
+        error: String,
+    },
 }
 
+/// What [`check_double_barrier`] found: counts of what happened, and the violations.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct DoubleBarrierReport {
+    /// Enters that returned (`Entered` events).
     pub entries: u64,
+    /// Leaves that returned (`Left` events).
     pub exits: u64,
+    /// Sessions lost (`Lost` events).
     pub losses: u64,
+    /// Every property broken, in the order found.
     pub violations: Vec<Violation>,
 }
 
 impl DoubleBarrierReport {
+    /// Whether no property was broken.
     pub fn is_ok(&self) -> bool {
         self.violations.is_empty()
     }
@@ -58,15 +87,19 @@ impl fmt::Display for DoubleBarrierReport {
     }
 }
 
+/// Nobody is in a round before `x` processes asked to enter it.
 pub const ENTER_SAFETY: Property = Property::new(
     "enter-safety",
     "nobody is in a round before x processes asked to enter it",
 );
+/// Nobody is out of a round before everyone inside when it started to leave asked to
+/// leave too, or lost its session there.
 pub const LEAVE_SAFETY: Property = Property::new(
     "leave-safety",
     "nobody is out of a round before everyone inside when it started to leave asked to leave \
      too, or lost its session there",
 );
+/// In the quiet phase, every enter and leave ends within the bound.
 pub const LIVENESS: Property = Property::new(
     "liveness",
     "in the quiet phase, every enter and leave ends within the bound",
@@ -76,6 +109,9 @@ pub use super::NO_RECIPE_FAILURE;
 /// What this oracle checks, safety first.
 pub const PROPERTIES: &[Property] = &[ENTER_SAFETY, LEAVE_SAFETY, NO_RECIPE_FAILURE, LIVENESS];
 
+/// Judges a double-barrier run's outcome log against [`PROPERTIES`]; `threshold` is
+/// the barrier's `x` (processes needed to enter), `liveness`, if given, also judges
+/// the quiet phase.
 pub fn check_double_barrier(
     log: &[Entry<DoubleBarrierEvent>],
     threshold: usize,

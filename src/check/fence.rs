@@ -4,6 +4,8 @@
 //! newer holder has. Reads are fenced too: with writes alone, a stale
 //! holder's read-modify-write could still interleave with the new holder's.
 
+/// The fenced resource: the highest token it has seen, and its counts of accesses
+/// accepted and rejected.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct FencedResource {
     highest: Option<u64>,
@@ -12,6 +14,7 @@ pub struct FencedResource {
 }
 
 impl FencedResource {
+    /// A resource that has seen no access yet.
     pub fn new() -> FencedResource {
         FencedResource::default()
     }
@@ -38,14 +41,17 @@ impl FencedResource {
         true
     }
 
+    /// The highest token a write access was accepted with, if any.
     pub fn highest(&self) -> Option<u64> {
         self.highest
     }
 
+    /// Accesses (reads and writes) accepted so far.
     pub fn accepted(&self) -> u64 {
         self.accepted
     }
 
+    /// Accesses (reads and writes) refused so far, for a token below the highest.
     pub fn rejected(&self) -> u64 {
         self.rejected
     }

@@ -37,43 +37,57 @@ use std::fmt;
 
 use super::{Entry, Liveness, Property, Violation};
 
+/// What one lock, shared-lock or election client saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum LockEvent {
     /// `shared`: as a shared lock's reader (readers may hold together).
     AcquireCalled {
+        /// True for a shared lock's reader, false for a writer or an exclusive holder.
         shared: bool,
     },
+    /// The client holds the lock (or leads) from here, with fencing token `token`.
     Acquired {
+        /// The acquisition's fencing token (the lock's token, or the leader's epoch).
         token: u64,
     },
+    /// The client asked to release (or resign).
     ReleaseCalled,
+    /// The release (or resignation) completed: the client holds nothing.
     Released,
+    /// The holder's connection broke: it must not act as holder until `Resumed`.
     Suspended,
+    /// Reconnected with the session intact: the client holds again.
     Resumed,
     /// The session ended or the node vanished: nothing held or awaited.
     Lost,
     /// A deletion's watch event reached the client.
     Woken {
+        /// The deleted node whose watch fired.
         path: String,
     },
     /// The guid search after a ConnectionLoss on create.
     Recovered {
+        /// Whether the search found the client's node.
         found: bool,
     },
     /// An access to the fenced resource, and whether it was accepted.
     Access {
+        /// The token the access was made with.
         token: u64,
+        /// Whether the resource accepted it.
         accepted: bool,
     },
     /// The client process crashed (the nemesis).
     Crashed,
     /// The recipe met an answer it has no way forward from.
     Failed {
+        /// The recipe's error, as text.
         error: String,
     },
     /// A revoker asked for the lock held with `token` (its setData of
     /// "unlock" was acknowledged).
     RevokeCalled {
+        /// The token of the hold the revoker asked to end.
         token: u64,
     },
     /// The holder saw the revocation request.
@@ -83,29 +97,43 @@ pub enum LockEvent {
     SessionEnded,
 }
 
+/// What [`check_lock`] found: counts of what happened, and the violations.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct LockReport {
+    /// Acquisitions (`Acquired` events).
     pub acquisitions: u64,
+    /// Accesses the fenced resource accepted.
     pub accesses_accepted: u64,
+    /// Accesses the fenced resource refused.
     pub accesses_rejected: u64,
     /// Overlapping beliefs explained by the older holder's lost session.
     pub stale_beliefs: u64,
+    /// Suspensions (`Suspended` events).
     pub suspensions: u64,
+    /// Resumptions (`Resumed` events).
     pub resumptions: u64,
+    /// Sessions lost (`Lost` events).
     pub losses: u64,
+    /// Guid searches after a ConnectionLoss that found the client's node.
     pub recovered_found: u64,
+    /// Guid searches after a ConnectionLoss that found nothing.
     pub recovered_not_found: u64,
+    /// Deletions whose watch woke at least one client.
     pub deletions_waking_someone: u64,
     /// The most clients one deletion woke.
     pub max_woken_per_deletion: u64,
+    /// Revocation requests acknowledged (`RevokeCalled` events).
     pub revokes_called: u64,
+    /// Revocation requests a holder saw (`RevokeAsked` events).
     pub revokes_asked: u64,
     /// Revocations that reached a holder, which let go.
     pub revokes_honoured: u64,
+    /// Every property broken, in the order found.
     pub violations: Vec<Violation>,
 }
 
 impl LockReport {
+    /// Whether no property was broken.
     pub fn is_ok(&self) -> bool {
         self.violations.is_empty()
     }
@@ -184,27 +212,34 @@ pub const UNIQUE_TOKENS: Property = Property::new(
     "unique-tokens",
     "every acquisition gets a token of its own (two holders with one token defeat the fence)",
 );
+/// Accepted effects come in token order, each from the client holding the lock with
+/// that token at the time; readers may share, and read no older than the last write.
 pub const FENCED_EXCLUSION: Property = Property::new(
     "fenced-exclusion",
     "accepted effects come in token order, each from the client holding the lock with that \
      token at the time; a shared lock's readers may share, and read no older than the last write",
 );
+/// Two clients believe they hold (not both readers) only when one's session was lost.
 pub const STALE_BELIEFS: Property = Property::new(
     "stale-beliefs-only-after-loss",
     "two clients believe they hold (not both readers) only when one's session was lost",
 );
+/// Nobody acts after being told its session ended.
 pub const TOLD_IS_TOLD: Property = Property::new(
     "told-is-told",
     "nobody acts after being told its session ended",
 );
+/// A deletion wakes at most one waiter, or only readers; no reader waits on a reader's node.
 pub const NO_HERD: Property = Property::new(
     "no-herd",
     "a deletion wakes at most one waiter, or only readers; no reader waits on a reader's node",
 );
+/// In the quiet phase, a holder asked to let go does within the bound.
 pub const REVOCATION_HONOURED: Property = Property::new(
     "revocation-honoured",
     "in the quiet phase, a holder asked to let go does within the bound",
 );
+/// In the quiet phase, every acquire and release ends within the bound.
 pub const LIVENESS: Property = Property::new(
     "liveness",
     "in the quiet phase, every acquire and release ends within the bound",
@@ -223,6 +258,8 @@ pub const PROPERTIES: &[Property] = &[
     LIVENESS,
 ];
 
+/// Judges a lock, shared-lock or election run's outcome log against [`PROPERTIES`];
+/// `liveness`, if given, also judges the quiet phase.
 pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockReport {
     let mut report = LockReport::default();
     let beliefs = beliefs(log, &mut report);

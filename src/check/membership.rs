@@ -14,29 +14,52 @@ use std::fmt;
 
 use super::{Entry, Property, Violation};
 
+/// What one group-membership client saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum MembershipEvent {
+    /// The client started a new session.
     SessionStarted,
+    /// The client asked to join the group.
     JoinCalled,
+    /// The client's join completed: its member node exists.
     Joined,
+    /// The client asked to leave the group.
     LeaveCalled,
+    /// The client's leave completed: its member node is gone.
     Left,
-    View { members: Vec<String> },
+    /// The client read the group's member list.
+    View {
+        /// The members' names, as read.
+        members: Vec<String>,
+    },
+    /// The client's session ended (its member node with it); it goes on with a new one.
     Lost,
+    /// The client process crashed (the nemesis).
     Crashed,
-    Failed { error: String },
+    /// The recipe met an answer it has no way forward from, or refused a command.
+    Failed {
+        /// The recipe's error, as text.
+        error: String,
+    },
 }
 
+/// What [`check_membership`] found: counts of what happened, and the violations.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct MembershipReport {
+    /// Joins completed (`Joined` events).
     pub joins: u64,
+    /// Leaves completed (`Left` events).
     pub leaves: u64,
+    /// Member lists read (`View` events).
     pub views: u64,
+    /// Sessions lost (`Lost` events).
     pub losses: u64,
+    /// Every property broken, in the order found.
     pub violations: Vec<Violation>,
 }
 
 impl MembershipReport {
+    /// Whether no property was broken.
     pub fn is_ok(&self) -> bool {
         self.violations.is_empty()
     }
@@ -56,14 +79,17 @@ impl fmt::Display for MembershipReport {
     }
 }
 
+/// Every name in any view is a member that had asked to join.
 pub const NO_INVENTED_MEMBER: Property = Property::new(
     "no-invented-member",
     "every name in any view is a member that had asked to join",
 );
+/// The group ends as exactly the clients whose live session last joined and did not leave.
 pub const FINAL_GROUP: Property = Property::new(
     "final-group",
     "the group ends as exactly the clients whose live session last joined and did not leave",
 );
+/// After the quiet phase every live follower's last view is the final group.
 pub const CONVERGENCE: Property = Property::new(
     "convergence",
     "after the quiet phase every live follower's last view is the final group",

@@ -19,8 +19,11 @@ pub mod two_phase_commit;
 /// process: it may go through several sessions) saw or did `event`.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Entry<E> {
+    /// Simulated time of the event, in milliseconds.
     pub at_ms: u64,
+    /// The client (process) index, stable across its sessions.
     pub client: usize,
+    /// What the client saw or did.
     pub event: E,
 }
 
@@ -28,7 +31,9 @@ pub struct Entry<E> {
 /// client starts or has pending must finish within `bound_ms`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Liveness {
+    /// When the quiet phase starts (simulated ms).
     pub from_ms: u64,
+    /// How long anything started or pending in the quiet phase may take (ms).
     pub bound_ms: u64,
     /// When the log ends: waits that could not have reached their bound by
     /// then are not judged.
@@ -47,11 +52,14 @@ impl Liveness {
 /// A property an oracle checks: a short kebab-case name and what it means.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Property {
+    /// The short kebab-case name every violation of it carries.
     pub name: &'static str,
+    /// What the property means, in one sentence.
     pub what: &'static str,
 }
 
 impl Property {
+    /// A property named `name` meaning `what` (a `const fn`, for the oracles' constants).
     pub const fn new(name: &'static str, what: &'static str) -> Property {
         Property { name, what }
     }
@@ -66,11 +74,14 @@ impl fmt::Display for Property {
 /// A property that failed in a run: which one, and the evidence.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Violation {
+    /// The broken property's [`Property::name`].
     pub property: &'static str,
+    /// The evidence: which clients, rounds or items, and when.
     pub detail: String,
 }
 
 impl Violation {
+    /// A violation of `property` with `detail` as its evidence.
     pub fn new(property: Property, detail: impl Into<String>) -> Violation {
         Violation {
             property: property.name,

@@ -23,55 +23,88 @@ use std::fmt;
 
 use super::{Entry, Property, Violation};
 
+/// What one queue producer or consumer saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum QueueEvent {
+    /// A producer asked to enqueue `item`.
     EnqueueCalled {
+        /// The item's data (unique per enqueue call).
         item: String,
     },
+    /// The enqueue of `item` was acknowledged.
     Enqueued {
+        /// The item's data.
         item: String,
+        /// Whether the enqueue may have made two copies (its search after a
+        /// ConnectionLoss found nothing and it created again).
         duplicate_possible: bool,
     },
+    /// A consumer is about to delete `item`: if it dies now, the item may be gone unreported.
     Claiming {
+        /// The item's data.
         item: String,
     },
+    /// A consumer took `item`: its delete succeeded.
     Taken {
+        /// The item's data.
         item: String,
+        /// The item node's sequence number (for FIFO order).
         seq: u64,
     },
+    /// Another consumer took the node first (the delete met NoNode).
     Missed {
+        /// The item node's name.
         item: String,
     },
+    /// A consumer's delete met ConnectionLoss and its retry NoNode: `item` is gone,
+    /// taken by it or by someone else.
     MaybeTaken {
+        /// The item's data.
         item: String,
     },
     /// The guid search after a ConnectionLoss on the create.
     Recovered {
+        /// Whether the search found the producer's node.
         found: bool,
     },
     /// The session ended; a pending claim stays unresolved.
     Lost,
+    /// The client process crashed (the nemesis); a pending claim stays unresolved.
     Crashed,
+    /// The recipe met an answer it has no way forward from, or refused a command.
     Failed {
+        /// The recipe's error, as text.
         error: String,
     },
 }
 
+/// What [`check_queue`] found: counts of what happened, and the violations.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct QueueReport {
+    /// Enqueues acknowledged (`Enqueued` events).
     pub enqueued: u64,
+    /// Items taken (`Taken` events).
     pub taken: u64,
+    /// Items maybe taken (`MaybeTaken` events).
     pub maybe_taken: u64,
+    /// Claims whose outcome is unknown: the consumer crashed, lost its session, or the log ended first.
     pub unresolved_claims: u64,
+    /// Deletes that found the node taken by another consumer (`Missed` events).
     pub missed: u64,
+    /// Acknowledged enqueues that may have made two copies.
     pub duplicates_possible: u64,
+    /// Producer searches after a ConnectionLoss that found the node.
     pub recovered_found: u64,
+    /// Producer searches after a ConnectionLoss that found nothing.
     pub recovered_not_found: u64,
+    /// Items left in the queue at the end.
     pub remaining: u64,
+    /// Every property broken, in the order found.
     pub violations: Vec<Violation>,
 }
 
 impl QueueReport {
+    /// Whether no property was broken.
     pub fn is_ok(&self) -> bool {
         self.violations.is_empty()
     }
@@ -100,21 +133,27 @@ impl fmt::Display for QueueReport {
     }
 }
 
+/// Every acknowledged item was taken, maybe taken, claimed by a consumer that died or
+/// lost its session before hearing back, or is still in the queue.
 pub const NO_LOSS: Property = Property::new(
     "no-loss",
     "every acknowledged item was taken, maybe taken, claimed by a consumer that died or lost \
      its session before hearing back, or is still in the queue",
 );
+/// No item is taken twice, unless its enqueue may have made two copies.
 pub const NO_DUPLICATE: Property = Property::new(
     "no-duplicate",
     "no item is taken twice, unless its enqueue may have made two copies",
 );
+/// Everything taken was enqueued by someone.
 pub const NONE_INVENTED: Property =
     Property::new("none-invented", "everything taken was enqueued by someone");
+/// A plain queue's consumer takes items in increasing sequence order.
 pub const FIFO_PER_CONSUMER: Property = Property::new(
     "fifo-per-consumer",
     "a plain queue's consumer takes items in increasing sequence order",
 );
+/// The queue is drained in the quiet phase (producers stopped, consumers running).
 pub const LIVENESS: Property = Property::new(
     "liveness",
     "the queue is drained in the quiet phase (producers stopped, consumers running)",

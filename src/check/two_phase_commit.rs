@@ -17,26 +17,56 @@ use std::fmt;
 
 use super::{Entry, Liveness, Property, Violation};
 
+/// What one two-phase-commit site saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum TpcEvent {
-    VoteCalled { tx: u64, commit: bool },
-    Decided { tx: u64, commit: bool },
-    AbortedFor { tx: u64 },
+    /// The site voted on transaction `tx`.
+    VoteCalled {
+        /// The transaction.
+        tx: u64,
+        /// The vote: true for commit, false for abort.
+        commit: bool,
+    },
+    /// The site learned transaction `tx`'s outcome.
+    Decided {
+        /// The transaction.
+        tx: u64,
+        /// The outcome: true for commit, false for abort.
+        commit: bool,
+    },
+    /// The site wrote "abort" for another site of `tx` whose session ended before it voted.
+    AbortedFor {
+        /// The transaction.
+        tx: u64,
+    },
+    /// The site's session ended; it goes on with a new one.
     Lost,
+    /// The site's process crashed (the nemesis).
     Crashed,
-    Failed { error: String },
+    /// The recipe met an answer it has no way forward from, or refused a command.
+    Failed {
+        /// The recipe's error, as text.
+        error: String,
+    },
 }
 
+/// What [`check_tpc`] found: counts of what happened, and the violations.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct TpcReport {
+    /// Commit decisions a site learned.
     pub commits: u64,
+    /// Abort decisions a site learned.
     pub aborts: u64,
+    /// Abort votes written for failed sites (`AbortedFor` events).
     pub aborts_for_failed_sites: u64,
+    /// Sessions lost (`Lost` events).
     pub losses: u64,
+    /// Every property broken, in the order found.
     pub violations: Vec<Violation>,
 }
 
 impl TpcReport {
+    /// Whether no property was broken.
     pub fn is_ok(&self) -> bool {
         self.violations.is_empty()
     }
@@ -56,14 +86,18 @@ impl fmt::Display for TpcReport {
     }
 }
 
+/// Every site that decides a transaction decides the same.
 pub const AGREEMENT: Property = Property::new(
     "agreement",
     "every site that decides a transaction decides the same",
 );
+/// A transaction commits only if every site voted commit.
 pub const VALIDITY: Property = Property::new(
     "validity",
     "a transaction commits only if every site voted commit",
 );
+/// In the quiet phase every site that voted decides within the bound, unless a site
+/// of the transaction crashed before deciding.
 pub const LIVENESS: Property = Property::new(
     "liveness",
     "in the quiet phase every site that voted decides within the bound, unless a site of the \

@@ -39,8 +39,10 @@ use super::{classify, Driver, Failure, Input, Io, Machine, Output, Pending};
 use crate::client::Zk;
 use crate::proto::{CreateMode, MultiOp, Op, Reply, SessionEvent, ZkError};
 
+/// Which barrier waiter to run: the correct one, or a known-buggy one to reproduce its bug.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum BarrierVariant {
+    /// The waiter checks the barrier through the leader before its first exists().
     #[default]
     Correct,
     /// The page's waiter, without the check through the leader: it can
@@ -49,8 +51,10 @@ pub enum BarrierVariant {
 }
 
 impl BarrierVariant {
+    /// Every variant, the correct one first.
     pub const ALL: [BarrierVariant; 2] = [BarrierVariant::Correct, BarrierVariant::NoSync];
 
+    /// The variant's name in scenario files and reports (`barrier`, `barrier/no-sync`).
     pub const fn name(self) -> &'static str {
         match self {
             BarrierVariant::Correct => "barrier",
@@ -58,32 +62,47 @@ impl BarrierVariant {
         }
     }
 
+    /// The variant named `name`, if any.
     pub fn from_name(name: &str) -> Option<BarrierVariant> {
         BarrierVariant::ALL.into_iter().find(|v| v.name() == name)
     }
 }
 
+/// What the application asks of a [`Barrier`]; one command at a time.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum BarrierCommand {
+    /// Raise the barrier (create its node); answered by [`BarrierOutcome::Set`].
     Set,
+    /// Remove the barrier (delete its node); answered by [`BarrierOutcome::Removed`].
     Remove,
+    /// Wait until the barrier is down; answered by [`BarrierOutcome::Passed`].
     Wait,
 }
 
+/// What a [`Barrier`] reports to the application.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum BarrierOutcome {
+    /// The barrier is up (created, or it already existed).
     Set,
+    /// The barrier is down (deleted, or it was already gone).
     Removed,
     /// The barrier is down: go on.
     Passed,
     /// A watch event woke the waiter (it checks again).
     Woken,
+    /// The session ended while a command was in progress: the command did not complete;
+    /// start over with a new session.
     Lost {
+        /// Why: `SessionExpired` (also when the session expired or closed).
         reason: ZkError,
     },
+    /// A command arrived while another was in progress, or after the machine stopped;
+    /// nothing changed.
     Refused {
+        /// The command refused.
         command: BarrierCommand,
     },
+    /// A ZooKeeper answer the recipe has no way forward from; the machine stops.
     Failed(ZkError),
 }
 
@@ -98,6 +117,7 @@ enum Phase {
     Over,
 }
 
+/// The barrier's state machine, for one barrier node (see the module docs).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Barrier {
     path: String,
@@ -108,10 +128,12 @@ pub struct Barrier {
 }
 
 impl Barrier {
+    /// A correct barrier on the node `path`.
     pub fn new(path: &str) -> Barrier {
         Barrier::with_variant(path, BarrierVariant::Correct)
     }
 
+    /// A barrier on the node `path` running `variant`.
     pub fn with_variant(path: &str, variant: BarrierVariant) -> Barrier {
         Barrier {
             path: path.to_owned(),
@@ -122,10 +144,12 @@ impl Barrier {
         }
     }
 
+    /// Whether no command is in progress (and none has ended the machine).
     pub fn is_idle(&self) -> bool {
         self.phase == Phase::Idle
     }
 
+    /// Whether the machine's session has ended.
     pub fn session_ended(&self) -> bool {
         self.io.has_ended()
     }
@@ -294,6 +318,7 @@ pub struct BarrierClient<'z, Z: Zk> {
 }
 
 impl<'z, Z: Zk + Sync> BarrierClient<'z, Z> {
+    /// A client running `barrier` over `zk`.
     pub fn new(zk: &'z Z, barrier: Barrier) -> Self {
         BarrierClient {
             driver: Driver::new(zk, barrier),
@@ -313,10 +338,12 @@ impl<'z, Z: Zk + Sync> BarrierClient<'z, Z> {
         }
     }
 
+    /// Raises the barrier.
     pub async fn set(&mut self) -> Result<(), ZkError> {
         self.run(BarrierCommand::Set, BarrierOutcome::Set).await
     }
 
+    /// Removes the barrier.
     pub async fn remove(&mut self) -> Result<(), ZkError> {
         self.run(BarrierCommand::Remove, BarrierOutcome::Removed)
             .await
@@ -327,6 +354,7 @@ impl<'z, Z: Zk + Sync> BarrierClient<'z, Z> {
         self.run(BarrierCommand::Wait, BarrierOutcome::Passed).await
     }
 
+    /// The driver underneath, for finer control (single commands, outcomes one by one).
     pub fn driver(&mut self) -> &mut Driver<'z, Z, Barrier> {
         &mut self.driver
     }

@@ -34,37 +34,49 @@ use super::{classify, Driver, Failure, Input, Io, Machine, Output, Pending};
 use crate::client::Zk;
 use crate::proto::{EventType, Op, Reply, SessionEvent, ZkError};
 
+/// What the application asks of a [`Config`].
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum ConfigCommand {
     /// Read the node and follow it from now on.
     Follow,
     /// Replace the data if the version is still `expected_version`.
     CompareAndSet {
+        /// The version the node must still have for the update to happen.
         expected_version: i32,
+        /// The node's new data.
         data: Vec<u8>,
     },
 }
 
+/// What a [`Config`] reports to the application.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum ConfigOutcome {
     /// The node's data as read (every read while following).
     Value {
+        /// The node's data.
         data: Vec<u8>,
+        /// The node's version with that data.
         version: i32,
     },
     /// The node does not exist (followed until it does).
     Missing,
     /// Our update is in, as `version`.
     Set {
+        /// The node's version after our update.
         version: i32,
     },
     /// The update did not happen: another came first (or, after a lost
     /// reply, ours cannot be told from another's).
     Conflict,
+    /// The session ended: following and any update stop; start over with a new session.
     Lost {
+        /// Why: `SessionExpired` (also when the session expired or closed).
         reason: ZkError,
     },
+    /// A command the machine cannot take now: an update while one is in progress, or any
+    /// command after the machine stopped (session ended, or `Failed`). Nothing changed.
     Refused,
+    /// A ZooKeeper answer the recipe has no way forward from; the machine stops.
     Failed(ZkError),
 }
 
@@ -108,6 +120,7 @@ pub struct Config {
 }
 
 impl Config {
+    /// A configuration machine for the node `path`, neither following nor updating yet.
     pub fn new(path: &str) -> Config {
         Config {
             path: path.to_owned(),
@@ -121,10 +134,12 @@ impl Config {
         }
     }
 
+    /// Whether the machine's session has ended.
     pub fn session_ended(&self) -> bool {
         self.io.has_ended()
     }
 
+    /// Whether an update is in progress.
     pub fn is_updating(&self) -> bool {
         self.update.is_some()
     }
@@ -338,6 +353,7 @@ pub struct ConfigClient<'z, Z: Zk> {
 }
 
 impl<'z, Z: Zk + Sync> ConfigClient<'z, Z> {
+    /// A client running `config` over `zk`.
     pub fn new(zk: &'z Z, config: Config) -> Self {
         ConfigClient {
             driver: Driver::new(zk, config),
@@ -386,6 +402,7 @@ impl<'z, Z: Zk + Sync> ConfigClient<'z, Z> {
         }
     }
 
+    /// The driver underneath, for finer control (single commands, outcomes one by one).
     pub fn driver(&mut self) -> &mut Driver<'z, Z, Config> {
         &mut self.driver
     }

@@ -36,18 +36,37 @@ use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, SessionId, Zk
 
 const READY: &str = "ready";
 
+/// What the application asks of a [`DoubleBarrier`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum DoubleBarrierCommand {
+    /// Enter the barrier (only when idle); answered by [`DoubleBarrierOutcome::Entered`]
+    /// once `x` processes are in.
     Enter,
+    /// Leave the barrier (only once in); answered by [`DoubleBarrierOutcome::Left`] once
+    /// every process has left.
     Leave,
 }
 
+/// What a [`DoubleBarrier`] reports to the application.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum DoubleBarrierOutcome {
+    /// `x` processes are in: compute, then leave.
     Entered,
+    /// Every process has left; the machine is idle again.
     Left,
-    Lost { reason: ZkError },
-    Refused { command: DoubleBarrierCommand },
+    /// The session ended while entering, in, or leaving (our node is gone with it):
+    /// start over with a new session.
+    Lost {
+        /// Why: `SessionExpired` (also when the session expired or closed).
+        reason: ZkError,
+    },
+    /// A command that makes no sense now (enter unless idle, leave unless in);
+    /// nothing changed.
+    Refused {
+        /// The command refused.
+        command: DoubleBarrierCommand,
+    },
+    /// A ZooKeeper answer the recipe has no way forward from; the machine stops.
     Failed(ZkError),
 }
 
@@ -75,6 +94,8 @@ enum Phase {
     Over,
 }
 
+/// The double barrier's state machine: one process's part in one barrier node
+/// (see the module docs).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct DoubleBarrier {
     dir: String,
@@ -111,6 +132,7 @@ impl DoubleBarrier {
         }
     }
 
+    /// Whether the machine's session has ended.
     pub fn session_ended(&self) -> bool {
         self.io.has_ended()
     }
@@ -387,6 +409,7 @@ pub struct DoubleBarrierClient<'z, Z: Zk> {
 }
 
 impl<'z, Z: Zk + Sync> DoubleBarrierClient<'z, Z> {
+    /// A client running `barrier` over `zk`.
     pub fn new(zk: &'z Z, barrier: DoubleBarrier) -> Self {
         DoubleBarrierClient {
             driver: Driver::new(zk, barrier),
@@ -419,6 +442,7 @@ impl<'z, Z: Zk + Sync> DoubleBarrierClient<'z, Z> {
             .await
     }
 
+    /// The driver underneath, for finer control (single commands, outcomes one by one).
     pub fn driver(&mut self) -> &mut Driver<'z, Z, DoubleBarrier> {
         &mut self.driver
     }

@@ -24,6 +24,8 @@ use crate::proto::{ClientEvent, Op, Reply, ZkError};
 
 type Call<'z> = Pin<Box<dyn Future<Output = Result<Reply, ZkError>> + Send + 'z>>;
 
+/// A machine run over a [`Zk`] handle: it sends the machine's requests one at a time,
+/// feeds it their replies and the session's events, and queues its outcomes.
 pub struct Driver<'z, Z: Zk, M: Machine> {
     zk: &'z Z,
     machine: M,
@@ -33,6 +35,7 @@ pub struct Driver<'z, Z: Zk, M: Machine> {
 }
 
 impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
+    /// Runs `machine` over `zk`; nothing is sent until the machine is given a command.
     pub fn new(zk: &'z Z, machine: M) -> Self {
         Driver {
             zk,
@@ -43,6 +46,7 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
         }
     }
 
+    /// The machine, to inspect its state.
     pub fn machine(&self) -> &M {
         &self.machine
     }
@@ -52,10 +56,13 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
         &mut self.machine
     }
 
+    /// The handle the machine runs over.
     pub fn zk(&self) -> &'z Z {
         self.zk
     }
 
+    /// Hands `command` to the machine and queues what it asks for; its outcomes come from
+    /// [`Driver::next_outcome`].
     pub fn command(&mut self, command: M::Command) {
         self.machine.handle(Input::Command(command));
         self.collect();

@@ -29,8 +29,10 @@ use super::{Driver, Input, Machine, Output};
 use crate::client::Zk;
 use crate::proto::ZkError;
 
+/// Which election to run: the correct one, or a known-buggy one to reproduce its bug.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum ElectionVariant {
+    /// The correct election: a leader whose session ended stops leading.
     #[default]
     Correct,
     /// After its session expired, goes on acting as leader on the old node
@@ -39,11 +41,14 @@ pub enum ElectionVariant {
 }
 
 impl ElectionVariant {
+    /// Every variant, the correct one first.
     pub const ALL: [ElectionVariant; 2] = [
         ElectionVariant::Correct,
         ElectionVariant::KeepLeadershipAfterExpiry,
     ];
 
+    /// The variant's name in scenario files and reports (`election`,
+    /// `election/keep-leadership-after-expiry`).
     pub const fn name(self) -> &'static str {
         match self {
             ElectionVariant::Correct => "election",
@@ -51,11 +56,13 @@ impl ElectionVariant {
         }
     }
 
+    /// The variant named `name`, if any.
     pub fn from_name(name: &str) -> Option<ElectionVariant> {
         ElectionVariant::ALL.into_iter().find(|v| v.name() == name)
     }
 }
 
+/// What the application asks of an [`Election`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum ElectionCommand {
     /// Become a candidate.
@@ -64,10 +71,12 @@ pub enum ElectionCommand {
     Resign,
 }
 
+/// What an [`Election`] reports to the application.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum ElectionOutcome {
     /// This candidate leads; `epoch` grows with every new leader.
     Elected {
+        /// The leader's epoch, its fencing token: stamp every act of leadership with it.
         epoch: u64,
     },
     /// The leader's connection broke: it must not act as leader.
@@ -79,20 +88,27 @@ pub enum ElectionOutcome {
     /// After a ConnectionLoss on the create: whether the guid search found
     /// the node.
     Recovered {
+        /// Whether the search found the candidate's node.
         found: bool,
     },
     /// The deletion of `path` woke this candidate.
     Woken {
+        /// The deleted node whose watch fired.
         path: String,
     },
     /// Not leading and not a candidate any more: the session ended or the
     /// node vanished. Join again with a new session.
     Lost {
+        /// Why: `SessionExpired` when the session ended, `NoNode` when the node vanished.
         reason: ZkError,
     },
+    /// A command that makes no sense now (join while a candidate, or after the session
+    /// ended); nothing changed.
     Refused {
+        /// The command refused.
         command: ElectionCommand,
     },
+    /// A ZooKeeper answer the recipe has no way forward from.
     Failed(ZkError),
 }
 
@@ -110,6 +126,8 @@ impl Election {
         Election::with_variant(dir, guid, ElectionVariant::Correct)
     }
 
+    /// A candidate in `dir` (created if missing) running `variant`; `guid` unique to this
+    /// session.
     pub fn with_variant(dir: &str, guid: &str, variant: ElectionVariant) -> Election {
         let keep = variant == ElectionVariant::KeepLeadershipAfterExpiry;
         Election {
@@ -123,18 +141,22 @@ impl Election {
         self.inner.is_holder()
     }
 
+    /// The session ended or the recipe failed: a new session is needed.
     pub fn is_over(&self) -> bool {
         self.inner.is_over()
     }
 
+    /// Whether the machine's session has ended (expired or closed).
     pub fn session_ended(&self) -> bool {
         self.inner.session_ended()
     }
 
+    /// The candidate's node (full path), once it has one.
     pub fn node(&self) -> Option<&str> {
         self.inner.node()
     }
 
+    /// The variant this candidate runs.
     pub fn variant(&self) -> ElectionVariant {
         self.variant
     }
@@ -185,7 +207,9 @@ pub enum ElectionError {
     /// The session ended (or the node vanished): join again with a new
     /// session.
     Lost(ZkError),
+    /// A ZooKeeper answer the recipe has no way forward from.
     Failed(ZkError),
+    /// The command made no sense now; nothing changed.
     Refused,
 }
 
@@ -195,6 +219,7 @@ pub struct ElectionClient<'z, Z: Zk> {
 }
 
 impl<'z, Z: Zk + Sync> ElectionClient<'z, Z> {
+    /// A client running `election` over `zk`.
     pub fn new(zk: &'z Z, election: Election) -> Self {
         ElectionClient {
             driver: Driver::new(zk, election),
@@ -215,6 +240,7 @@ impl<'z, Z: Zk + Sync> ElectionClient<'z, Z> {
         }
     }
 
+    /// Resigns: stops leading, or stops being a candidate (the node is deleted).
     pub async fn resign(&mut self) -> Result<(), ElectionError> {
         self.driver.command(ElectionCommand::Resign);
         loop {
@@ -235,6 +261,7 @@ impl<'z, Z: Zk + Sync> ElectionClient<'z, Z> {
         self.driver.machine().is_leader()
     }
 
+    /// The driver underneath, for finer control (single commands, outcomes one by one).
     pub fn driver(&mut self) -> &mut Driver<'z, Z, Election> {
         &mut self.driver
     }

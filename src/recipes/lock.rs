@@ -42,6 +42,7 @@ use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 /// testing the harness: each must be caught).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum LockVariant {
+    /// The correct lock.
     #[default]
     Correct,
     /// Creates again after ConnectionLoss without looking for its guid
@@ -60,6 +61,7 @@ pub enum LockVariant {
 }
 
 impl LockVariant {
+    /// Every variant, the correct one first.
     pub const ALL: [LockVariant; 6] = [
         LockVariant::Correct,
         LockVariant::BlindRetry,
@@ -69,6 +71,7 @@ impl LockVariant {
         LockVariant::ReaderWaitsOnAny,
     ];
 
+    /// The variant's name in scenario files and reports (`lock`, `lock/herd`, ...).
     pub const fn name(self) -> &'static str {
         match self {
             LockVariant::Correct => "lock",
@@ -80,6 +83,7 @@ impl LockVariant {
         }
     }
 
+    /// The variant named `name`, if any.
     pub fn from_name(name: &str) -> Option<LockVariant> {
         LockVariant::ALL.into_iter().find(|v| v.name() == name)
     }
@@ -94,9 +98,12 @@ const WRITE: &str = "-write-";
 /// An exclusive lock, or one side of a shared (read/write) lock.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum LockMode {
+    /// An exclusive lock (nodes `<guid>-lock-<seq>`).
     #[default]
     Exclusive,
+    /// A shared lock's reader: holds together with other readers.
     Read,
+    /// A shared lock's writer: holds alone.
     Write,
 }
 
@@ -109,23 +116,32 @@ impl LockMode {
         }
     }
 
+    /// Whether this side may hold together with others (a reader).
     pub fn is_shared(self) -> bool {
         self == LockMode::Read
     }
 }
 
+/// What the application asks of a [`Lock`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum LockCommand {
+    /// Acquire the lock (only when idle); answered by [`LockOutcome::Acquired`].
     Acquire,
     /// Releases a held lock, or gives up waiting (the node is deleted).
     Release,
 }
 
+/// What a [`Lock`] reports to the application.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum LockOutcome {
     /// The lock is held. `token` grows with every acquisition: pass it to
     /// whatever the lock protects, which should refuse smaller ones.
-    Acquired { node: String, token: u64 },
+    Acquired {
+        /// The held node (full path).
+        node: String,
+        /// The fencing token: the node's sequence number.
+        token: u64,
+    },
     /// The holder's connection broke: it must not act as holder (its
     /// session may expire meanwhile and another client take the lock).
     Suspended,
@@ -135,19 +151,31 @@ pub enum LockOutcome {
     Released,
     /// After a ConnectionLoss on the create: whether the guid search found
     /// the node the create had made.
-    Recovered { found: bool },
+    Recovered {
+        /// Whether the search found the node.
+        found: bool,
+    },
     /// A watch event reached the machine: the deletion of `path`. Counted
     /// to show that a release wakes one waiter, not a herd.
-    Woken { path: String },
+    Woken {
+        /// The deleted node whose watch fired.
+        path: String,
+    },
     /// Not holding and not waiting any more: the session ended
     /// (SessionExpired) or the node vanished (NoNode). Start over with a new
     /// session.
-    Lost { reason: ZkError },
+    Lost {
+        /// Why: `SessionExpired` when the session ended, `NoNode` when the node vanished.
+        reason: ZkError,
+    },
     /// A revoker asked for the lock (revocable locks): release it.
     RevokeAsked,
     /// A command that makes no sense now (acquire while acquiring, or after
     /// the session ended); nothing changed.
-    Refused { command: LockCommand },
+    Refused {
+        /// The command refused.
+        command: LockCommand,
+    },
     /// An answer the recipe has no way forward from.
     Failed(ZkError),
 }
@@ -275,6 +303,8 @@ impl Lock {
         Lock::with_variant(dir, guid, LockVariant::Correct)
     }
 
+    /// A lock on `dir` (created if missing) running `variant`; `guid` unique to this
+    /// session.
     pub fn with_variant(dir: &str, guid: &str, variant: LockVariant) -> Lock {
         assert_component("guid", guid);
         Lock {
@@ -309,6 +339,8 @@ impl Lock {
         Lock::shared(dir, guid, LockMode::Write, LockVariant::Correct)
     }
 
+    /// One side (`mode`) of a shared lock on `dir`, running `variant`; `guid` unique to
+    /// this session.
     pub fn shared(dir: &str, guid: &str, mode: LockMode, variant: LockVariant) -> Lock {
         Lock {
             marker: mode.marker().into(),
@@ -317,6 +349,7 @@ impl Lock {
         }
     }
 
+    /// Which side of the lock this machine takes.
     pub fn mode(&self) -> LockMode {
         self.mode
     }
@@ -362,6 +395,7 @@ impl Lock {
         )
     }
 
+    /// Whether the machine is idle: not acquiring, holding, releasing nor over.
     pub fn is_idle(&self) -> bool {
         self.phase == Phase::Idle
     }
@@ -379,10 +413,12 @@ impl Lock {
         )
     }
 
+    /// The machine's node (full path), once it has one.
     pub fn node(&self) -> Option<&str> {
         self.phase.node()
     }
 
+    /// The variant this lock runs.
     pub fn variant(&self) -> LockVariant {
         self.variant
     }
@@ -879,7 +915,10 @@ pub enum LockError {
     /// The session ended (or the node vanished): start over with a new
     /// session.
     Lost(ZkError),
+    /// A ZooKeeper answer the recipe has no way forward from.
     Failed(ZkError),
+    /// The command made no sense now (acquire while acquiring, or after the session
+    /// ended); nothing changed.
     Refused,
 }
 
@@ -889,6 +928,7 @@ pub struct LockClient<'z, Z: Zk> {
 }
 
 impl<'z, Z: Zk + Sync> LockClient<'z, Z> {
+    /// A client running `lock` over `zk`.
     pub fn new(zk: &'z Z, lock: Lock) -> Self {
         LockClient {
             driver: Driver::new(zk, lock),
@@ -930,6 +970,7 @@ impl<'z, Z: Zk + Sync> LockClient<'z, Z> {
         self.driver.machine().is_holder()
     }
 
+    /// The driver underneath, for finer control (single commands, outcomes one by one).
     pub fn driver(&mut self) -> &mut Driver<'z, Z, Lock> {
         &mut self.driver
     }

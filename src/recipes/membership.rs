@@ -26,27 +26,40 @@ use super::{
 use crate::client::Zk;
 use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 
+/// What the application asks of a [`Membership`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum MembershipCommand {
+    /// Join the group (only when out); answered by [`MembershipOutcome::Joined`].
     Join,
+    /// Leave the group (only when in); answered by [`MembershipOutcome::Left`].
     Leave,
     /// List the members and follow the group from now on.
     Follow,
 }
 
+/// What a [`Membership`] reports to the application.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum MembershipOutcome {
+    /// Our member node exists: we are in the group.
     Joined,
+    /// Our member node is deleted: we are out of the group.
     Left,
     /// The group's members (names, sorted), on every change while
     /// following.
     Members(Vec<String>),
+    /// The session ended (our member node goes with it): following and membership stop;
+    /// start over with a new session.
     Lost {
+        /// Why: `SessionExpired` (also when the session expired or closed).
         reason: ZkError,
     },
+    /// A command that makes no sense now (join unless out, leave unless in, follow while
+    /// following, anything after the machine stopped); nothing changed.
     Refused {
+        /// The command refused.
         command: MembershipCommand,
     },
+    /// A ZooKeeper answer the recipe has no way forward from; the machine stops.
     Failed(ZkError),
 }
 
@@ -58,6 +71,8 @@ enum Own {
     Leaving(Pending),
 }
 
+/// The group membership state machine: one member of one group, and a follower of
+/// the group's list (see the module docs).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Membership {
     group: String,
@@ -98,14 +113,17 @@ impl Membership {
         }
     }
 
+    /// Whether our member node exists (joined, not left).
     pub fn is_member(&self) -> bool {
         self.own == Own::In
     }
 
+    /// Whether a join or leave is in progress.
     pub fn is_busy(&self) -> bool {
         matches!(self.own, Own::Joining(_) | Own::Leaving(_))
     }
 
+    /// Whether the machine's session has ended.
     pub fn session_ended(&self) -> bool {
         self.io.has_ended()
     }
@@ -302,6 +320,7 @@ pub struct MembershipClient<'z, Z: Zk> {
 }
 
 impl<'z, Z: Zk + Sync> MembershipClient<'z, Z> {
+    /// A client running `membership` over `zk`.
     pub fn new(zk: &'z Z, membership: Membership) -> Self {
         MembershipClient {
             driver: Driver::new(zk, membership),
@@ -328,12 +347,14 @@ impl<'z, Z: Zk + Sync> MembershipClient<'z, Z> {
         }
     }
 
+    /// Joins the group.
     pub async fn join(&mut self) -> Result<(), ZkError> {
         self.driver.command(MembershipCommand::Join);
         self.until(|o| (o == MembershipOutcome::Joined).then_some(()))
             .await
     }
 
+    /// Leaves the group.
     pub async fn leave(&mut self) -> Result<(), ZkError> {
         self.driver.command(MembershipCommand::Leave);
         self.until(|o| (o == MembershipOutcome::Left).then_some(()))
@@ -353,6 +374,7 @@ impl<'z, Z: Zk + Sync> MembershipClient<'z, Z> {
         .await
     }
 
+    /// The driver underneath, for finer control (single commands, outcomes one by one).
     pub fn driver(&mut self) -> &mut Driver<'z, Z, Membership> {
         &mut self.driver
     }

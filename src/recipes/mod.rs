@@ -64,16 +64,22 @@ pub enum Input<C> {
 /// What a machine asks for or reports, in order.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Output<O> {
+    /// A request to send on the machine's session, named by its `OpId`: send it and hand
+    /// its reply back as [`Input::Reply`] with the same id.
     Send(OpId, Op),
+    /// An outcome for the application (held, passed, lost, ...).
     Outcome(O),
 }
 
 /// A recipe as a state machine. `Clone + Eq + Hash + Debug` so that a
 /// model checker can hold it as state.
 pub trait Machine: Clone + Eq + Hash + Debug {
+    /// What the application may ask of the machine.
     type Command: Clone + Eq + Hash + Debug;
+    /// What the machine reports to the application.
     type Outcome: Clone + Eq + Hash + Debug;
 
+    /// Takes one input; what it leads to is queued for [`Machine::poll`].
     fn handle(&mut self, input: Input<Self::Command>);
 
     /// The next request to send or outcome to report, if any.
@@ -98,7 +104,9 @@ pub struct Io<O> {
 /// A request in flight and the connection count it was sent under.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Pending {
+    /// The request's id.
     pub op: OpId,
+    /// How many times the session had (re)connected when it was sent.
     pub connects: u32,
 }
 
@@ -115,6 +123,7 @@ impl<O> Io<O> {
         }
     }
 
+    /// Queues `op` to be sent and returns its [`Pending`] (panics if the session has ended).
     pub fn send(&mut self, op: Op) -> Pending {
         assert!(!self.ended, "a machine sent {op:?} after its session ended");
         let id = self.next_op;
@@ -140,10 +149,12 @@ impl<O> Io<O> {
         }
     }
 
+    /// Queues `outcome` for the application.
     pub fn report(&mut self, outcome: O) {
         self.queue.push_back(Output::Outcome(outcome));
     }
 
+    /// The next queued output (request or outcome), in order.
     pub fn poll(&mut self) -> Option<Output<O>> {
         self.queue.pop_front()
     }
@@ -170,10 +181,12 @@ impl<O> Io<O> {
         self.ended = true;
     }
 
+    /// Whether the session is connected now.
     pub fn is_connected(&self) -> bool {
         self.connected
     }
 
+    /// Whether the session is gone (expired, closed, or a SessionExpired reply).
     pub fn has_ended(&self) -> bool {
         self.ended
     }
@@ -198,6 +211,7 @@ pub enum Failure {
     Answer(ZkError),
 }
 
+/// How a machine is to handle `error`, the failure of one of its requests.
 pub fn classify(error: ZkError) -> Failure {
     match error {
         ZkError::ConnectionLoss | ZkError::SessionMoved | ZkError::OperationTimeout => {

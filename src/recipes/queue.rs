@@ -43,53 +43,77 @@ use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 const PLAIN: &str = "qn-";
 const PRIORITY: &str = "queue-";
 
+/// What the application asks of a queue machine: a [`Producer`] takes `Enqueue`, a
+/// [`Consumer`] takes `Take`, one at a time.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum QueueCommand {
+    /// Enqueue the item set with [`Producer::set_item`]; answered by
+    /// [`QueueOutcome::Enqueued`].
     Enqueue,
+    /// Take the queue's head, waiting while the queue is empty; answered by
+    /// [`QueueOutcome::Taken`] (or `MaybeTaken`).
     Take,
 }
 
+/// What a [`Producer`] or [`Consumer`] reports to the application.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum QueueOutcome {
     /// The item is in the queue as `name`.
     Enqueued {
+        /// The item node's path.
         name: String,
+        /// Whether the item may be in the queue twice: after a ConnectionLoss the search
+        /// found nothing and the producer created again, and a consumer may have taken the
+        /// first copy meanwhile.
         duplicate_possible: bool,
     },
     /// After a ConnectionLoss on the create: whether the search found it.
     Recovered {
+        /// Whether the search found the item node.
         found: bool,
     },
     /// About to delete `name` (read as `data`): if the client dies now, the
     /// item may be gone without anyone having reported it.
     Claiming {
+        /// The item node's name (a child of the queue's node), about to be deleted.
         name: String,
+        /// The item's data.
         data: Vec<u8>,
     },
     /// The item is ours: deleted by us.
     Taken {
+        /// The item node's name (a child of the queue's node).
         name: String,
+        /// The item's data.
         data: Vec<u8>,
     },
     /// Another consumer took `name` first (NoNode).
     Missed {
+        /// The item node's name (a child of the queue's node).
         name: String,
     },
     /// Our delete met ConnectionLoss and its retry NoNode: the item is gone,
     /// taken by us or by someone else.
     MaybeTaken {
+        /// The item node's name (a child of the queue's node).
         name: String,
+        /// The item's data.
         data: Vec<u8>,
     },
     /// A child event reached an idle or waiting consumer.
     Woken,
     /// The session ended: start over with a new one.
     Lost {
+        /// Why: `SessionExpired` (also when the session expired or closed).
         reason: ZkError,
     },
+    /// A command this machine does not take (`Take` to a producer, `Enqueue` to a
+    /// consumer), or one that arrived while busy or after the machine stopped; nothing changed.
     Refused {
+        /// The command refused.
         command: QueueCommand,
     },
+    /// A ZooKeeper answer the recipe has no way forward from; the machine stops.
     Failed(ZkError),
 }
 
@@ -146,10 +170,12 @@ impl Producer {
         self.data = data;
     }
 
+    /// Whether no enqueue is in progress (and the machine has not stopped).
     pub fn is_idle(&self) -> bool {
         self.phase == ProducerPhase::Idle
     }
 
+    /// Whether the machine's session has ended.
     pub fn session_ended(&self) -> bool {
         self.io.has_ended()
     }
@@ -372,10 +398,12 @@ impl Consumer {
         }
     }
 
+    /// Whether no take is in progress (and the machine has not stopped).
     pub fn is_idle(&self) -> bool {
         self.phase == ConsumerPhase::Idle
     }
 
+    /// Whether the machine's session has ended.
     pub fn session_ended(&self) -> bool {
         self.io.has_ended()
     }
@@ -609,8 +637,11 @@ impl Machine for Consumer {
 /// Why an enqueue or take did not succeed.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum QueueError {
+    /// The session ended: start over with a new session.
     Lost(ZkError),
+    /// A ZooKeeper answer the recipe has no way forward from.
     Failed(ZkError),
+    /// The command made no sense now; nothing changed.
     Refused,
     /// The item is gone, maybe to us (ConnectionLoss on the delete).
     MaybeTaken(Vec<u8>),
@@ -624,6 +655,7 @@ pub struct QueueClient<'z, Z: Zk, M: Machine> {
 impl<'z, Z: Zk + Sync, M: Machine<Command = QueueCommand, Outcome = QueueOutcome>>
     QueueClient<'z, Z, M>
 {
+    /// A client running `machine` (a [`Producer`] or a [`Consumer`]) over `zk`.
     pub fn new(zk: &'z Z, machine: M) -> Self {
         QueueClient {
             driver: Driver::new(zk, machine),
@@ -651,6 +683,7 @@ impl<'z, Z: Zk + Sync, M: Machine<Command = QueueCommand, Outcome = QueueOutcome
         }
     }
 
+    /// The driver underneath, for finer control (single commands, outcomes one by one).
     pub fn driver(&mut self) -> &mut Driver<'z, Z, M> {
         &mut self.driver
     }

@@ -29,22 +29,33 @@ use super::{classify, Driver, Failure, Input, Io, Machine, Output, Pending};
 use crate::client::Zk;
 use crate::proto::{Op, Reply, SessionEvent, ZkError};
 
+/// What the application asks of a [`Revoker`]; one revocation at a time.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum RevokerCommand {
     /// Ask the holder of `node` (a lock node's path) to let go.
-    Revoke { node: String },
+    Revoke {
+        /// The lock node's path.
+        node: String,
+    },
 }
 
+/// What a [`Revoker`] reports to the application.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum RevokerOutcome {
     /// The request is written into the node.
     Asked,
     /// The node is gone: nothing to revoke.
     NotHeld,
+    /// The session ended while a revocation was in progress: start over with a new
+    /// session.
     Lost {
+        /// Why: `SessionExpired`.
         reason: ZkError,
     },
+    /// A revocation arrived while another was in progress, or after the machine stopped;
+    /// nothing changed.
     Refused,
+    /// A ZooKeeper answer the recipe has no way forward from; the machine stops.
     Failed(ZkError),
 }
 
@@ -57,6 +68,8 @@ struct Request {
     lost: bool,
 }
 
+/// The revoker's state machine: writes "unlock" ([`REVOKE`]) into a holder's lock
+/// node (see the module docs).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Revoker {
     io: Io<RevokerOutcome>,
@@ -71,6 +84,7 @@ impl Default for Revoker {
 }
 
 impl Revoker {
+    /// A revoker with no revocation in progress.
     pub fn new() -> Revoker {
         Revoker {
             io: Io::new(),
@@ -175,6 +189,7 @@ pub struct RevokerClient<'z, Z: Zk> {
 }
 
 impl<'z, Z: Zk + Sync> RevokerClient<'z, Z> {
+    /// A client running `revoker` over `zk`.
     pub fn new(zk: &'z Z, revoker: Revoker) -> Self {
         RevokerClient {
             driver: Driver::new(zk, revoker),

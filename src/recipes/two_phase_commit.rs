@@ -53,30 +53,44 @@ pub fn create_transaction(tx: &str, sites: usize) -> Op {
     Op::Multi(ops)
 }
 
+/// What the application asks of a [`Site`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum SiteCommand {
-    Vote { commit: bool },
+    /// Vote on the transaction (once); answered by [`SiteOutcome::Voted`], then
+    /// [`SiteOutcome::Decided`].
+    Vote {
+        /// True to vote commit, false to vote abort.
+        commit: bool,
+    },
 }
 
+/// What a [`Site`] reports to the application.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum SiteOutcome {
     /// Our vote is on its node (or an abort written for us came first:
     /// `ours` false).
     Voted {
+        /// False when an abort written for us came first.
         ours: bool,
     },
     /// The decision: commit or abort.
     Decided {
+        /// True to commit, false to abort.
         commit: bool,
     },
     /// We wrote "abort" for site `site`, whose session ended unvoted.
     AbortedFor {
+        /// The index of the site aborted for.
         site: usize,
     },
+    /// The session ended before the decision: start over with a new session.
     Lost {
+        /// Why: `SessionExpired` (also when the session expired or closed).
         reason: ZkError,
     },
+    /// A second vote, or a vote after the machine stopped; nothing changed.
     Refused,
+    /// A ZooKeeper answer the recipe has no way forward from; the machine stops.
     Failed(ZkError),
 }
 
@@ -90,6 +104,7 @@ enum Purpose {
     AbortFor(usize),
 }
 
+/// One site's state machine in a two-phase commit (see the module docs).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Site {
     tx: String,
@@ -111,6 +126,7 @@ pub struct Site {
 }
 
 impl Site {
+    /// Site number `me` of `sites` in the transaction whose node is `tx`.
     pub fn new(tx: &str, me: usize, sites: usize) -> Site {
         assert!(me < sites, "site {me} of {sites}");
         Site {
@@ -129,10 +145,12 @@ impl Site {
         }
     }
 
+    /// The decision once known: true to commit, false to abort.
     pub fn decision(&self) -> Option<bool> {
         self.decided
     }
 
+    /// Whether the machine's session has ended.
     pub fn session_ended(&self) -> bool {
         self.io.has_ended()
     }
@@ -329,6 +347,7 @@ pub struct SiteClient<'z, Z: Zk> {
 }
 
 impl<'z, Z: Zk + Sync> SiteClient<'z, Z> {
+    /// A client running `site` over `zk`.
     pub fn new(zk: &'z Z, site: Site) -> Self {
         SiteClient {
             driver: Driver::new(zk, site),
@@ -364,6 +383,7 @@ impl<'z, Z: Zk + Sync> SiteClient<'z, Z> {
         }
     }
 
+    /// The driver underneath, for finer control (single commands, outcomes one by one).
     pub fn driver(&mut self) -> &mut Driver<'z, Z, Site> {
         &mut self.driver
     }
