@@ -213,6 +213,24 @@ pub enum ElectionError {
     Refused,
 }
 
+impl std::fmt::Display for ElectionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ElectionError::Lost(e) => {
+                write!(f, "the session ended ({e}): start over with a new one")
+            }
+            ElectionError::Failed(e) => {
+                write!(f, "an answer the recipe has no way forward from: {e}")
+            }
+            ElectionError::Refused => {
+                f.write_str("the command makes no sense now; nothing changed")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ElectionError {}
+
 /// The election for application code: [`Election`] over a [`Zk`] handle.
 pub struct ElectionClient<'z, Z: Zk> {
     driver: Driver<'z, Z, Election>,

@@ -922,6 +922,18 @@ pub enum LockError {
     Refused,
 }
 
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockError::Lost(e) => write!(f, "the session ended ({e}): start over with a new one"),
+            LockError::Failed(e) => write!(f, "an answer the recipe has no way forward from: {e}"),
+            LockError::Refused => f.write_str("the command makes no sense now; nothing changed"),
+        }
+    }
+}
+
+impl std::error::Error for LockError {}
+
 /// The lock for application code: [`Lock`] run over a [`Zk`] handle.
 pub struct LockClient<'z, Z: Zk> {
     driver: Driver<'z, Z, Lock>,

@@ -647,6 +647,23 @@ pub enum QueueError {
     MaybeTaken(Vec<u8>),
 }
 
+impl std::fmt::Display for QueueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueueError::Lost(e) => write!(f, "the session ended ({e}): start over with a new one"),
+            QueueError::Failed(e) => write!(f, "an answer the recipe has no way forward from: {e}"),
+            QueueError::Refused => f.write_str("the command makes no sense now; nothing changed"),
+            QueueError::MaybeTaken(item) => write!(
+                f,
+                "the item ({} bytes) is gone, maybe taken by us: the connection was lost on its delete",
+                item.len()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for QueueError {}
+
 /// A producer or consumer for application code.
 pub struct QueueClient<'z, Z: Zk, M: Machine> {
     driver: Driver<'z, Z, M>,
