@@ -583,7 +583,7 @@ impl Server {
     /// Expiry, second half: prep the closeSession requests. The shell calls
     /// this behind whatever the leader had already received when it marked
     /// the sessions closing (ZooKeeper's prep queue).
-    pub fn close_expired(&mut self, now_ms: i64, out: &mut Vec<Output>) {
+    pub(crate) fn close_expired(&mut self, now_ms: i64, out: &mut Vec<Output>) {
         let Some(b) = self.broadcast_mut() else {
             return;
         };

@@ -4,7 +4,7 @@
 //! removal was asked for, and that every waiter passes in the quiet phase.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::barrier::PROPERTIES;
 use crate::recipes::barrier::BarrierVariant;

@@ -5,7 +5,7 @@
 //! go back within a session, and every live client converges.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::config::PROPERTIES;
 use crate::scenario::recipe::Recipe;

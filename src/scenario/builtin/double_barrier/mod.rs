@@ -6,7 +6,7 @@
 //! asked to leave.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::double_barrier::PROPERTIES;
 use crate::scenario::recipe::Recipe;

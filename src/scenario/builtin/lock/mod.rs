@@ -6,7 +6,7 @@
 //! lock, one holder at a time with fenced effects.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::lock::PROPERTIES;
 use crate::recipes::election::ElectionVariant;

@@ -4,7 +4,7 @@
 //! invents a member and every live client converges on the final group.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::membership::PROPERTIES;
 use crate::scenario::recipe::Recipe;

@@ -5,7 +5,7 @@
 //! invented, and (plain queue) that each consumer takes in FIFO order.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::queue as oracle;
 use crate::scenario::recipe::Recipe;

@@ -5,7 +5,7 @@
 //! if every site voted commit) and that every vote is decided.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::two_phase_commit::PROPERTIES;
 use crate::scenario::recipe::Recipe;
