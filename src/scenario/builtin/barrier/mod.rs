@@ -12,6 +12,7 @@ use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
 use crate::scenario::workload::WorkloadKey;
 
+/// The `barrier` recipe.
 #[derive(Clone, Copy, Debug)]
 pub struct Barrier;
 

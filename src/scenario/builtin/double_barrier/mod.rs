@@ -13,6 +13,7 @@ use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
 use crate::scenario::workload::{Workload, WorkloadError, WorkloadKey};
 
+/// The `double-barrier` recipe.
 #[derive(Clone, Copy, Debug)]
 pub struct DoubleBarrier;
 

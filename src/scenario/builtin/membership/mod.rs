@@ -11,6 +11,7 @@ use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
 use crate::scenario::workload::WorkloadKey;
 
+/// The `group-membership` recipe.
 #[derive(Clone, Copy, Debug)]
 pub struct GroupMembership;
 

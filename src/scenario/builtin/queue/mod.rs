@@ -15,10 +15,14 @@ use crate::scenario::workload::{Workload, WorkloadKey};
 /// A queue; `priority`: the priority queue.
 #[derive(Clone, Copy, Debug)]
 pub struct Queue {
+    /// The priority queue (`priority-queue`) rather than the plain one
+    /// (`queue`).
     pub priority: bool,
 }
 
+/// The `queue` recipe.
 pub const QUEUE: Queue = Queue { priority: false };
+/// The `priority-queue` recipe.
 pub const PRIORITY_QUEUE: Queue = Queue { priority: true };
 
 const KEYS: &[WorkloadKey] = &[

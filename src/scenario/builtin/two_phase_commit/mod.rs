@@ -12,6 +12,7 @@ use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
 use crate::scenario::workload::{Workload, WorkloadError, WorkloadKey};
 
+/// The `two-phase-commit` recipe.
 #[derive(Clone, Copy, Debug)]
 pub struct TwoPhaseCommit;
 
