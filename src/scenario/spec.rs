@@ -57,7 +57,7 @@ pub struct SpecError {
     pub file: String,
     /// 1-based; 0 when the error is about the whole file.
     pub line: usize,
-    /// 1-based; 0 with `line`.
+    /// 1-based; 0 when `line` is.
     pub column: usize,
     /// What was wrong, and what would have been accepted.
     pub message: String,
