@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+/// A fault the nemesis can inject; each has a kebab-case name for scenario
+/// files ([`Fault::name`]).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Fault {
     /// A random server crashes and restarts 0.5–4 s later with its durable
@@ -40,6 +42,8 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// Every fault, in declaration order (the order of `zoosim list`'s fault
+    /// names and of [`Fault::from_name`]'s search).
     pub const ALL: [Fault; 14] = [
         Fault::ServerCrash,
         Fault::LeaderCrash,
@@ -57,6 +61,7 @@ impl Fault {
         Fault::LongClientPause,
     ];
 
+    /// The fault's name in scenario files, e.g. `"leader-crash"`.
     pub fn name(self) -> &'static str {
         match self {
             Fault::ServerCrash => "server-crash",
@@ -76,6 +81,8 @@ impl Fault {
         }
     }
 
+    /// The fault named `name` ([`Fault::name`]'s inverse); `None` if no fault
+    /// has that name.
     pub fn from_name(name: &str) -> Option<Fault> {
         Fault::ALL.into_iter().find(|f| f.name() == name)
     }

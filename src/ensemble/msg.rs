@@ -15,8 +15,11 @@ pub type ConnId = u64;
 /// answer it once the txn is applied there.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct Origin {
+    /// The server holding the client's connection.
     pub server: ServerId,
+    /// The connection on that server.
     pub conn: ConnId,
+    /// The request's xid on that connection.
     pub xid: i64,
 }
 
@@ -29,7 +32,7 @@ pub struct Origin {
 /// attempt the other side has given up on are ignored, as data arriving on
 /// a closed TCP connection would be.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum PeerMsg {
+pub(crate) enum PeerMsg {
     /// Election: the sender's credentials and what it is doing. A looking
     /// server broadcasts it every tick; others answer a looking one.
     Vote(Vote),
@@ -41,14 +44,14 @@ pub enum PeerMsg {
 
 /// What an election compares: (current epoch, last logged zxid, server id).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct Vote {
-    pub current_epoch: u32,
-    pub last_zxid: Zxid,
-    pub state: PeerState,
+pub(crate) struct Vote {
+    pub(crate) current_epoch: u32,
+    pub(crate) last_zxid: Zxid,
+    pub(crate) state: PeerState,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum PeerState {
+pub(crate) enum PeerState {
     Looking,
     Following(ServerId),
     Leading,
@@ -56,7 +59,7 @@ pub enum PeerState {
 
 /// Follower → leader.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum LearnerMsg {
+pub(crate) enum LearnerMsg {
     /// Opens an attempt (resent every tick until answered).
     FollowerInfo { accepted_epoch: u32 },
     /// The follower accepted the leader's epoch; its log, for the sync.
@@ -83,7 +86,7 @@ pub enum LearnerMsg {
 
 /// Leader → follower.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum LeaderMsg {
+pub(crate) enum LeaderMsg {
     /// The epoch the leader proposes (or leads in).
     LeaderInfo { epoch: u32 },
     /// The sync (ZooKeeper's DIFF or TRUNC, then NEWLEADER): drop the log
@@ -116,7 +119,7 @@ pub enum LeaderMsg {
 
 /// What a follower forwards to the leader.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Forwarded {
+pub(crate) enum Forwarded {
     Write { session: SessionId, op: Op },
     Sync,
     CreateSession { timeout_ms: u64 },
@@ -125,15 +128,15 @@ pub enum Forwarded {
 
 /// The watches a reconnecting client still holds (SetWatches).
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
-pub struct WatchLists {
-    pub data: Vec<String>,
-    pub exist: Vec<String>,
-    pub child: Vec<String>,
+pub(crate) struct WatchLists {
+    pub(crate) data: Vec<String>,
+    pub(crate) exist: Vec<String>,
+    pub(crate) child: Vec<String>,
 }
 
 /// Client → server.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum ClientMsg {
+pub(crate) enum ClientMsg {
     /// A connection's first message: a new session (`session: None`) or a
     /// re-attach, with the last zxid the client has seen and, on a
     /// re-attach, its watches to replay (ConnectRequest + SetWatches).
@@ -157,7 +160,7 @@ pub enum ClientMsg {
 
 /// Server → client, in the order the server produced them.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum ServerMsg {
+pub(crate) enum ServerMsg {
     Connected {
         session: SessionId,
         timeout_ms: u64,

@@ -52,25 +52,33 @@ const TREE_CHECK_INTERVAL: usize = 64;
 
 /// Something a server wants delivered.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Output {
+pub(crate) enum Output {
     Peer { to: ServerId, msg: PeerMsg },
     Client { conn: ConnId, msg: ServerMsg },
 }
 
+/// One server's static configuration. [`ServerConfig::new`] gives the
+/// defaults.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ServerConfig {
+    /// This server's id.
     pub id: ServerId,
+    /// Servers in the ensemble (ids `0..servers`).
     pub servers: u32,
     /// The ensemble starts running, with this leader in `epoch` (as if an
     /// election had just finished); later leaders are elected.
     pub leader: ServerId,
+    /// The bootstrap leader's epoch (default 1).
     pub epoch: u32,
+    /// ZooKeeper's tickTime, in ms: the unit of the limits below and of
+    /// session timeouts ([`ServerConfig::negotiate`]).
     pub tick_ms: u64,
     /// Ticks a follower waits to hear from its leader, and a leader from a
     /// quorum, before giving up (ZooKeeper's syncLimit).
     pub sync_limit_ticks: u64,
     /// Ticks an election's discovery and sync may take (initLimit).
     pub init_limit_ticks: u64,
+    /// The data tree's limits.
     pub tree: TreeConfig,
 }
 
@@ -136,7 +144,9 @@ pub struct ServerStats {
 /// A logged proposal: the txn and who to answer.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Entry {
+    /// The proposed txn.
     pub txn: Txn,
+    /// The client request to answer once the txn is applied, if any.
     pub origin: Option<Origin>,
 }
 
@@ -175,6 +185,8 @@ enum Role {
     Leading(Box<Leading>),
 }
 
+/// One ZooKeeper server as a pure state machine: it consumes ticks and
+/// messages and emits messages to deliver; no runtime, clock or socket.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Server {
     config: ServerConfig,
@@ -262,7 +274,7 @@ impl Server {
     /// The server process restarts: only the durable state survives; it
     /// looks for a leader, and its tree is rebuilt from the log when it
     /// syncs.
-    pub fn restart(&mut self, out: &mut Vec<Output>) {
+    pub(crate) fn restart(&mut self, out: &mut Vec<Output>) {
         self.ticks = 0;
         self.tree = DataTree::new(self.config.tree);
         self.watches = WatchTable::new();
@@ -276,14 +288,17 @@ impl Server {
         self.broadcast_vote(out);
     }
 
+    /// Counts of what this server did so far.
     pub fn stats(&self) -> ServerStats {
         self.stats
     }
 
+    /// This server's id.
     pub fn id(&self) -> ServerId {
         self.config.id
     }
 
+    /// This server's configuration.
     pub fn config(&self) -> &ServerConfig {
         &self.config
     }
@@ -304,7 +319,7 @@ impl Server {
     }
 
     /// What the server is doing, as its election votes say.
-    pub fn peer_state(&self) -> PeerState {
+    pub(crate) fn peer_state(&self) -> PeerState {
         match &self.role {
             Role::Looking(_) => PeerState::Looking,
             Role::Following(f) => PeerState::Following(f.leader()),
@@ -332,6 +347,8 @@ impl Server {
         )
     }
 
+    /// The epoch of the last sync this server completed (as leader: began),
+    /// Zab's currentEpoch.
     pub fn current_epoch(&self) -> u32 {
         self.current_epoch
     }
@@ -351,6 +368,7 @@ impl Server {
         &self.log[..self.applied]
     }
 
+    /// Every proposal this server has logged, in zxid order, applied or not.
     pub fn log(&self) -> &[Entry] {
         &self.log
     }
@@ -391,7 +409,7 @@ impl Server {
     }
 
     /// A tick of the server's clock: heartbeats, timeouts, votes, expiry.
-    pub fn on_tick(&mut self, now_ms: i64, out: &mut Vec<Output>) {
+    pub(crate) fn on_tick(&mut self, now_ms: i64, out: &mut Vec<Output>) {
         self.ticks += 1;
         match &self.role {
             Role::Looking(_) => self.tick_looking(now_ms, out),
@@ -423,7 +441,13 @@ impl Server {
     }
 
     /// A message from another server.
-    pub fn on_peer(&mut self, now_ms: i64, from: ServerId, msg: PeerMsg, out: &mut Vec<Output>) {
+    pub(crate) fn on_peer(
+        &mut self,
+        now_ms: i64,
+        from: ServerId,
+        msg: PeerMsg,
+        out: &mut Vec<Output>,
+    ) {
         assert_ne!(from, self.config.id, "a message from itself");
         match msg {
             PeerMsg::Vote(vote) => self.on_vote(now_ms, from, vote, out),
@@ -433,7 +457,13 @@ impl Server {
     }
 
     /// A message from a client connection held by this server.
-    pub fn on_client(&mut self, now_ms: i64, conn: ConnId, msg: ClientMsg, out: &mut Vec<Output>) {
+    pub(crate) fn on_client(
+        &mut self,
+        now_ms: i64,
+        conn: ConnId,
+        msg: ClientMsg,
+        out: &mut Vec<Output>,
+    ) {
         let me = self.config.id;
         let origin = |xid| Origin {
             server: me,

@@ -12,12 +12,20 @@ use super::spec::{self, Scenario, SpecError};
 #[derive(Debug)]
 pub enum LoadError {
     /// A path given names no file or directory.
-    Missing { path: PathBuf },
+    Missing {
+        /// The path as given.
+        path: PathBuf,
+    },
     /// A directory given holds no `*.toml`.
-    NoScenarios { dir: PathBuf },
+    NoScenarios {
+        /// The directory as given.
+        dir: PathBuf,
+    },
     /// The file or directory could not be read.
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// Why it could not be read.
         error: std::io::Error,
     },
     /// The file is not a valid scenario: where, and what was wrong.

@@ -89,6 +89,7 @@ pub trait Recipe: Send + Sync + 'static {
 pub struct RecipeRef(Arc<dyn Recipe>);
 
 impl RecipeRef {
+    /// A handle on `recipe`.
     pub fn new(recipe: impl Recipe) -> RecipeRef {
         RecipeRef(Arc::new(recipe))
     }

@@ -11,7 +11,9 @@ use super::workload::{KeyKind, Workload};
 /// A recipe declaration [`Registry::register`] refuses.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct RegisterError {
+    /// The refused recipe's name.
     pub recipe: String,
+    /// What is wrong with its declaration.
     pub message: String,
 }
 
@@ -204,6 +206,8 @@ impl Registry {
         self
     }
 
+    /// How this `zoosim` is run: [`Registry::invoked_as`]'s command, or
+    /// `cargo run --release --`.
     pub fn invocation(&self) -> &str {
         self.invoked_as
             .as_deref()

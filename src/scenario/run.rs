@@ -30,6 +30,7 @@ use crate::ensemble::sim::{Ensemble, EnsembleConfig};
 /// What one seed did.
 #[derive(Clone, Debug)]
 pub struct SeedOutcome {
+    /// The seed run.
     pub seed: u64,
     /// The properties that failed, with the evidence: none when every
     /// property held.
@@ -38,12 +39,14 @@ pub struct SeedOutcome {
     pub report: String,
     /// The recipe's counters, `fault:<name>` and the ensemble's.
     pub counters: BTreeMap<String, u64>,
+    /// Every fault the nemesis injected or skipped, in order.
     pub faults: Vec<InjectedFault>,
     /// Recipe operations logged (acquisitions, takes, reads, ...).
     pub ops: u64,
     /// When each outcome-log entry was made, in order (simulated ms since
     /// the start): when the workload did things, and stopped.
     pub event_ms: Vec<u64>,
+    /// Simulated ms from the start to the run's end.
     pub sim_ms: u64,
     /// When the fault phase began (simulated ms since the start): planned
     /// faults' times count from here.
@@ -82,7 +85,9 @@ pub fn lines(violations: &[Violation]) -> String {
 /// without moving any later draw.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Drawn {
+    /// The ensemble's size.
     pub servers: u32,
+    /// The servers' syncLimit, in ticks.
     pub sync_limit_ticks: u32,
     /// Each drawn workload key's value (e.g. the locks' `hold_ms`).
     pub values: Vec<(String, i64)>,

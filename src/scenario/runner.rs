@@ -13,12 +13,14 @@ use super::run::{lines, run_seed, SeedOutcome};
 use super::spec::Scenario;
 use super::verdict::{run_properties, Violation};
 
+/// How to run a scenario's seeds ([`run_scenario`]).
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     /// Overrides the scenario's seed count.
     pub seeds: Option<u64>,
     /// Overrides the scenario's first seed.
     pub seed_start: Option<u64>,
+    /// Threads running seeds in parallel (0 counts as 1).
     pub jobs: usize,
     /// (i, n): only the seeds whose index is i modulo n (coverage goals are
     /// then reported, not enforced).
@@ -28,6 +30,7 @@ pub struct RunOptions {
 /// A failing seed, as the summary keeps it.
 #[derive(Clone, Debug)]
 pub struct Failure {
+    /// The failing seed.
     pub seed: u64,
     /// At least one.
     pub violations: Vec<Violation>,
@@ -45,17 +48,28 @@ impl Failure {
     }
 }
 
+/// What a scenario's sweep found. A scenario expected to fail stops at
+/// its first failing seed; the others run every seed.
 #[derive(Clone, Debug)]
 pub struct Summary {
+    /// The scenario's name.
     pub name: String,
+    /// The scenario's file.
     pub file: String,
+    /// The scenario passes when a seed fails.
     pub expect_failure: bool,
+    /// Seeds run and counted.
     pub seeds_run: u64,
     /// Failing seeds, lowest first.
     pub failures: Vec<Failure>,
+    /// Simulated ms, summed over the seeds counted.
     pub sim_ms: u64,
+    /// Wall-clock ms the sweep took.
     pub wall_ms: u64,
+    /// Recipe operations logged, summed over the seeds counted.
     pub ops: u64,
+    /// Every counter ([`SeedOutcome::counters`]), summed over the seeds
+    /// counted.
     pub counters: BTreeMap<String, u64>,
     /// Coverage goals that stayed at zero.
     pub missed_goals: Vec<String>,

@@ -24,9 +24,13 @@ use super::workload::WorkloadValue;
 use crate::ensemble::fault::Fault;
 use crate::ensemble::sim::nemesis::InjectedFault;
 
+/// A failing seed's scenario, shrunk: it still fails at `seed`,
+/// violating `property`.
 #[derive(Clone, Debug)]
 pub struct Shrunk {
+    /// The shrunk scenario.
     pub scenario: Scenario,
+    /// The seed it fails at (the original one).
     pub seed: u64,
     /// The property the original seed violated, which every step kept
     /// violating.
@@ -59,13 +63,26 @@ impl Shrunk {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum ShrinkError {
     /// The seed passes: nothing to shrink.
-    Passes { scenario: String, seed: u64 },
+    Passes {
+        /// The scenario's name.
+        scenario: String,
+        /// The seed.
+        seed: u64,
+    },
     /// The seed panicked before it could be judged (its run cannot be
     /// placed by hand).
-    Panicked { seed: u64, violation: Violation },
+    Panicked {
+        /// The seed.
+        seed: u64,
+        /// The panic, as a violation.
+        violation: Violation,
+    },
     /// The shrunk scenario passes at the seed that failed at every step:
     /// a run is not a function of its seed on this binary.
-    NotDeterministic { seed: u64 },
+    NotDeterministic {
+        /// The seed.
+        seed: u64,
+    },
 }
 
 impl fmt::Display for ShrinkError {

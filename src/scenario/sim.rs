@@ -70,7 +70,12 @@ pub enum Ending {
     /// When `clients` clients have counted themselves `done` ([`finish`]):
     /// the runner is woken once, then (every wake-up is a scheduler step,
     /// which draws from the seed's RNG).
-    Counted { done: Finished, clients: usize },
+    Counted {
+        /// The count the clients add themselves to.
+        done: Finished,
+        /// The count that ends the run.
+        clients: usize,
+    },
 }
 
 /// What one seed's run gives a recipe's [`super::recipe::Recipe::start`].
@@ -229,6 +234,7 @@ pub struct JudgeCtx<'a> {
 }
 
 impl JudgeCtx<'_> {
+    /// The simulated ensemble, after the quiet phase.
     pub fn ensemble(&self) -> &Ensemble {
         self.ensemble
     }
@@ -318,6 +324,7 @@ impl JudgeCtx<'_> {
         self.workload
     }
 
+    /// The scenario's recipe variant, if it names one.
     pub fn variant(&self) -> Option<&str> {
         self.variant
     }
@@ -340,6 +347,7 @@ impl<E> Default for OutcomeLog<E> {
 }
 
 impl<E: Clone> OutcomeLog<E> {
+    /// An empty log.
     pub fn new() -> Self {
         OutcomeLog::default()
     }
@@ -434,6 +442,7 @@ pub async fn client_sessions<F, Fut>(
 /// all done ends early.
 pub type Finished = Arc<Done>;
 
+/// The count behind [`Finished`]: clients that did all their operations.
 #[derive(Default)]
 pub struct Done {
     /// The count, and who waits for it to reach what.
@@ -441,6 +450,7 @@ pub struct Done {
 }
 
 impl Done {
+    /// Clients counted so far.
     pub fn count(&self) -> usize {
         self.state.lock().unwrap().0
     }

@@ -53,10 +53,13 @@ pub const FORMAT: i64 = 1;
 /// A bad scenario file: where, and what was wrong.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct SpecError {
+    /// The file, as named to the parser.
     pub file: String,
     /// 1-based; 0 when the error is about the whole file.
     pub line: usize,
+    /// 1-based; 0 when `line` is.
     pub column: usize,
+    /// What was wrong, and what would have been accepted.
     pub message: String,
 }
 
@@ -81,9 +84,11 @@ impl std::error::Error for SpecError {}
 /// of them, so the fault is exactly the one the nemesis injected.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ScheduledFault {
+    /// Since the fault phase began, in ms; below `faults.phase_ms`.
     pub at_ms: u64,
     /// Nanoseconds past `at_ms` (below a millisecond): the exact instant.
     pub at_ns: u32,
+    /// What to inject.
     pub fault: Fault,
     /// The client a client fault aims at (default: drawn from the seed).
     pub client: Option<usize>,
@@ -108,16 +113,21 @@ impl ScheduledFault {
         self.at_ms * 1_000_000 + u64::from(self.at_ns)
     }
 
+    /// Sets the time since the fault phase began, in nanoseconds (split
+    /// into `at_ms` and `at_ns`).
     pub fn set_at_nanos(&mut self, ns: u64) {
         self.at_ms = ns / 1_000_000;
         self.at_ns = (ns % 1_000_000) as u32;
     }
 }
 
+/// A scenario's `[ensemble]` table.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct EnsembleSpec {
     /// One is drawn per seed.
     pub servers: Vec<u32>,
+    /// The clients' requested session timeout, in ms (1000–120000, default
+    /// 4000).
     pub session_timeout_ms: u64,
     /// syncLimit, drawn per seed from this range (initLimit is twice it).
     pub sync_limit_ticks: (u32, u32),
@@ -125,37 +135,60 @@ pub struct EnsembleSpec {
     pub link_latency_ms: (u64, u64),
 }
 
+/// A scenario's `[faults]` table.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct FaultSpec {
     /// The nemesis's pool; empty: no randomized faults.
     pub kinds: Vec<Fault>,
     /// Each seed draws its own subset of `kinds` (swarm testing).
     pub swarm: bool,
+    /// How long the fault phase lasts, in simulated ms (default 20000; 0: no
+    /// fault phase).
     pub phase_ms: u64,
+    /// Gap between two randomized faults, drawn from this range in ms
+    /// (default 300–1500).
     pub interval_ms: (u64, u64),
+    /// How long a network fault lasts, drawn from this range in ms (default
+    /// 500–4000).
     pub window_ms: (u64, u64),
+    /// Faults placed by hand (`[[faults.at]]`), each within the fault phase.
     pub at: Vec<ScheduledFault>,
 }
 
+/// A parsed, validated scenario file: every key with its value, defaults
+/// filled in.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Scenario {
     /// The file's stem.
     pub name: String,
+    /// The file's path, as given.
     pub file: String,
+    /// The file's `description` (empty when absent).
     pub description: String,
+    /// The recipe it runs.
     pub recipe: RecipeRef,
     /// A buggy variant's name, or None for the correct recipe.
     pub variant: Option<String>,
     /// The scenario passes when a seed fails within `seeds`.
     pub expect_failure: bool,
+    /// Seeds `zoosim run` runs (default 200; at most 200 when a failure is
+    /// expected).
     pub seeds: u64,
+    /// Seeds `cargo test` runs (default: `seeds`, at most 10).
     pub test_seeds: u64,
+    /// The first seed (default 0); seeds are consecutive from it.
     pub seed_start: u64,
+    /// The `[ensemble]` table.
     pub ensemble: EnsembleSpec,
     /// Every workload key the recipe declares, with its value.
     pub workload: Workload,
+    /// The `[faults]` table.
     pub faults: FaultSpec,
+    /// How long the quiet phase after the faults lasts, in simulated ms
+    /// (1000–3600000, default 15000).
     pub quiet_ms: u64,
+    /// In the quiet phase, whatever a live client starts or has pending must
+    /// finish within this many ms (default 10000; at most `quiet_ms`).
     pub liveness_bound_ms: u64,
     /// Counters that must be above zero summed over a run's seeds.
     pub coverage: Vec<String>,

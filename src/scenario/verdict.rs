@@ -48,11 +48,13 @@ pub const ENSEMBLE_COUNTERS: [&str; 8] = [
 /// digest and printed by `zoosim replay --trace`.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Verdict {
+    /// The properties that failed, with the evidence.
     pub violations: Vec<Violation>,
     /// For a reader (`zoosim replay` prints it).
     pub report: String,
     /// Names from [`Recipe::counters`].
     pub counters: Vec<(String, u64)>,
+    /// The outcome log, one line per entry.
     pub log: Vec<String>,
     /// When each log line's event happened (simulated ms since the start),
     /// in order: the shrinker tries faults where the workload was busy.
@@ -114,6 +116,7 @@ impl Verdict {
         }
     }
 
+    /// No property failed.
     pub fn passed(&self) -> bool {
         self.violations.is_empty()
     }

@@ -8,21 +8,34 @@ use std::fmt;
 /// A `[workload]` key a recipe takes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct WorkloadKey {
+    /// The key's name in `[workload]`.
     pub name: &'static str,
     /// What it sets, for `zoosim list`.
     pub doc: &'static str,
+    /// Its type, bounds and default.
     pub kind: KeyKind,
 }
 
+/// What a [`WorkloadKey`] takes: its type, bounds and default.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum KeyKind {
     /// One integer in `min..=max`.
-    Int { min: i64, max: i64, default: i64 },
+    Int {
+        /// The least value accepted.
+        min: i64,
+        /// The greatest value accepted.
+        max: i64,
+        /// The value when the file sets none.
+        default: i64,
+    },
     /// An integer or a list of them, each in `min..=max`: one is drawn per
     /// seed (as `hold_ms` is for the locks), by one draw whatever the list.
     Drawn {
+        /// The least value accepted.
         min: i64,
+        /// The greatest value accepted.
         max: i64,
+        /// The choices when the file sets none.
         default: &'static [i64],
     },
 }
@@ -58,6 +71,7 @@ impl WorkloadKey {
         }
     }
 
+    /// The value when the file sets none.
     pub fn default_value(&self) -> WorkloadValue {
         match self.kind {
             KeyKind::Int { default, .. } => WorkloadValue::Int(default),
@@ -119,6 +133,7 @@ impl WorkloadKey {
 /// A workload key's value as a scenario file set it (or its default).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum WorkloadValue {
+    /// A [`KeyKind::Int`] key's value.
     Int(i64),
     /// The choices; one is drawn per seed.
     Drawn(Vec<i64>),
@@ -141,11 +156,14 @@ impl fmt::Display for WorkloadValue {
 /// what was wrong.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct WorkloadError {
+    /// The workload key at fault.
     pub key: String,
+    /// What was wrong.
     pub message: String,
 }
 
 impl WorkloadError {
+    /// `key`'s value is wrong: `message` says how.
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> WorkloadError {
         WorkloadError {
             key: key.into(),
@@ -177,6 +195,7 @@ impl Workload {
         }
     }
 
+    /// `key`'s value; None for a key its recipe does not declare.
     pub fn get(&self, key: &str) -> Option<&WorkloadValue> {
         self.values.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
     }

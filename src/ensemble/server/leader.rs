@@ -575,7 +575,7 @@ impl Server {
 
     /// Whether a closeSession is due to be prepped by
     /// [`Server::close_expired`].
-    pub fn has_due_closes(&self, now_ms: i64) -> bool {
+    pub(crate) fn has_due_closes(&self, now_ms: i64) -> bool {
         self.broadcast()
             .is_some_and(|b| b.to_close.iter().any(|(_, at)| *at <= now_ms))
     }
@@ -583,7 +583,7 @@ impl Server {
     /// Expiry, second half: prep the closeSession requests. The shell calls
     /// this behind whatever the leader had already received when it marked
     /// the sessions closing (ZooKeeper's prep queue).
-    pub fn close_expired(&mut self, now_ms: i64, out: &mut Vec<Output>) {
+    pub(crate) fn close_expired(&mut self, now_ms: i64, out: &mut Vec<Output>) {
         let Some(b) = self.broadcast_mut() else {
             return;
         };
@@ -602,7 +602,12 @@ impl Server {
     /// session's writes prepped meanwhile fail with SessionExpired, which
     /// their clients then see. Only an established leader can; elsewhere
     /// this does nothing. Returns whether the session was live.
-    pub fn expire(&mut self, now_ms: i64, session: SessionId, closing_window_ms: u64) -> bool {
+    pub(crate) fn expire(
+        &mut self,
+        now_ms: i64,
+        session: SessionId,
+        closing_window_ms: u64,
+    ) -> bool {
         let live = self
             .broadcast()
             .is_some_and(|b| b.tracker.contains_key(&session) && !b.closing.contains(&session));

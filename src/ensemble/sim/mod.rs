@@ -40,7 +40,9 @@ const CLIENT_PORT: u16 = 2181;
 /// Ensemble parameters.
 #[derive(Clone, Copy, Debug)]
 pub struct EnsembleConfig {
+    /// Servers in the ensemble (default 3).
     pub servers: u32,
+    /// ZooKeeper's tickTime, in ms (default 500).
     pub tick_ms: u64,
     /// syncLimit: how long (in ticks) a follower waits for its leader, and
     /// a leader for a quorum, before electing again.
@@ -152,6 +154,9 @@ impl Sequencer {
     }
 }
 
+/// Server `id`'s client address: 10.0.0.(`id` + 1), port 2181.
+///
+/// Panics if `id` + 1 does not fit in a byte.
 pub fn server_addr(id: ServerId) -> SocketAddr {
     let id = u8::try_from(id + 1).expect("at most 254 servers");
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id)), CLIENT_PORT)
@@ -477,6 +482,7 @@ impl Ensemble {
         self.shared.net.heal_all();
     }
 
+    /// The configuration the ensemble was started with.
     pub fn config(&self) -> EnsembleConfig {
         self.config
     }

@@ -24,6 +24,8 @@ use crate::ensemble::msg::ServerId;
 /// then skipped).
 #[derive(Default)]
 pub struct ClientSlot {
+    /// The client's current session handle; `None` between sessions and once
+    /// crashed.
     pub zk: Option<Arc<SimZk>>,
     /// Set by the nemesis when it crashed this client.
     pub crashed: bool,
@@ -35,10 +37,15 @@ pub struct ClientSlot {
     pub busy: bool,
 }
 
+/// Every client slot, indexed by client number, shared by the workload and
+/// the nemesis.
 pub type ClientSlots = Arc<Mutex<Vec<ClientSlot>>>;
 
+/// What the nemesis injects and how often; [`NemesisConfig::new`] gives
+/// the default timings.
 #[derive(Clone, Debug)]
 pub struct NemesisConfig {
+    /// The faults it draws from (uniformly).
     pub faults: Vec<Fault>,
     /// Gap between two faults.
     pub interval_ms: (u64, u64),
@@ -49,6 +56,8 @@ pub struct NemesisConfig {
 }
 
 impl NemesisConfig {
+    /// Injects `faults`, one every 300–1500 ms, network faults lasting
+    /// 500–4000 ms.
     pub fn new(faults: Vec<Fault>, session_timeout_ms: u64) -> NemesisConfig {
         NemesisConfig {
             faults,
@@ -81,8 +90,11 @@ pub struct InjectedFault {
     /// time (a [`PlannedFault`]'s `at`) is due at the very same instant,
     /// and runs at the same `at`.
     pub due: Duration,
+    /// What was injected.
     pub fault: Fault,
+    /// The client aimed at (client faults).
     pub client: Option<usize>,
+    /// The server hit (crashes; the near end of a link fault).
     pub server: Option<ServerId>,
     /// The far end of a one-way clog or a link delay (`server` → `to`).
     pub to: Option<ServerId>,
@@ -137,14 +149,24 @@ impl fmt::Display for InjectedFault {
 /// the fault phase began, and optional parameters (drawn when absent).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannedFault {
+    /// When it is due, since the fault phase began.
     pub at: Duration,
+    /// What to inject.
     pub fault: Fault,
+    /// The client to aim at.
     pub client: Option<usize>,
+    /// The server to hit (or a link fault's near end).
     pub server: Option<ServerId>,
+    /// A one-way clog's or link delay's far end.
     pub to: Option<ServerId>,
+    /// A partition's one side.
     pub split: Option<Vec<ServerId>>,
+    /// Flipping partitions: each flip's side and how long it holds.
     pub flips: Option<Vec<(Vec<ServerId>, Duration)>>,
+    /// A link delay's extra time per message.
     pub delay: Option<Duration>,
+    /// The outage, the network fault's length, the pause, or a forced
+    /// expiry's race window.
     pub window: Option<Duration>,
 }
 

@@ -185,6 +185,7 @@ impl Network {
         );
     }
 
+    /// Whether the one-way link `from` → `to` is cut now.
     pub fn is_cut(&self, from: IpAddr, to: IpAddr) -> bool {
         lock(&self.state).cut.contains(&(from, to))
     }
@@ -199,6 +200,7 @@ impl Network {
         self.delivered.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// What the network did to traffic so far.
     pub fn stats(&self) -> NetStats {
         NetStats {
             sent: self.sent.load(Ordering::Relaxed),

@@ -4,7 +4,7 @@
 //! removal was asked for, and that every waiter passes in the quiet phase.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::barrier::PROPERTIES;
 use crate::recipes::barrier::BarrierVariant;
@@ -12,6 +12,7 @@ use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
 use crate::scenario::workload::WorkloadKey;
 
+/// The `barrier` recipe.
 #[derive(Clone, Copy, Debug)]
 pub struct Barrier;
 

@@ -5,13 +5,14 @@
 //! go back within a session, and every live client converges.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::config::PROPERTIES;
 use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
 use crate::scenario::workload::WorkloadKey;
 
+/// The `configuration` recipe.
 #[derive(Clone, Copy, Debug)]
 pub struct Configuration;
 

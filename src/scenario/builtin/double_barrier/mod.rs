@@ -6,13 +6,14 @@
 //! asked to leave.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::double_barrier::PROPERTIES;
 use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
 use crate::scenario::workload::{Workload, WorkloadError, WorkloadKey};
 
+/// The `double-barrier` recipe.
 #[derive(Clone, Copy, Debug)]
 pub struct DoubleBarrier;
 

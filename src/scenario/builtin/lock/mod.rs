@@ -6,7 +6,7 @@
 //! lock, one holder at a time with fenced effects.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::lock::PROPERTIES;
 use crate::recipes::election::ElectionVariant;
@@ -18,9 +18,13 @@ use crate::scenario::workload::WorkloadKey;
 /// Which role the clients contend for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
+    /// The exclusive lock (`lock`).
     Lock,
+    /// The shared read/write lock (`shared-lock`).
     SharedLock,
+    /// The revocable shared lock (`revocable-lock`).
     RevocableLock,
+    /// Leader election (`election`).
     Election,
 }
 
@@ -28,9 +32,13 @@ pub enum Kind {
 #[derive(Clone, Copy, Debug)]
 pub struct Exclusive(pub Kind);
 
+/// The `lock` recipe.
 pub const LOCK: Exclusive = Exclusive(Kind::Lock);
+/// The `shared-lock` recipe.
 pub const SHARED_LOCK: Exclusive = Exclusive(Kind::SharedLock);
+/// The `revocable-lock` recipe.
 pub const REVOCABLE_LOCK: Exclusive = Exclusive(Kind::RevocableLock);
+/// The `election` recipe.
 pub const ELECTION: Exclusive = Exclusive(Kind::Election);
 
 const KEYS: &[WorkloadKey] = &[

@@ -4,13 +4,14 @@
 //! invents a member and every live client converges on the final group.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::membership::PROPERTIES;
 use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
 use crate::scenario::workload::WorkloadKey;
 
+/// The `group-membership` recipe.
 #[derive(Clone, Copy, Debug)]
 pub struct GroupMembership;
 

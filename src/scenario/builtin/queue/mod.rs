@@ -5,7 +5,7 @@
 //! invented, and (plain queue) that each consumer takes in FIFO order.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::queue as oracle;
 use crate::scenario::recipe::Recipe;
@@ -15,10 +15,14 @@ use crate::scenario::workload::{Workload, WorkloadKey};
 /// A queue; `priority`: the priority queue.
 #[derive(Clone, Copy, Debug)]
 pub struct Queue {
+    /// The priority queue (`priority-queue`) rather than the plain one
+    /// (`queue`).
     pub priority: bool,
 }
 
+/// The `queue` recipe.
 pub const QUEUE: Queue = Queue { priority: false };
+/// The `priority-queue` recipe.
 pub const PRIORITY_QUEUE: Queue = Queue { priority: true };
 
 const KEYS: &[WorkloadKey] = &[

@@ -5,13 +5,14 @@
 //! if every site voted commit) and that every vote is decided.
 
 #[cfg(madsim)]
-pub mod workload;
+mod workload;
 
 use crate::check::two_phase_commit::PROPERTIES;
 use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
 use crate::scenario::workload::{Workload, WorkloadError, WorkloadKey};
 
+/// The `two-phase-commit` recipe.
 #[derive(Clone, Copy, Debug)]
 pub struct TwoPhaseCommit;
 
