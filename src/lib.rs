@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! zoosim: ZooKeeper's recipes, made correct under failure and proven so.
 //!
 //! The pure core — [`proto`], [`path`], [`tree`] — knows nothing of
