@@ -19,7 +19,6 @@ use super::sim::{ensure_slots, now_ms, Ending, JudgeCtx, RunCtx, Running, Task};
 use super::spec::Scenario;
 use super::verdict::Verdict;
 use super::verdict::Violation;
-use super::workload::Workload;
 use crate::check::Liveness;
 use crate::ensemble::fault::Fault;
 use crate::ensemble::sim::nemesis::{
@@ -93,7 +92,8 @@ pub struct Drawn {
     pub values: Vec<(String, i64)>,
 }
 
-/// One of `choices`, by one draw.
+/// One of `choices`, by one draw whatever the list (so a list pinned to
+/// one value moves no later draw).
 fn pick<T: Copy>(choices: &[T]) -> T {
     let bits: u64 = thread_rng().gen();
     choices[(bits % choices.len() as u64) as usize]
@@ -140,16 +140,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
         window_ms: s.faults.window_ms,
         ..NemesisConfig::new(pool, t_ms)
     };
-    let started = start_recipe(
-        &*s.recipe,
-        &s.workload,
-        s.variant.as_deref(),
-        t_ms,
-        ensemble.clone(),
-        slots.clone(),
-        fault_end,
-        until,
-    );
+    let started = start_recipe(s, ensemble.clone(), slots.clone(), fault_end, until);
     if let Some(setup) = started.setup {
         setup.await;
     }
@@ -191,16 +182,7 @@ async fn run(s: &Scenario, seed: u64) -> SeedOutcome {
     for task in &tasks {
         task.abort();
     }
-    let verdict = judge(
-        &*s.recipe,
-        running,
-        &s.workload,
-        s.variant.as_deref(),
-        &ensemble,
-        &slots,
-        &injected,
-        liveness,
-    );
+    let verdict = judge(s, running, &ensemble, &slots, &injected, liveness);
     // Unfinished tasks would outlive the runtime (see Ensemble::shutdown).
     ensemble.shutdown();
     let mut counters: BTreeMap<String, u64> = BTreeMap::new();
@@ -318,18 +300,15 @@ struct Started {
 /// order, so a list pinned to one value moves no later draw), the
 /// nemesis's slots made, its `start` called. The tasks are the runner's to
 /// spawn (after the setup) and to stop.
-#[allow(clippy::too_many_arguments)]
 fn start_recipe(
-    recipe: &dyn crate::scenario::recipe::Recipe,
-    workload: &Workload,
-    variant: Option<&str>,
-    session_timeout_ms: u64,
+    s: &Scenario,
     ensemble: Arc<Ensemble>,
     slots: ClientSlots,
     fault_end: Instant,
     until: Instant,
 ) -> Started {
     use crate::scenario::workload::WorkloadValue;
+    let (recipe, workload) = (&*s.recipe, &s.workload);
     let mut drawn = Vec::new();
     let values = workload
         .iter()
@@ -337,8 +316,7 @@ fn start_recipe(
             let n = match v {
                 WorkloadValue::Int(n) => *n,
                 WorkloadValue::Drawn(d) => {
-                    let bits: u64 = thread_rng().gen();
-                    let n = d[(bits % d.len() as u64) as usize];
+                    let n = pick(d);
                     drawn.push((k, n));
                     n
                 }
@@ -351,10 +329,9 @@ fn start_recipe(
         ensemble,
         slots,
         recipe: recipe.name().to_owned(),
-        workload: workload.clone(),
-        variant: variant.map(str::to_owned),
+        variant: s.variant.clone(),
         values,
-        session_timeout_ms,
+        session_timeout_ms: s.ensemble.session_timeout_ms,
         fault_end,
         until,
         setup: None,
@@ -372,12 +349,9 @@ fn start_recipe(
 /// Judges a run; a verdict naming a property or counter its recipe does
 /// not declare is a violation (coverage goals and `zoosim list` go by the
 /// declarations).
-#[allow(clippy::too_many_arguments)]
 fn judge(
-    recipe: &dyn crate::scenario::recipe::Recipe,
+    s: &Scenario,
     running: Box<dyn Running>,
-    workload: &Workload,
-    variant: Option<&str>,
     ensemble: &Ensemble,
     slots: &ClientSlots,
     faults: &[InjectedFault],
@@ -389,9 +363,10 @@ fn judge(
         slots,
         faults,
         liveness,
-        workload,
-        variant,
+        workload: &s.workload,
+        variant: s.variant.as_deref(),
     };
+    let recipe = &*s.recipe;
     let mut verdict = running.judge(&ctx);
     let declared = recipe.counters();
     let mut undeclared = Vec::new();

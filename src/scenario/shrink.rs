@@ -203,11 +203,18 @@ pub fn placed_schedule(s: &Scenario, seed: u64, out: &SeedOutcome) -> Scenario {
 
 /// Shrinks `seed` of `s`; Err if the seed does not fail.
 pub fn shrink(s: &Scenario, seed: u64, log: &dyn Fn(&str)) -> Result<Shrunk, ShrinkError> {
+    let out = run_one(s, seed).map_err(|violation| ShrinkError::Panicked { seed, violation })?;
+    let Some(property) = out.violations.first().map(|v| v.property) else {
+        return Err(ShrinkError::Passes {
+            scenario: s.name.clone(),
+            seed,
+        });
+    };
     let mut search = Search {
         seed,
-        runs: 0,
+        runs: 1,
         log,
-        property: "",
+        property,
         drawn: s
             .workload
             .iter()
@@ -217,16 +224,6 @@ pub fn shrink(s: &Scenario, seed: u64, log: &dyn Fn(&str)) -> Result<Shrunk, Shr
             })
             .collect(),
     };
-    let out = search
-        .run(s)
-        .map_err(|violation| ShrinkError::Panicked { seed, violation })?;
-    let Some(property) = out.violations.first().map(|v| v.property) else {
-        return Err(ShrinkError::Passes {
-            scenario: s.name.clone(),
-            seed,
-        });
-    };
-    search.property = property;
     (search.log)(&format!("keeping {property} failing"));
     let first = out.violations.clone();
     let mut best = pinned(s, seed, &out);

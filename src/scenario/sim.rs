@@ -83,7 +83,6 @@ pub struct RunCtx {
     pub(super) ensemble: Arc<Ensemble>,
     pub(super) slots: ClientSlots,
     pub(super) recipe: String,
-    pub(super) workload: Workload,
     pub(super) variant: Option<String>,
     /// Every declared key's value, lists drawn from for this seed.
     pub(super) values: Vec<(&'static str, i64)>,
@@ -110,7 +109,10 @@ impl RunCtx {
 
     /// The scenario's `clients` (0 for a recipe without that key).
     pub fn clients(&self) -> usize {
-        self.workload.clients().unwrap_or(0)
+        self.values
+            .iter()
+            .find(|(k, _)| *k == "clients")
+            .map_or(0, |(_, n)| (*n).max(0) as usize)
     }
 
     /// The buggy variant the scenario asks for, if any.

@@ -120,7 +120,7 @@ mod sim {
         }
 
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
-            let log = self.log.lock().unwrap().clone();
+            let log = self.log.entries();
             let log = ctx.with_crashes(log, || BarrierEvent::Crashed);
             let r = check_barrier(&log, Some(ctx.liveness()));
             let counters = [

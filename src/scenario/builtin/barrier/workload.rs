@@ -9,13 +9,12 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::time::{sleep, timeout, Instant};
 
 use crate::check::barrier::BarrierEvent;
-use crate::check::Entry;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::barrier::{Barrier, BarrierCommand, BarrierOutcome, BarrierVariant};
 use crate::recipes::Driver;
 use crate::scenario::sim::{
-    client_sessions, finish, flavour_of, now_ms, replace, Finished, RunCtx,
+    client_sessions, finish, flavour_of, replace, Finished, OutcomeLog, RunCtx,
 };
 
 #[derive(Clone, Debug)]
@@ -31,7 +30,7 @@ pub struct BarrierWorkload {
     pub rounds: u32,
 }
 
-pub type BarrierLog = Arc<Mutex<Vec<Entry<BarrierEvent>>>>;
+pub type BarrierLog = OutcomeLog<BarrierEvent>;
 
 /// What the coordinator has done, shared with the waiters (the test's own
 /// bookkeeping, not the recipe: waiters learn which round to wait on).
@@ -43,14 +42,6 @@ struct Rounds {
     next: (u64, bool),
     /// The coordinator removed its last round.
     over: bool,
-}
-
-fn push(log: &BarrierLog, client: usize, event: BarrierEvent) {
-    log.lock().unwrap().push(Entry {
-        at_ms: now_ms(),
-        client,
-        event,
-    });
 }
 
 fn path(w: &BarrierWorkload, round: u64) -> String {
@@ -130,7 +121,7 @@ async fn run(
 }
 
 async fn lost(zk: &SimZk, log: &BarrierLog, c: usize) -> Option<bool> {
-    push(log, c, BarrierEvent::Lost);
+    log.record(c, BarrierEvent::Lost);
     Some(replace(zk).await)
 }
 
@@ -154,7 +145,7 @@ async fn coordinate(
                 Some(false) => return lost(&zk, &log, 0).await,
                 None => return Some(false),
             }
-            push(&log, 0, BarrierEvent::Raised { round });
+            log.record(0, BarrierEvent::Raised { round });
             {
                 let mut r = rounds.lock().unwrap();
                 r.raised = Some(round);
@@ -163,13 +154,13 @@ async fn coordinate(
             let hold = thread_rng().gen_range(50..=w.hold_ms_max);
             sleep(Duration::from_millis(hold)).await;
         }
-        push(&log, 0, BarrierEvent::RemoveCalled { round });
+        log.record(0, BarrierEvent::RemoveCalled { round });
         match run(&mut driver, BarrierCommand::Remove, until).await {
             Some(true) => {}
             Some(false) => return lost(&zk, &log, 0).await,
             None => return Some(false),
         }
-        push(&log, 0, BarrierEvent::Removed { round });
+        log.record(0, BarrierEvent::Removed { round });
         rounds.lock().unwrap().next = (round + 1, false);
         sleep(Duration::from_millis(thread_rng().gen_range(0..100))).await;
     }
@@ -201,14 +192,14 @@ async fn wait(
             sleep(Duration::from_millis(20)).await;
             continue;
         };
-        push(&log, c, BarrierEvent::WaitCalled { round });
+        log.record(c, BarrierEvent::WaitCalled { round });
         let mut driver = Driver::new(&*zk, Barrier::with_variant(&path(&w, round), w.variant));
         match run(&mut driver, BarrierCommand::Wait, until).await {
             Some(true) => {}
             Some(false) => return lost(&zk, &log, c).await,
             None => return Some(false),
         }
-        push(&log, c, BarrierEvent::Passed { round });
+        log.record(c, BarrierEvent::Passed { round });
         *passed.lock().unwrap() = Some(round);
     }
 }

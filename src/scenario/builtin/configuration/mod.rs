@@ -105,7 +105,7 @@ mod sim {
         }
 
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
-            let log = self.log.lock().unwrap().clone();
+            let log = self.log.entries();
             let log = ctx.with_crashes(log, || ConfigEvent::Crashed);
             let final_version = match ctx.final_node(&self.path) {
                 Ok(node) => node.map_or(0, |n| n.version),

@@ -3,19 +3,18 @@
 //! following, under whatever the nemesis does. Every outcome goes into the
 //! log [`crate::check::config`] judges.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
 use madsim::time::{timeout, Instant};
 
 use crate::check::config::ConfigEvent;
-use crate::check::Entry;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::config::{Config, ConfigCommand, ConfigOutcome};
 use crate::recipes::Driver;
-use crate::scenario::sim::{client_sessions, flavour_of, now_ms, replace, RunCtx};
+use crate::scenario::sim::{client_sessions, flavour_of, replace, OutcomeLog, RunCtx};
 
 #[derive(Clone, Debug)]
 pub struct ConfigWorkload {
@@ -25,15 +24,7 @@ pub struct ConfigWorkload {
     pub session_timeout_ms: u64,
 }
 
-pub type ConfigLog = Arc<Mutex<Vec<Entry<ConfigEvent>>>>;
-
-fn push(log: &ConfigLog, client: usize, event: ConfigEvent) {
-    log.lock().unwrap().push(Entry {
-        at_ms: now_ms(),
-        client,
-        event,
-    });
-}
+pub type ConfigLog = OutcomeLog<ConfigEvent>;
 
 /// Starts the clients (the node must exist with data "0"). Returns the log
 /// and, per client, whether its current session is live.
@@ -59,7 +50,7 @@ async fn supervise(
 ) {
     let t = w.session_timeout_ms;
     client_sessions(c, ensemble, slots, flavour_of(c), t, until, |zk| {
-        push(&log, c, ConfigEvent::SessionStarted);
+        log.record(c, ConfigEvent::SessionStarted);
         session(c, zk, w.clone(), log.clone(), update_until, until)
     })
     .await
@@ -102,7 +93,7 @@ async fn session(
                     ConfigOutcome::Set { version } => ConfigEvent::Set { version },
                     ConfigOutcome::Conflict => ConfigEvent::Conflict,
                     ConfigOutcome::Lost { .. } => {
-                        push(&log, c, ConfigEvent::Lost);
+                        log.record(c, ConfigEvent::Lost);
                         return replace(&zk).await;
                     }
                     ConfigOutcome::Refused => ConfigEvent::Failed {
@@ -112,14 +103,13 @@ async fn session(
                         error: format!("{e:?}"),
                     },
                 };
-                push(&log, c, event);
+                log.record(c, event);
             }
             Err(_) if Instant::now() >= until => return false,
             Err(_) => {
                 // Time to update, from the view we have.
                 if let Some((version, count)) = view {
-                    push(
-                        &log,
+                    log.record(
                         c,
                         ConfigEvent::SetCalled {
                             expected_version: version,

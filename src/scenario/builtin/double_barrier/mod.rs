@@ -131,7 +131,7 @@ mod sim {
         }
 
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
-            let log = self.log.lock().unwrap().clone();
+            let log = self.log.entries();
             let log = ctx.with_crashes(log, || DoubleBarrierEvent::Crashed);
             let r = check_double_barrier(&log, self.threshold, Some(ctx.liveness()));
             let counters = [

@@ -11,14 +11,13 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::time::{sleep, timeout, Instant};
 
 use crate::check::double_barrier::DoubleBarrierEvent;
-use crate::check::Entry;
 use crate::client::Zk;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::double_barrier::{DoubleBarrier, DoubleBarrierCommand, DoubleBarrierOutcome};
 use crate::recipes::Driver;
 use crate::scenario::sim::{
-    client_sessions, finish, flavour_of, now_ms, replace, Finished, RunCtx,
+    client_sessions, finish, flavour_of, replace, Finished, OutcomeLog, RunCtx,
 };
 
 #[derive(Clone, Debug)]
@@ -32,15 +31,7 @@ pub struct DoubleBarrierWorkload {
     pub rounds: u32,
 }
 
-pub type DoubleBarrierLog = Arc<Mutex<Vec<Entry<DoubleBarrierEvent>>>>;
-
-fn push(log: &DoubleBarrierLog, client: usize, event: DoubleBarrierEvent) {
-    log.lock().unwrap().push(Entry {
-        at_ms: now_ms(),
-        client,
-        event,
-    });
-}
+pub type DoubleBarrierLog = OutcomeLog<DoubleBarrierEvent>;
 
 pub fn spawn(ctx: &mut RunCtx, w: &DoubleBarrierWorkload) -> (DoubleBarrierLog, Finished) {
     let (ensemble, slots, until) = (ctx.ensemble().clone(), ctx.slots().clone(), ctx.until());
@@ -113,20 +104,19 @@ async fn session(
                 DoubleBarrierEvent::Left { round: r },
             ),
         ] {
-            push(&log, c, called);
+            log.record(c, called);
             driver.command(command);
             let left = until.saturating_duration_since(Instant::now());
             match timeout(left, driver.next_outcome()).await {
                 Ok(DoubleBarrierOutcome::Entered | DoubleBarrierOutcome::Left) => {
-                    push(&log, c, done)
+                    log.record(c, done)
                 }
                 Ok(DoubleBarrierOutcome::Lost { .. }) => {
-                    push(&log, c, DoubleBarrierEvent::Lost);
+                    log.record(c, DoubleBarrierEvent::Lost);
                     return Some(replace(&zk).await);
                 }
                 Ok(other) => {
-                    push(
-                        &log,
+                    log.record(
                         c,
                         DoubleBarrierEvent::Failed {
                             error: format!("{other:?}"),

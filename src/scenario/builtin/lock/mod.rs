@@ -233,7 +233,7 @@ mod sim {
         }
 
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
-            let log = self.record.log.lock().unwrap().clone();
+            let log = self.record.log.entries();
             let log = ctx.with_crashes(log, || LockEvent::Crashed);
             let r = check_lock(&log, Some(ctx.liveness()));
             let counters = [

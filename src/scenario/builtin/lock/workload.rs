@@ -13,7 +13,6 @@ use madsim::time::{sleep, timeout, Instant};
 
 use crate::check::fence::FencedResource;
 use crate::check::lock::LockEvent;
-use crate::check::Entry;
 use crate::client::Zk;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
@@ -23,7 +22,7 @@ use crate::recipes::lock::{Lock, LockCommand, LockOutcome};
 use crate::recipes::revocable::{Revoker, RevokerCommand, RevokerOutcome};
 use crate::recipes::{sequence_of, Driver, Machine};
 use crate::scenario::sim::{
-    client_sessions, finish, flavour_of, now_ms, replace, Finished, RunCtx,
+    client_sessions, finish, flavour_of, replace, Finished, OutcomeLog, RunCtx,
 };
 
 /// What the workload needs of a recipe machine holding an exclusive role.
@@ -176,22 +175,12 @@ pub struct ExclusiveWorkload {
 /// What a lock run records, shared by its clients.
 #[derive(Clone, Default)]
 pub struct ExclusiveRecord {
-    pub log: Arc<Mutex<Vec<Entry<LockEvent>>>>,
+    pub log: OutcomeLog<LockEvent>,
     pub resource: Arc<Mutex<FencedResource>>,
     /// Acquisitions released, per client.
     pub completed: Arc<Mutex<BTreeMap<usize, u32>>>,
     /// Clients that did all their operations.
     pub finished: Finished,
-}
-
-impl ExclusiveRecord {
-    fn push(&self, client: usize, event: LockEvent) {
-        self.log.lock().unwrap().push(Entry {
-            at_ms: now_ms(),
-            client,
-            event,
-        });
-    }
 }
 
 /// Starts the clients (even ones Java-flavoured, odd ones Rust); they stop
@@ -282,10 +271,10 @@ async fn revoke_session(
         });
         let left = until.saturating_duration_since(Instant::now());
         match timeout(left, driver.next_outcome()).await {
-            Ok(RevokerOutcome::Asked) => record.push(c, LockEvent::RevokeCalled { token }),
+            Ok(RevokerOutcome::Asked) => record.log.record(c, LockEvent::RevokeCalled { token }),
             Ok(RevokerOutcome::NotHeld) => {}
             Ok(RevokerOutcome::Lost { .. }) => return replace(&zk).await,
-            Ok(other) => record.push(
+            Ok(other) => record.log.record(
                 c,
                 LockEvent::Failed {
                     error: format!("revoker: {other:?}"),
@@ -346,7 +335,7 @@ async fn session<M: Exclusive>(
             return finish(&slots, c, &zk, &record.finished).await;
         }
         let shared = driver.machine().is_shared();
-        record.push(c, LockEvent::AcquireCalled { shared });
+        record.log.record(c, LockEvent::AcquireCalled { shared });
         driver.command(M::acquire());
         let token = match wait(&mut driver, c, &record, until, &mut told_ended).await {
             Some(Step::Acquired(token)) => {
@@ -382,7 +371,7 @@ async fn session<M: Exclusive>(
                     resource.access(token)
                 }
             };
-            record.push(c, LockEvent::Access { token, accepted });
+            record.log.record(c, LockEvent::Access { token, accepted });
         }
         // What happened meanwhile ends the belief first (a suspension, the
         // session's loss), not the release.
@@ -390,7 +379,7 @@ async fn session<M: Exclusive>(
         if log_outcomes(&mut driver, c, &record, &mut told_ended) {
             return replace(&zk).await;
         }
-        record.push(c, LockEvent::ReleaseCalled);
+        record.log.record(c, LockEvent::ReleaseCalled);
         slots.lock().unwrap()[c].busy = false;
         driver.command(M::release());
         match wait(&mut driver, c, &record, until, &mut told_ended).await {
@@ -448,7 +437,7 @@ fn log_outcomes<M: Exclusive>(
     }
     if !*told_ended && driver.machine().session_ended() {
         *told_ended = true;
-        record.push(c, LockEvent::SessionEnded);
+        record.log.record(c, LockEvent::SessionEnded);
     }
     over
 }
@@ -461,10 +450,10 @@ fn log<M: Exclusive>(
     told_ended: &mut bool,
 ) -> Step {
     let (event, step) = M::judge(outcome);
-    record.push(c, event);
+    record.log.record(c, event);
     if !*told_ended && driver.machine().session_ended() {
         *told_ended = true;
-        record.push(c, LockEvent::SessionEnded);
+        record.log.record(c, LockEvent::SessionEnded);
     }
     step
 }

@@ -90,7 +90,7 @@ mod sim {
         }
 
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
-            let log = self.log.lock().unwrap().clone();
+            let log = self.log.entries();
             let log = ctx.with_crashes(log, || MembershipEvent::Crashed);
             let final_members: Vec<String> = match ctx.final_node(&self.group) {
                 // A member's node is `<member>-<sequence>`.

@@ -3,19 +3,18 @@
 //! joined and follows, under whatever the nemesis does. Every outcome goes
 //! into the log [`crate::check::membership`] judges.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use madsim::rand::{thread_rng, Rng};
 use madsim::time::{timeout, Instant};
 
 use crate::check::membership::MembershipEvent;
-use crate::check::Entry;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::membership::{Membership, MembershipCommand, MembershipOutcome};
 use crate::recipes::Driver;
-use crate::scenario::sim::{client_sessions, flavour_of, now_ms, replace, RunCtx};
+use crate::scenario::sim::{client_sessions, flavour_of, replace, OutcomeLog, RunCtx};
 
 #[derive(Clone, Debug)]
 pub struct MembershipWorkload {
@@ -30,15 +29,7 @@ pub fn member_name(c: usize) -> String {
     format!("m{c}")
 }
 
-pub type MembershipLog = Arc<Mutex<Vec<Entry<MembershipEvent>>>>;
-
-fn push(log: &MembershipLog, client: usize, event: MembershipEvent) {
-    log.lock().unwrap().push(Entry {
-        at_ms: now_ms(),
-        client,
-        event,
-    });
-}
+pub type MembershipLog = OutcomeLog<MembershipEvent>;
 
 pub fn spawn(ctx: &mut RunCtx, w: &MembershipWorkload) -> MembershipLog {
     let (ensemble, slots) = (ctx.ensemble().clone(), ctx.slots().clone());
@@ -62,7 +53,7 @@ async fn supervise(
 ) {
     let t = w.session_timeout_ms;
     client_sessions(c, ensemble, slots, flavour_of(c), t, until, |zk| {
-        push(&log, c, MembershipEvent::SessionStarted);
+        log.record(c, MembershipEvent::SessionStarted);
         let guid = format!("{:08x}", thread_rng().gen::<u32>());
         let machine = Membership::new(&w.group, &member_name(c), &guid);
         session(c, zk, machine, w.clone(), log.clone(), churn_until, until)
@@ -82,7 +73,7 @@ async fn session(
 ) -> bool {
     let mut driver = Driver::new(&*zk, machine);
     driver.command(MembershipCommand::Follow);
-    push(&log, c, MembershipEvent::JoinCalled);
+    log.record(c, MembershipEvent::JoinCalled);
     driver.command(MembershipCommand::Join);
     let mut next_churn = Instant::now() + churn_delay(&w);
     loop {
@@ -104,7 +95,7 @@ async fn session(
                     MembershipOutcome::Left => MembershipEvent::Left,
                     MembershipOutcome::Members(members) => MembershipEvent::View { members },
                     MembershipOutcome::Lost { .. } => {
-                        push(&log, c, MembershipEvent::Lost);
+                        log.record(c, MembershipEvent::Lost);
                         return replace(&zk).await;
                     }
                     MembershipOutcome::Refused { command } => MembershipEvent::Failed {
@@ -114,15 +105,15 @@ async fn session(
                         error: format!("{e:?}"),
                     },
                 };
-                push(&log, c, event);
+                log.record(c, event);
             }
             Err(_) if Instant::now() >= until => return false,
             Err(_) => {
                 if driver.machine().is_member() {
-                    push(&log, c, MembershipEvent::LeaveCalled);
+                    log.record(c, MembershipEvent::LeaveCalled);
                     driver.command(MembershipCommand::Leave);
                 } else {
-                    push(&log, c, MembershipEvent::JoinCalled);
+                    log.record(c, MembershipEvent::JoinCalled);
                     driver.command(MembershipCommand::Join);
                 }
                 next_churn = Instant::now() + churn_delay(&w);

@@ -140,7 +140,7 @@ mod sim {
         }
 
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
-            let log = self.log.lock().unwrap().clone();
+            let log = self.log.entries();
             let log = ctx.with_crashes(log, || QueueEvent::Crashed);
             let dir = &self.dir;
             // Without a leader nothing is left to read: the items are

@@ -10,12 +10,11 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::time::{sleep, timeout, Instant};
 
 use crate::check::queue::QueueEvent;
-use crate::check::Entry;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::recipes::queue::{Consumer, Producer, QueueCommand, QueueOutcome};
 use crate::recipes::{base_name, sequence_of, Driver, Machine};
-use crate::scenario::sim::{client_sessions, flavour_of, now_ms, replace, RunCtx};
+use crate::scenario::sim::{client_sessions, flavour_of, replace, OutcomeLog, RunCtx};
 
 #[derive(Clone, Debug)]
 pub struct QueueWorkload {
@@ -28,15 +27,7 @@ pub struct QueueWorkload {
     pub session_timeout_ms: u64,
 }
 
-pub type QueueLog = Arc<Mutex<Vec<Entry<QueueEvent>>>>;
-
-fn push(log: &QueueLog, client: usize, event: QueueEvent) {
-    log.lock().unwrap().push(Entry {
-        at_ms: now_ms(),
-        client,
-        event,
-    });
-}
+pub type QueueLog = OutcomeLog<QueueEvent>;
 
 /// Starts producers (clients `0..producers`) and consumers (the rest);
 /// producers stop enqueueing at `produce_until`, everyone stops at `until`.
@@ -100,7 +91,7 @@ async fn produce(
             *k += 1;
             format!("p{c}-{}", *k)
         };
-        push(&log, c, QueueEvent::EnqueueCalled { item: item.clone() });
+        log.record(c, QueueEvent::EnqueueCalled { item: item.clone() });
         driver.machine_mut().set_item(item.clone().into_bytes());
         driver.command(QueueCommand::Enqueue);
         match wait(&mut driver, c, &log, until, Some(&item)).await {
@@ -187,7 +178,7 @@ async fn wait<M: Machine<Command = QueueCommand, Outcome = QueueOutcome>>(
                 Some(false),
             ),
         };
-        push(log, c, event);
+        log.record(c, event);
         if let Some(done) = done {
             return Some(done);
         }

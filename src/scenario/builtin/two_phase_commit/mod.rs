@@ -123,7 +123,7 @@ mod sim {
         }
 
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
-            let log = self.log.lock().unwrap().clone();
+            let log = self.log.entries();
             let log = ctx.with_crashes(log, || TpcEvent::Crashed);
             let sites: Vec<usize> = (1..=self.sites).collect();
             let r = check_tpc(&log, &sites, Some(ctx.liveness()));

@@ -12,14 +12,13 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::time::{sleep, timeout, Instant};
 
 use crate::check::two_phase_commit::TpcEvent;
-use crate::check::Entry;
 use crate::client::Zk;
 use crate::ensemble::sim::SimZk;
 use crate::proto::{Reply, ZkError};
 use crate::recipes::two_phase_commit::{create_transaction, Site, SiteCommand, SiteOutcome};
 use crate::recipes::Driver;
 use crate::scenario::sim::{
-    client_sessions, finish, flavour_of, now_ms, replace, Finished, RunCtx,
+    client_sessions, finish, flavour_of, replace, Finished, OutcomeLog, RunCtx,
 };
 
 #[derive(Clone, Debug)]
@@ -34,15 +33,7 @@ pub struct TpcWorkload {
     pub transactions: u32,
 }
 
-pub type TpcLog = Arc<Mutex<Vec<Entry<TpcEvent>>>>;
-
-fn push(log: &TpcLog, client: usize, event: TpcEvent) {
-    log.lock().unwrap().push(Entry {
-        at_ms: now_ms(),
-        client,
-        event,
-    });
-}
+pub type TpcLog = OutcomeLog<TpcEvent>;
 
 fn tx_path(w: &TpcWorkload, tx: u64) -> String {
     format!("{}/t{tx}", w.dir)
@@ -157,25 +148,24 @@ async fn site(
             .unwrap()
             .1
             .get_or_insert_with(|| !thread_rng().gen_bool(w.abort_probability));
-        push(&log, c, TpcEvent::VoteCalled { tx, commit });
+        log.record(c, TpcEvent::VoteCalled { tx, commit });
         let mut driver = Driver::new(&*zk, Site::new(&tx_path(&w, tx), c - 1, w.sites));
         driver.command(SiteCommand::Vote { commit });
         loop {
             let left = until.saturating_duration_since(Instant::now());
             match timeout(left, driver.next_outcome()).await {
                 Ok(SiteOutcome::Decided { commit }) => {
-                    push(&log, c, TpcEvent::Decided { tx, commit });
+                    log.record(c, TpcEvent::Decided { tx, commit });
                     break;
                 }
-                Ok(SiteOutcome::AbortedFor { .. }) => push(&log, c, TpcEvent::AbortedFor { tx }),
+                Ok(SiteOutcome::AbortedFor { .. }) => log.record(c, TpcEvent::AbortedFor { tx }),
                 Ok(SiteOutcome::Voted { .. }) => {}
                 Ok(SiteOutcome::Lost { .. }) => {
-                    push(&log, c, TpcEvent::Lost);
+                    log.record(c, TpcEvent::Lost);
                     return Some(replace(&zk).await);
                 }
                 Ok(other) => {
-                    push(
-                        &log,
+                    log.record(
                         c,
                         TpcEvent::Failed {
                             error: format!("{other:?}"),
