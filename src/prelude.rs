@@ -7,7 +7,7 @@
 //! [`Property`] each violation breaks. [`Registry`] holds the recipes a
 //! `zoosim` command ([`main_with`]) or a test ([`crate::testing`]) knows.
 
-pub use crate::check::{Entry, Liveness, Property, Violation};
+pub use crate::check::{Entry, Liveness, Property, Violation, NO_RECIPE_FAILURE};
 pub use crate::cli::main_with;
 pub use crate::client::{Zk, ZkExt};
 pub use crate::proto::{CreateMode, Op, Reply, SessionEvent, Stat, WatchEvent, ZkError};

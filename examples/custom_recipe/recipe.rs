@@ -4,8 +4,8 @@
 //! clients were told about.
 //!
 //! Its properties, as named values ([`PROPERTIES`]): no lost increment,
-//! no invented increment, unique values, progress, no client failure and
-//! a well-formed counter.
+//! no invented increment, unique values, progress, a well-formed counter,
+//! and no recipe failure (zoosim's, which every recipe shares).
 //!
 //! Only zoosim's prelude is used, as from a crate of one's own.
 
@@ -71,11 +71,6 @@ pub const PROGRESS: Property = Property::new(
     "progress",
     "with a live client, an increment is acknowledged in the quiet phase",
 );
-/// A client's machine never fails outright (an error it cannot handle).
-pub const NO_CLIENT_FAILURE: Property = Property::new(
-    "no-client-failure",
-    "no client fails with an error its machine cannot handle",
-);
 /// The counter's node holds a number.
 pub const WELL_FORMED: Property =
     Property::new("well-formed", "the counter's node holds a decimal number");
@@ -85,7 +80,7 @@ pub const PROPERTIES: &[Property] = &[
     NO_INVENTED_INCREMENT,
     UNIQUE_VALUES,
     PROGRESS,
-    NO_CLIENT_FAILURE,
+    NO_RECIPE_FAILURE,
     WELL_FORMED,
 ];
 
@@ -309,7 +304,7 @@ pub fn check(
                 r.maybe += u64::from(was_open);
             }
             Event::Failed(why) => r.violations.push(Violation::new(
-                NO_CLIENT_FAILURE,
+                NO_RECIPE_FAILURE,
                 format!("client {c} failed at {} ms: {why}", e.at_ms),
             )),
             Event::SessionStarted => {}
@@ -428,6 +423,6 @@ mod oracle_tests {
         log.push(at(6, 0, Event::Failed("Unimplemented".into())));
         let r = check(&log, Ok(2), 0, true);
         assert_eq!(r.violations.len(), 1, "{r}");
-        assert_eq!(r.violations[0].property, NO_CLIENT_FAILURE.name, "{r}");
+        assert_eq!(r.violations[0].property, NO_RECIPE_FAILURE.name, "{r}");
     }
 }
