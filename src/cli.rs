@@ -1,5 +1,6 @@
 //! The `zoosim` command: run scenario files over many seeds, replay one
-//! seed, shrink a failing one, list what scenarios may name. It lives in
+//! seed, shrink a failing one, list what scenarios may name, check
+//! histories for linearizability (`zoosim lin`). It lives in
 //! the library so that a crate with its own recipes gets the whole
 //! command with them: its `main` is
 //!
@@ -23,6 +24,8 @@ use crate::scenario::registry::Registry;
 #[cfg(madsim)]
 use crate::scenario::spec::Scenario;
 use crate::scenario::verdict::{run_properties, ENSEMBLE_COUNTERS};
+
+mod lin;
 
 #[derive(Parser)]
 #[command(
@@ -88,6 +91,9 @@ enum Command {
         #[arg(default_value = "scenarios")]
         dir: PathBuf,
     },
+    /// Check history files for linearizability against a model
+    /// (Jepsen's log format or EDN maps): a verdict per file.
+    Lin(lin::LinArgs),
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {
@@ -269,6 +275,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             print!("{}", list(registry, &dir)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Lin(args) => lin::run(&args),
     }
 }
 
@@ -397,6 +404,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             print!("{}", list(registry, &dir)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Lin(args) => lin::run(&args),
         _ => Err(
             "this zoosim was built without the simulation (--cfg madsim, which \
                   .cargo/config.toml sets; a RUSTFLAGS variable replaces it)"

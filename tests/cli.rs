@@ -273,3 +273,132 @@ fn shrink_bounds_a_barrier_to_a_few_rounds() {
         "{replayed}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// zoosim lin
+
+const H: &str = "tests/data/histories";
+
+#[test]
+fn lin_gives_a_verdict_per_file_and_exits_by_the_worst() {
+    let good = format!("{H}/etcd/etcd_002.log");
+    let bad = format!("{H}/etcd/etcd_000.log");
+    let (code, out, err) = zoosim(&["lin", &good, "--model", "cas-register"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("etcd_002.log: linearizable (64 ops, 1 partition,"),
+        "{out}"
+    );
+    let (code, out, err) = zoosim(&["lin", &good, &bad, "--model", "cas-register"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("etcd_000.log: not linearizable"), "{out}");
+    assert!(out.contains("longest linearizable prefix"), "{out}");
+    assert!(out.contains("minimal failing sub-history"), "{out}");
+}
+
+#[test]
+fn lin_json_has_one_object_per_file_with_its_fields() {
+    let (code, out, err) = zoosim(&[
+        "lin",
+        &format!("{H}/kv/c10-bad.txt"),
+        &format!("{H}/kv/c10-ok.txt"),
+        "--model",
+        "kv",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    let (bad, ok) = (&lines[0], &lines[1]);
+    assert!(bad["file"].as_str().unwrap().ends_with("c10-bad.txt"));
+    assert_eq!(bad["verdict"], "not-linearizable");
+    assert_eq!(bad["ops"], 405);
+    assert_eq!(bad["partitions"], 10);
+    assert!(bad["millis"].as_f64().unwrap() >= 0.0);
+    assert!(!bad["failing_partitions"].as_array().unwrap().is_empty());
+    let minimal = bad["minimal_ops"].as_u64().unwrap();
+    assert!((1..=8).contains(&minimal), "{bad}");
+    assert_eq!(bad["minimal_is_one_minimal"], true);
+    assert_eq!(ok["verdict"], "linearizable");
+    assert_eq!(ok["ops"], 337);
+    assert_eq!(ok["failing_partitions"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn lin_refuses_bad_input_with_file_and_line() {
+    let log = scratch(
+        "bad.log",
+        "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\t3\n",
+    );
+    let (code, out, err) = zoosim(&["lin", &log, "--model", "cas-register"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("bad.log:2: a completion for process 1, which has no operation open"),
+        "{err}"
+    );
+    let edn = scratch(
+        "trunc.edn",
+        "{:process 0, :type :invoke, :f :get, :key \"a\", :va",
+    );
+    let (code, out, err) = zoosim(&["lin", &edn, "--model", "kv", "--json"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("trunc.edn:1: :va has no value"), "{err}");
+    let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(line["verdict"], "error");
+    let garbage = scratch("garbage.txt", "\u{0}\u{1}hello\n");
+    let (code, _, err) = zoosim(&["lin", &garbage, "--model", "kv"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("garbage.txt:1: not a Jepsen log line"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn lin_refuses_unknown_models_missing_and_huge_files() {
+    let (code, _, err) = zoosim(&["lin", &format!("{H}/kv/c01-ok.txt"), "--model", "zk2"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown model \"zk2\"; the models are:"),
+        "{err}"
+    );
+    assert!(err.contains("cas-register") && err.contains("kv"), "{err}");
+    let (code, _, err) = zoosim(&["lin", "no/such.log", "--model", "kv"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no/such.log: cannot open"), "{err}");
+    // A 1 GiB file (sparse: no disk) is refused before it is read.
+    let huge = scratch("huge.log", "");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&huge)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let (code, _, err) = zoosim(&["lin", &huge, "--model", "kv"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("huge.log: 1024 MiB, larger than the limit of 256 MiB"),
+        "{err}"
+    );
+    std::fs::remove_file(&huge).unwrap();
+}
+
+#[test]
+fn lin_past_its_budget_says_unknown() {
+    let (code, out, err) = zoosim(&[
+        "lin",
+        &format!("{H}/kv/c10-ok.txt"),
+        "--model",
+        "kv",
+        "--no-partition",
+        "--budget-ms",
+        "1",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("c10-ok.txt: unknown"), "{out}");
+    assert!(out.contains("stopped (time budget)"), "{out}");
+}

@@ -10,6 +10,7 @@ pub mod barrier;
 pub mod config;
 pub mod double_barrier;
 pub mod fence;
+pub mod lin;
 pub mod lock;
 pub mod membership;
 pub mod queue;

@@ -1,0 +1,127 @@
+//! A compare-and-set register: it holds one integer or nothing (`nil`, at
+//! the start), and is read, written, or compared-and-set.
+
+use super::jepsen::{FromJepsen, Value};
+use super::{Model, Outcome, Step};
+
+/// The register model. Its state is the value held (`None`: nil).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct CasRegister;
+
+/// An operation on the register.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Op {
+    /// Read the value.
+    Read,
+    /// Write a value.
+    Write(i64),
+    /// Set `to` if the value is `from`.
+    Cas {
+        /// The value expected.
+        from: i64,
+        /// The value set.
+        to: i64,
+    },
+}
+
+/// What an operation returned.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Reply {
+    /// A read's value (`None`: nil).
+    Read(Option<i64>),
+    /// A write, or a cas that set its value.
+    Ok,
+    /// A cas that found another value and set nothing.
+    CasFailed,
+}
+
+fn show(v: Option<i64>) -> String {
+    v.map_or_else(|| "nil".to_owned(), |v| v.to_string())
+}
+
+impl Model for CasRegister {
+    type State = Option<i64>;
+    type Input = Op;
+    type Output = Reply;
+
+    fn init(&self) -> Option<i64> {
+        None
+    }
+
+    fn step(&self, state: &Option<i64>, input: &Op, output: Outcome<&Reply>) -> Step<Option<i64>> {
+        use Outcome::{Known, Unknown};
+        match (input, output) {
+            (Op::Read, Known(Reply::Read(v))) if v == state => Step::Unchanged,
+            // A read whose answer is unknown changes nothing.
+            (Op::Read, Unknown) => Step::Unchanged,
+            (Op::Write(v), Known(Reply::Ok) | Unknown) => Step::To(Some(*v)),
+            (Op::Cas { from, to }, Known(Reply::Ok) | Unknown) if *state == Some(*from) => {
+                Step::To(Some(*to))
+            }
+            // A cas of unknown outcome that finds another value fails.
+            (Op::Cas { .. }, Unknown) => Step::Unchanged,
+            (Op::Cas { from, .. }, Known(Reply::CasFailed)) if *state != Some(*from) => {
+                Step::Unchanged
+            }
+            _ => Step::Impossible,
+        }
+    }
+
+    fn read_only(&self, input: &Op, output: Outcome<&Reply>) -> bool {
+        matches!(
+            (input, output),
+            (Op::Read, _) | (Op::Cas { .. }, Outcome::Known(Reply::CasFailed))
+        )
+    }
+
+    fn describe_op(&self, input: &Op, output: Outcome<&Reply>) -> String {
+        let out = match output {
+            Outcome::Known(Reply::Read(v)) => show(*v),
+            Outcome::Known(Reply::Ok) => "ok".to_owned(),
+            Outcome::Known(Reply::CasFailed) => "failed".to_owned(),
+            Outcome::Unknown => "unknown".to_owned(),
+        };
+        match input {
+            Op::Read => format!("read -> {out}"),
+            Op::Write(v) => format!("write {v} -> {out}"),
+            Op::Cas { from, to } => format!("cas {from} -> {to}: {out}"),
+        }
+    }
+
+    fn describe_state(&self, state: &Option<i64>) -> String {
+        show(*state)
+    }
+}
+
+impl FromJepsen for CasRegister {
+    fn input(&self, f: &str, _key: Option<&Value>, value: &Value) -> Result<Op, String> {
+        match (f, value) {
+            ("read", _) => Ok(Op::Read),
+            ("write", Value::Int(v)) => Ok(Op::Write(*v)),
+            ("cas", Value::Vector(v)) => match v.as_slice() {
+                [Value::Int(from), Value::Int(to)] => Ok(Op::Cas {
+                    from: *from,
+                    to: *to,
+                }),
+                _ => Err(format!("a cas takes [from to], two integers, not {value}")),
+            },
+            ("write", v) => Err(format!("a write takes an integer, not {v}")),
+            ("cas", v) => Err(format!("a cas takes [from to], not {v}")),
+            (f, _) => Err(format!(
+                "unknown operation :{f} for the cas register (expected :read, :write or :cas)"
+            )),
+        }
+    }
+
+    fn output(&self, input: &Op, value: &Value) -> Result<Reply, String> {
+        match (input, value) {
+            (Op::Read, Value::Nil) => Ok(Reply::Read(None)),
+            (Op::Read, Value::Int(v)) => Ok(Reply::Read(Some(*v))),
+            (Op::Read, v) => Err(format!("a read returns an integer or nil, not {v}")),
+            (Op::Write(w), Value::Int(v)) if v != w => Err(format!(
+                "the write of {w} completes with another value, {v}"
+            )),
+            _ => Ok(Reply::Ok),
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! The search itself: Lowe's just-in-time linearization over a doubly
+//! linked list of call and return entries, with an undo stack and a memo
+//! of explored (linearized set, state) configurations.
+//!
+//! Memory is what bounds such a search, so the memo keeps no per-entry
+//! allocation: linearized sets live side by side in one arena of words,
+//! the table holds only indices into it, and a set's hash is kept up to
+//! date as operations come and go (one random word per operation, xor-ed
+//! in and out), so finding a configuration costs one hash of nothing.
+//! Model states are interned: each distinct state is stored once and the
+//! memo and the undo stack name it by number.
+
+use std::hash::{Hash, Hasher};
+
+use hashbrown::HashTable;
+
+use super::{
+    Budget, Checked, Diagnosis, Exhausted, Explored, Linearized, Model, Operation, Options,
+    PartitionResult, Step, Verdict,
+};
+
+/// No entry: the end of the list.
+const NIL: u32 = u32::MAX;
+
+/// How often (in steps) the memory bound and the stop callback are polled.
+const POLL_EVERY: u64 = 4096;
+
+/// The first round's step budget per partition (see [`check`]).
+const FIRST_ROUND_STEPS: u64 = 1 << 16;
+
+/// Checks every partition of `ops` against `model` (see the module's
+/// documentation), within `options.budget` (its step bound is shared by
+/// all partitions).
+///
+/// Partitions are checked in rounds: each undecided one gets a step
+/// budget that grows eightfold from round to round (a partition that runs
+/// out is started again with more). So the easy partitions are decided
+/// first, a failing one is found without waiting on a hard one before it
+/// (`first_failure` then stops there), and the work lost to restarts is a
+/// bounded fraction of the last round's.
+pub fn check<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    options: &Options<'_>,
+) -> Checked {
+    let partitions = model.partition(ops);
+    let mut results: Vec<Option<(Verdict, Explored)>> = vec![None; partitions.len()];
+    let mut used: u64 = 0;
+    let mut round = FIRST_ROUND_STEPS;
+    'rounds: loop {
+        for (k, partition) in partitions.iter().enumerate() {
+            if results[k].is_some() {
+                continue;
+            }
+            let failed = results
+                .iter()
+                .any(|r| matches!(r, Some((Verdict::NotLinearizable(_), _))));
+            if failed && options.first_failure {
+                break 'rounds;
+            }
+            let left = options.budget.max_steps.saturating_sub(used);
+            // The last undecided partition waits on nothing: all it may.
+            let alone = results.iter().filter(|r| r.is_none()).count() == 1;
+            let round = if alone { u64::MAX } else { round };
+            let budget = Budget {
+                max_steps: left.min(round),
+                ..options.budget
+            };
+            let (verdict, explored) = check_partition(model, ops, &partition.ops, &budget);
+            used = used.saturating_add(explored.steps);
+            // Out of this round's steps only: again in the next round.
+            let again = verdict == Verdict::Unknown(Exhausted::Steps) && round < left;
+            if !again {
+                results[k] = Some((verdict, explored));
+            }
+        }
+        if results.iter().all(Option::is_some) || used >= options.budget.max_steps {
+            break;
+        }
+        round = round.saturating_mul(8);
+    }
+    let partitions = partitions
+        .into_iter()
+        .zip(results)
+        .map(|(partition, result)| {
+            let (verdict, explored) = result.unwrap_or((
+                if options.first_failure {
+                    Verdict::NotChecked
+                } else {
+                    Verdict::Unknown(Exhausted::Steps)
+                },
+                Explored::default(),
+            ));
+            PartitionResult {
+                partition,
+                verdict,
+                explored,
+            }
+        })
+        .collect();
+    Checked { partitions }
+}
+
+/// Checks the operations `subset` (indices into `ops`) as one history,
+/// whatever the model's partitions.
+pub fn check_partition<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    subset: &[usize],
+    budget: &Budget<'_>,
+) -> (Verdict, Explored) {
+    let mut search = Search::new(model, ops, subset);
+    let verdict = search.run(budget);
+    let explored = Explored {
+        steps: search.steps,
+        memo_entries: search.memo.len(),
+        states: search.states.len(),
+        deepest: search.deepest.len().max(search.stack.len()),
+    };
+    let verdict = match verdict {
+        Ok(true) => Verdict::Linearizable(
+            search
+                .stack
+                .iter()
+                .map(|&(i, _)| subset[i as usize])
+                .collect(),
+        ),
+        Ok(false) => Verdict::NotLinearizable(search.diagnose()),
+        Err(why) => Verdict::Unknown(why),
+    };
+    (verdict, explored)
+}
+
+/// One entry of the list: an operation's call or return.
+#[derive(Clone, Copy)]
+struct Entry {
+    /// The operation (index into the subset).
+    op: u32,
+    /// A call entry (else a return entry).
+    call: bool,
+    prev: u32,
+    next: u32,
+}
+
+struct Search<'a, M: Model> {
+    model: &'a M,
+    ops: &'a [Operation<M::Input, M::Output>],
+    subset: &'a [usize],
+    /// Entry 0 is the list's head (a sentinel); then entries in time order.
+    entries: Vec<Entry>,
+    /// Per operation: its call entry, and its return entry (`NIL` for an
+    /// operation whose outcome is unknown: it need never be linearized).
+    call_entry: Vec<u32>,
+    ret_entry: Vec<u32>,
+    /// Per operation: its word in the linearized set's hash.
+    zobrist: Vec<u64>,
+    /// Words per linearized set.
+    words: usize,
+    /// The linearized set and its hash.
+    bits: Vec<u64>,
+    bits_hash: u64,
+    /// Interned model states.
+    states: Vec<M::State>,
+    state_table: HashTable<u32>,
+    /// The memo: indices of configurations, whose sets are `arena[k *
+    /// words..]` and states `memo_state[k]`.
+    memo: HashTable<u32>,
+    arena: Vec<u64>,
+    memo_state: Vec<u32>,
+    /// The undo stack: operations linearized, with the state before each.
+    stack: Vec<(u32, u32)>,
+    /// Per operation: read-only ([`Model::read_only`]).
+    read_only: Vec<bool>,
+    /// Per stack entry: linearized as a read-only operation the moment
+    /// it could be, so undoing it undoes the choice before it too.
+    forced: Vec<bool>,
+    /// The state now.
+    current: u32,
+    /// Operations with a known outcome: how many, how many linearized.
+    known: usize,
+    known_done: usize,
+    steps: u64,
+    /// The longest linearized prefix met at a dead end.
+    deepest: Vec<u32>,
+}
+
+impl<'a, M: Model> Search<'a, M> {
+    fn new(model: &'a M, ops: &'a [Operation<M::Input, M::Output>], subset: &'a [usize]) -> Self {
+        let n = subset.len();
+        // (time, return?, op): a call sorts before a return at the same
+        // time, so equal times count as concurrent (the lenient reading).
+        let mut events: Vec<(u64, bool, u32)> = Vec::with_capacity(2 * n);
+        let mut known = 0;
+        for (i, &g) in subset.iter().enumerate() {
+            let op = &ops[g];
+            events.push((op.call, false, i as u32));
+            if op.output.is_known() {
+                known += 1;
+                let ret = op.ret.unwrap_or(u64::MAX).max(op.call);
+                events.push((ret, true, i as u32));
+            }
+        }
+        events.sort_unstable();
+        let mut entries = Vec::with_capacity(events.len() + 1);
+        entries.push(Entry {
+            op: NIL,
+            call: false,
+            prev: NIL,
+            next: if events.is_empty() { NIL } else { 1 },
+        });
+        let mut call_entry = vec![NIL; n];
+        let mut ret_entry = vec![NIL; n];
+        for (k, &(_, ret, op)) in events.iter().enumerate() {
+            let at = k as u32 + 1;
+            entries.push(Entry {
+                op,
+                call: !ret,
+                prev: at - 1,
+                next: if k + 1 == events.len() { NIL } else { at + 1 },
+            });
+            if ret {
+                ret_entry[op as usize] = at;
+            } else {
+                call_entry[op as usize] = at;
+            }
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let zobrist = (0..n).map(|_| splitmix(&mut seed)).collect();
+        let words = n.div_ceil(64).max(1);
+        let mut search = Search {
+            model,
+            ops,
+            subset,
+            entries,
+            call_entry,
+            ret_entry,
+            zobrist,
+            words,
+            bits: vec![0; words],
+            bits_hash: 0,
+            states: Vec::new(),
+            state_table: HashTable::new(),
+            memo: HashTable::new(),
+            arena: Vec::new(),
+            memo_state: Vec::new(),
+            stack: Vec::new(),
+            read_only: subset
+                .iter()
+                .map(|&g| model.read_only(&ops[g].input, ops[g].output.as_ref()))
+                .collect(),
+            forced: Vec::new(),
+            current: 0,
+            known,
+            known_done: 0,
+            steps: 0,
+            deepest: Vec::new(),
+        };
+        search.current = search.intern(model.init());
+        search
+    }
+
+    /// Ok(true): linearizable (the stack is a witness); Ok(false): not.
+    fn run(&mut self, budget: &Budget<'_>) -> Result<bool, Exhausted> {
+        let mut at = self.entries[0].next;
+        loop {
+            if self.known_done == self.known {
+                return Ok(true);
+            }
+            if self.steps >= budget.max_steps {
+                return Err(Exhausted::Steps);
+            }
+            self.steps += 1;
+            if self.steps % POLL_EVERY == 0 {
+                if self.memory() > budget.max_memo_bytes {
+                    return Err(Exhausted::Memory);
+                }
+                if budget.stop.is_some_and(|stop| stop()) {
+                    return Err(Exhausted::Stopped);
+                }
+            }
+            // The list always holds the return entry of an operation not
+            // yet linearized while one is left, so `NIL` is not met; if it
+            // were, undoing is the safe answer.
+            let entry = if at == NIL {
+                None
+            } else {
+                Some(self.entries[at as usize])
+            };
+            match entry {
+                Some(entry) if entry.call => {
+                    let i = entry.op as usize;
+                    let op = &self.ops[self.subset[i]];
+                    let next = match self.model.step(
+                        &self.states[self.current as usize],
+                        &op.input,
+                        op.output.as_ref(),
+                    ) {
+                        Step::Impossible => {
+                            at = entry.next;
+                            continue;
+                        }
+                        Step::Unchanged => self.current,
+                        Step::To(state) => self.intern(state),
+                    };
+                    self.flip(i);
+                    if self.remember(next) {
+                        self.forced.push(self.read_only[i] && next == self.current);
+                        self.stack.push((i as u32, self.current));
+                        self.current = next;
+                        self.lift(i);
+                        if op.output.is_known() {
+                            self.known_done += 1;
+                        }
+                        at = self.entries[0].next;
+                    } else {
+                        self.flip(i);
+                        // A read that can happen here but was explored
+                        // from here before: this configuration is a dead
+                        // end too (see below); otherwise try the next.
+                        at = if self.read_only[i] && next == self.current {
+                            NIL
+                        } else {
+                            entry.next
+                        };
+                    }
+                }
+                _ => {
+                    if self.stack.len() > self.deepest.len() {
+                        self.deepest = self.stack.iter().map(|&(i, _)| i).collect();
+                    }
+                    // Undo the last choice, and the read-only operations
+                    // linearized right after it were no choice: a read
+                    // that can happen now is as well here as anywhere
+                    // later, so a dead end after it is one without it.
+                    loop {
+                        let Some((i, before)) = self.stack.pop() else {
+                            return Ok(false);
+                        };
+                        let forced = self.forced.pop().unwrap_or(false);
+                        let i = i as usize;
+                        self.flip(i);
+                        self.current = before;
+                        self.unlift(i);
+                        if self.ops[self.subset[i]].output.is_known() {
+                            self.known_done -= 1;
+                        }
+                        if !forced {
+                            at = self.entries[self.call_entry[i] as usize].next;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds or removes operation `i` from the linearized set.
+    fn flip(&mut self, i: usize) {
+        self.bits[i / 64] ^= 1 << (i % 64);
+        self.bits_hash ^= self.zobrist[i];
+    }
+
+    /// Records (linearized set, `state`); false if it was there already.
+    fn remember(&mut self, state: u32) -> bool {
+        let hash = mix(self.bits_hash ^ u64::from(state).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let (words, arena, memo_state, bits) =
+            (self.words, &self.arena, &self.memo_state, &self.bits);
+        let found = self.memo.find(hash, |&k| {
+            let k = k as usize;
+            memo_state[k] == state && arena[k * words..(k + 1) * words] == bits[..]
+        });
+        if found.is_some() {
+            return false;
+        }
+        let k = self.memo_state.len() as u32;
+        self.arena.extend_from_slice(&self.bits);
+        self.memo_state.push(state);
+        let (words, arena, memo_state, zobrist) =
+            (self.words, &self.arena, &self.memo_state, &self.zobrist);
+        self.memo.insert_unique(hash, k, |&k| {
+            let k = k as usize;
+            let set = &arena[k * words..(k + 1) * words];
+            mix(set_hash(set, zobrist)
+                ^ u64::from(memo_state[k]).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        });
+        true
+    }
+
+    /// The number of `state`, stored if new.
+    fn intern(&mut self, state: M::State) -> u32 {
+        let hash = state_hash(&state);
+        let states = &self.states;
+        if let Some(&id) = self
+            .state_table
+            .find(hash, |&id| states[id as usize] == state)
+        {
+            return id;
+        }
+        let id = self.states.len() as u32;
+        self.states.push(state);
+        let states = &self.states;
+        self.state_table
+            .insert_unique(hash, id, |&id| state_hash(&states[id as usize]));
+        id
+    }
+
+    /// Takes operation `i`'s entries out of the list.
+    fn lift(&mut self, i: usize) {
+        self.unlink(self.call_entry[i]);
+        if self.ret_entry[i] != NIL {
+            self.unlink(self.ret_entry[i]);
+        }
+    }
+
+    /// Puts operation `i`'s entries back, in the reverse order.
+    fn unlift(&mut self, i: usize) {
+        if self.ret_entry[i] != NIL {
+            self.relink(self.ret_entry[i]);
+        }
+        self.relink(self.call_entry[i]);
+    }
+
+    fn unlink(&mut self, e: u32) {
+        let Entry { prev, next, .. } = self.entries[e as usize];
+        self.entries[prev as usize].next = next;
+        if next != NIL {
+            self.entries[next as usize].prev = prev;
+        }
+    }
+
+    fn relink(&mut self, e: u32) {
+        let Entry { prev, next, .. } = self.entries[e as usize];
+        self.entries[prev as usize].next = e;
+        if next != NIL {
+            self.entries[next as usize].prev = e;
+        }
+    }
+
+    /// Bytes the search holds, approximately.
+    fn memory(&self) -> usize {
+        self.arena.capacity() * 8
+            + self.memo_state.capacity() * 4
+            + self.memo.allocation_size()
+            + self.state_table.allocation_size()
+            + self.states.capacity() * std::mem::size_of::<M::State>()
+            + self.entries.capacity() * std::mem::size_of::<Entry>()
+    }
+
+    /// Why the search failed: its deepest dead end, replayed with states.
+    fn diagnose(&self) -> Diagnosis {
+        let model = self.model;
+        let op = |i: u32| &self.ops[self.subset[i as usize]];
+        let mut state = model.init();
+        let mut prefix = Vec::with_capacity(self.deepest.len());
+        let mut done = vec![false; self.subset.len()];
+        for &i in &self.deepest {
+            let before = model.describe_state(&state);
+            if let Step::To(next) = model.step(&state, &op(i).input, op(i).output.as_ref()) {
+                state = next;
+            }
+            prefix.push(Linearized {
+                op: self.subset[i as usize],
+                before,
+                after: model.describe_state(&state),
+            });
+            done[i as usize] = true;
+        }
+        // The first return entry (entries are numbered in time order) of
+        // an operation left. A dead end is a return entry met, so there is
+        // one; 0 is only a fallback that cannot be reached.
+        let deadline = (0..self.subset.len())
+            .filter(|&i| !done[i] && self.ret_entry[i] != NIL)
+            .min_by_key(|&i| self.ret_entry[i])
+            .unwrap_or(0);
+        let candidates = (0..self.subset.len())
+            .filter(|&i| !done[i] && self.call_entry[i] < self.ret_entry[deadline])
+            .map(|i| {
+                let accepted = !matches!(
+                    model.step(&state, &op(i as u32).input, op(i as u32).output.as_ref()),
+                    Step::Impossible
+                );
+                (self.subset[i], accepted)
+            })
+            .collect();
+        Diagnosis {
+            prefix,
+            deadline: self.subset[deadline],
+            candidates,
+        }
+    }
+}
+
+/// The hash of a linearized set computed from scratch (when the table
+/// grows), equal to the one kept up to date.
+fn set_hash(set: &[u64], zobrist: &[u64]) -> u64 {
+    let mut h = 0;
+    for (w, &word) in set.iter().enumerate() {
+        let mut word = word;
+        while word != 0 {
+            let b = word.trailing_zeros() as usize;
+            h ^= zobrist[w * 64 + b];
+            word &= word - 1;
+        }
+    }
+    h
+}
+
+fn state_hash<S: Hash>(state: &S) -> u64 {
+    let mut h = FastHasher(0);
+    state.hash(&mut h);
+    h.finish()
+}
+
+/// A quick hasher for the memo's own tables (no untrusted keys, no order
+/// that leaks: the tables are only looked up, never iterated).
+struct FastHasher(u64);
+
+impl FastHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let mut last = [0u8; 8];
+        let rest = chunks.remainder();
+        last[..rest.len()].copy_from_slice(rest);
+        self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 56));
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        mix(self.0)
+    }
+}
+
+/// SplitMix64's finalizer: spreads every input bit over the word.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The next word of a SplitMix64 stream (fixed seed: runs repeat).
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    mix(*state)
+}

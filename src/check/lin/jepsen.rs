@@ -1,0 +1,513 @@
+//! Jepsen's history formats, read into [`Operation`]s for a model.
+//!
+//! Two texts are read, both into one list of [`Event`]s (a process
+//! invoked, or completed, an operation `f` with a value):
+//!
+//! * the log format ([`parse_log`]), one event per line
+//!   `INFO  jepsen.util - <process>\t:invoke|:ok|:fail|:info\t:<f>\t<value>`;
+//! * the EDN format ([`parse_edn`]), one map per line
+//!   `{:process 3, :type :ok, :f :get, :key "k", :value "v"}` (other keys
+//!   are ignored; events of the `:nemesis` process are skipped).
+//!
+//! [`history`] then pairs each invocation with its completion, whatever
+//! the format, and asks the model ([`FromJepsen`]) what its `f` and values
+//! mean. Jepsen's meaning of a completion: `:ok` took effect; `:fail` did
+//! not happen (the operation is dropped); `:info`, or no completion at all
+//! by the end, is unknown (it may have taken effect, or not). Times are
+//! line numbers.
+//!
+//! Everything here is a pure function of the text: bad input (a truncated
+//! line, an unknown type or operation, a completion without an invocation,
+//! a second invocation by a process with one open, bytes that are not
+//! text) is a [`ParseError`] with its line, never a panic.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::{Model, Operation, Outcome};
+
+/// A value in a Jepsen history (the part of EDN it uses).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Value {
+    /// `nil`.
+    Nil,
+    /// `true` or `false`.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A string.
+    Str(String),
+    /// A keyword, without its colon.
+    Keyword(String),
+    /// A vector `[a b ...]`.
+    Vector(Vec<Value>),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Nil => f.write_str("nil"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Str(s) => write!(f, "{s:?}"),
+            Value::Keyword(k) => write!(f, ":{k}"),
+            Value::Vector(v) => {
+                f.write_str("[")?;
+                for (k, x) in v.iter().enumerate() {
+                    if k > 0 {
+                        f.write_str(" ")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                f.write_str("]")
+            }
+        }
+    }
+}
+
+/// The type of an event.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Kind {
+    /// `:invoke`: the call.
+    Invoke,
+    /// `:ok`: it took effect.
+    Ok,
+    /// `:fail`: it did not happen.
+    Fail,
+    /// `:info`: unknown.
+    Info,
+}
+
+/// One line of a Jepsen history.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Event {
+    /// Its line (1-based).
+    pub line: usize,
+    /// The process (client).
+    pub process: u64,
+    /// Invocation or which completion.
+    pub kind: Kind,
+    /// The operation's name, without its colon (`read`, `cas`, `get`).
+    pub f: String,
+    /// The key, if the event has one (`:key`).
+    pub key: Option<Value>,
+    /// The value.
+    pub value: Value,
+}
+
+/// Bad input: what and on which line.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ParseError {
+    /// The line (1-based).
+    pub line: usize,
+    /// What is wrong with it.
+    pub what: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.what)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// A model that knows what Jepsen's operations mean for it.
+pub trait FromJepsen: Model {
+    /// The input of an invocation of `f` with `key` and `value`, or what
+    /// is wrong with it (e.g. `unknown operation :foo`).
+    fn input(&self, f: &str, key: Option<&Value>, value: &Value) -> Result<Self::Input, String>;
+
+    /// The output of an `:ok` completion of `input` with `value`, or what
+    /// is wrong with it.
+    fn output(&self, input: &Self::Input, value: &Value) -> Result<Self::Output, String>;
+}
+
+/// The Jepsen formats this module reads; [`Format::parse`] reads one.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Format {
+    /// The log format (`INFO  jepsen.util - ...`), [`parse_log`].
+    Log,
+    /// One EDN map per line, [`parse_edn`].
+    Edn,
+}
+
+impl Format {
+    /// The format of `text`, from its first line that is not blank: a map
+    /// is EDN, anything else is taken for the log format.
+    pub fn detect(text: &[u8]) -> Format {
+        let first = text
+            .split(|&b| b == b'\n')
+            .map(|l| l.trim_ascii())
+            .find(|l| !l.is_empty());
+        match first {
+            Some(l) if l.starts_with(b"{") => Format::Edn,
+            _ => Format::Log,
+        }
+    }
+
+    /// Reads `text` in this format.
+    pub fn parse(self, text: &[u8]) -> Result<Vec<Event>, ParseError> {
+        match self {
+            Format::Log => parse_log(text),
+            Format::Edn => parse_edn(text),
+        }
+    }
+}
+
+/// The lines of `text`, numbered from 1, as text, without their `\r\n`.
+fn lines(text: &[u8]) -> impl Iterator<Item = Result<(usize, &str), ParseError>> {
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
+    text.split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|_| !text.is_empty())
+        .map(|(k, l)| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            std::str::from_utf8(l)
+                .map(|s| (k + 1, s))
+                .map_err(|e| ParseError {
+                    line: k + 1,
+                    what: format!("not UTF-8 text (at byte {} of the line)", e.valid_up_to()),
+                })
+        })
+}
+
+const LOG_MARK: &str = "jepsen.util - ";
+
+/// Reads the log format: `... jepsen.util - <process>\t<type>\t<f>\t<value>`
+/// per line; blank lines are skipped.
+pub fn parse_log(text: &[u8]) -> Result<Vec<Event>, ParseError> {
+    let mut events = Vec::new();
+    for line in lines(text) {
+        let (n, l) = line?;
+        if l.trim().is_empty() {
+            continue;
+        }
+        let err = |what: String| ParseError { line: n, what };
+        let Some(at) = l.find(LOG_MARK) else {
+            return Err(err(
+                "not a Jepsen log line (expected `INFO  jepsen.util - <process>\\t<type>\\t<f>\\t<value>`)"
+                    .into(),
+            ));
+        };
+        let fields: Vec<&str> = l[at + LOG_MARK.len()..].split('\t').collect();
+        if fields.len() != 4 {
+            return Err(err(format!(
+                "expected 4 tab-separated fields after `{LOG_MARK}` (process, type, f, value), found {}",
+                fields.len()
+            )));
+        }
+        let process = parse_process(fields[0].trim()).map_err(err)?;
+        let kind = parse_kind(fields[1].trim()).map_err(err)?;
+        let f = parse_f(fields[2].trim()).map_err(err)?;
+        let value = read_value(fields[3].trim()).map_err(err)?;
+        events.push(Event {
+            line: n,
+            process,
+            kind,
+            f,
+            key: None,
+            value,
+        });
+    }
+    Ok(events)
+}
+
+/// Reads the EDN format: one map per line with `:process`, `:type`, `:f`,
+/// and optionally `:key` and `:value`; blank lines are skipped.
+pub fn parse_edn(text: &[u8]) -> Result<Vec<Event>, ParseError> {
+    let mut events = Vec::new();
+    for line in lines(text) {
+        let (n, l) = line?;
+        if l.trim().is_empty() {
+            continue;
+        }
+        let err = |what: String| ParseError { line: n, what };
+        let mut r = Reader::new(l);
+        let map = r.map().map_err(err)?;
+        r.end().map_err(err)?;
+        let get = |k: &str| map.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+        let need = |k: &str| get(k).ok_or_else(|| err(format!("no :{k}")));
+        let process = match need("process")? {
+            Value::Int(p) if *p >= 0 => *p as u64,
+            Value::Keyword(k) if k == "nemesis" => continue,
+            v => return Err(err(format!(":process must be a number, not {v}"))),
+        };
+        let keyword = |k: &str| match need(k)? {
+            Value::Keyword(w) => Ok(w.clone()),
+            v => Err(err(format!(":{k} must be a keyword, not {v}"))),
+        };
+        let kind = parse_kind(&format!(":{}", keyword("type")?)).map_err(err)?;
+        let f = keyword("f")?;
+        events.push(Event {
+            line: n,
+            process,
+            kind,
+            f,
+            key: get("key").cloned(),
+            value: get("value").cloned().unwrap_or(Value::Nil),
+        });
+    }
+    Ok(events)
+}
+
+fn parse_process(s: &str) -> Result<u64, String> {
+    s.parse()
+        .map_err(|_| format!("the process must be a number, not {s:?}"))
+}
+
+fn parse_kind(s: &str) -> Result<Kind, String> {
+    Ok(match s {
+        ":invoke" => Kind::Invoke,
+        ":ok" => Kind::Ok,
+        ":fail" => Kind::Fail,
+        ":info" => Kind::Info,
+        _ => {
+            return Err(format!(
+                "unknown type {s:?} (expected :invoke, :ok, :fail or :info)"
+            ))
+        }
+    })
+}
+
+fn parse_f(s: &str) -> Result<String, String> {
+    match s.strip_prefix(':') {
+        Some(f) if !f.is_empty() => Ok(f.to_owned()),
+        _ => Err(format!(
+            "the operation must be a keyword like :read, not {s:?}"
+        )),
+    }
+}
+
+/// Reads one whole value.
+fn read_value(s: &str) -> Result<Value, String> {
+    let mut r = Reader::new(s);
+    let v = r.value(0)?;
+    r.end()?;
+    Ok(v)
+}
+
+/// Nesting deeper than this is refused (garbage, not a history).
+const MAX_DEPTH: usize = 32;
+
+/// A reader of the EDN Jepsen uses, over one line.
+struct Reader<'a> {
+    s: &'a str,
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(s: &'a str) -> Self {
+        Reader { s, at: 0 }
+    }
+
+    fn skip_space(&mut self) {
+        let rest = &self.s[self.at..];
+        let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',');
+        self.at += rest.len() - trimmed.len();
+    }
+
+    fn peek(&mut self) -> Option<char> {
+        self.skip_space();
+        self.s[self.at..].chars().next()
+    }
+
+    fn column(&self) -> usize {
+        self.s[..self.at].chars().count() + 1
+    }
+
+    fn end(&mut self) -> Result<(), String> {
+        match self.peek() {
+            None => Ok(()),
+            Some(c) => Err(format!("unexpected {c:?} at column {}", self.column())),
+        }
+    }
+
+    /// `{:k v ...}` as (key without colon, value) pairs.
+    fn map(&mut self) -> Result<Vec<(String, Value)>, String> {
+        if self.peek() != Some('{') {
+            return Err(format!(
+                "expected a map `{{...}}` at column {}",
+                self.column()
+            ));
+        }
+        self.at += 1;
+        let mut pairs: Vec<(String, Value)> = Vec::new();
+        loop {
+            match self.peek() {
+                Some('}') => {
+                    self.at += 1;
+                    return Ok(pairs);
+                }
+                None => return Err("the map is not closed (truncated line?)".into()),
+                Some(_) => {}
+            }
+            let column = self.column();
+            let key = match self.value(1)? {
+                Value::Keyword(k) => k,
+                v => {
+                    return Err(format!(
+                        "a map key must be a keyword, not {v} (column {column})"
+                    ))
+                }
+            };
+            if pairs.iter().any(|(k, _)| *k == key) {
+                return Err(format!(":{key} twice (column {column})"));
+            }
+            if matches!(self.peek(), Some('}') | None) {
+                return Err(format!(":{key} has no value (column {column})"));
+            }
+            let value = self.value(1)?;
+            pairs.push((key, value));
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, String> {
+        let column = self.column();
+        let Some(c) = self.peek() else {
+            return Err(format!(
+                "expected a value at column {column} (truncated line?)"
+            ));
+        };
+        match c {
+            '[' => {
+                if depth >= MAX_DEPTH {
+                    return Err(format!("vectors nested too deep at column {column}"));
+                }
+                self.at += 1;
+                let mut items = Vec::new();
+                loop {
+                    match self.peek() {
+                        Some(']') => {
+                            self.at += 1;
+                            return Ok(Value::Vector(items));
+                        }
+                        None => return Err(format!("the vector at column {column} is not closed")),
+                        Some(_) => items.push(self.value(depth + 1)?),
+                    }
+                }
+            }
+            '"' => self.string(column),
+            _ => {
+                let rest = &self.s[self.at..];
+                let len = rest
+                    .find(|c: char| {
+                        c.is_whitespace() || matches!(c, ',' | '[' | ']' | '{' | '}' | '"')
+                    })
+                    .unwrap_or(rest.len());
+                let token = &rest[..len];
+                let keyword = token.strip_prefix(':').filter(|k| !k.is_empty());
+                let v = match token {
+                    _ if keyword.is_some() => {
+                        Value::Keyword(keyword.unwrap_or_default().to_owned())
+                    }
+                    "" => return Err(format!("unexpected {c:?} at column {column}")),
+                    "nil" => Value::Nil,
+                    "true" => Value::Bool(true),
+                    "false" => Value::Bool(false),
+                    t if t.starts_with(|c: char| c.is_ascii_digit() || c == '-') => {
+                        Value::Int(t.parse().map_err(|_| {
+                            format!("{t:?} at column {column} is not a whole number in range")
+                        })?)
+                    }
+                    t => return Err(format!("unexpected {t:?} at column {column}")),
+                };
+                self.at += len;
+                Ok(v)
+            }
+        }
+    }
+
+    fn string(&mut self, column: usize) -> Result<Value, String> {
+        self.at += 1; // the opening quote
+        let mut out = String::new();
+        let mut chars = self.s[self.at..].char_indices();
+        while let Some((k, c)) = chars.next() {
+            match c {
+                '"' => {
+                    self.at += k + 1;
+                    return Ok(Value::Str(out));
+                }
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => out.push('\n'),
+                    Some((_, 't')) => out.push('\t'),
+                    Some((_, 'r')) => out.push('\r'),
+                    Some((_, e @ ('"' | '\\'))) => out.push(e),
+                    Some((_, e)) => {
+                        return Err(format!(
+                            "unknown escape \\{e} in the string at column {column}"
+                        ))
+                    }
+                    None => break,
+                },
+                c => out.push(c),
+            }
+        }
+        Err(format!(
+            "the string at column {column} is not closed (truncated line?)"
+        ))
+    }
+}
+
+/// Pairs `events`' invocations with their completions into operations of
+/// `model` (see the module's documentation). Times are line numbers.
+pub fn history<M: FromJepsen>(
+    model: &M,
+    events: &[Event],
+) -> Result<Vec<Operation<M::Input, M::Output>>, ParseError> {
+    // Per process: the open operation's index in `ops`, its line and f.
+    let mut open: BTreeMap<u64, (usize, usize, &str)> = BTreeMap::new();
+    let mut ops: Vec<Option<Operation<M::Input, M::Output>>> = Vec::new();
+    for e in events {
+        let err = |what: String| ParseError { line: e.line, what };
+        match e.kind {
+            Kind::Invoke => {
+                if let Some((_, line, _)) = open.get(&e.process) {
+                    return Err(err(format!(
+                        "process {} invokes again while its operation from line {line} is open",
+                        e.process
+                    )));
+                }
+                let input = model.input(&e.f, e.key.as_ref(), &e.value).map_err(err)?;
+                open.insert(e.process, (ops.len(), e.line, &e.f));
+                ops.push(Some(Operation {
+                    client: e.process,
+                    input,
+                    output: Outcome::Unknown,
+                    call: e.line as u64,
+                    ret: None,
+                }));
+            }
+            Kind::Ok | Kind::Fail | Kind::Info => {
+                let Some((k, line, invoked)) = open.remove(&e.process) else {
+                    return Err(err(format!(
+                        "a completion for process {}, which has no operation open",
+                        e.process
+                    )));
+                };
+                if invoked != e.f {
+                    return Err(err(format!(
+                        "completes :{} but process {} invoked :{invoked} (line {line})",
+                        e.f, e.process
+                    )));
+                }
+                match e.kind {
+                    Kind::Fail => ops[k] = None,
+                    Kind::Info => {
+                        if let Some(op) = &mut ops[k] {
+                            op.ret = Some(e.line as u64);
+                        }
+                    }
+                    _ => {
+                        if let Some(op) = &mut ops[k] {
+                            op.output =
+                                Outcome::Known(model.output(&op.input, &e.value).map_err(err)?);
+                            op.ret = Some(e.line as u64);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(ops.into_iter().flatten().collect())
+}

@@ -1,0 +1,749 @@
+//! The engine against histories with known verdicts, a brute-force
+//! checker, and broken copies.
+
+use super::cas_register::CasRegister;
+use super::jepsen::{history, Format, FromJepsen};
+use super::kv::Kv;
+use super::*;
+
+// The bundled histories, compiled in: the pure core reads no files.
+macro_rules! bundled {
+    ($($path:literal),* $(,)?) => {
+        &[$(($path, include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/histories/", $path)) as &[u8])),*]
+    };
+}
+
+static DATA: &[(&str, &[u8])] = bundled!(
+    "VERDICTS.txt",
+    "etcd/etcd_000.log",
+    "etcd/etcd_001.log",
+    "etcd/etcd_002.log",
+    "etcd/etcd_003.log",
+    "etcd/etcd_004.log",
+    "etcd/etcd_005.log",
+    "etcd/etcd_006.log",
+    "etcd/etcd_007.log",
+    "etcd/etcd_008.log",
+    "etcd/etcd_009.log",
+    "etcd/etcd_010.log",
+    "etcd/etcd_011.log",
+    "etcd/etcd_012.log",
+    "etcd/etcd_013.log",
+    "etcd/etcd_014.log",
+    "etcd/etcd_015.log",
+    "etcd/etcd_016.log",
+    "etcd/etcd_017.log",
+    "etcd/etcd_018.log",
+    "etcd/etcd_019.log",
+    "kv/c01-ok.txt",
+    "kv/c01-bad.txt",
+    "kv/c10-ok.txt",
+    "kv/c10-bad.txt",
+    "kv/c50-ok.txt",
+    "kv/c50-bad.txt",
+);
+
+fn data(rel: &str) -> Vec<u8> {
+    DATA.iter()
+        .find(|(p, _)| *p == rel)
+        .unwrap_or_else(|| panic!("{rel} is not bundled"))
+        .1
+        .to_vec()
+}
+
+fn load<M: FromJepsen>(model: &M, rel: &str) -> Vec<Operation<M::Input, M::Output>> {
+    let text = data(rel);
+    let events = Format::detect(&text).parse(&text).unwrap();
+    history(model, &events).unwrap()
+}
+
+fn verdict_of(rel: &str) -> Summary {
+    // Bounded, so that a regression fails as unknown instead of taking
+    // the machine's memory; the verdict needs only the first failing key
+    // (some keys of kv/c50-bad take minutes to exhaust).
+    let options = Options {
+        budget: Budget {
+            max_memo_bytes: 1 << 30,
+            ..Budget::UNLIMITED
+        },
+        first_failure: true,
+    };
+    let s = if rel.starts_with("etcd/") {
+        let ops = load(&CasRegister, rel);
+        check(&CasRegister, &ops, &options).summary()
+    } else {
+        let ops = load(&Kv::default(), rel);
+        check(&Kv::default(), &ops, &options).summary()
+    };
+    s
+}
+
+#[test]
+fn every_bundled_history_gets_its_known_verdict() {
+    let verdicts = String::from_utf8(data("VERDICTS.txt")).unwrap();
+    let mut n = 0;
+    for line in verdicts
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let (file, expected) = line.split_once(' ').unwrap();
+        let expected = match expected.trim() {
+            "true" => Summary::Linearizable,
+            "false" => Summary::NotLinearizable,
+            other => panic!("VERDICTS.txt: {other}"),
+        };
+        assert_eq!(verdict_of(file), expected, "{file}");
+        n += 1;
+    }
+    assert_eq!(n, 26);
+    assert_eq!(DATA.len(), n + 1, "every bundled history has a verdict");
+}
+
+// ---------------------------------------------------------------------------
+// Small histories, against the brute-force checker.
+
+use super::brute;
+use super::cas_register::{Op as RegOp, Reply as RegReply};
+use super::kv::{Op as KvOp, Reply as KvReply};
+use proptest::prelude::*;
+
+fn op<I, O>(
+    client: u64,
+    input: I,
+    output: Outcome<O>,
+    call: u64,
+    ret: Option<u64>,
+) -> Operation<I, O> {
+    Operation {
+        client,
+        input,
+        output,
+        call,
+        ret,
+    }
+}
+
+/// A register history from a sequential run: operation k takes effect at
+/// 200 k + 200, inside a random interval around that point; so the history
+/// is linearizable. `unknown` marks operations whose outcome is lost.
+fn register_history(steps: &[(u8, i64, i64, u64, u64, bool)]) -> Vec<Operation<RegOp, RegReply>> {
+    let mut state = None;
+    let mut ops = Vec::new();
+    for (k, &(kind, a, b, before, after, unknown)) in steps.iter().enumerate() {
+        let (input, output) = match kind % 3 {
+            0 => (RegOp::Read, RegReply::Read(state)),
+            1 => {
+                state = Some(a);
+                (RegOp::Write(a), RegReply::Ok)
+            }
+            _ => {
+                let input = RegOp::Cas { from: a, to: b };
+                if state == Some(a) {
+                    state = Some(b);
+                    (input, RegReply::Ok)
+                } else {
+                    (input, RegReply::CasFailed)
+                }
+            }
+        };
+        let at = 200 * k as u64 + 200;
+        let output = if unknown {
+            Outcome::Unknown
+        } else {
+            Outcome::Known(output)
+        };
+        ops.push(op(k as u64, input, output, at - before, Some(at + after)));
+    }
+    ops
+}
+
+/// A mutation of one operation: another read value, write value or cas
+/// outcome, or another interval.
+fn mutate(ops: &mut [Operation<RegOp, RegReply>], which: usize, how: u8, v: i64) {
+    let k = which % ops.len();
+    let o = &mut ops[k];
+    match (how % 3, &mut o.input, &mut o.output) {
+        (0, _, Outcome::Known(RegReply::Read(r))) => {
+            *r = if *r == Some(v) { None } else { Some(v) }
+        }
+        (0, RegOp::Write(w), _) => *w = v,
+        (0, _, Outcome::Known(r @ RegReply::Ok)) => *r = RegReply::CasFailed,
+        (0, _, Outcome::Known(r @ RegReply::CasFailed)) => *r = RegReply::Ok,
+        (1, _, _) => {
+            // Move it later in time, past others.
+            o.call += 150;
+            o.ret = o.ret.map(|r| r.max(o.call) + 60);
+        }
+        _ => {
+            o.ret = Some(o.call);
+        }
+    }
+}
+
+fn engine_says<M: Model>(model: &M, ops: &[Operation<M::Input, M::Output>]) -> bool {
+    match check(model, ops, &Options::default()).summary() {
+        Summary::Linearizable => true,
+        Summary::NotLinearizable => false,
+        Summary::Unknown => panic!("no budget, no unknown"),
+    }
+}
+
+fn steps() -> impl Strategy<Value = Vec<(u8, i64, i64, u64, u64, bool)>> {
+    prop::collection::vec(
+        (
+            0u8..3,
+            0i64..3,
+            0i64..3,
+            0u64..180,
+            0u64..180,
+            prop::bool::weighted(0.15),
+        ),
+        1..8,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_engine_agrees_with_brute_force_on_registers(steps in steps(), mutations in prop::collection::vec((0usize..8, 0u8..3, 0i64..3), 0..3)) {
+        let mut ops = register_history(&steps);
+        let clean = mutations.is_empty();
+        for (which, how, v) in mutations {
+            mutate(&mut ops, which, how, v);
+        }
+        let expected = brute::linearizable(&CasRegister, &ops);
+        if clean {
+            prop_assert!(expected, "a history from a sequential run is linearizable");
+        }
+        prop_assert_eq!(engine_says(&CasRegister, &ops), expected, "{:?}", ops);
+    }
+
+    #[test]
+    fn the_engine_agrees_with_brute_force_on_maps(
+        raw in prop::collection::vec((0u8..3, 0u8..2, 0u8..3, 0u64..6, 0u64..6, prop::bool::weighted(0.15)), 1..8)
+    ) {
+        // Random operations and outcomes, random intervals: mostly not
+        // linearizable, some are.
+        let ops: Vec<Operation<KvOp, KvReply>> = raw
+            .iter()
+            .enumerate()
+            .map(|(k, &(kind, key, v, call, len, unknown))| {
+                let key = key.to_string();
+                let v = ["", "x", "xx"][v as usize].to_owned();
+                let (input, output) = match kind {
+                    0 => (KvOp::Get(key), KvReply::Value(v)),
+                    1 => (KvOp::Put(key, v), KvReply::Ok),
+                    _ => (KvOp::Append(key, v), KvReply::Ok),
+                };
+                let output = if unknown { Outcome::Unknown } else { Outcome::Known(output) };
+                op(k as u64, input, output, call, Some(call + len))
+            })
+            .collect();
+        let expected = brute::linearizable(&Kv::default(), &ops);
+        prop_assert_eq!(engine_says(&Kv { partitioned: true }, &ops), expected);
+        prop_assert_eq!(engine_says(&Kv { partitioned: false }, &ops), expected);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Indeterminate operations, diagnosis, budget.
+
+use Outcome::{Known, Unknown};
+
+#[test]
+fn an_unknown_write_may_take_effect_late_or_never() {
+    // The write's outcome is lost at 20; a read at 100..110 sees it.
+    let late = vec![
+        op(0, RegOp::Write(1), Unknown, 0, Some(20)),
+        op(
+            1,
+            RegOp::Read,
+            Known(RegReply::Read(Some(1))),
+            100,
+            Some(110),
+        ),
+    ];
+    assert!(engine_says(&CasRegister, &late));
+    // Or a read sees nil after it: it never happened (so far).
+    let never = vec![
+        op(0, RegOp::Write(1), Unknown, 0, Some(20)),
+        op(1, RegOp::Read, Known(RegReply::Read(None)), 100, Some(110)),
+    ];
+    assert!(engine_says(&CasRegister, &never));
+    // But not before its call.
+    let early = vec![
+        op(1, RegOp::Read, Known(RegReply::Read(Some(1))), 0, Some(10)),
+        op(0, RegOp::Write(1), Unknown, 20, None),
+    ];
+    assert!(!engine_says(&CasRegister, &early));
+    // And not twice: nil, 1, nil, 1 needs two writes of 1.
+    let twice = vec![
+        op(0, RegOp::Write(1), Unknown, 0, None),
+        op(1, RegOp::Read, Known(RegReply::Read(Some(1))), 10, Some(11)),
+        op(1, RegOp::Write(2), Known(RegReply::Ok), 12, Some(13)),
+        op(1, RegOp::Read, Known(RegReply::Read(Some(1))), 14, Some(15)),
+    ];
+    assert!(!engine_says(&CasRegister, &twice));
+    for h in [&late, &never, &early, &twice] {
+        assert_eq!(
+            engine_says(&CasRegister, h),
+            brute::linearizable(&CasRegister, h)
+        );
+    }
+}
+
+#[test]
+fn a_stale_read_is_diagnosed_with_the_longest_prefix_and_the_stuck_operation() {
+    // write 1 returns, then a read (after it) sees nil.
+    let ops = vec![
+        op(0, RegOp::Write(1), Known(RegReply::Ok), 0, Some(10)),
+        op(1, RegOp::Read, Known(RegReply::Read(None)), 20, Some(30)),
+    ];
+    let checked = check(&CasRegister, &ops, &Options::default());
+    assert_eq!(checked.summary(), Summary::NotLinearizable);
+    let Verdict::NotLinearizable(d) = &checked.partitions[0].verdict else {
+        panic!("{checked:?}")
+    };
+    assert_eq!(d.prefix.len(), 1);
+    assert_eq!(d.prefix[0].op, 0);
+    assert_eq!(
+        (d.prefix[0].before.as_str(), d.prefix[0].after.as_str()),
+        ("nil", "1")
+    );
+    assert_eq!(d.deadline, 1);
+    assert_eq!(d.candidates, vec![(1, false)]);
+}
+
+#[test]
+fn a_linearizable_history_comes_with_a_witness_order() {
+    let ops = load(&CasRegister, "etcd/etcd_002.log");
+    let checked = check(&CasRegister, &ops, &Options::default());
+    let Verdict::Linearizable(order) = &checked.partitions[0].verdict else {
+        panic!("etcd_002 is linearizable")
+    };
+    // Replaying the witness through the model works, and it respects
+    // real time.
+    let mut state = None;
+    for (k, &i) in order.iter().enumerate() {
+        match CasRegister.step(&state, &ops[i].input, ops[i].output.as_ref()) {
+            Step::Impossible => panic!("step {k} of the witness is impossible"),
+            Step::Unchanged => {}
+            Step::To(s) => state = s,
+        }
+        for &j in &order[k + 1..] {
+            assert!(
+                !(ops[j].output.is_known() && ops[j].ret.unwrap() < ops[i].call),
+                "{j} returned before {i} was called but comes after it"
+            );
+        }
+    }
+    let known = ops.iter().filter(|o| o.output.is_known()).count();
+    assert!(order.len() >= known);
+}
+
+#[test]
+fn the_budget_ends_in_unknown_with_what_was_explored() {
+    let ops = load(&Kv { partitioned: false }, "kv/c10-ok.txt");
+    let kv = Kv { partitioned: false };
+    let small = Options {
+        budget: Budget {
+            max_steps: 1000,
+            ..Budget::UNLIMITED
+        },
+        ..Options::default()
+    };
+    let checked = check(&kv, &ops, &small);
+    assert_eq!(checked.summary(), Summary::Unknown);
+    let p = &checked.partitions[0];
+    assert_eq!(p.verdict, Verdict::Unknown(Exhausted::Steps));
+    assert_eq!(p.explored.steps, 1000);
+    assert!(
+        p.explored.memo_entries > 0 && p.explored.deepest > 0,
+        "{:?}",
+        p.explored
+    );
+
+    let stop = || true;
+    let stopped = Options {
+        budget: Budget {
+            stop: Some(&stop),
+            ..Budget::UNLIMITED
+        },
+        ..Options::default()
+    };
+    let p = &check(&kv, &ops, &stopped).partitions[0];
+    assert_eq!(p.verdict, Verdict::Unknown(Exhausted::Stopped));
+    assert_eq!(p.explored.steps, 4096, "polled every 4096 steps");
+
+    let tiny = Options {
+        budget: Budget {
+            max_memo_bytes: 1,
+            ..Budget::UNLIMITED
+        },
+        ..Options::default()
+    };
+    let p = &check(&kv, &ops, &tiny).partitions[0];
+    assert_eq!(p.verdict, Verdict::Unknown(Exhausted::Memory));
+}
+
+#[test]
+fn every_failing_partition_is_diagnosed_unless_asked_to_stop_at_the_first() {
+    let kv = Kv::default();
+    let ops = load(&kv, "kv/c10-bad.txt");
+    let all = check(&kv, &ops, &Options::default());
+    let failing = all.failing().count();
+    assert!(failing >= 1);
+    assert!(all
+        .partitions
+        .iter()
+        .all(|p| p.verdict != Verdict::NotChecked));
+    let first = check(
+        &kv,
+        &ops,
+        &Options {
+            first_failure: true,
+            ..Options::default()
+        },
+    );
+    assert_eq!(first.failing().count(), 1);
+    assert_eq!(first.summary(), Summary::NotLinearizable);
+    if failing > 1 || all.partitions.len() > 1 {
+        assert!(first
+            .partitions
+            .iter()
+            .any(|p| p.verdict == Verdict::NotChecked));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The oracle fails when it should: broken copies of good histories.
+
+#[test]
+fn a_linearizable_file_with_one_read_changed_is_caught() {
+    let kv = Kv::default();
+    let mut ops = load(&kv, "kv/c01-ok.txt");
+    assert!(engine_says(&kv, &ops));
+    let k = ops
+        .iter()
+        .position(|o| matches!(&o.output, Known(KvReply::Value(v)) if !v.is_empty()))
+        .unwrap();
+    ops[k].output = Known(KvReply::Value("not what was written".into()));
+    assert!(!engine_says(&kv, &ops), "the changed read at {k} is caught");
+
+    let mut ops = load(&CasRegister, "etcd/etcd_002.log");
+    let k = ops
+        .iter()
+        .position(|o| matches!(o.output, Known(RegReply::Read(Some(_)))))
+        .unwrap();
+    ops[k].output = Known(RegReply::Read(Some(99)));
+    assert!(
+        !engine_says(&CasRegister, &ops),
+        "a read of a value never written is caught"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The minimal failing sub-history.
+
+/// Whether every read-only operation of `h` is linearizable with the
+/// operations of `h` that change state (by brute force).
+fn reads_explained<M: Model>(model: &M, h: &[Operation<M::Input, M::Output>]) -> bool
+where
+    M::State: Clone,
+    M::Input: Clone,
+    M::Output: Clone,
+{
+    let ro = |o: &Operation<M::Input, M::Output>| model.read_only(&o.input, o.output.as_ref());
+    let writes: Vec<_> = h.iter().filter(|o| !ro(o)).cloned().collect();
+    h.iter().filter(|o| ro(o)).all(|r| {
+        let mut alone = writes.clone();
+        alone.push(r.clone());
+        brute::linearizable(model, &alone)
+    })
+}
+
+fn assert_one_minimal<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    m: &minimal::Minimal,
+) where
+    M::State: Clone,
+    M::Input: Clone,
+    M::Output: Clone,
+{
+    let sub: Vec<_> = m.ops.iter().map(|&i| ops[i].clone()).collect();
+    assert!(
+        !brute::linearizable(model, &sub),
+        "the minimal sub-history fails"
+    );
+    if sub.len() > 1 {
+        assert!(
+            reads_explained(model, &sub),
+            "each read of it is explained by its writes"
+        );
+    }
+    assert!(m.one_minimal);
+    for k in 0..sub.len() {
+        let mut less = sub.clone();
+        less.remove(k);
+        assert!(
+            brute::linearizable(model, &less) || !reads_explained(model, &less),
+            "dropping operation {} makes it linearizable or leaves a read unexplained",
+            m.ops[k]
+        );
+    }
+}
+
+#[test]
+fn the_minimal_failing_sub_history_fails_and_every_operation_of_it_matters() {
+    let kv = Kv::default();
+    let ops = load(&kv, "kv/c10-bad.txt");
+    let checked = check(&kv, &ops, &Options::default());
+    let failing = checked.failing().next().unwrap();
+    let m = minimal::minimal(&kv, &ops, &failing.partition.ops, &Budget::UNLIMITED).unwrap();
+    assert!(m.ops.len() <= 8, "{} operations", m.ops.len());
+    assert_one_minimal(&kv, &ops, &m);
+
+    for file in ["etcd/etcd_000.log", "etcd/etcd_001.log"] {
+        let ops = load(&CasRegister, file);
+        let all: Vec<usize> = (0..ops.len()).collect();
+        let m = minimal::minimal(&CasRegister, &ops, &all, &Budget::UNLIMITED).unwrap();
+        assert!(m.ops.len() <= 8, "{file}: {} operations", m.ops.len());
+        assert_one_minimal(&CasRegister, &ops, &m);
+    }
+
+    // A linearizable history has none.
+    let ops = load(&kv, "kv/c01-ok.txt");
+    let all: Vec<usize> = (0..ops.len()).collect();
+    assert_eq!(minimal::minimal(&kv, &ops, &all, &Budget::UNLIMITED), None);
+}
+
+// ---------------------------------------------------------------------------
+// The Jepsen formats: bad input is an error with its line, never a panic.
+
+use super::jepsen::{parse_edn, parse_log, ParseError};
+
+fn log_error(text: &str) -> ParseError {
+    parse_log(text.as_bytes())
+        .and_then(|events| history(&CasRegister, &events).map(|_| ()))
+        .expect_err(text)
+}
+
+fn edn_error(text: &str) -> ParseError {
+    parse_edn(text.as_bytes())
+        .and_then(|events| history(&Kv::default(), &events).map(|_| ()))
+        .expect_err(text)
+}
+
+const L: &str = "INFO  jepsen.util - ";
+
+#[test]
+fn the_log_format_reads_invocations_completions_and_unknowns() {
+    let text = format!(
+        "{L}0\t:invoke\t:write\t1\n{L}1\t:invoke\t:cas\t[1 2]\n{L}0\t:ok\t:write\t1\n\
+         {L}1\t:info\t:cas\t:timed-out\n{L}2\t:invoke\t:cas\t[5 6]\n{L}2\t:fail\t:cas\t[5 6]\n\
+         {L}3\t:invoke\t:read\tnil\n{L}3\t:ok\t:read\t2\n{L}4\t:invoke\t:write\t7\n"
+    );
+    let ops = history(&CasRegister, &parse_log(text.as_bytes()).unwrap()).unwrap();
+    assert_eq!(
+        ops,
+        vec![
+            op(0, RegOp::Write(1), Known(RegReply::Ok), 1, Some(3)),
+            op(1, RegOp::Cas { from: 1, to: 2 }, Unknown, 2, Some(4)),
+            // The failed cas did not happen; the last write never completed.
+            op(3, RegOp::Read, Known(RegReply::Read(Some(2))), 7, Some(8)),
+            op(4, RegOp::Write(7), Unknown, 9, None),
+        ]
+    );
+}
+
+#[test]
+fn bad_log_lines_are_errors_with_their_line() {
+    let ok = format!("{L}0\t:invoke\t:read\tnil\n");
+    let cases = [
+        (
+            format!("{ok}{L}0\t:ok\t:read"),
+            2,
+            "expected 4 tab-separated fields",
+        ),
+        (format!("{ok}{L}0\t:ok\t:read\t[1"), 2, "not closed"),
+        (
+            format!("{ok}{L}0\t:done\t:read\t1"),
+            2,
+            "unknown type \":done\"",
+        ),
+        (
+            format!("{L}0\t:invoke\t:frob\tnil"),
+            1,
+            "unknown operation :frob",
+        ),
+        (format!("{L}0\t:ok\t:read\t1"), 1, "no operation open"),
+        (
+            format!("{ok}{L}0\t:invoke\t:read\tnil"),
+            2,
+            "invokes again while its operation from line 1",
+        ),
+        (
+            format!("{ok}{L}0\t:ok\t:write\t1"),
+            2,
+            "completes :write but process 0 invoked :read",
+        ),
+        (format!("{ok}garbage\n"), 2, "not a Jepsen log line"),
+        (
+            format!("{L}x\t:invoke\t:read\tnil"),
+            1,
+            "the process must be a number",
+        ),
+        (
+            format!("{L}0\t:invoke\t:write\t99999999999999999999"),
+            1,
+            "not a whole number in range",
+        ),
+        (
+            format!("{L}0\t:invoke\t:cas\t[1]"),
+            1,
+            "a cas takes [from to]",
+        ),
+        (
+            format!("{ok}{L}0\t:ok\t:read\t\"s\""),
+            2,
+            "a read returns an integer or nil",
+        ),
+    ];
+    for (text, line, what) in cases {
+        let e = log_error(&text);
+        assert_eq!(e.line, line, "{text:?}: {e}");
+        assert!(e.what.contains(what), "{text:?}: {e}");
+    }
+    let mut bytes = ok.into_bytes();
+    bytes.extend_from_slice(b"INFO \xff\n");
+    let e = parse_log(&bytes).unwrap_err();
+    assert_eq!((e.line, e.what.contains("not UTF-8")), (2, true), "{e}");
+}
+
+#[test]
+fn the_edn_format_reads_maps_and_skips_the_nemesis() {
+    let text = "{:process 0, :type :invoke, :f :put, :key \"a\", :value \"x \\\"y\\\"\"}\n\
+                {:process :nemesis, :type :info, :f :start, :value nil}\n\
+                {:process 0, :type :ok, :f :put, :key \"a\", :value \"x \\\"y\\\"\", :time 5}\n\
+                \n\
+                {:process 1, :type :invoke, :f :get, :key \"a\", :value nil}\n\
+                {:process 1, :type :ok, :f :get, :key \"a\", :value \"x \\\"y\\\"\"}\n";
+    let ops = history(&Kv::default(), &parse_edn(text.as_bytes()).unwrap()).unwrap();
+    assert_eq!(
+        ops,
+        vec![
+            op(
+                0,
+                KvOp::Put("a".into(), "x \"y\"".into()),
+                Known(KvReply::Ok),
+                1,
+                Some(3)
+            ),
+            op(
+                1,
+                KvOp::Get("a".into()),
+                Known(KvReply::Value("x \"y\"".into())),
+                5,
+                Some(6)
+            ),
+        ]
+    );
+}
+
+#[test]
+fn bad_edn_lines_are_errors_with_their_line() {
+    let ok = "{:process 0, :type :invoke, :f :get, :key \"a\", :value nil}\n";
+    let cases = [
+        (
+            format!("{ok}{{:process 0, :type :ok, :f :get, :key \"a\", :val"),
+            2,
+            "has no value",
+        ),
+        (
+            format!("{ok}{{:process 0, :type :ok, :f :get, :key \"a\", :value \"x"),
+            2,
+            "not closed",
+        ),
+        (
+            format!("{ok}{{:process 0, :type :ok, :f :get, :key \"a\", :value \"x\""),
+            2,
+            "the map is not closed",
+        ),
+        (
+            "{:process 0, :type :invoke, :f :frob, :key \"a\"}".to_owned(),
+            1,
+            "unknown operation :frob",
+        ),
+        (
+            "{:process 0, :type :weird, :f :get, :key \"a\"}".to_owned(),
+            1,
+            "unknown type",
+        ),
+        (
+            "{:process 0, :type :ok, :f :get, :key \"a\", :value \"\"}".to_owned(),
+            1,
+            "no operation open",
+        ),
+        (format!("{ok}{ok}"), 2, "invokes again"),
+        (
+            "{:type :invoke, :f :get, :key \"a\"}".to_owned(),
+            1,
+            "no :process",
+        ),
+        ("{:process 0, :process 1}".to_owned(), 1, ":process twice"),
+        ("[1 2]".to_owned(), 1, "expected a map"),
+        (
+            "{:process 0, :type :invoke, :f :get, :key \"a\"} extra".to_owned(),
+            1,
+            "unexpected",
+        ),
+        (
+            "{:process 0, :type :invoke, :f :put, :key \"a\", :value 3}".to_owned(),
+            1,
+            "takes a string value",
+        ),
+        (format!("{ok}{}", "[".repeat(100)), 2, "expected a map"),
+        (
+            format!("{{:value {}}}", "[".repeat(100)),
+            1,
+            "nested too deep",
+        ),
+    ];
+    for (text, line, what) in cases {
+        let e = edn_error(&text);
+        assert_eq!(e.line, line, "{text:?}: {e}");
+        assert!(e.what.contains(what), "{text:?}: {e}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn no_bytes_make_a_parser_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+        let _ = parse_log(&bytes).map(|e| history(&CasRegister, &e));
+        let _ = parse_edn(&bytes).map(|e| history(&Kv::default(), &e));
+    }
+
+    #[test]
+    fn no_mutated_line_makes_a_parser_panic(
+        file in 0usize..2,
+        line in 0usize..60,
+        cut in 0usize..80,
+        insert in prop::collection::vec(prop::sample::select(b"{}[]\":, \t\\-0123456789nilx\n\xff".to_vec()), 0..6),
+    ) {
+        let text = data(["etcd/etcd_000.log", "kv/c01-ok.txt"][file]);
+        let mut lines: Vec<Vec<u8>> = text.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+        let k = line % lines.len();
+        let at = cut.min(lines[k].len());
+        lines[k].splice(at..at, insert.iter().copied());
+        let text = lines.join(&b'\n');
+        match Format::detect(&text) {
+            Format::Log => { let _ = parse_log(&text).map(|e| history(&CasRegister, &e)); }
+            Format::Edn => { let _ = parse_edn(&text).map(|e| history(&Kv::default(), &e)); }
+        }
+        // And truncating the file anywhere.
+        let _ = parse_log(&text[..cut.min(text.len())]);
+        let _ = parse_edn(&text[..(cut * 37).min(text.len())]);
+    }
+}
