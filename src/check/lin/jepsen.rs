@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::{Model, Operation, Outcome};
+use super::{History, Model, Operation, Outcome};
 
 /// A value in a Jepsen history (the part of EDN it uses).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -451,10 +451,7 @@ impl<'a> Reader<'a> {
 
 /// Pairs `events`' invocations with their completions into operations of
 /// `model` (see the module's documentation). Times are line numbers.
-pub fn history<M: FromJepsen>(
-    model: &M,
-    events: &[Event],
-) -> Result<Vec<Operation<M::Input, M::Output>>, ParseError> {
+pub fn history<M: FromJepsen>(model: &M, events: &[Event]) -> Result<History<M>, ParseError> {
     // Per process: the open operation's index in `ops`, its line and f.
     let mut open: BTreeMap<u64, (usize, usize, &str)> = BTreeMap::new();
     let mut ops: Vec<Option<Operation<M::Input, M::Output>>> = Vec::new();

@@ -87,6 +87,9 @@ pub struct Operation<I, O> {
     pub ret: Option<u64>,
 }
 
+/// A history of operations of model `M`.
+pub type History<M> = Vec<Operation<<M as Model>::Input, <M as Model>::Output>>;
+
 /// What a model's step does to a state.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Step<S> {

@@ -68,14 +68,13 @@ fn verdict_of(rel: &str) -> Summary {
         },
         first_failure: true,
     };
-    let s = if rel.starts_with("etcd/") {
+    if rel.starts_with("etcd/") {
         let ops = load(&CasRegister, rel);
         check(&CasRegister, &ops, &options).summary()
     } else {
         let ops = load(&Kv::default(), rel);
         check(&Kv::default(), &ops, &options).summary()
-    };
-    s
+    }
 }
 
 #[test]
