@@ -81,12 +81,9 @@ pub enum ParseErrorKind {
     Io(String),
 }
 
-impl fmt::Display for ParseError {
+impl fmt::Display for ParseErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line > 0 {
-            write!(f, "line {}: ", self.line)?;
-        }
-        match &self.kind {
+        match self {
             ParseErrorKind::Empty => write!(f, "empty history (no meta line)"),
             ParseErrorKind::NotJson(m) => write!(f, "not a JSON object: {m}"),
             ParseErrorKind::NoKind => write!(f, "record has no \"kind\" string"),
@@ -123,6 +120,15 @@ impl fmt::Display for ParseError {
             ),
             ParseErrorKind::Io(m) => write!(f, "cannot read: {m}"),
         }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(f, "line {}: ", self.line)?;
+        }
+        write!(f, "{}", self.kind)
     }
 }
 

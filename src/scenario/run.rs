@@ -111,21 +111,33 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedOutcome {
 /// [`run_seed`], recording the run's client-level history (the run is the
 /// same: same outcome, same digest).
 pub fn run_seed_recorded(scenario: &Scenario, seed: u64) -> (SeedOutcome, History) {
+    let recorder = Recorder::new();
+    let outcome = run_seed_recording(scenario, seed, &recorder);
+    let meta = history_meta(scenario, seed, outcome.drawn.servers);
+    (outcome, recorder.history(meta))
+}
+
+/// [`run_seed`], recording into `recorder`, which keeps what was recorded
+/// if the run panics (the history up to the panic).
+pub fn run_seed_recording(scenario: &Scenario, seed: u64, recorder: &Recorder) -> SeedOutcome {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let owned = scenario.clone();
-    let recorder = Recorder::new();
     let r = recorder.clone();
-    let outcome = runtime.block_on(async move { run(&owned, seed, Some(r)).await });
-    let meta = Meta {
+    runtime.block_on(async move { run(&owned, seed, Some(r)).await })
+}
+
+/// The `meta` line of `seed`'s history of `scenario`, run on `servers`
+/// servers.
+pub fn history_meta(scenario: &Scenario, seed: u64, servers: u32) -> Meta {
+    Meta {
         format: FORMAT_VERSION,
         scenario: scenario.name.clone(),
         file: (!scenario.file.is_empty()).then(|| scenario.file.clone()),
         seed,
         zoosim: env!("CARGO_PKG_VERSION").to_owned(),
-        servers: outcome.drawn.servers,
+        servers,
         session_timeout_ms: scenario.ensemble.session_timeout_ms,
-    };
-    (outcome, recorder.history(meta))
+    }
 }
 
 /// The run's digest: equal for equal runs, and the same on every platform
