@@ -199,11 +199,17 @@ fn args(op: &HistOp) -> Edn {
             path,
             data: d,
             mode: md,
-        } => multi_op(&MultiOp::Create {
-            path: path.clone(),
-            data: d.clone(),
-            mode: *md,
-        }),
+        } => {
+            let mut m = vec![
+                ("path", Edn::Str(path.clone())),
+                ("data", data(d)),
+                ("mode", mode(*md)),
+            ];
+            if let Some(ttl) = md.ttl_ms() {
+                m.push(("ttl-ms", Edn::Int(ttl)));
+            }
+            Edn::Map(m)
+        }
         Op::Delete { path, version } => Edn::Map(vec![
             ("path", Edn::Str(path.clone())),
             ("version", Edn::Int((*version).into())),

@@ -364,3 +364,6 @@ impl History {
         n
     }
 }
+
+#[cfg(test)]
+mod tests;
