@@ -211,3 +211,57 @@ impl Recorder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Outcome;
+    use crate::proto::{Op, ZkError};
+
+    fn actor() -> Actor {
+        Actor {
+            client: Some(0),
+            handle: 1,
+        }
+    }
+
+    fn get() -> HistOp {
+        HistOp::Zk(Op::Sync { path: "/".into() })
+    }
+
+    fn in_sim(f: impl FnOnce(&Recorder) + Send + 'static) {
+        madsim::runtime::Runtime::new().block_on(async move { f(&Recorder::new()) });
+    }
+
+    #[test]
+    fn a_completion_in_issue_order_is_recorded() {
+        in_sim(|r| {
+            let a = r.invoke(actor(), None, Some(1), get());
+            let b = r.invoke(actor(), None, Some(2), get());
+            r.complete(a, Some(0), Some(5), Outcome::Err(ZkError::NoNode));
+            r.complete(b, Some(0), Some(5), Outcome::Err(ZkError::NoNode));
+            assert_eq!(r.len(), 4);
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "completes without an open invocation")]
+    fn a_completion_without_invocation_fails_the_run() {
+        in_sim(|r| {
+            let a = r.invoke(actor(), None, Some(1), get());
+            r.complete(a, None, None, Outcome::Err(ZkError::ConnectionLoss));
+            r.complete(a, None, None, Outcome::Err(ZkError::ConnectionLoss));
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "completions out of issue order")]
+    fn completions_out_of_issue_order_fail_the_run() {
+        in_sim(|r| {
+            let a = r.invoke(actor(), None, Some(1), get());
+            let b = r.invoke(actor(), None, Some(2), get());
+            r.complete(b, Some(0), Some(5), Outcome::Err(ZkError::NoNode));
+            r.complete(a, Some(0), Some(5), Outcome::Err(ZkError::NoNode));
+        });
+    }
+}
