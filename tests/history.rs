@@ -21,7 +21,7 @@ use zoosim::scenario::run::{run_seed, run_seed_recorded};
 use zoosim::scenario::spec::Scenario;
 
 /// Seeds of each scenario compared with and without recording.
-const SEEDS: u64 = 2;
+const SEEDS: u64 = 3;
 
 fn scenarios() -> Vec<Scenario> {
     scenario_files(&[PathBuf::from("scenarios")])
