@@ -26,6 +26,7 @@ use crate::scenario::spec::Scenario;
 use crate::scenario::verdict::{run_properties, ENSEMBLE_COUNTERS};
 
 mod lin;
+mod histories;
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +60,14 @@ enum Command {
         /// Shrink each unexpected failure's first seed into shrunk/.
         #[arg(long)]
         shrink: bool,
+        /// Write the history of each failing seed (every seed with
+        /// --history-all) to DIR/<scenario>-seed-<S>.jsonl (the seed is
+        /// run again, recording). DIR must exist.
+        #[arg(long, value_name = "DIR")]
+        history: Option<PathBuf>,
+        /// With --history: every seed's history, not only failing ones'.
+        #[arg(long, requires = "history")]
+        history_all: bool,
     },
     /// Replay one seed of a scenario exactly.
     Replay {
@@ -71,6 +80,20 @@ enum Command {
         /// schedule and the outcome log.
         #[arg(long)]
         trace: bool,
+        /// Write the seed's history to DIR/<scenario>-seed-<S>.jsonl.
+        #[arg(long, value_name = "DIR")]
+        history: Option<PathBuf>,
+    },
+    /// Read a history file (from --history): print a summary, or export
+    /// it as a Jepsen EDN history.
+    History {
+        file: PathBuf,
+        /// Write Jepsen EDN (a vector of op maps) instead of a summary.
+        #[arg(long)]
+        edn: bool,
+        /// Where to write (default: standard output).
+        #[arg(short, long, value_name = "OUT")]
+        out: Option<PathBuf>,
     },
     /// Shrink a failing seed to a small scenario that fails the same way,
     /// written as a new scenario file.
@@ -163,7 +186,12 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             jobs,
             shard,
             shrink,
+            history,
+            history_all,
         } => {
+            if let Some(dir) = &history {
+                histories::check_dir(dir)?;
+            }
             // Every file is read and checked before any seed runs.
             let scenarios: Vec<Scenario> = scenario_files(&paths)
                 .map_err(|e| e.to_string())?
@@ -177,18 +205,44 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 shard,
             };
-            run_all(&scenarios, &options, shrink, registry)
+            run_all(
+                &scenarios,
+                &options,
+                shrink,
+                history.as_deref().map(|d| (d, history_all)),
+                registry,
+            )
         }
         Command::Replay {
             scenario,
             seed,
             trace,
+            history,
         } => {
             let s = load(&scenario)?;
+            if let Some(dir) = &history {
+                histories::check_dir(dir)?;
+            }
             if trace {
                 crate::trace::install()?;
             }
-            let out = runner::run_one(&s, seed).map_err(|e| e.to_string())?;
+            let mut unwritten = false;
+            let out = match &history {
+                None => runner::run_one(&s, seed).map_err(|e| e.to_string())?,
+                // Recorded (the same run); the history is written whatever
+                // the run did, a panic too.
+                Some(dir) => {
+                    let (run, written) = histories::record_seed(dir, &s, seed);
+                    match &written {
+                        Ok(p) => println!("history: {}", p.display()),
+                        Err(e) => {
+                            eprintln!("error: {e}");
+                            unwritten = true;
+                        }
+                    }
+                    run?
+                }
+            };
             if trace {
                 println!("faults:");
                 for f in &out.faults {
@@ -214,7 +268,11 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 }
                 None => {
                     println!("passed");
-                    ExitCode::SUCCESS
+                    if unwritten {
+                        ExitCode::from(2)
+                    } else {
+                        ExitCode::SUCCESS
+                    }
                 }
             })
         }
@@ -276,6 +334,10 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Lin(args) => lin::run(&args),
+        Command::History { file, edn, out } => {
+            histories::command(&file, edn, out.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -284,6 +346,7 @@ fn run_all(
     scenarios: &[Scenario],
     options: &crate::scenario::runner::RunOptions,
     shrink: bool,
+    history: Option<(&Path, bool)>,
     registry: &Registry,
 ) -> Result<ExitCode, String> {
     use crate::scenario::runner;
@@ -380,6 +443,26 @@ fn run_all(
             );
         }
     }
+    // After the summary, so that a failed write loses nothing of it.
+    let mut unwritten = false;
+    if let Some((dir, all)) = history {
+        let work: Vec<(&Scenario, u64)> = summaries
+            .iter()
+            .zip(scenarios)
+            .flat_map(|(sum, s)| {
+                let seeds: Vec<u64> = if all {
+                    // (A scenario expected to fail stops early.)
+                    let mut seeds = runner::seeds_of(s, options);
+                    seeds.truncate(sum.seeds_run as usize);
+                    seeds
+                } else {
+                    sum.failures.iter().map(|f| f.seed).collect()
+                };
+                seeds.into_iter().map(move |seed| (s, seed))
+            })
+            .collect();
+        unwritten = !histories::record_seeds(dir, &work, options.jobs);
+    }
     println!(
         "{} scenarios, {seeds} seeds in {wall:.1} s ({:.1} seeds/s): {}",
         summaries.len(),
@@ -390,10 +473,12 @@ fn run_all(
             format!("{bad} not as expected")
         }
     );
-    Ok(if bad == 0 {
-        ExitCode::SUCCESS
-    } else {
+    Ok(if bad > 0 {
         ExitCode::from(1)
+    } else if unwritten {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 
@@ -405,6 +490,10 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Lin(args) => lin::run(&args),
+        Command::History { file, edn, out } => {
+            histories::command(&file, edn, out.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
         _ => Err(
             "this zoosim was built without the simulation (--cfg madsim, which \
                   .cargo/config.toml sets; a RUSTFLAGS variable replaces it)"

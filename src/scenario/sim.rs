@@ -413,6 +413,7 @@ pub async fn client_sessions<F, Fut>(
         let server = thread_rng().gen_range(0..servers);
         let Ok(zk) = ensemble
             .client(server)
+            .scenario_client(c as u32)
             .timeout_ms(session_timeout_ms)
             .flavour(flavour)
             .connect()

@@ -26,9 +26,11 @@ use madsim::time::{sleep, timeout};
 use tokio::sync::Notify;
 
 use super::net::{Datagram, Inbox, Socket};
+use super::record::Recorder;
 use super::{client_addr, lock, now_ms, Network, Outbox, Reorder, Wire};
 use crate::client::Zk;
-use crate::ensemble::msg::{ClientMsg, ConnId, ServerMsg, WatchLists};
+use crate::ensemble::msg::{ClientMsg, ConnId, ServerId, ServerMsg, WatchLists};
+use crate::history::{Actor, HistOp, OpId, Outcome};
 use crate::path::validate_op;
 use crate::proto::{
     ClientEvent, EventType, Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid,
@@ -67,6 +69,9 @@ pub(crate) struct ClientSetup {
     pub servers: Vec<SocketAddr>,
     pub timeout_ms: u64,
     pub flavour: Flavour,
+    /// The scenario's client number this handle belongs to, if any.
+    pub client: Option<u32>,
+    pub recorder: Option<Recorder>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -96,6 +101,8 @@ enum Arm {
 struct Waiter {
     tx: oneshot::Sender<Result<Reply, ZkError>>,
     arm: Option<(Arm, String)>,
+    /// The request's invocation in the history, when recording.
+    op: Option<OpId>,
 }
 
 /// The client's watch tables, by path (data, exist, child).
@@ -158,9 +165,36 @@ struct State {
     last_heard_ms: i64,
     last_sent_ms: i64,
     closing: Option<oneshot::Sender<()>>,
+    /// The close under way's invocation in the history, when recording.
+    closing_op: Option<OpId>,
+    actor: Actor,
+    recorder: Option<Recorder>,
+}
+
+fn outcome(result: &Result<Reply, ZkError>) -> Outcome {
+    match result {
+        Ok(r) => Outcome::Ok(Some(r.clone())),
+        Err(e) => Outcome::Err(*e),
+    }
 }
 
 impl State {
+    /// The server of the current connection, if connected.
+    fn server(&self) -> Option<ServerId> {
+        match self.phase {
+            Phase::Connected { server, .. } => super::server_of(server),
+            _ => None,
+        }
+    }
+
+    /// Fails a request with an error no server sent; records it.
+    fn fail(&self, w: Waiter, e: ZkError) {
+        if let (Some(r), Some(id)) = (&self.recorder, w.op) {
+            r.complete(id, None, None, Outcome::Err(e));
+        }
+        let _ = w.tx.send(Err(e));
+    }
+
     /// How the trace names this client: its node, and its session once
     /// it has one.
     fn who(&self) -> String {
@@ -174,6 +208,12 @@ impl State {
         // The same state is never reported twice in a row (CC:504-519).
         if self.last_state != Some(e) {
             tracing::info!(target: "zoosim::client", "{} {e:?}", self.who());
+            if let Some(r) = &self.recorder {
+                let server = (e == SessionEvent::Connected)
+                    .then(|| self.server())
+                    .flatten();
+                r.session(self.actor, self.session, e, server);
+            }
             self.last_state = Some(e);
             self.events.push_back(ClientEvent::Session(e));
         }
@@ -194,10 +234,10 @@ impl State {
         self.phase = phase;
         self.attempt = None;
         for (_, w) in std::mem::take(&mut self.waiting) {
-            let _ = w.tx.send(Err(ZkError::SessionExpired));
+            self.fail(w, ZkError::SessionExpired);
         }
         for (_, _, w) in std::mem::take(&mut self.held) {
-            let _ = w.tx.send(Err(ZkError::SessionExpired));
+            self.fail(w, ZkError::SessionExpired);
         }
         self.watches = Watches::default();
         self.state_event(event);
@@ -220,9 +260,12 @@ impl State {
             // close() was under way: it fails (ConnectionLoss) and the
             // handle is closed anyway; the session lives until it expires.
             self.phase = Phase::Closed;
+            if let (Some(r), Some(id)) = (&self.recorder, self.closing_op.take()) {
+                r.complete(id, None, None, Outcome::Err(ZkError::ConnectionLoss));
+            }
         }
         for (_, w) in std::mem::take(&mut self.waiting) {
-            let _ = w.tx.send(Err(ZkError::ConnectionLoss));
+            self.fail(w, ZkError::ConnectionLoss);
         }
         self.state_event(SessionEvent::Disconnected);
     }
@@ -235,6 +278,8 @@ pub struct SimZk {
     session: SessionId,
     timeout_ms: u64,
     state: Arc<Mutex<State>>,
+    actor: Actor,
+    recorder: Option<Recorder>,
     /// Wakes `next_event` callers.
     events: Arc<Notify>,
     /// Wakes the connector when the connection breaks.
@@ -268,6 +313,12 @@ impl SimZk {
             last_heard_ms: now_ms(),
             last_sent_ms: now_ms(),
             closing: None,
+            closing_op: None,
+            actor: Actor {
+                client: setup.client,
+                handle: setup.n,
+            },
+            recorder: setup.recorder.clone(),
         }));
         let events = Arc::new(Notify::new());
         let broken = Arc::new(Notify::new());
@@ -316,6 +367,11 @@ impl SimZk {
             session,
             timeout_ms,
             state,
+            actor: Actor {
+                client: setup.client,
+                handle: setup.n,
+            },
+            recorder: setup.recorder,
             events,
             broken,
         })
@@ -436,7 +492,7 @@ async fn reconnect(
                         if st.flavour == Flavour::Java {
                             // Requests queued for this attempt fail with it.
                             for (_, _, w) in std::mem::take(&mut st.held) {
-                                let _ = w.tx.send(Err(ZkError::ConnectionLoss));
+                                st.fail(w, ZkError::ConnectionLoss);
                             }
                         }
                     }
@@ -583,16 +639,25 @@ fn on_message(socket: Socket, st: &mut State, conn: ConnId, msg: ServerMsg, brok
             if let Ok(Reply::GetChildren { children, .. }) = &mut result {
                 children.shuffle(&mut madsim::rand::thread_rng());
             }
+            if let (Some(r), Some(id)) = (&st.recorder, w.op) {
+                r.complete(id, st.server(), Some(zxid), outcome(&result));
+            }
             // The caller may have given up (dropped its future).
             let _ = w.tx.send(result);
         }
         ServerMsg::Watch(event) => {
             tracing::debug!(target: "zoosim::client", "{} watch event {:?} {}", st.who(), event.event_type, event.path);
             if st.watches.fire(&event) {
+                if let Some(r) = &st.recorder {
+                    r.watch(st.actor, st.session, st.server(), event.clone());
+                }
                 st.events.push_back(ClientEvent::Watch(event));
             }
         }
         ServerMsg::Closed => {
+            if let (Some(r), Some(id)) = (&st.recorder, st.closing_op.take()) {
+                r.complete(id, st.server(), None, Outcome::Ok(None));
+            }
             st.phase = Phase::Closed;
             st.state_event(SessionEvent::Closed);
             if let Some(tx) = st.closing.take() {
@@ -613,36 +678,69 @@ impl Zk for SimZk {
     }
 
     fn call(&self, op: Op) -> impl Future<Output = Result<Reply, ZkError>> + Send {
+        // A call that ends here, without a request, is recorded here.
+        let local = |op: &Op, result: &Result<Option<_>, ZkError>| {
+            if let Some(r) = &self.recorder {
+                let outcome = match result {
+                    Ok(_) => Outcome::Ok(Some(Reply::Multi(Vec::new()))),
+                    Err(e) => Outcome::Err(*e),
+                };
+                r.local(
+                    self.actor,
+                    Some(self.session),
+                    HistOp::Zk(op.clone()),
+                    outcome,
+                );
+            }
+        };
         let sent = validate_op(&op).and_then(|()| {
             if matches!(&op, Op::Multi(ops) if ops.is_empty()) {
                 return Ok(None);
             }
-            let mut st = lock(&self.state);
+            let st = lock(&self.state);
             match st.phase {
                 Phase::Closed | Phase::Expired => return Err(ZkError::SessionExpired),
                 _ if st.closing.is_some() => return Err(ZkError::SessionExpired),
                 _ => {}
             }
-            let arm = match &op {
-                Op::Exists { path, watch: true } => Some((Arm::Exists, path.clone())),
-                Op::GetData { path, watch: true } => Some((Arm::Data, path.clone())),
-                Op::GetChildren { path, watch: true } => Some((Arm::Child, path.clone())),
-                _ => None,
-            };
-            let (tx, rx) = oneshot::channel();
-            let xid = st.next_xid;
-            st.next_xid += 1;
-            tracing::debug!(target: "zoosim::client", "{} request {xid}: {op:?}", st.who());
-            let w = Waiter { tx, arm };
-            match st.phase {
-                Phase::Connected { conn, server } => {
-                    st.waiting.insert(xid, w);
-                    st.send_on(self.socket, conn, server, ClientMsg::Request { xid, op });
-                }
-                _ => st.held.push_back((xid, op, w)),
-            }
-            Ok(Some(rx))
+            Ok(Some(st))
         });
+        let sent = match sent {
+            Ok(Some(mut st)) => {
+                let arm = match &op {
+                    Op::Exists { path, watch: true } => Some((Arm::Exists, path.clone())),
+                    Op::GetData { path, watch: true } => Some((Arm::Data, path.clone())),
+                    Op::GetChildren { path, watch: true } => Some((Arm::Child, path.clone())),
+                    _ => None,
+                };
+                let (tx, rx) = oneshot::channel();
+                let xid = st.next_xid;
+                st.next_xid += 1;
+                tracing::debug!(target: "zoosim::client", "{} request {xid}: {op:?}", st.who());
+                let rec = self.recorder.as_ref().map(|r| {
+                    r.invoke(
+                        self.actor,
+                        Some(self.session),
+                        Some(xid),
+                        HistOp::Zk(op.clone()),
+                    )
+                });
+                let w = Waiter { tx, arm, op: rec };
+                match st.phase {
+                    Phase::Connected { conn, server } => {
+                        st.waiting.insert(xid, w);
+                        st.send_on(self.socket, conn, server, ClientMsg::Request { xid, op });
+                    }
+                    _ => st.held.push_back((xid, op, w)),
+                }
+                Ok(Some(rx))
+            }
+            ended => {
+                let ended = ended.map(|_| None);
+                local(&op, &ended);
+                ended
+            }
+        };
         async move {
             match sent? {
                 None => Ok(Reply::Multi(Vec::new())),
@@ -666,10 +764,15 @@ impl Zk for SimZk {
 
     fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send {
         let mut st = lock(&self.state);
+        let rec = self
+            .recorder
+            .as_ref()
+            .map(|r| r.invoke(self.actor, Some(self.session), None, HistOp::CloseSession));
         let rx = match st.phase {
             Phase::Connected { conn, server } if st.closing.is_none() => {
                 let (tx, rx) = oneshot::channel();
                 st.closing = Some(tx);
+                st.closing_op = rec;
                 st.send_on(self.socket, conn, server, ClientMsg::Close);
                 Some(rx)
             }
@@ -683,6 +786,12 @@ impl Zk for SimZk {
             // Closing or closed already: a no-op.
             _ => None,
         };
+        if rx.is_none() {
+            // Ended here: ok, with no server (the session may live on).
+            if let (Some(r), Some(id)) = (&self.recorder, rec) {
+                r.complete(id, None, None, Outcome::Ok(None));
+            }
+        }
         drop(st);
         async move {
             if let Some(rx) = rx {

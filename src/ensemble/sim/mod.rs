@@ -22,10 +22,12 @@ use madsim::time::TimeHandle;
 mod client;
 pub mod nemesis;
 mod net;
+mod record;
 
 pub use client::{Flavour, SimZk};
 use net::{Datagram, Inbox, Outbox, Socket};
 pub use net::{NetStats, Network};
+pub use record::Recorder;
 
 use super::msg::{ClientMsg, ConnId, PeerMsg, PeerState, ServerId, ServerMsg};
 use super::server::{Output, Server, ServerConfig};
@@ -225,6 +227,8 @@ struct Shared {
     /// (every server applies the same sequence) is checked against it as
     /// the servers run, so a divergence fails the seed where it happens.
     history: Mutex<Vec<Txn>>,
+    /// The client-level history, when the run records one.
+    recorder: Option<Recorder>,
 }
 
 impl Shared {
@@ -274,6 +278,7 @@ pub struct ClientBuilder<'a> {
     failover: Failover,
     timeout_ms: u64,
     flavour: Flavour,
+    client: Option<u32>,
 }
 
 impl ClientBuilder<'_> {
@@ -293,6 +298,15 @@ impl ClientBuilder<'_> {
     /// Sets which real client to behave like. Default [`Flavour::Java`].
     pub fn flavour(mut self, flavour: Flavour) -> Self {
         self.flavour = flavour;
+        self
+    }
+
+    /// Names the scenario client this session belongs to, for the history
+    /// the run records (a scenario's client opens a session after
+    /// another; its number is how the outcome log and the faults name
+    /// it). Changes nothing else.
+    pub fn scenario_client(mut self, client: u32) -> Self {
+        self.client = Some(client);
         self
     }
 
@@ -344,6 +358,8 @@ impl ClientBuilder<'_> {
             servers,
             timeout_ms: self.timeout_ms,
             flavour: self.flavour,
+            client: self.client,
+            recorder: e.shared.recorder.clone(),
         };
         node.spawn(async move { SimZk::connect(setup).await })
             .await
@@ -369,12 +385,24 @@ impl Ensemble {
     /// Starts the servers as madsim nodes, already running: server 0 leads
     /// epoch 1 with every follower synced (later leaders are elected).
     pub fn start(config: EnsembleConfig) -> Ensemble {
+        Ensemble::start_with(config, None)
+    }
+
+    /// [`Ensemble::start`], recording the run's client-level history into
+    /// `recorder` (clients, servers' roles, and the nemesis's faults). The
+    /// run is the same as without (same seed, same run).
+    pub fn start_recording(config: EnsembleConfig, recorder: Recorder) -> Ensemble {
+        Ensemble::start_with(config, Some(recorder))
+    }
+
+    fn start_with(config: EnsembleConfig, recorder: Option<Recorder>) -> Ensemble {
         assert!(config.servers >= 1, "an ensemble needs a server");
         let handle = Handle::current();
         let shared = Arc::new(Shared {
             net: Arc::new(Network::new(config.link_latency_ms)),
             incarnations: Mutex::new(vec![0; config.servers as usize]),
             history: Mutex::new(Vec::new()),
+            recorder,
         });
         let mut servers = Vec::new();
         let mut nodes = Vec::new();
@@ -382,8 +410,12 @@ impl Ensemble {
             let mut server_config = ServerConfig::new(id, config.servers, config.tick_ms);
             server_config.sync_limit_ticks = config.sync_limit_ticks;
             server_config.init_limit_ticks = config.init_limit_ticks;
+            let first = Server::new(server_config);
+            if let Some(r) = &shared.recorder {
+                r.role(id, 1, role_of(&first));
+            }
             let server = Arc::new(ServerSlot {
-                server: Mutex::new(Server::new(server_config)),
+                server: Mutex::new(first),
                 events: Mutex::new(None),
                 next_socket: Mutex::new(Some(bind_process(&shared, id))),
             });
@@ -414,6 +446,11 @@ impl Ensemble {
     /// server's applied log is a prefix of it, as the run checks).
     pub fn history(&self) -> Vec<Txn> {
         lock(&self.shared.history).clone()
+    }
+
+    /// The recorder of the run's history, if it records one.
+    pub fn recorder(&self) -> Option<&Recorder> {
+        self.shared.recorder.as_ref()
     }
 
     /// The network, for link faults and traffic counts.
@@ -532,6 +569,7 @@ impl Ensemble {
             failover: Failover::AnyOther,
             timeout_ms: ClientBuilder::DEFAULT_TIMEOUT_MS,
             flavour: Flavour::Java,
+            client: None,
         }
     }
 
@@ -629,9 +667,11 @@ impl Process {
     /// Steps the state machine on one event and sends what it says.
     fn step(&mut self, event: Event) {
         let mut out = Vec::new();
-        // Only for the trace: the hot path skips it when nobody listens.
+        // Only for the trace and the history: the hot path skips it when
+        // nobody listens (reading the role changes nothing).
         let traced = tracing::enabled!(target: "zoosim::server", tracing::Level::INFO);
-        let role_before = traced.then(|| role_of(&lock(&self.slot.server)));
+        let recorder = self.shared.recorder.as_ref();
+        let role_before = (traced || recorder.is_some()).then(|| role_of(&lock(&self.slot.server)));
         match event {
             Event::Restarted(first) => out = first,
             Event::Tick => lock(&self.slot.server).on_tick(now_ms(), &mut out),
@@ -669,7 +709,10 @@ impl Process {
         let s = lock(&self.slot.server);
         if let Some(before) = role_before {
             let role = role_of(&s);
-            if role != before {
+            if let Some(r) = recorder.filter(|_| role != before) {
+                r.role(self.id, self.incarnation, role);
+            }
+            if role != before && traced {
                 tracing::info!(
                     target: "zoosim::server",
                     "server {} (process {}) {:?}, epoch {}{}",
@@ -769,6 +812,9 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
     if incarnation > 1 {
         let mut first = Vec::new();
         lock(&slot.server).restart(&mut first);
+        if let Some(r) = &shared.recorder {
+            r.role(id, incarnation, role_of(&lock(&slot.server)));
+        }
         lock(&process).step(Event::Restarted(first));
     }
     madsim::task::spawn(receive(inbox, process.clone(), shared.net.clone()));

@@ -18,6 +18,7 @@ pub use crate::ensemble::fault::Fault;
 use super::{server_addr, Ensemble, SimZk};
 use crate::client::Zk;
 use crate::ensemble::msg::ServerId;
+use crate::history::FaultRecord;
 
 /// A client the nemesis may aim at. Workloads keep `zk` current (None
 /// between sessions, and once crashed: faults aimed at the client are
@@ -145,6 +146,27 @@ impl fmt::Display for InjectedFault {
     }
 }
 
+impl InjectedFault {
+    /// The fault as a history records it.
+    pub fn record(&self) -> FaultRecord {
+        FaultRecord {
+            fault: self.fault.name().to_owned(),
+            client: self.client.map(|c| c as u32),
+            server: self.server,
+            to: self.to,
+            split: self.split.clone(),
+            flips: self
+                .flips
+                .iter()
+                .map(|(side, d)| (side.clone(), d.as_millis() as u64))
+                .collect(),
+            delay_ms: self.delay.as_millis() as u64,
+            window_ms: self.window.as_millis() as u64,
+            skipped: self.skipped,
+        }
+    }
+}
+
 /// A fault placed by hand (a scenario's `[[faults.at]]`): its time since
 /// the fault phase began, and optional parameters (drawn when absent).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -257,9 +279,14 @@ pub async fn run_planned(
             }
             _ => break,
         };
+        // The history shows the fault before what it caused.
+        let recorded_from = nemesis.ensemble.recorder().map(|r| r.len());
         let mut injected = nemesis.inject(fault, &target, config);
         injected.at = TimeHandle::current().elapsed();
         injected.due = due.duration_since(start);
+        if let (Some(r), Some(at)) = (nemesis.ensemble.recorder(), recorded_from) {
+            r.fault_at(at, injected.record());
+        }
         if std::env::var_os("ZOOSIM_VERBOSE").is_some() {
             eprintln!("{injected}");
         }

@@ -1,0 +1,267 @@
+//! The recorder: what the simulated clients, servers and nemesis did, as a
+//! [`crate::history`] history. Off unless an ensemble is started with one
+//! ([`super::Ensemble::start_recording`]).
+//!
+//! Recording must not change a run: it only reads the simulated clock and
+//! appends under its own lock — no await, send, spawn or RNG draw. And as
+//! the simulator is a fuzzer, it asserts what a client must guarantee
+//! while it records: every completion has exactly one earlier invocation,
+//! and a handle's requests complete in the order they were issued.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use madsim::time::TimeHandle;
+
+use super::lock;
+use crate::ensemble::msg::{PeerState, ServerId};
+use crate::history::{
+    Actor, Complete, Event, FaultRecord, HistOp, History, Invoke, Meta, OpId, Outcome, Record,
+    Role, RoleChange, SessionChange, Watched,
+};
+use crate::proto::{SessionEvent, SessionId, WatchEvent, Zxid};
+
+/// A shared, append-only history under construction; clones share it.
+#[derive(Clone, Default)]
+pub struct Recorder(Arc<Mutex<Recording>>);
+
+#[derive(Default)]
+struct Recording {
+    records: Vec<Record>,
+    next_op: u64,
+    /// Invoked, not completed: who, and the request's xid.
+    open: BTreeMap<OpId, (Actor, Option<i64>)>,
+    /// Each handle's last completed xid.
+    last_xid: BTreeMap<u32, i64>,
+}
+
+fn now_ns() -> u64 {
+    TimeHandle::current().elapsed().as_nanos() as u64
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Recorder {
+        Recorder::default()
+    }
+
+    fn push(&self, event: Event) {
+        lock(&self.0).records.push(Record {
+            at_ns: now_ns(),
+            event,
+        });
+    }
+
+    /// How many records so far (see [`Recorder::insert_at`]).
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.0).records.len()
+    }
+
+    /// A record placed before the `at`th (made later, e.g. a fault whose
+    /// parameters are known only once injected, but that came first).
+    pub(crate) fn insert_at(&self, at: usize, event: Event) {
+        let at_ns = now_ns();
+        let mut r = lock(&self.0);
+        let at = at.min(r.records.len());
+        r.records.insert(at, Record { at_ns, event });
+    }
+
+    /// An invocation; the id its completion must carry.
+    pub(crate) fn invoke(
+        &self,
+        actor: Actor,
+        session: Option<SessionId>,
+        xid: Option<i64>,
+        op: HistOp,
+    ) -> OpId {
+        let at_ns = now_ns();
+        let mut r = lock(&self.0);
+        let id = OpId(r.next_op);
+        r.next_op += 1;
+        r.open.insert(id, (actor, xid));
+        r.records.push(Record {
+            at_ns,
+            event: Event::Invoke(Invoke {
+                id,
+                actor,
+                session,
+                xid,
+                op,
+            }),
+        });
+        id
+    }
+
+    /// A completion. Panics if `id` is not open (completed twice, or never
+    /// invoked), or if the handle's requests complete out of issue order.
+    pub(crate) fn complete(
+        &self,
+        id: OpId,
+        server: Option<ServerId>,
+        zxid: Option<Zxid>,
+        outcome: Outcome,
+    ) {
+        let at_ns = now_ns();
+        let mut r = lock(&self.0);
+        let Some((actor, xid)) = r.open.remove(&id) else {
+            panic!("history: {id} completes without an open invocation");
+        };
+        if let Some(xid) = xid {
+            let last = r.last_xid.entry(actor.handle).or_insert(0);
+            assert!(
+                xid > *last,
+                "history: {actor}'s request {xid} completes after its request {last}: \
+                 completions out of issue order"
+            );
+            *last = xid;
+        }
+        r.records.push(Record {
+            at_ns,
+            event: Event::Complete(Complete {
+                id,
+                actor,
+                server,
+                zxid,
+                outcome,
+            }),
+        });
+    }
+
+    /// An invocation that ends at once, without a request (refused
+    /// locally, an empty multi, a close with nothing to send).
+    pub(crate) fn local(
+        &self,
+        actor: Actor,
+        session: Option<SessionId>,
+        op: HistOp,
+        outcome: Outcome,
+    ) {
+        let id = self.invoke(actor, session, None, op);
+        self.complete(id, None, None, outcome);
+    }
+
+    /// A watch event the client delivered.
+    pub(crate) fn watch(
+        &self,
+        actor: Actor,
+        session: Option<SessionId>,
+        server: Option<ServerId>,
+        event: WatchEvent,
+    ) {
+        self.push(Event::Watch(Watched {
+            actor,
+            session,
+            server,
+            event,
+        }));
+    }
+
+    /// A session state change the client reported.
+    pub(crate) fn session(
+        &self,
+        actor: Actor,
+        session: Option<SessionId>,
+        state: SessionEvent,
+        server: Option<ServerId>,
+    ) {
+        self.push(Event::Session(SessionChange {
+            actor,
+            session,
+            state,
+            server,
+        }));
+    }
+
+    /// A server process's role (at its start, and at every change).
+    pub(crate) fn role(
+        &self,
+        server: ServerId,
+        process: u64,
+        (state, serving, epoch): (PeerState, bool, u32),
+    ) {
+        let role = match state {
+            PeerState::Looking => Role::Looking,
+            PeerState::Following(l) => Role::Following(l),
+            PeerState::Leading => Role::Leading,
+        };
+        self.push(Event::Role(RoleChange {
+            server,
+            process,
+            role,
+            epoch,
+            serving,
+        }));
+    }
+
+    /// A fault record (see [`Recorder::insert_at`]).
+    pub(crate) fn fault_at(&self, at: usize, f: FaultRecord) {
+        self.insert_at(at, Event::Fault(f));
+    }
+
+    /// Every record so far, in order.
+    pub fn records(&self) -> Vec<Record> {
+        lock(&self.0).records.clone()
+    }
+
+    /// The history so far, under `meta`.
+    pub fn history(&self, meta: Meta) -> History {
+        History {
+            meta,
+            records: self.records(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Outcome;
+    use crate::proto::{Op, ZkError};
+
+    fn actor() -> Actor {
+        Actor {
+            client: Some(0),
+            handle: 1,
+        }
+    }
+
+    fn get() -> HistOp {
+        HistOp::Zk(Op::Sync { path: "/".into() })
+    }
+
+    fn in_sim(f: impl FnOnce(&Recorder) + Send + 'static) {
+        madsim::runtime::Runtime::new().block_on(async move { f(&Recorder::new()) });
+    }
+
+    #[test]
+    fn a_completion_in_issue_order_is_recorded() {
+        in_sim(|r| {
+            let a = r.invoke(actor(), None, Some(1), get());
+            let b = r.invoke(actor(), None, Some(2), get());
+            r.complete(a, Some(0), Some(5), Outcome::Err(ZkError::NoNode));
+            r.complete(b, Some(0), Some(5), Outcome::Err(ZkError::NoNode));
+            assert_eq!(r.len(), 4);
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "completes without an open invocation")]
+    fn a_completion_without_invocation_fails_the_run() {
+        in_sim(|r| {
+            let a = r.invoke(actor(), None, Some(1), get());
+            r.complete(a, None, None, Outcome::Err(ZkError::ConnectionLoss));
+            r.complete(a, None, None, Outcome::Err(ZkError::ConnectionLoss));
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "completions out of issue order")]
+    fn completions_out_of_issue_order_fail_the_run() {
+        in_sim(|r| {
+            let a = r.invoke(actor(), None, Some(1), get());
+            let b = r.invoke(actor(), None, Some(2), get());
+            r.complete(b, Some(0), Some(5), Outcome::Err(ZkError::NoNode));
+            r.complete(a, Some(0), Some(5), Outcome::Err(ZkError::NoNode));
+        });
+    }
+}
