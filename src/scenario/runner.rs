@@ -73,12 +73,20 @@ pub struct Summary {
     pub counters: BTreeMap<String, u64>,
     /// Coverage goals that stayed at zero.
     pub missed_goals: Vec<String>,
+    /// All of the scenario's seeds were given, not one shard of them:
+    /// coverage goals and an expected failure are judged.
+    pub whole: bool,
 }
 
 impl Summary {
     /// The scenario did what it should.
     pub fn passed(&self) -> bool {
-        passed(self.expect_failure, self.failures.len(), &self.missed_goals)
+        passed(
+            self.expect_failure,
+            self.failures.len(),
+            &self.missed_goals,
+            self.whole,
+        )
     }
 
     /// Why not, in a line.
@@ -90,21 +98,24 @@ impl Summary {
             self.failures.len(),
             first.as_ref().map(|(seed, why)| (*seed, why.as_str())),
             &self.missed_goals,
+            self.whole,
         )
     }
 }
 
 /// Whether a scenario did what it should, from its counts: a run's
-/// [`Summary`] and a sweep's merged shards are judged alike.
-pub fn passed(expect_failure: bool, failures: usize, missed_goals: &[String]) -> bool {
+/// [`Summary`] and a sweep's merged shards are judged alike. A shard
+/// (`whole` false) fails only on an unexpected failure: whether an
+/// expected one is caught, and coverage, are for all the shards together.
+pub fn passed(expect_failure: bool, failures: usize, missed_goals: &[String], whole: bool) -> bool {
     if expect_failure {
-        failures > 0
+        failures > 0 || !whole
     } else {
         failures == 0 && missed_goals.is_empty()
     }
 }
 
-/// [`passed`]'s verdict in a line; `first` is the lowest failing seed and
+/// [`passed`]'s verdict in a line (`whole` as there); `first` is the lowest failing seed and
 /// its violations, one per line.
 pub fn verdict(
     expect_failure: bool,
@@ -112,10 +123,14 @@ pub fn verdict(
     failures: usize,
     first: Option<(u64, &str)>,
     missed_goals: &[String],
+    whole: bool,
 ) -> String {
     match (expect_failure, first) {
         (true, Some((seed, _))) => {
             format!("caught as expected at seed {seed} ({seeds_run} seeds)")
+        }
+        (true, None) if !whole => {
+            format!("not caught in this shard's {seeds_run} seeds (judged over all shards)")
         }
         (true, None) => format!("NOT caught in {seeds_run} seeds"),
         (false, Some((seed, why))) => format!(
@@ -233,6 +248,8 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
         ops: 0,
         counters: BTreeMap::new(),
         missed_goals: Vec::new(),
+        // Shard 0/1 is the whole sweep.
+        whole: o.shard.is_none_or(|(_, n)| n == 1),
     };
     for (i, r) in results {
         if i > limit {
@@ -261,8 +278,8 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
     }
     // A shard sees a part of the seeds: its coverage is reported, and the
     // whole sweep's is for whoever gathers the shards to judge (`zoosim
-    // merge`). Shard 0/1 is the whole sweep.
-    if o.shard.is_none_or(|(_, n)| n == 1) {
+    // merge`).
+    if summary.whole {
         summary.missed_goals = missed_goals(
             s.expect_failure,
             summary.failures.len(),

@@ -310,7 +310,8 @@ impl ScenarioRecord {
     }
 
     /// Fills in the derived fields from the counts: the goals' counts,
-    /// the goals missed (only when every shard is here), the verdict.
+    /// the goals missed and whether an expected failure was caught (both
+    /// judged only when every shard is here), the verdict.
     fn judge(&mut self) {
         for g in &mut self.coverage {
             g.count = self.counters.get(&g.goal).copied().unwrap_or(0);
@@ -327,7 +328,13 @@ impl ScenarioRecord {
         } else {
             Vec::new()
         };
-        self.passed = runner::passed(self.expect_failure, self.failures.len(), &self.missed_goals);
+        let whole = self.seeds.complete();
+        self.passed = runner::passed(
+            self.expect_failure,
+            self.failures.len(),
+            &self.missed_goals,
+            whole,
+        );
         let first = self.failures.first().map(|f| (f.seed, f.why()));
         self.verdict = runner::verdict(
             self.expect_failure,
@@ -335,6 +342,7 @@ impl ScenarioRecord {
             self.failures.len(),
             first.as_ref().map(|(seed, why)| (*seed, why.as_str())),
             &self.missed_goals,
+            whole,
         );
     }
 }
