@@ -32,3 +32,5 @@ pub mod sweep;
 
 #[cfg(test)]
 mod recipe_tests;
+#[cfg(all(test, madsim))]
+mod sweep_tests;
