@@ -503,8 +503,10 @@ fn merge(files: &[PathBuf], summary: Option<&Path>) -> Result<ExitCode, String> 
     if errors.is_empty() {
         match sweep::merge(&sources) {
             Ok(merged) => {
-                // The seam for the report index over the shards' reports:
-                // it is written here, from `sources` and `merged`.
+                // Here, once reports exist, a `--report DIR` writes one
+                // index page over the shards' reports: `sources` says which
+                // file gave which shard of each scenario, `merged` the
+                // verdicts and counters the index shows.
                 let written = out.map(|f| {
                     let path = f.path().display().to_string();
                     f.write(&merged).map(|()| path)

@@ -15,7 +15,9 @@
 //! sweeps, each merged on its own).
 //!
 //! The merge itself is pure ([`merge`]); reading and writing files are the
-//! two functions at the bottom ([`read`], [`SummaryFile`]).
+//! two functions at the bottom ([`read`], [`SummaryFile`]). The command
+//! (`zoosim merge`) keeps the [`Source`]s it merged, for an index page
+//! over the shards' reports to be written from them.
 
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
