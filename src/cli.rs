@@ -19,10 +19,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(madsim)]
+use crate::scenario::files::load_source_in;
 use crate::scenario::files::{load_in, scenario_files};
 use crate::scenario::registry::Registry;
 #[cfg(madsim)]
 use crate::scenario::spec::Scenario;
+#[cfg(madsim)]
+use crate::scenario::sweep;
 use crate::scenario::verdict::{run_properties, ENSEMBLE_COUNTERS};
 
 mod lin;
@@ -68,6 +72,20 @@ enum Command {
         /// With --history: every seed's history, not only failing ones'.
         #[arg(long, requires = "history")]
         history_all: bool,
+        /// Write the results as JSON to FILE (also when the run fails), for
+        /// `zoosim merge` to combine shards.
+        #[arg(long, value_name = "FILE")]
+        summary: Option<PathBuf>,
+    },
+    /// Combine shards' `run --summary` files into one verdict, with the
+    /// coverage goals judged over all the shards.
+    Merge {
+        /// The shards' summaries (every shard of every scenario once).
+        #[arg(required = true, value_name = "FILES")]
+        files: Vec<PathBuf>,
+        /// Write the merged summary to FILE (it can be merged again).
+        #[arg(long, value_name = "FILE")]
+        summary: Option<PathBuf>,
     },
     /// Replay one seed of a scenario exactly.
     Replay {
@@ -188,16 +206,25 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             shrink,
             history,
             history_all,
+            summary,
         } => {
             if let Some(dir) = &history {
                 histories::check_dir(dir)?;
             }
-            // Every file is read and checked before any seed runs.
-            let scenarios: Vec<Scenario> = scenario_files(&paths)
-                .map_err(|e| e.to_string())?
-                .iter()
-                .map(|f| load(f))
-                .collect::<Result<_, _>>()?;
+            // Every file is read and checked before any seed runs, and the
+            // summary's file is known to be writable.
+            let mut scenarios = Vec::new();
+            let mut hashes = Vec::new();
+            for f in scenario_files(&paths).map_err(|e| e.to_string())? {
+                let (s, text) = load_source_in(&f, registry).map_err(|e| e.to_string())?;
+                scenarios.push(s);
+                hashes.push(sweep::content_hash(&text));
+            }
+            let summary = summary
+                .as_deref()
+                .map(sweep::SummaryFile::create)
+                .transpose()
+                .map_err(|e| e.to_string())?;
             let options = runner::RunOptions {
                 seeds,
                 seed_start,
@@ -205,14 +232,26 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 shard,
             };
+            let command = sweep::CommandLine {
+                seeds,
+                seed_start,
+                shard: shard.map(|(index, of)| sweep::Shard { index, of }),
+            };
+            let out = Sweep {
+                command,
+                hashes,
+                summary,
+            };
             run_all(
                 &scenarios,
                 &options,
                 shrink,
+                out,
                 history.as_deref().map(|d| (d, history_all)),
                 registry,
             )
         }
+        Command::Merge { files, summary } => merge(&files, summary.as_deref()),
         Command::Replay {
             scenario,
             seed,
@@ -341,11 +380,21 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
     }
 }
 
+/// What a run's summary needs besides the results: the command line,
+/// each scenario file's hash, and where to write it (if asked).
+#[cfg(madsim)]
+struct Sweep {
+    command: sweep::CommandLine,
+    hashes: Vec<String>,
+    summary: Option<sweep::SummaryFile>,
+}
+
 #[cfg(madsim)]
 fn run_all(
     scenarios: &[Scenario],
     options: &crate::scenario::runner::RunOptions,
     shrink: bool,
+    out: Sweep,
     history: Option<(&Path, bool)>,
     registry: &Registry,
 ) -> Result<ExitCode, String> {
@@ -371,48 +420,24 @@ fn run_all(
         summaries.push(summary);
     }
     bar.finish_and_clear();
-    println!(
-        "{:<40} {:>6} {:>6} {:>9} {:>8} {:>10}  verdict",
-        "scenario", "seeds", "fails", "sim s", "wall s", "ops"
-    );
-    for s in &summaries {
-        println!(
-            "{:<40} {:>6} {:>6} {:>9.0} {:>8.1} {:>10}  {}",
-            s.name,
-            s.seeds_run,
-            s.failures.len(),
-            s.sim_ms as f64 / 1000.0,
-            s.wall_ms as f64 / 1000.0,
-            s.ops,
-            s.verdict()
-        );
-    }
-    let commit = option_env!("ZOOSIM_COMMIT").unwrap_or("unknown");
-    let mut bad = 0;
-    for (s, scenario) in summaries.iter().zip(scenarios) {
-        if !scenario.coverage.is_empty() {
-            let goals: Vec<String> = scenario
-                .coverage
-                .iter()
-                .map(|g| format!("{g} {}", s.counters.get(g).copied().unwrap_or(0)))
-                .collect();
-            println!("  {}: coverage {}", s.name, goals.join(", "));
-        }
-        if !s.passed() {
-            bad += 1;
-        }
-        let shown = if s.expect_failure { 1 } else { 3 };
-        for f in s.failures.iter().take(shown) {
-            let tag = if s.expect_failure { "caught" } else { "FAILED" };
-            println!(
-                "  {tag} {} seed {} (commit {commit}): {}\n    replay: {}",
-                s.name,
-                f.seed,
-                runner::first_line(&f.why()),
-                replay_command(registry, &s.file, f.seed)
-            );
-        }
-    }
+    let records: Vec<sweep::ScenarioRecord> = summaries
+        .iter()
+        .zip(scenarios)
+        .zip(out.hashes)
+        .map(|((summary, s), hash)| {
+            sweep::ScenarioRecord::of_run(summary, s, hash, options, &|seed| {
+                replay_command(registry, &s.file, seed)
+            })
+        })
+        .collect();
+    let record = sweep::SweepSummary::of_run(out.command, records);
+    // Written before anything else can go wrong (a shrink's file, say);
+    // an error writing it is the command's error, after the table.
+    let written = out.summary.map(|f| {
+        let path = f.path().display().to_string();
+        f.write(&record).map(|()| path)
+    });
+    let bad = print_table(&record);
     let seeds: u64 = summaries.iter().map(|s| s.seeds_run).sum();
     let wall = started.elapsed().as_secs_f64();
     if shrink {
@@ -467,12 +492,13 @@ fn run_all(
         "{} scenarios, {seeds} seeds in {wall:.1} s ({:.1} seeds/s): {}",
         summaries.len(),
         seeds as f64 / wall.max(1e-9),
-        if bad == 0 {
-            "all as expected".to_owned()
-        } else {
-            format!("{bad} not as expected")
-        }
+        as_expected(bad)
     );
+    match written {
+        Some(Err(e)) => return Err(e.to_string()),
+        Some(Ok(path)) => println!("summary written to {path}"),
+        None => {}
+    }
     Ok(if bad > 0 {
         ExitCode::from(1)
     } else if unwritten {
@@ -480,6 +506,127 @@ fn run_all(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The summary table `zoosim run` and `zoosim merge` print: a line per
+/// scenario, its coverage goals, its failing seeds with their replay
+/// commands. Returns how many scenarios are not as expected.
+#[cfg(madsim)]
+fn print_table(sweep: &sweep::SweepSummary) -> usize {
+    use crate::scenario::runner::first_line;
+    println!(
+        "{:<40} {:>6} {:>6} {:>9} {:>8} {:>10}  verdict",
+        "scenario", "seeds", "fails", "sim s", "wall s", "ops"
+    );
+    for s in &sweep.scenarios {
+        println!(
+            "{:<40} {:>6} {:>6} {:>9.0} {:>8.1} {:>10}  {}",
+            s.name,
+            s.seeds_run,
+            s.failures.len(),
+            s.sim_ms as f64 / 1000.0,
+            s.wall_ms as f64 / 1000.0,
+            s.ops,
+            s.verdict
+        );
+    }
+    let commit = sweep.commit.as_deref().unwrap_or("unknown");
+    let mut bad = 0;
+    for s in &sweep.scenarios {
+        if !s.coverage.is_empty() {
+            let goals: Vec<String> = s
+                .coverage
+                .iter()
+                .map(|g| format!("{} {}", g.goal, g.count))
+                .collect();
+            println!("  {}: coverage {}", s.name, goals.join(", "));
+        }
+        if !s.passed {
+            bad += 1;
+        }
+        let shown = if s.expect_failure { 1 } else { 3 };
+        for f in s.failures.iter().take(shown) {
+            let tag = if s.expect_failure { "caught" } else { "FAILED" };
+            println!(
+                "  {tag} {} seed {} (commit {commit}): {}\n    replay: {}",
+                s.name,
+                f.seed,
+                first_line(&f.why()),
+                f.replay
+            );
+        }
+    }
+    bad
+}
+
+#[cfg(madsim)]
+fn as_expected(bad: usize) -> String {
+    if bad == 0 {
+        "all as expected".to_owned()
+    } else {
+        format!("{bad} not as expected")
+    }
+}
+
+#[cfg(madsim)]
+fn exit_code(bad: usize) -> ExitCode {
+    if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `zoosim merge`: reads every summary (all bad ones named), checks that
+/// they fit together, prints the merged table and writes the merged
+/// summary (if asked).
+#[cfg(madsim)]
+fn merge(files: &[PathBuf], summary: Option<&Path>) -> Result<ExitCode, String> {
+    let out = summary
+        .map(sweep::SummaryFile::create)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let mut sources = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        match sweep::read(f) {
+            Ok(summary) => sources.push(sweep::Source {
+                file: f.display().to_string(),
+                summary,
+            }),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if errors.is_empty() {
+        match sweep::merge(&sources) {
+            Ok(merged) => {
+                // Here, once reports exist, a `--report DIR` writes one
+                // index page over the shards' reports: `sources` says which
+                // file gave which shard of each scenario, `merged` the
+                // verdicts and counters the index shows.
+                let written = out.map(|f| {
+                    let path = f.path().display().to_string();
+                    f.write(&merged).map(|()| path)
+                });
+                let bad = print_table(&merged);
+                let seeds: u64 = merged.scenarios.iter().map(|s| s.seeds_run).sum();
+                println!(
+                    "{} scenarios, {seeds} seeds from {} summaries: {}",
+                    merged.scenarios.len(),
+                    sources.len(),
+                    as_expected(bad)
+                );
+                match written {
+                    Some(Err(e)) => return Err(e.to_string()),
+                    Some(Ok(path)) => println!("merged summary written to {path}"),
+                    None => {}
+                }
+                return Ok(exit_code(bad));
+            }
+            Err(e) => errors.extend(e.iter().map(ToString::to_string)),
+        }
+    }
+    Err(errors.join("\nerror: "))
 }
 
 #[cfg(not(madsim))]

@@ -100,13 +100,17 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
 
 /// [`load`], knowing `registry`'s recipes too.
 pub fn load_in(path: &Path, registry: &Registry) -> Result<Scenario, LoadError> {
+    load_source_in(path, registry).map(|(s, _)| s)
+}
+
+/// [`load_in`], with the text the scenario was parsed from (a sweep's
+/// summary records its hash, so that shards run on different files are
+/// told apart).
+pub fn load_source_in(path: &Path, registry: &Registry) -> Result<(Scenario, String), LoadError> {
     let text = std::fs::read_to_string(path).map_err(|error| LoadError::Io {
         path: path.to_owned(),
         error,
     })?;
-    Ok(spec::parse_in(
-        &path.display().to_string(),
-        &text,
-        registry,
-    )?)
+    let scenario = spec::parse_in(&path.display().to_string(), &text, registry)?;
+    Ok((scenario, text))
 }

@@ -5,10 +5,11 @@
 //! alike; its [`workload`] keys; the [`verdict`] its oracle gives; the
 //! [`registry`] of the recipes a command knows); and, in the simulation,
 //! what a recipe's run is given ([`sim`]), one seed ([`run`]), the seed
-//! runner ([`runner`]) and the shrinker ([`shrink`]).
+//! runner ([`runner`]), the shrinker ([`shrink`]) and sweeps across
+//! machines ([`sweep`]: shards' summaries and their merge).
 //!
 //! Module order, bottom first: workload, verdict ← sim ← recipe ←
-//! builtin ← registry ← spec ← files, run ← runner ← shrink.
+//! builtin ← registry ← spec ← files, run ← runner ← shrink, sweep.
 
 pub mod builtin;
 pub mod files;
@@ -26,6 +27,10 @@ pub mod runner;
 pub mod shrink;
 #[cfg(madsim)]
 pub mod sim;
+#[cfg(madsim)]
+pub mod sweep;
 
 #[cfg(test)]
 mod recipe_tests;
+#[cfg(all(test, madsim))]
+mod sweep_tests;

@@ -73,40 +73,95 @@ pub struct Summary {
     pub counters: BTreeMap<String, u64>,
     /// Coverage goals that stayed at zero.
     pub missed_goals: Vec<String>,
+    /// All of the scenario's seeds were given, not one shard of them:
+    /// coverage goals and an expected failure are judged.
+    pub whole: bool,
 }
 
 impl Summary {
     /// The scenario did what it should.
     pub fn passed(&self) -> bool {
-        if self.expect_failure {
-            !self.failures.is_empty()
-        } else {
-            self.failures.is_empty() && self.missed_goals.is_empty()
-        }
+        passed(
+            self.expect_failure,
+            self.failures.len(),
+            &self.missed_goals,
+            self.whole,
+        )
     }
 
     /// Why not, in a line.
     pub fn verdict(&self) -> String {
-        match (self.expect_failure, self.failures.first()) {
-            (true, Some(f)) => format!(
-                "caught as expected at seed {} ({} seeds)",
-                f.seed, self.seeds_run
-            ),
-            (true, None) => format!("NOT caught in {} seeds", self.seeds_run),
-            (false, Some(f)) => format!(
-                "FAILED: {} of {} seeds; first {}: {}",
-                self.failures.len(),
-                self.seeds_run,
-                f.seed,
-                first_line(&f.why())
-            ),
-            (false, None) if !self.missed_goals.is_empty() => format!(
-                "FAILED: coverage goals at zero: {}",
-                self.missed_goals.join(", ")
-            ),
-            (false, None) => "ok".to_owned(),
-        }
+        let first = self.failures.first().map(|f| (f.seed, f.why()));
+        verdict(
+            self.expect_failure,
+            self.seeds_run,
+            self.failures.len(),
+            first.as_ref().map(|(seed, why)| (*seed, why.as_str())),
+            &self.missed_goals,
+            self.whole,
+        )
     }
+}
+
+/// Whether a scenario did what it should, from its counts: a run's
+/// [`Summary`] and a sweep's merged shards are judged alike. A shard
+/// (`whole` false) fails only on an unexpected failure: whether an
+/// expected one is caught, and coverage, are for all the shards together.
+pub fn passed(expect_failure: bool, failures: usize, missed_goals: &[String], whole: bool) -> bool {
+    if expect_failure {
+        failures > 0 || !whole
+    } else {
+        failures == 0 && missed_goals.is_empty()
+    }
+}
+
+/// [`passed`]'s verdict in a line (`whole` as there); `first` is the lowest failing seed and
+/// its violations, one per line.
+pub fn verdict(
+    expect_failure: bool,
+    seeds_run: u64,
+    failures: usize,
+    first: Option<(u64, &str)>,
+    missed_goals: &[String],
+    whole: bool,
+) -> String {
+    match (expect_failure, first) {
+        (true, Some((seed, _))) => {
+            format!("caught as expected at seed {seed} ({seeds_run} seeds)")
+        }
+        (true, None) if !whole => {
+            format!("not caught in this shard's {seeds_run} seeds (judged over all shards)")
+        }
+        (true, None) => format!("NOT caught in {seeds_run} seeds"),
+        (false, Some((seed, why))) => format!(
+            "FAILED: {failures} of {seeds_run} seeds; first {seed}: {}",
+            first_line(why)
+        ),
+        (false, None) if !missed_goals.is_empty() => format!(
+            "FAILED: coverage goals at zero: {}",
+            missed_goals.join(", ")
+        ),
+        (false, None) => "ok".to_owned(),
+    }
+}
+
+/// The coverage goals a sweep over all of a scenario's seeds left at zero.
+/// Judged only where they mean something: a scenario expected to fail, or
+/// one already failing, is judged by its failures.
+pub fn missed_goals(
+    expect_failure: bool,
+    failures: usize,
+    goals: &[String],
+    counters: &BTreeMap<String, u64>,
+) -> Vec<String> {
+    if expect_failure || failures > 0 {
+        return Vec::new();
+    }
+    goals
+        .iter()
+        .filter(|g| counters.get(*g).copied().unwrap_or(0) == 0)
+        .cloned()
+        .collect()
 }
 
 /// The first line of a failure, for one-line summaries.
@@ -114,10 +169,17 @@ pub fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
+/// The seeds a run takes its shard of: (first seed, how many).
+pub fn seed_range(s: &Scenario, o: &RunOptions) -> (u64, u64) {
+    (
+        o.seed_start.unwrap_or(s.seed_start),
+        o.seeds.unwrap_or(s.seeds),
+    )
+}
+
 /// The seeds a run takes, in order.
 pub fn seeds_of(s: &Scenario, o: &RunOptions) -> Vec<u64> {
-    let start = o.seed_start.unwrap_or(s.seed_start);
-    let n = o.seeds.unwrap_or(s.seeds);
+    let (start, n) = seed_range(s, o);
     (0..n)
         .filter(|i| o.shard.is_none_or(|(k, of)| i % of == k))
         .map(|i| start + i)
@@ -186,6 +248,8 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
         ops: 0,
         counters: BTreeMap::new(),
         missed_goals: Vec::new(),
+        // Shard 0/1 is the whole sweep.
+        whole: o.shard.is_none_or(|(_, n)| n == 1),
     };
     for (i, r) in results {
         if i > limit {
@@ -213,14 +277,15 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
         }
     }
     // A shard sees a part of the seeds: its coverage is reported, and the
-    // whole sweep's is for whoever gathers the shards to judge.
-    if !s.expect_failure && summary.failures.is_empty() && o.shard.is_none() {
-        summary.missed_goals = s
-            .coverage
-            .iter()
-            .filter(|g| summary.counters.get(*g).copied().unwrap_or(0) == 0)
-            .cloned()
-            .collect();
+    // whole sweep's is for whoever gathers the shards to judge (`zoosim
+    // merge`).
+    if summary.whole {
+        summary.missed_goals = missed_goals(
+            s.expect_failure,
+            summary.failures.len(),
+            &s.coverage,
+            &summary.counters,
+        );
     }
     summary
 }
