@@ -9,8 +9,8 @@
 //! * Through the scenario files in `tests/data/broken/` (outside
 //!   `scenarios/`, so the sweep of the correct ensemble never runs them):
 //!   every seed of each file's `test_seeds` hits its breakage
-//!   (`breakage-hits` above zero), and the same seeds with the switch off
-//!   never do.
+//!   (`breakage-hits` above zero; `ZOOSIM_SEEDS=N` runs N seeds of each
+//!   instead), and the same seeds with the switch off never do.
 
 #[cfg(not(madsim))]
 compile_error!(
@@ -19,6 +19,8 @@ compile_error!(
 );
 
 use std::path::PathBuf;
+
+mod common;
 
 use zoosim::ensemble::breakage::Breakage;
 use zoosim::scenario::files::{load, scenario_files};
@@ -51,7 +53,7 @@ fn every_broken_scenario_hits_its_breakage_in_every_seed() {
     assert_eq!(covered, Breakage::ALL.to_vec(), "one file per breakage");
     for s in &all {
         assert!(s.expect_failure, "{}: a broken ensemble must fail", s.name);
-        for seed in s.seed_start..s.seed_start + s.test_seeds {
+        for seed in common::seeds(s.seed_start, s.test_seeds) {
             let (n, what) = hits(s, seed);
             eprintln!("{:<26} seed {seed}: {n:>5} hits; {what}", s.name);
             assert!(
