@@ -26,11 +26,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::breakage::Breakage;
 use super::msg::{
     ClientMsg, ConnId, Forwarded, LearnerMsg, Origin, PeerMsg, PeerState, ServerId, ServerMsg,
     Vote, WatchLists,
 };
-use crate::proto::{Op, Reply, SessionId, ZkError, Zxid};
+use crate::proto::{EventType, Op, Reply, SessionId, WatchEvent, ZkError, Zxid};
 use crate::tree::{DataTree, TreeConfig, Txn, TxnBody, WatchTable};
 
 mod election;
@@ -49,6 +50,16 @@ use leader::Leading;
 /// tree: after every txn it made the pinned scenario seeds 40 % slower;
 /// every 64th costs under 1 %.
 const TREE_CHECK_INTERVAL: usize = 64;
+
+/// [`Breakage::StaleRead`]: how many txns the stale copy of the tree
+/// trails the applied state by ...
+const STALE_LAG: usize = 2;
+/// ... and one unwatched read in this many is answered from it (every
+/// read would leave a recipe that reads its own writes no way forward).
+const STALE_EVERY: u64 = 2;
+/// [`Breakage::FollowerLocalWrite`]: one write in this many that a
+/// follower receives is answered by the follower itself.
+const LOCAL_WRITE_EVERY: u64 = 3;
 
 /// Something a server wants delivered.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -80,6 +91,9 @@ pub struct ServerConfig {
     pub init_limit_ticks: u64,
     /// The data tree's limits.
     pub tree: TreeConfig,
+    /// A guarantee to break on purpose (default none): only to prove that
+    /// a check of the guarantees can fail (see [`Breakage`]).
+    pub broken: Option<Breakage>,
 }
 
 impl ServerConfig {
@@ -95,6 +109,7 @@ impl ServerConfig {
             sync_limit_ticks: 5,
             init_limit_ticks: 10,
             tree: TreeConfig::default(),
+            broken: None,
         }
     }
 
@@ -139,6 +154,12 @@ pub struct ServerStats {
     pub role_change_drops: u64,
     /// Older connections of a session closed when it reconnected here.
     pub reconnect_closes: u64,
+    /// Times the configured [`Breakage`] took effect (always 0 without
+    /// one): writes a follower answered itself; reads answered from a
+    /// state older than the session's last zxid; acknowledged writes
+    /// truncated away; stale reads that differ from the fresh answer;
+    /// watch events delivered after a read reply showing their change.
+    pub breakage_hits: u64,
 }
 
 /// A logged proposal: the txn and who to answer.
@@ -158,9 +179,26 @@ struct Pending {
     xid: i64,
     op: Option<Op>,
     result: Option<Result<Reply, ZkError>>,
+    /// [`Breakage::ReplyBeforeQuorum`]: the answer the leader gave when it
+    /// proposed the write (its txn's zxid, the result), to send once the
+    /// request is at the head of the queue ...
+    early: Option<(Zxid, Result<Reply, ZkError>)>,
+    /// ... and that it was sent: the request stays at the head until the
+    /// txn is applied, so later requests still wait for it.
+    replied: bool,
 }
 
 impl Pending {
+    fn new(xid: i64, op: Option<Op>, result: Option<Result<Reply, ZkError>>) -> Pending {
+        Pending {
+            xid,
+            op,
+            result,
+            early: None,
+            replied: false,
+        }
+    }
+
     fn waits_for_leader(&self) -> bool {
         self.op
             .as_ref()
@@ -176,6 +214,35 @@ struct Conn {
     /// A re-attach waiting for the leader: the client's last zxid and the
     /// watches to replay once the session is confirmed.
     reattach: Option<(Zxid, WatchLists)>,
+    /// [`Breakage::SkipReconnectZxidRule`]: the last zxid of a session
+    /// attached while ahead of this server; replies carry at least it
+    /// (0 otherwise).
+    zxid_floor: Zxid,
+    /// [`Breakage::LateWatchEvent`]: events held back, in order.
+    held: Vec<WatchEvent>,
+}
+
+/// [`Breakage::StaleRead`]: a copy of the tree [`STALE_LAG`] txns behind
+/// the applied state.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Lagging {
+    tree: DataTree,
+    /// Log entries applied to `tree`.
+    applied: usize,
+    /// Unwatched reads served so far.
+    reads: u64,
+}
+
+impl Lagging {
+    fn new(config: &ServerConfig) -> Option<Box<Lagging>> {
+        (config.broken == Some(Breakage::StaleRead)).then(|| {
+            Box::new(Lagging {
+                tree: DataTree::new(config.tree),
+                applied: 0,
+                reads: 0,
+            })
+        })
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -224,6 +291,15 @@ pub struct Server {
     /// Fault: sessions whose next write reply is lost here (the write is
     /// applied, the reply dropped and the connection broken).
     lose_reply: BTreeSet<SessionId>,
+    // Only with a breakage (see ServerConfig::broken).
+    /// [`Breakage::FollowerLocalWrite`]: writes received as a follower.
+    writes_received: u64,
+    /// [`Breakage::StaleRead`]: the stale copy of the tree.
+    lagging: Option<Box<Lagging>>,
+    /// [`Breakage::ReplyBeforeQuorum`]: txns answered before they were
+    /// committed and not applied since (bookkeeping for the hit count,
+    /// kept across a restart with the log).
+    early_replied: BTreeSet<Zxid>,
 }
 
 impl Server {
@@ -268,6 +344,9 @@ impl Server {
             touched: BTreeSet::new(),
             dropped: BTreeSet::new(),
             lose_reply: BTreeSet::new(),
+            writes_received: 0,
+            lagging: Lagging::new(&config),
+            early_replied: BTreeSet::new(),
         }
     }
 
@@ -284,6 +363,7 @@ impl Server {
         self.touched.clear();
         self.dropped.clear();
         self.lose_reply.clear();
+        self.lagging = Lagging::new(&self.config);
         self.role = Role::Looking(Looking::default());
         self.broadcast_vote(out);
     }
@@ -411,6 +491,14 @@ impl Server {
     /// A tick of the server's clock: heartbeats, timeouts, votes, expiry.
     pub(crate) fn on_tick(&mut self, now_ms: i64, out: &mut Vec<Output>) {
         self.ticks += 1;
+        if self.config.broken == Some(Breakage::LateWatchEvent) {
+            // Held events go out at the latest now: a client waiting for
+            // one is late, not stuck.
+            let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+            for conn in conns {
+                self.flush_held(conn, out);
+            }
+        }
         match &self.role {
             Role::Looking(_) => self.tick_looking(now_ms, out),
             Role::Following(_) => self.tick_following(out),
@@ -428,7 +516,8 @@ impl Server {
     }
 
     fn drop_all_connections(&mut self, out: &mut Vec<Output>) {
-        for (conn, _) in std::mem::take(&mut self.conns) {
+        for (conn, c) in std::mem::take(&mut self.conns) {
+            push_events(conn, c.held, out);
             self.stats.role_change_drops += 1;
             self.watches.remove_connection(conn);
             self.dropped.insert(conn);
@@ -491,11 +580,7 @@ impl Server {
         match msg {
             ClientMsg::Ping => {
                 let c = self.conns.get_mut(&conn).expect("checked above");
-                c.queue.push_back(Pending {
-                    xid: -2,
-                    op: None,
-                    result: None,
-                });
+                c.queue.push_back(Pending::new(-2, None, None));
                 self.drain(conn, out);
             }
             ClientMsg::Connect {
@@ -508,16 +593,22 @@ impl Server {
                     !self.conns.contains_key(&conn),
                     "conn {conn} connected twice"
                 );
+                let mut ahead = false;
                 let refused = if !self.is_serving() {
                     // Not in an active quorum (docs/ZOOKEEPER.md, "Crashes,
                     // partitions and lost replies").
                     self.stats.not_serving_refusals += 1;
                     true
                 } else if last_zxid > self.tree.last_zxid() {
+                    ahead = self.config.broken == Some(Breakage::SkipReconnectZxidRule)
+                        && matches!(self.role, Role::Following(_))
+                        && session.is_some_and(|s| self.tree.has_session(s));
                     // The client has seen more than this server: it must
                     // try another (same section).
-                    self.stats.zxid_refusals += 1;
-                    true
+                    if !ahead {
+                        self.stats.zxid_refusals += 1;
+                    }
+                    !ahead
                 } else {
                     false
                 };
@@ -538,7 +629,12 @@ impl Server {
                         self.forward_to_leader(now_ms, origin(-1), request, out);
                     }
                     Some(session) => {
-                        c.reattach = Some((last_zxid, watches));
+                        let attach_now = if ahead {
+                            Some(watches)
+                        } else {
+                            c.reattach = Some((last_zxid, watches));
+                            None
+                        };
                         // The session's older connections here close, as
                         // ZooKeeperServer.processConnectRequest does
                         // (CLIENT_RECONNECT): a request still in flight on
@@ -551,6 +647,7 @@ impl Server {
                             .map(|(&id, _)| id)
                             .collect();
                         for old in older {
+                            self.flush_held(old, out);
                             self.conns.remove(&old);
                             self.dropped.insert(old);
                             self.watches.remove_connection(old);
@@ -559,6 +656,21 @@ impl Server {
                                 conn: old,
                                 msg: ServerMsg::ConnectionClosed,
                             });
+                        }
+                        if let Some(watches) = attach_now {
+                            // Broken: attached from this server's own tree
+                            // at once, before it has caught up with what
+                            // the client saw; the leader is still told (it
+                            // records the move), and its answer only
+                            // checked.
+                            let timeout_ms = self
+                                .tree
+                                .sessions()
+                                .find(|&(s, _)| s == session)
+                                .map_or(0, |(_, t)| t);
+                            let c = self.conns.get_mut(&conn).expect("made above");
+                            c.zxid_floor = last_zxid;
+                            self.attach(conn, session, timeout_ms, last_zxid, &watches, out);
                         }
                         self.ask_revalidate(now_ms, origin(-1), session, out);
                     }
@@ -591,13 +703,11 @@ impl Server {
                     }),
                     _ => None,
                 };
+                let local = forwarded.is_some() && op.is_write() && self.answers_write_itself();
+                let result = local.then(|| self.write_locally(now_ms, session, &op));
                 let c = self.conns.get_mut(&conn).expect("checked above");
-                c.queue.push_back(Pending {
-                    xid,
-                    op: Some(op),
-                    result: None,
-                });
-                if let Some(request) = forwarded {
+                c.queue.push_back(Pending::new(xid, Some(op), result));
+                if let Some(request) = forwarded.filter(|_| !local) {
                     self.forward_to_leader(now_ms, origin(xid), request, out);
                 }
                 self.drain(conn, out);
@@ -656,7 +766,21 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return; // the client gave up on this connection meanwhile
         };
-        let (last_zxid, watches) = c.reattach.take().expect("a re-attach in progress");
+        let Some((last_zxid, watches)) = c.reattach.take() else {
+            // Attached already (Breakage::SkipReconnectZxidRule): a session
+            // gone meanwhile ends the connection, as its close would.
+            if live.is_none() {
+                self.flush_held(conn, out);
+                self.conns.remove(&conn);
+                self.watches.remove_connection(conn);
+                self.dropped.insert(conn);
+                out.push(Output::Client {
+                    conn,
+                    msg: ServerMsg::ConnectionClosed,
+                });
+            }
+            return;
+        };
         let Some(timeout_ms) = live else {
             self.conns.remove(&conn);
             self.dropped.insert(conn);
@@ -666,6 +790,20 @@ impl Server {
             });
             return;
         };
+        self.attach(conn, session, timeout_ms, last_zxid, &watches, out);
+    }
+
+    /// The re-attach is accepted: Connected, then the SetWatches replay.
+    fn attach(
+        &mut self,
+        conn: ConnId,
+        session: SessionId,
+        timeout_ms: u64,
+        last_zxid: Zxid,
+        watches: &WatchLists,
+        out: &mut Vec<Output>,
+    ) {
+        let c = self.conns.get_mut(&conn).expect("an open connection");
         c.session = Some(session);
         out.push(Output::Client {
             conn,
@@ -738,10 +876,10 @@ impl Server {
                 self.closed_session(session);
             }
             for (conn, event) in self.watches.fire_all(&applied.triggers) {
-                out.push(Output::Client {
-                    conn,
-                    msg: ServerMsg::Watch(event),
-                });
+                self.send_event(conn, event, out);
+            }
+            if !self.early_replied.is_empty() {
+                self.early_replied.remove(&self.log[i].txn.zxid);
             }
             let Some(origin) = origin.filter(|o| o.server == self.config.id) else {
                 continue;
@@ -764,6 +902,86 @@ impl Server {
                 (None, Some(result)) => self.complete(origin, result, out),
                 (None, None) => unreachable!("no reply for txn {i}"),
             }
+        }
+        if let Some(lag) = &mut self.lagging {
+            while lag.applied + STALE_LAG < self.applied {
+                lag.tree.apply(&self.log[lag.applied].txn);
+                lag.applied += 1;
+            }
+        }
+    }
+
+    /// A watch event for `conn`: sent now, or held back
+    /// ([`Breakage::LateWatchEvent`]).
+    fn send_event(&mut self, conn: ConnId, event: WatchEvent, out: &mut Vec<Output>) {
+        if self.config.broken == Some(Breakage::LateWatchEvent) {
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.held.push(event);
+                return;
+            }
+        }
+        out.push(Output::Client {
+            conn,
+            msg: ServerMsg::Watch(event),
+        });
+    }
+
+    /// Sends the events held back on `conn`, in order.
+    fn flush_held(&mut self, conn: ConnId, out: &mut Vec<Output>) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            push_events(conn, std::mem::take(&mut c.held), out);
+        }
+    }
+
+    /// [`Breakage::FollowerLocalWrite`]: whether this write, received as a
+    /// follower, is answered here instead of going to the leader.
+    fn answers_write_itself(&mut self) -> bool {
+        if self.config.broken != Some(Breakage::FollowerLocalWrite)
+            || !matches!(self.role, Role::Following(_))
+        {
+            return false;
+        }
+        self.writes_received += 1;
+        self.writes_received % LOCAL_WRITE_EVERY == 0
+    }
+
+    /// The answer to a write as if it had been applied here next: prepped
+    /// and applied on a scratch copy of the tree, which stays as it was.
+    fn write_locally(
+        &mut self,
+        now_ms: i64,
+        session: SessionId,
+        op: &Op,
+    ) -> Result<Reply, ZkError> {
+        self.stats.breakage_hits += 1;
+        let mut scratch = self.tree.clone();
+        let txn = scratch.prepare(scratch.next_zxid(), now_ms, session, op);
+        scratch
+            .apply(&txn)
+            .reply
+            .expect("a write's txn has a reply")
+    }
+
+    /// [`Breakage::ReplyBeforeQuorum`]: the leader answers the write of
+    /// `origin` (on this server) with the result its proposal `zxid` will
+    /// have, before a quorum acked it.
+    fn answer_early(
+        &mut self,
+        origin: Origin,
+        zxid: Zxid,
+        result: Result<Reply, ZkError>,
+        out: &mut Vec<Output>,
+    ) {
+        let Some(c) = self.conns.get_mut(&origin.conn) else {
+            return;
+        };
+        let pending = c
+            .queue
+            .iter_mut()
+            .find(|p| p.xid == origin.xid && p.result.is_none());
+        if let Some(p) = pending {
+            p.early = Some((zxid, result));
+            self.drain(origin.conn, out);
         }
     }
 
@@ -795,6 +1013,7 @@ impl Server {
             .map(|(id, _)| *id)
             .collect();
         for conn in conns {
+            self.flush_held(conn, out);
             self.conns.remove(&conn);
             self.dropped.insert(conn);
             self.watches.remove_connection(conn);
@@ -814,6 +1033,7 @@ impl Server {
         if result == Err(ZkError::SessionMoved) {
             // FinalRequestProcessor closes the stale connection instead of
             // answering (docs/ZOOKEEPER.md, "Errors and the order of checks").
+            self.flush_held(origin.conn, out);
             if self.conns.remove(&origin.conn).is_some() {
                 self.watches.remove_connection(origin.conn);
                 self.dropped.insert(origin.conn);
@@ -843,10 +1063,31 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
+        let broken = self.config.broken;
         while let Some(head) = c.queue.front_mut() {
             let result = match (head.result.take(), &head.op) {
+                // Answered when proposed (Breakage::ReplyBeforeQuorum):
+                // applied now, it only lets the requests behind it go.
+                (Some(_), _) if head.replied => {
+                    c.queue.pop_front();
+                    continue;
+                }
                 (Some(r), _) => r,
-                (None, _) if head.waits_for_leader() => break,
+                (None, _) if head.waits_for_leader() => {
+                    if let Some((zxid, result)) = head.early.take() {
+                        head.replied = true;
+                        self.early_replied.insert(zxid);
+                        out.push(Output::Client {
+                            conn,
+                            msg: ServerMsg::Reply {
+                                xid: head.xid,
+                                zxid: self.tree.last_zxid().max(c.zxid_floor),
+                                result,
+                            },
+                        });
+                    }
+                    break;
+                }
                 (None, None) => {
                     c.queue.pop_front();
                     out.push(Output::Client {
@@ -860,15 +1101,34 @@ impl Server {
                     if let Some((kind, path)) = watch {
                         self.watches.register(conn, kind, &path);
                     }
-                    reply
+                    if c.zxid_floor > self.tree.last_zxid() {
+                        // Breakage::SkipReconnectZxidRule: a read from a
+                        // state older than the session has seen.
+                        self.stats.breakage_hits += 1;
+                    }
+                    match &mut self.lagging {
+                        Some(lag) if !sets_watch(op) => {
+                            lag.reads += 1;
+                            if lag.reads % STALE_EVERY == 0 {
+                                let (stale, _) = lag.tree.read(op);
+                                if stale != reply {
+                                    self.stats.breakage_hits += 1;
+                                }
+                                stale
+                            } else {
+                                reply
+                            }
+                        }
+                        _ => reply,
+                    }
                 }
             };
-            let xid = head.xid;
-            let is_write = head.op.as_ref().is_some_and(Op::is_write);
+            let done = c.queue.pop_front().expect("the head");
+            let is_write = done.op.as_ref().is_some_and(Op::is_write);
             let lost = is_write && c.session.is_some_and(|s| self.lose_reply.remove(&s));
-            c.queue.pop_front();
             if lost {
                 self.stats.lost_replies += 1;
+                push_events(conn, std::mem::take(&mut c.held), out);
                 self.conns.remove(&conn);
                 self.watches.remove_connection(conn);
                 self.dropped.insert(conn);
@@ -881,13 +1141,62 @@ impl Server {
             out.push(Output::Client {
                 conn,
                 msg: ServerMsg::Reply {
-                    xid,
-                    zxid: self.tree.last_zxid(),
+                    xid: done.xid,
+                    zxid: self.tree.last_zxid().max(c.zxid_floor),
                     result,
                 },
             });
+            if broken == Some(Breakage::LateWatchEvent) && !c.held.is_empty() {
+                // Held events go out behind the first read reply that shows
+                // one of their changes.
+                let shown = done
+                    .op
+                    .as_ref()
+                    .map_or(0, |op| c.held.iter().filter(|e| read_shows(op, e)).count());
+                if shown > 0 {
+                    self.stats.breakage_hits += shown as u64;
+                    push_events(conn, std::mem::take(&mut c.held), out);
+                }
+            }
         }
     }
+}
+
+/// Watch events to `conn`, in order.
+fn push_events(conn: ConnId, events: Vec<WatchEvent>, out: &mut Vec<Output>) {
+    for event in events {
+        out.push(Output::Client {
+            conn,
+            msg: ServerMsg::Watch(event),
+        });
+    }
+}
+
+/// Whether the read `op` asks for a watch.
+fn sets_watch(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Exists { watch: true, .. }
+            | Op::GetData { watch: true, .. }
+            | Op::GetChildren { watch: true, .. }
+    )
+}
+
+/// Whether the answer to the read `op`, served after `event`'s change was
+/// applied, shows that change: a read of the event's path of the kind the
+/// event is about.
+fn read_shows(op: &Op, event: &WatchEvent) -> bool {
+    let (path, data, children) = match op {
+        Op::Exists { path, .. } | Op::GetData { path, .. } => (path, true, false),
+        Op::GetChildren { path, .. } => (path, false, true),
+        _ => return false,
+    };
+    *path == event.path
+        && match event.event_type {
+            EventType::NodeCreated | EventType::NodeDataChanged => data,
+            EventType::NodeChildrenChanged => children,
+            EventType::NodeDeleted => true,
+        }
 }
 
 #[cfg(test)]

@@ -328,6 +328,7 @@ fn ensemble(s: &Scenario, recorder: Option<Recorder>) -> (Arc<Ensemble>, u32, u3
         sync_limit_ticks: u64::from(sync_limit_ticks),
         init_limit_ticks: 2 * u64::from(sync_limit_ticks),
         link_latency_ms: s.ensemble.link_latency_ms,
+        broken: s.ensemble.broken,
         ..EnsembleConfig::default()
     };
     let e = Arc::new(match recorder {
@@ -371,6 +372,7 @@ fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
         total.zxid_refusals += s.zxid_refusals;
         total.reconnect_closes += s.reconnect_closes;
         total.role_change_drops += s.role_change_drops;
+        total.breakage_hits += s.breakage_hits;
     }
     vec![
         ("elections-won", total.elections_won),
@@ -381,6 +383,7 @@ fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
         ("zxid-refusals", total.zxid_refusals),
         ("reconnect-closes", total.reconnect_closes),
         ("role-change-drops", total.role_change_drops),
+        ("breakage-hits", total.breakage_hits),
     ]
 }
 

@@ -14,6 +14,7 @@
 //! servers = [3, 5]                    # one is drawn per seed
 //! session_timeout_ms = 4000
 //! link_latency_ms = [0, 1]            # per datagram
+//! broken = "stale-read"               # only to prove a check can fail
 //!
 //! [workload]
 //! clients = 5
@@ -45,6 +46,7 @@ use super::recipe::RecipeRef;
 use super::registry::Registry;
 use super::verdict::ENSEMBLE_COUNTERS;
 use super::workload::{KeyKind, Workload, WorkloadError, WorkloadValue};
+use crate::ensemble::breakage::Breakage;
 use crate::ensemble::fault::Fault;
 
 /// The scenario format this build reads.
@@ -133,6 +135,9 @@ pub struct EnsembleSpec {
     pub sync_limit_ticks: (u32, u32),
     /// Every datagram's one-way latency, drawn per datagram.
     pub link_latency_ms: (u64, u64),
+    /// A guarantee the servers break on purpose (default none), to prove
+    /// that a check of the guarantees can fail.
+    pub broken: Option<Breakage>,
 }
 
 /// A scenario's `[faults]` table.
@@ -235,6 +240,9 @@ impl Scenario {
         let _ = writeln!(out, "sync_limit_ticks = [{lo}, {hi}]");
         let (lo, hi) = self.ensemble.link_latency_ms;
         let _ = writeln!(out, "link_latency_ms = [{lo}, {hi}]");
+        if let Some(b) = self.ensemble.broken {
+            let _ = writeln!(out, "broken = {:?}", b.name());
+        }
         let _ = writeln!(out, "\n[workload]");
         out.push_str(&self.workload.to_toml());
         let f = &self.faults;
@@ -338,6 +346,7 @@ struct RawEnsemble {
     session_timeout_ms: Option<Spanned<i64>>,
     sync_limit_ticks: Option<Spanned<Vec<i64>>>,
     link_latency_ms: Option<Spanned<Vec<i64>>>,
+    broken: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -682,11 +691,29 @@ impl Locator<'_> {
             10_000,
             (0, 1),
         )?;
+        let broken = match &raw.broken {
+            None => None,
+            Some(name) => match Breakage::from_name(name.get_ref()) {
+                Some(b) => Some(b),
+                None => {
+                    let names: Vec<&str> = Breakage::ALL.iter().map(|b| b.name()).collect();
+                    return self.err(
+                        name.span(),
+                        format!(
+                            "unknown breakage {:?}; the breakages are: {}",
+                            name.get_ref(),
+                            names.join(", ")
+                        ),
+                    );
+                }
+            },
+        };
         Ok(EnsembleSpec {
             servers,
             session_timeout_ms,
             sync_limit_ticks: (lo as u32, hi as u32),
             link_latency_ms,
+            broken,
         })
     }
 

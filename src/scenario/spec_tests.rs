@@ -39,6 +39,7 @@ fn a_short_file_gets_useful_defaults() {
     assert_eq!(s.faults.phase_ms, 20_000);
     assert_eq!((s.quiet_ms, s.liveness_bound_ms), (15_000, 10_000));
     assert_eq!(s.ensemble.link_latency_ms, (0, 1));
+    assert_eq!(s.ensemble.broken, None);
     assert!(s.faults.at.is_empty() && s.coverage.is_empty());
     assert_eq!(s.variant_name(), "lock");
 }
@@ -560,4 +561,31 @@ fn shipped() -> Vec<Scenario> {
             parse(&f.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"))
         })
         .collect()
+}
+
+#[test]
+fn a_breakage_is_read_by_name_and_written_back() {
+    use crate::ensemble::breakage::Breakage;
+    for b in Breakage::ALL {
+        let text = format!(
+            "format = 1\nrecipe = \"lock\"\n[ensemble]\nbroken = {:?}\n",
+            b.name()
+        );
+        let s = parse("b.toml", &text).expect("valid");
+        assert_eq!(s.ensemble.broken, Some(b));
+        assert_eq!(parse("b.toml", &s.to_toml()).expect("valid"), s);
+    }
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\n[ensemble]\nbroken = \"stale-reads\"\n",
+        4,
+        10,
+        "unknown breakage \"stale-reads\"; the breakages are: follower-local-write, \
+         skip-reconnect-zxid-rule, reply-before-quorum, stale-read, late-watch-event",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\n[ensemble]\nbroken = true\n",
+        4,
+        10,
+        "invalid type",
+    );
 }

@@ -32,7 +32,7 @@ pub mod run_properties {
 }
 
 /// Counters every run reports, from the ensemble's servers.
-pub const ENSEMBLE_COUNTERS: [&str; 8] = [
+pub const ENSEMBLE_COUNTERS: [&str; 9] = [
     "elections-won",
     "session-expiries",
     "setwatches-replayed",
@@ -41,6 +41,7 @@ pub const ENSEMBLE_COUNTERS: [&str; 8] = [
     "zxid-refusals",
     "reconnect-closes",
     "role-change-drops",
+    "breakage-hits",
 ];
 
 /// What a judge found: the run passed when `violations` is empty. The

@@ -265,6 +265,14 @@ impl Server {
             self.log[keep].txn.zxid
         );
         if keep < self.log.len() {
+            if !self.early_replied.is_empty() {
+                // Breakage::ReplyBeforeQuorum: acknowledged writes lost.
+                for e in &self.log[keep..] {
+                    if self.early_replied.remove(&e.txn.zxid) {
+                        self.stats.breakage_hits += 1;
+                    }
+                }
+            }
             self.stats.truncations += 1;
             self.stats.truncated_entries += (self.log.len() - keep) as u64;
             self.log.truncate(keep);

@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Entry, LearnerMsg, Output, PeerMsg, Role, Server, ServerConfig, ServerId};
+use super::{Breakage, Entry, LearnerMsg, Output, PeerMsg, Role, Server, ServerConfig, ServerId};
 use crate::ensemble::msg::{Forwarded, LeaderMsg, Origin};
 use crate::proto::{Reply, SessionId, ZkError, Zxid};
 use crate::tree::{DataTree, Txn, TxnBody};
@@ -628,6 +628,7 @@ impl Server {
     ) {
         let id = self.config.id;
         let tick_ms = self.config.tick_ms;
+        let broken = self.config.broken;
         let (log_len, all_committed) = (self.log.len(), self.committed == self.log.len());
         let b = self
             .broadcast_mut()
@@ -643,6 +644,12 @@ impl Server {
         }
         b.counter = b.counter.checked_add(1).expect("zxid counter overflow");
         let zxid = (i64::from(b.epoch) << 32) | i64::from(b.counter);
+        // Breakage::ReplyBeforeQuorum: this server's own clients' writes.
+        let early = (broken == Some(Breakage::ReplyBeforeQuorum)
+            && matches!(request, Forwarded::Write { .. }))
+        .then_some(origin)
+        .flatten()
+        .filter(|o| o.server == id);
         let txn = match request {
             // The session checks of prep, in ZooKeeper's order: closing or
             // already closed is SessionExpired (docs/ZOOKEEPER.md, "Errors
@@ -686,7 +693,7 @@ impl Server {
             }
             Forwarded::Sync => unreachable!("handled above"),
         };
-        b.proposed.apply(&txn);
+        let result = b.proposed.apply(&txn).reply;
         b.acks.insert(zxid, BTreeSet::from([id]));
         let entry = Entry { txn, origin };
         let to: Vec<ServerId> = self.broadcast_learners().collect();
@@ -698,6 +705,12 @@ impl Server {
             self.to_learner(to, msg, out);
         }
         self.log.push(entry);
+        if let (Some(origin), Some(result)) = (early, result) {
+            // SessionMoved closes the connection instead (complete()).
+            if result != Err(ZkError::SessionMoved) {
+                self.answer_early(origin, zxid, result, out);
+            }
+        }
         self.commit_ready(out);
     }
 

@@ -55,6 +55,10 @@ pub struct EnsembleConfig {
     /// (inclusive; madsim's clock steps in whole milliseconds, 0 is "at
     /// once"). A LAN or localhost hop is well under a millisecond.
     pub link_latency_ms: (u64, u64),
+    /// A guarantee the servers break on purpose (default none): only to
+    /// prove that a check of the guarantees can fail (see
+    /// [`Breakage`](crate::ensemble::breakage::Breakage)).
+    pub broken: Option<crate::ensemble::breakage::Breakage>,
 }
 
 impl Default for EnsembleConfig {
@@ -65,6 +69,7 @@ impl Default for EnsembleConfig {
             sync_limit_ticks: 5,
             init_limit_ticks: 10,
             link_latency_ms: (0, 1),
+            broken: None,
         }
     }
 }
@@ -410,6 +415,7 @@ impl Ensemble {
             let mut server_config = ServerConfig::new(id, config.servers, config.tick_ms);
             server_config.sync_limit_ticks = config.sync_limit_ticks;
             server_config.init_limit_ticks = config.init_limit_ticks;
+            server_config.broken = config.broken;
             let first = Server::new(server_config);
             if let Some(r) = &shared.recorder {
                 r.role(id, 1, role_of(&first));
