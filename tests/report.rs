@@ -53,7 +53,10 @@ fn a_failing_seed_shows_the_verdict_the_replay_command_and_the_failure_first() {
     assert!(full.contains("<g class=\"op ok stuck minimal\">"));
     assert_eq!(full.matches("class=\"pre-mark\"").count(), 7);
     let classes = op_classes(full);
-    assert_eq!(classes.iter().filter(|c| c.contains(" involved")).count(), 2);
+    assert_eq!(
+        classes.iter().filter(|c| c.contains(" involved")).count(),
+        2
+    );
     // Indeterminate: the ConnectionLoss has a dashed tail to the end; the
     // one that never returned is open-ended.
     assert_eq!(full.matches("class=\"tail\"").count(), 1);
@@ -66,7 +69,8 @@ fn a_failing_seed_shows_the_verdict_the_replay_command_and_the_failure_first() {
     assert!(full.contains("<g class=\"pt watch\""));
     assert_eq!(full.matches("<g class=\"pt session\"").count(), 4);
     // Hover: states before and after, the op's role.
-    assert!(full.contains("state before: /lock: [b2-0002, c3-0003] (a1-0001 deleted at zxid 0x200000004)"));
+    assert!(full
+        .contains("state before: /lock: [b2-0002, c3-0003] (a1-0001 deleted at zxid 0x200000004)"));
     assert!(full.contains("▶ NOT LINEARIZABLE: cannot be linearized after the longest prefix"));
     // The table: one row per op, searchable, linked from the bars.
     let table = &html[order[5]..];
@@ -101,8 +105,16 @@ fn a_passing_seed_says_so_and_has_no_failure_sections() {
     assert!(html.contains("<span class=\"badge\">PASS</span>"));
     assert!(html.contains("Every check held."));
     assert!(!html.contains("id=\"minimal\""));
-    assert!(op_classes(&html).iter().all(|c| !c.contains("stuck") && !c.contains("minimal")));
-    assert_eq!(op_classes(&html).iter().filter(|c| c.contains("prefix")).count(), 7);
+    assert!(op_classes(&html)
+        .iter()
+        .all(|c| !c.contains("stuck") && !c.contains("minimal")));
+    assert_eq!(
+        op_classes(&html)
+            .iter()
+            .filter(|c| c.contains("prefix"))
+            .count(),
+        7
+    );
     assert!(!html.contains("data-fa="), "no failure to focus on");
 
     // Unknown is not a pass.
@@ -154,7 +166,10 @@ fn a_large_history_opens_on_the_failure_and_keeps_every_op_in_the_table() {
     assert!(full_tag.contains("data-start=\"focus\""), "{full_tag}");
     let (a, b) = (r.lin[0].minimal[0], *r.lin[0].minimal.last().unwrap());
     let find = |id| r.ops().find(|(_, o)| o.id == id).unwrap().1.clone();
-    assert!(full_tag.contains(&format!("data-fa=\"{}\"", find(a).start_us.min(find(b).start_us))));
+    assert!(full_tag.contains(&format!(
+        "data-fa=\"{}\"",
+        find(a).start_us.min(find(b).start_us)
+    )));
     assert_eq!(html.matches("<tr id=\"op-").count(), 10_000);
     // Labels are drawn only where they fit: at the whole-run scale most
     // do not.
@@ -178,13 +193,28 @@ const HOSTILE: &str = "</script><script>alert(1)</script>\"'><img src=x onerror=
 fn poison(value: &mut Value, path: &str, paths: &mut Vec<String>) {
     // Enums' variant names stay: they are not strings the data chooses.
     const VARIANTS: &[&str] = &[
-        "client", "server", "ok", "failed", "indeterminate", "watch", "session", "other", "crash",
-        "partition", "network", "pause", "election", "linearizable", "not-linearizable", "unknown",
+        "client",
+        "server",
+        "ok",
+        "failed",
+        "indeterminate",
+        "watch",
+        "session",
+        "other",
+        "crash",
+        "partition",
+        "network",
+        "pause",
+        "election",
+        "linearizable",
+        "not-linearizable",
+        "unknown",
     ];
     let field = path.rsplit('.').next().unwrap_or("");
     match value {
         Value::String(s)
-            if ["kind", "status", "verdict"].contains(&field) && VARIANTS.contains(&s.as_str()) => {}
+            if ["kind", "status", "verdict"].contains(&field) && VARIANTS.contains(&s.as_str()) => {
+        }
         Value::String(s) => {
             let tag = format!("@{path}@");
             *s = format!("{HOSTILE}{}{tag}", show_bytes(b"\xff<\xfe"));
@@ -256,8 +286,14 @@ fn the_markup_check_catches_an_unescaped_injection() {
     check_markup(ok).unwrap();
     for (bad, why) in [
         ("<p><img src=x onerror=alert(1)></p>", "tag <img>"),
-        ("<p title=\"a\" onmouseover=\"x\">t</p>", "attribute onmouseover"),
-        ("<p class=\"a\"><b>x</b></p><script>1</script><script>2</script>", "2 script"),
+        (
+            "<p title=\"a\" onmouseover=\"x\">t</p>",
+            "attribute onmouseover",
+        ),
+        (
+            "<p class=\"a\"><b>x</b></p><script>1</script><script>2</script>",
+            "2 script",
+        ),
         ("<p>a < b</p>", "raw '<'"),
         ("<a href=\"javascript:alert(1)\">x</a>", "href"),
         ("<p class=\"a\"x\">y</p>", "attribute x\""),
@@ -273,19 +309,50 @@ fn the_markup_check_catches_an_unescaped_injection() {
 fn check_markup(html: &str) -> Result<(), String> {
     const TAGS: &[&str] = &[
         "html", "head", "meta", "title", "style", "script", "body", "svg", "defs", "pattern",
-        "rect", "g", "text", "line", "path", "a", "div", "span", "button", "input", "label",
-        "h1", "h2", "h3", "p", "b", "i", "code", "small", "ul", "li", "table", "tr", "th", "td",
-        "br",
+        "rect", "g", "text", "line", "path", "a", "div", "span", "button", "input", "label", "h1",
+        "h2", "h3", "p", "b", "i", "code", "small", "ul", "li", "table", "tr", "th", "td", "br",
     ];
     const ATTRS: &[&str] = &[
-        "lang", "charset", "http-equiv", "content", "name", "class", "id", "style", "title",
-        "width", "height", "x", "y", "x1", "x2", "y1", "y2", "rx", "d", "transform", "href",
-        "xmlns", "patternunits", "patterntransform", "fill", "aria-hidden", "hidden", "for",
-        "readonly", "value", "rowspan", "display",
+        "lang",
+        "charset",
+        "http-equiv",
+        "content",
+        "name",
+        "class",
+        "id",
+        "style",
+        "title",
+        "width",
+        "height",
+        "x",
+        "y",
+        "x1",
+        "x2",
+        "y1",
+        "y2",
+        "rx",
+        "d",
+        "transform",
+        "href",
+        "xmlns",
+        "patternunits",
+        "patterntransform",
+        "fill",
+        "aria-hidden",
+        "hidden",
+        "for",
+        "readonly",
+        "value",
+        "rowspan",
+        "display",
     ];
     let b = html.as_bytes();
     let mut i = 0;
-    let near = |i: usize| html.get(i.saturating_sub(40)..(i + 40).min(html.len())).unwrap_or("").to_string();
+    let near = |i: usize| {
+        html.get(i.saturating_sub(40)..(i + 40).min(html.len()))
+            .unwrap_or("")
+            .to_string()
+    };
     while i < b.len() {
         if b[i] != b'<' {
             i += 1;
@@ -328,9 +395,16 @@ fn check_markup(html: &str) -> Result<(), String> {
                 j += 1;
             }
             let attr = html[a0..j].to_ascii_lowercase();
-            let data = attr.strip_prefix("data-").is_some_and(|r| !r.is_empty() && r.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-'));
+            let data = attr.strip_prefix("data-").is_some_and(|r| {
+                !r.is_empty()
+                    && r.bytes()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+            });
             if !(ATTRS.contains(&attr.as_str()) || data) || attr.starts_with("on") {
-                return Err(format!("attribute {attr} on <{name}> at {a0}: {}", near(a0)));
+                return Err(format!(
+                    "attribute {attr} on <{name}> at {a0}: {}",
+                    near(a0)
+                ));
             }
             let mut value = String::new();
             if b.get(j) == Some(&b'=') {
@@ -347,8 +421,15 @@ fn check_markup(html: &str) -> Result<(), String> {
                 j = end + 1;
             }
             if attr == "href" {
-                let ok = value.strip_prefix("#op-").is_some_and(|n| n.parse::<u64>().is_ok())
-                    || SeedLink { seed: 0, href: Some(value.clone()) }.safe_href().is_some();
+                let ok = value
+                    .strip_prefix("#op-")
+                    .is_some_and(|n| n.parse::<u64>().is_ok())
+                    || SeedLink {
+                        seed: 0,
+                        href: Some(value.clone()),
+                    }
+                    .safe_href()
+                    .is_some();
                 if !ok {
                     return Err(format!("href {value:?} at {a0}"));
                 }
@@ -363,7 +444,9 @@ fn check_markup(html: &str) -> Result<(), String> {
     }
     let scripts = html.to_ascii_lowercase().matches("<script").count();
     if scripts != 1 {
-        return Err(format!("{scripts} script blocks (only the page's own one allowed)"));
+        return Err(format!(
+            "{scripts} script blocks (only the page's own one allowed)"
+        ));
     }
     Ok(())
 }
@@ -516,7 +599,12 @@ fn decode_png(path: &Path) -> (u32, u32, usize, Vec<u8>) {
 }
 
 /// Pixels within `tol` of `rgb` in rows `rows`.
-fn count_colour(png: &(u32, u32, usize, Vec<u8>), rgb: [u8; 3], tol: u8, rows: std::ops::Range<u32>) -> usize {
+fn count_colour(
+    png: &(u32, u32, usize, Vec<u8>),
+    rgb: [u8; 3],
+    tol: u8,
+    rows: std::ops::Range<u32>,
+) -> usize {
     let (w, _, ch, px) = png;
     let mut n = 0;
     for y in rows {
@@ -538,7 +626,11 @@ fn the_report_renders_in_a_browser_and_its_screenshot_shows_the_failure() {
     std::fs::create_dir_all(dir.join("lock-no-fence")).unwrap();
     let page = dir.join("lock-no-fence/seed-17.html");
     std::fs::write(&page, render_seed(&sample::lock_failure())).unwrap();
-    std::fs::write(dir.join("lock-no-fence/seed-17.json"), seed_summary_json(&sample::lock_failure())).unwrap();
+    std::fs::write(
+        dir.join("lock-no-fence/seed-17.json"),
+        seed_summary_json(&sample::lock_failure()),
+    )
+    .unwrap();
     let index = dir.join("index.html");
     std::fs::write(&index, render_index(&sample::index())).unwrap();
 
@@ -546,7 +638,10 @@ fn the_report_renders_in_a_browser_and_its_screenshot_shows_the_failure() {
     // are there, and the script did its work (the zoom readout is
     // written only by it).
     let dom = run_chromium(&bin, &dir, "p1", &["--dump-dom".into()], &page);
-    assert!(dom.contains(sample::STUCK_LABEL), "failing operation not in the DOM");
+    assert!(
+        dom.contains(sample::STUCK_LABEL),
+        "failing operation not in the DOM"
+    );
     assert!(dom.contains("fenced-exclusion"));
     assert!(dom.contains(sample::FENCED_DETAIL));
     assert!(dom.contains("zoom ×1.00"), "the page's script did not run");
@@ -558,23 +653,59 @@ fn the_report_renders_in_a_browser_and_its_screenshot_shows_the_failure() {
         &bin,
         &dir,
         "p2",
-        &[format!("--screenshot={}", png.display()), "--window-size=1400,1000".into()],
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1400,1000".into(),
+        ],
         &page,
     );
     let img = decode_png(&png);
     assert_eq!((img.0, img.1), (1400, 1000));
     let white = count_colour(&img, [255, 255, 255], 6, 0..1000);
-    assert!(white < 1400 * 1000 * 95 / 100, "the screenshot is (nearly) blank");
+    assert!(
+        white < 1400 * 1000 * 95 / 100,
+        "the screenshot is (nearly) blank"
+    );
     // The FAIL badge (red) near the top, the minimal sub-history's orange
     // outline and the stuck operation's red outline below it.
     let red = [0xd6, 0x28, 0x28];
-    assert!(count_colour(&img, red, 12, 0..250) > 500, "no FAIL badge on the screenshot");
-    assert!(count_colour(&img, [0xf0, 0x8c, 0x00], 12, 250..1000) > 50, "no minimal sub-history on the screenshot");
-    assert!(count_colour(&img, red, 12, 250..1000) > 50, "no highlighted failing operation on the screenshot");
+    assert!(
+        count_colour(&img, red, 12, 0..250) > 500,
+        "no FAIL badge on the screenshot"
+    );
+    assert!(
+        count_colour(&img, [0xf0, 0x8c, 0x00], 12, 250..1000) > 50,
+        "no minimal sub-history on the screenshot"
+    );
+    assert!(
+        count_colour(&img, red, 12, 250..1000) > 50,
+        "no highlighted failing operation on the screenshot"
+    );
     if let Ok(keep) = std::env::var("ZOOSIM_REPORT_SCREENSHOT") {
         std::fs::copy(&png, &keep).unwrap();
         std::fs::copy(&page, format!("{keep}.html")).unwrap();
+        // And a large page, to look at by hand.
+        std::fs::write(
+            format!("{keep}.large.html"),
+            render_seed(&sample::large(10_000)),
+        )
+        .unwrap();
     }
+
+    // A history too large to read whole opens zoomed in on the failure.
+    let large = dir.join("large.html");
+    std::fs::write(&large, render_seed(&sample::large(1_000))).unwrap();
+    let dom = run_chromium(&bin, &dir, "p5", &["--dump-dom".into()], &large);
+    let full = &dom[dom.find("id=\"tl-full\"").expect("the full timeline")..];
+    let info = &full[full.find("class=\"z-info\">").expect("its zoom readout") + 20..];
+    let zoom: f64 = info[..info.find('<').unwrap()]
+        .trim_start_matches('×')
+        .parse()
+        .unwrap_or_else(|e| panic!("{e}: {}", &info[..40]));
+    assert!(
+        zoom > 2.0,
+        "the large history opened at zoom {zoom}, not on the failure"
+    );
 
     // The index renders too, with its link to the seed's page.
     let dom = run_chromium(&bin, &dir, "p3", &["--dump-dom".into()], &index);
@@ -584,11 +715,17 @@ fn the_report_renders_in_a_browser_and_its_screenshot_shows_the_failure() {
         &bin,
         &dir,
         "p4",
-        &[format!("--screenshot={}", png.display()), "--window-size=1400,1000".into()],
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1400,1000".into(),
+        ],
         &index,
     );
     let img = decode_png(&png);
-    assert!(count_colour(&img, red, 12, 0..250) > 500, "no FAIL badge on the index");
+    assert!(
+        count_colour(&img, red, 12, 0..250) > 500,
+        "no FAIL badge on the index"
+    );
     if let Ok(keep) = std::env::var("ZOOSIM_REPORT_SCREENSHOT") {
         std::fs::copy(&png, format!("{keep}.index.png")).unwrap();
     }

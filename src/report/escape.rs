@@ -67,7 +67,10 @@ mod tests {
             escape("<script>alert(\"x\" & 'y')</script>"),
             "&lt;script&gt;alert(&quot;x&quot; &amp; &#39;y&#39;)&lt;/script&gt;"
         );
-        assert_eq!(escape("a\u{0}b\u{1b}[0m\r\n\tc"), "a\\u{0}b\\u{1b}[0m\\u{d}\n\tc");
+        assert_eq!(
+            escape("a\u{0}b\u{1b}[0m\r\n\tc"),
+            "a\\u{0}b\\u{1b}[0m\\u{d}\n\tc"
+        );
         assert_eq!(escape("/lock/guid-é-lock-0003"), "/lock/guid-é-lock-0003");
         assert_eq!(escape(""), "");
     }

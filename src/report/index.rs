@@ -97,7 +97,11 @@ pub fn render_index(r: &IndexReport) -> String {
         }
         for (i, v) in s.verdicts.iter().enumerate() {
             if i > 0 {
-                b.push_str("<tr>");
+                let _ = write!(
+                    b,
+                    "<tr class=\"{}\">",
+                    if s.as_expected { "good" } else { "bad" }
+                );
             }
             let _ = write!(
                 b,
@@ -228,7 +232,12 @@ mod tests {
         ] {
             assert_eq!(link(1, Some(bad)).safe_href(), None, "{bad:?}");
         }
-        for good in ["seed-1.html", "lock/seed-1.html", "a/b.html#op-3", "x.html?y=1"] {
+        for good in [
+            "seed-1.html",
+            "lock/seed-1.html",
+            "a/b.html#op-3",
+            "x.html?y=1",
+        ] {
             assert_eq!(link(1, Some(good)).safe_href(), Some(good));
         }
     }

@@ -65,7 +65,7 @@ table { border-collapse: collapse; font-size: 12.5px; }
 th, td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f4f6; position: sticky; top: 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.bad td { background: #fdecec; } tr.good td.v { color: var(--ok); font-weight: 700; } tr.bad td.v { color: var(--bad); font-weight: 700; }
+tr.bad td { background: #fdecec; } tr.good .v { color: var(--ok); font-weight: 700; } tr.bad .v { color: var(--bad); font-weight: 700; }
 tr:target td { outline: 2px solid var(--min); background: #fff3d6; }
 .ops-table td.label { font-family: ui-monospace, "DejaVu Sans Mono", monospace; min-width: 280px; max-width: 560px; overflow-wrap: anywhere; }
 .ops-table td.state { font-family: ui-monospace, "DejaVu Sans Mono", monospace; min-width: 140px; max-width: 320px; overflow-wrap: anywhere; color: var(--mute); }
@@ -105,7 +105,8 @@ svg.tl-svg { display: block; font: 11px ui-monospace, "DejaVu Sans Mono", Menlo,
 .op.stuck .bar { stroke: var(--bad); stroke-width: 3; stroke-dasharray: none; }
 .pre-mark { fill: var(--pre); }
 .x-mark { fill: var(--bad); font-weight: 700; font-size: 13px; }
-.op-l { fill: #fff; pointer-events: none; } .op.failed .op-l, .op.indet .op-l, .op-l.out { fill: #1d2330; }
+.op-l { fill: #fff; pointer-events: none; }
+.op.failed .op-l, .op.indet .op-l, .op-l.out { fill: #1d2330; paint-order: stroke; stroke: rgba(255,255,255,.85); stroke-width: 3px; }
 .axis-label, .strip-label { font-size: 11px; color: var(--mute); padding: 4px 8px; white-space: nowrap; }
 .strip-label { background: #fbfbfc; border-top: 1px solid #eef0f3; }
 .op:hover .bar { filter: brightness(1.15); stroke: #000; }

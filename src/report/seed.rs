@@ -129,7 +129,9 @@ impl<'a> Ctx<'a> {
             w.push("in the minimal failing sub-history".to_string());
         }
         if let Some((i, n)) = r.prefix {
-            w.push(format!("linearized as step {i} of the longest prefix ({n})"));
+            w.push(format!(
+                "linearized as step {i} of the longest prefix ({n})"
+            ));
         }
         for name in &r.involved {
             w.push(format!("involved in the failure of {name}"));
@@ -305,8 +307,11 @@ impl<'a> Ctx<'a> {
                 .lanes
                 .iter()
                 .filter_map(|lane| {
-                    let mine: Vec<&OpBar> =
-                        lane.ops.iter().filter(|o| l.minimal.contains(&o.id)).collect();
+                    let mine: Vec<&OpBar> = lane
+                        .ops
+                        .iter()
+                        .filter(|o| l.minimal.contains(&o.id))
+                        .collect();
                     let points = lane
                         .points
                         .iter()
@@ -500,10 +505,14 @@ impl<'a> Ctx<'a> {
             b.push_str("</table>");
         }
         if !r.counters.is_empty() {
-            b.push_str("<h3>Counters</h3><table><tr><th>counter</th><th>value</th><th>goal</th></tr>");
+            b.push_str(
+                "<h3>Counters</h3><table><tr><th>counter</th><th>value</th><th>goal</th></tr>",
+            );
             for c in &r.counters {
                 let goal = match c.goal {
-                    Some(g) if c.value < g => format!("<span class=\"goal-miss\">≥ {g} (missed)</span>"),
+                    Some(g) if c.value < g => {
+                        format!("<span class=\"goal-miss\">≥ {g} (missed)</span>")
+                    }
                     Some(g) => format!("≥ {g}"),
                     None => String::new(),
                 };

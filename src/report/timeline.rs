@@ -109,7 +109,11 @@ impl Scale {
             return 0;
         }
         if i == ts.len() {
-            return if t == ts[i - 1] { self.at_step(i - 1) } else { self.v1 };
+            return if t == ts[i - 1] {
+                self.at_step(i - 1)
+            } else {
+                self.v1
+            };
         }
         // Between steps i-1 and i, linearly.
         let (a, b) = (ts[i - 1], ts[i]);
@@ -548,7 +552,8 @@ fn span_kind(k: SpanKind) -> &'static str {
 /// Greedy interval packing: each interval (in the order given) goes on
 /// the first row free at its start. Returns each one's row.
 fn pack(intervals: impl Iterator<Item = (u64, u64)>) -> Vec<usize> {
-    let mut items: Vec<(usize, u64, u64)> = intervals.enumerate().map(|(i, (a, b))| (i, a, b)).collect();
+    let mut items: Vec<(usize, u64, u64)> =
+        intervals.enumerate().map(|(i, (a, b))| (i, a, b)).collect();
     let mut rows_of = vec![0; items.len()];
     items.sort_by_key(|&(i, a, b)| (a, b, i));
     let mut row_end: Vec<u64> = Vec::new();
@@ -633,7 +638,10 @@ mod tests {
         assert_eq!(sc.v(9_000_000), 4 * STEP);
         // Linear: µs from the window's start, clamped to it.
         let lin = Scale::fit(1_000, 11_000);
-        assert_eq!((lin.v(500), lin.v(6_000), lin.v(20_000), lin.v1()), (0, 5_000, 10_000, 10_000));
+        assert_eq!(
+            (lin.v(500), lin.v(6_000), lin.v(20_000), lin.v1()),
+            (0, 5_000, 10_000, 10_000)
+        );
     }
 
     #[test]

@@ -80,90 +80,271 @@ pub fn lock_failure() -> SeedReport {
     let n3 = "/lock/guid-c3-lock-0000000003";
     let c1 = vec![
         with_states(
-            op(1, 100, Some(130), &format!("create /lock/guid-a1-lock- → {n1}"), Ok, "3", Some(0x1_0000_0002)),
+            op(
+                1,
+                100,
+                Some(130),
+                &format!("create /lock/guid-a1-lock- → {n1}"),
+                Ok,
+                "3",
+                Some(0x1_0000_0002),
+            ),
             "/lock: []",
             "/lock: [a1-0001]",
         ),
         with_states(
-            op(4, 140, Some(160), "getChildren /lock → [a1-0001, b2-0002]", Ok, "3", Some(0x1_0000_0003)),
+            op(
+                4,
+                140,
+                Some(160),
+                "getChildren /lock → [a1-0001, b2-0002]",
+                Ok,
+                "3",
+                Some(0x1_0000_0003),
+            ),
             "/lock: [a1-0001, b2-0002]",
             "/lock: [a1-0001, b2-0002]",
         ),
-        op(5, 170, Some(200), "write resource (token 0x100000002) → accepted", Ok, "-", None),
+        op(
+            5,
+            170,
+            Some(200),
+            "write resource (token 0x100000002) → accepted",
+            Ok,
+            "-",
+            None,
+        ),
         with_states(
-            op(9, 6050, Some(6060), STUCK_LABEL, Ok, "3", Some(0x1_0000_0003)),
+            op(
+                9,
+                6050,
+                Some(6060),
+                STUCK_LABEL,
+                Ok,
+                "3",
+                Some(0x1_0000_0003),
+            ),
             "/lock: [b2-0002, c3-0003] (a1-0001 deleted at zxid 0x200000004)",
             "(no state: the node does not exist)",
         ),
-        op(11, 6100, Some(6120), "write resource (token 0x100000002) → accepted", Ok, "-", None),
-        op(16, 6200, Some(6400), "delete /lock/guid-a1-lock-0000000001 → SessionExpired", Failed, "3", None),
+        op(
+            11,
+            6100,
+            Some(6120),
+            "write resource (token 0x100000002) → accepted",
+            Ok,
+            "-",
+            None,
+        ),
+        op(
+            16,
+            6200,
+            Some(6400),
+            "delete /lock/guid-a1-lock-0000000001 → SessionExpired",
+            Failed,
+            "3",
+            None,
+        ),
     ];
     let c2 = vec![
         with_states(
-            op(2, 110, Some(150), &format!("create /lock/guid-b2-lock- → {n2}"), Ok, "2", Some(0x1_0000_0003)),
+            op(
+                2,
+                110,
+                Some(150),
+                &format!("create /lock/guid-b2-lock- → {n2}"),
+                Ok,
+                "2",
+                Some(0x1_0000_0003),
+            ),
             "/lock: [a1-0001]",
             "/lock: [a1-0001, b2-0002]",
         ),
         with_states(
-            op(6, 160, Some(180), &format!("exists {n1} (watch) → stat"), Ok, "2", Some(0x1_0000_0003)),
+            op(
+                6,
+                160,
+                Some(180),
+                &format!("exists {n1} (watch) → stat"),
+                Ok,
+                "2",
+                Some(0x1_0000_0003),
+            ),
             "/lock: [a1-0001, b2-0002]",
             "/lock: [a1-0001, b2-0002]",
         ),
         with_states(
-            op(7, 5050, Some(5070), "getChildren /lock → [b2-0002, c3-0003]", Ok, "2", Some(0x2_0000_0004)),
+            op(
+                7,
+                5050,
+                Some(5070),
+                "getChildren /lock → [b2-0002, c3-0003]",
+                Ok,
+                "2",
+                Some(0x2_0000_0004),
+            ),
             "/lock: [b2-0002, c3-0003]",
             "/lock: [b2-0002, c3-0003]",
         ),
-        op(8, 5100, Some(5120), "write resource (token 0x200000005) → accepted", Ok, "-", None),
+        op(
+            8,
+            5100,
+            Some(5120),
+            "write resource (token 0x200000005) → accepted",
+            Ok,
+            "-",
+            None,
+        ),
     ];
     let c3 = vec![
         with_states(
-            op(3, 2500, Some(2540), &format!("create /lock/guid-c3-lock- → {n3}"), Ok, "1", Some(0x1_0000_0004)),
+            op(
+                3,
+                2500,
+                Some(2540),
+                &format!("create /lock/guid-c3-lock- → {n3}"),
+                Ok,
+                "1",
+                Some(0x1_0000_0004),
+            ),
             "/lock: [a1-0001, b2-0002]",
             "/lock: [a1-0001, b2-0002, c3-0003]",
         ),
-        op(14, 2560, Some(2580), &format!("exists {n2} (watch) → stat"), Ok, "1", Some(0x1_0000_0004)),
+        op(
+            14,
+            2560,
+            Some(2580),
+            &format!("exists {n2} (watch) → stat"),
+            Ok,
+            "1",
+            Some(0x1_0000_0004),
+        ),
     ];
-    let mut c4_loss = op(12, 3000, Some(3200), "create /lock/guid-d4-lock- → ConnectionLoss", Indeterminate, "1", None);
-    c4_loss.detail = "the leader crashed before replying: the create may or may not have happened".into();
+    let mut c4_loss = op(
+        12,
+        3000,
+        Some(3200),
+        "create /lock/guid-d4-lock- → ConnectionLoss",
+        Indeterminate,
+        "1",
+        None,
+    );
+    c4_loss.detail =
+        "the leader crashed before replying: the create may or may not have happened".into();
     let c4 = vec![
         c4_loss,
-        op(15, 3800, Some(3830), "getChildren /lock → [b2-0002, c3-0003]", Ok, "2", Some(0x2_0000_0001)),
-        op(13, 9500, None, "create /lock/guid-d4-lock- (never returned)", Indeterminate, "2", None),
+        op(
+            15,
+            3800,
+            Some(3830),
+            "getChildren /lock → [b2-0002, c3-0003]",
+            Ok,
+            "2",
+            Some(0x2_0000_0001),
+        ),
+        op(
+            13,
+            9500,
+            None,
+            "create /lock/guid-d4-lock- (never returned)",
+            Indeterminate,
+            "2",
+            None,
+        ),
     ];
     let c5 = vec![
-        op(17, 1000, Some(1010), "getData /config → v1", Ok, "1", Some(0x1_0000_0001)),
-        op(18, 7000, Some(7015), "setData /config v2 (version 0) → BadVersion", Failed, "2", None),
+        op(
+            17,
+            1000,
+            Some(1010),
+            "getData /config → v1",
+            Ok,
+            "1",
+            Some(0x1_0000_0001),
+        ),
+        op(
+            18,
+            7000,
+            Some(7015),
+            "setData /config v2 (version 0) → BadVersion",
+            Failed,
+            "2",
+            None,
+        ),
     ];
-    let mut expire = op(10, 5000, Some(5001), &format!("expire session 0x1000000001 → deletes {n1}"), Ok, "2", Some(0x2_0000_0004));
+    let mut expire = op(
+        10,
+        5000,
+        Some(5001),
+        &format!("expire session 0x1000000001 → deletes {n1}"),
+        Ok,
+        "2",
+        Some(0x2_0000_0004),
+    );
     expire.state_before = Some("/lock: [a1-0001, b2-0002, c3-0003]".into());
     expire.state_after = Some("/lock: [b2-0002, c3-0003]".into());
     let lanes = vec![
-        lane("client 1 (session 0x1000000001)", LaneKind::Client, c1, vec![
-            point(2000, "Disconnected (server 3 partitioned)", PointKind::Session),
-            point(6500, "Expired", PointKind::Session),
-        ]),
-        lane("client 2 (session 0x1000000002)", LaneKind::Client, c2, vec![point(
-            5010,
-            &format!("NodeDeleted {n1}"),
-            PointKind::Watch,
-        )]),
-        lane("client 3 (session 0x1000000003)", LaneKind::Client, c3, vec![]),
-        lane("client 4 (session 0x1000000004)", LaneKind::Client, c4, vec![
-            point(3000, "Disconnected", PointKind::Session),
-            point(3700, "SyncConnected (server 2)", PointKind::Session),
-        ]),
-        lane("client 5 (session 0x1000000005)", LaneKind::Client, c5, vec![]),
-        lane("server 1", LaneKind::Server, vec![], vec![
-            point(50, "leader (epoch 1)", PointKind::Other),
-            point(4600, "follower (epoch 2)", PointKind::Other),
-        ]),
-        lane("server 2", LaneKind::Server, vec![expire], vec![point(
-            3600,
-            "leader (epoch 2)",
-            PointKind::Other,
-        )]),
-        lane("server 3", LaneKind::Server, vec![], vec![point(50, "follower (epoch 1)", PointKind::Other)]),
+        lane(
+            "client 1 (session 0x1000000001)",
+            LaneKind::Client,
+            c1,
+            vec![
+                point(
+                    2000,
+                    "Disconnected (server 3 partitioned)",
+                    PointKind::Session,
+                ),
+                point(6500, "Expired", PointKind::Session),
+            ],
+        ),
+        lane(
+            "client 2 (session 0x1000000002)",
+            LaneKind::Client,
+            c2,
+            vec![point(5010, &format!("NodeDeleted {n1}"), PointKind::Watch)],
+        ),
+        lane(
+            "client 3 (session 0x1000000003)",
+            LaneKind::Client,
+            c3,
+            vec![],
+        ),
+        lane(
+            "client 4 (session 0x1000000004)",
+            LaneKind::Client,
+            c4,
+            vec![
+                point(3000, "Disconnected", PointKind::Session),
+                point(3700, "SyncConnected (server 2)", PointKind::Session),
+            ],
+        ),
+        lane(
+            "client 5 (session 0x1000000005)",
+            LaneKind::Client,
+            c5,
+            vec![],
+        ),
+        lane(
+            "server 1",
+            LaneKind::Server,
+            vec![],
+            vec![
+                point(50, "leader (epoch 1)", PointKind::Other),
+                point(4600, "follower (epoch 2)", PointKind::Other),
+            ],
+        ),
+        lane(
+            "server 2",
+            LaneKind::Server,
+            vec![expire],
+            vec![point(3600, "leader (epoch 2)", PointKind::Other)],
+        ),
+        lane(
+            "server 3",
+            LaneKind::Server,
+            vec![],
+            vec![point(50, "follower (epoch 1)", PointKind::Other)],
+        ),
     ];
     SeedReport {
         title: "lock-no-fence.toml seed 17".into(),
@@ -272,7 +453,12 @@ pub fn large(n: usize) -> SeedReport {
             id += 1;
             t += took + next(5 * MS);
         }
-        lanes.push(lane(&format!("client {c} (session 0x{:x})", 0x1000 + c), LaneKind::Client, ops, vec![]));
+        lanes.push(lane(
+            &format!("client {c} (session 0x{:x})", 0x1000 + c),
+            LaneKind::Client,
+            ops,
+            vec![],
+        ));
     }
     let end = lanes
         .iter()
@@ -281,10 +467,20 @@ pub fn large(n: usize) -> SeedReport {
         .max()
         .unwrap_or(0);
     let spans = (0..end / (5 * S))
-        .map(|i| span(i * 5000 + 1000, Some(i * 5000 + 2500), &format!("partition {i}"), SpanKind::Partition))
+        .map(|i| {
+            span(
+                i * 5000 + 1000,
+                Some(i * 5000 + 2500),
+                &format!("partition {i}"),
+                SpanKind::Partition,
+            )
+        })
         .collect();
     // The failure: three operations around the middle.
-    let mid: Vec<OpId> = (0..3).map(|k| (n as u64 / 2) + k * 41).filter(|&i| i < n as u64).collect();
+    let mid: Vec<OpId> = (0..3)
+        .map(|k| (n as u64 / 2) + k * 3)
+        .filter(|&i| i < n as u64)
+        .collect();
     SeedReport {
         title: format!("large run, {n} operations"),
         scenario: "scenarios/large.toml".into(),
@@ -305,7 +501,10 @@ pub fn large(n: usize) -> SeedReport {
             verdict: LinVerdict::NotLinearizable,
             detail: "no order of the three explains the reads".into(),
             longest_prefix: (0..n as u64 / 2)
-                .map(|op| PrefixStep { op, state_after: format!("v{op}") })
+                .map(|op| PrefixStep {
+                    op,
+                    state_after: format!("v{op}"),
+                })
                 .collect(),
             cannot_linearize_next: vec![mid[0]],
             minimal: mid,
@@ -317,7 +516,10 @@ pub fn large(n: usize) -> SeedReport {
 
 /// A run's index: one scenario as expected, one not, with links.
 pub fn index() -> IndexReport {
-    let link = |seed: u64, href: Option<&str>| SeedLink { seed, href: href.map(str::to_string) };
+    let link = |seed: u64, href: Option<&str>| SeedLink {
+        seed,
+        href: href.map(str::to_string),
+    };
     IndexReport {
         title: "zoosim run scenarios/".into(),
         command: Some("zoosim run scenarios/ --seeds 100 --report reports/".into()),
@@ -334,8 +536,16 @@ pub fn index() -> IndexReport {
                     seeds: (0..100).map(|s| link(s, None)).collect(),
                 }],
                 coverage: vec![
-                    Counter { name: "fault:partition".into(), value: 240, goal: Some(50) },
-                    Counter { name: "acquisitions".into(), value: 1877, goal: None },
+                    Counter {
+                        name: "fault:partition".into(),
+                        value: 240,
+                        goal: Some(50),
+                    },
+                    Counter {
+                        name: "acquisitions".into(),
+                        value: 1877,
+                        goal: None,
+                    },
                 ],
             },
             ScenarioRow {
@@ -347,15 +557,25 @@ pub fn index() -> IndexReport {
                     VerdictRow {
                         verdict: "pass".into(),
                         passed: true,
-                        seeds: (0..100).filter(|s| ![17, 42].contains(s)).map(|s| link(s, None)).collect(),
+                        seeds: (0..100)
+                            .filter(|s| ![17, 42].contains(s))
+                            .map(|s| link(s, None))
+                            .collect(),
                     },
                     VerdictRow {
                         verdict: "fenced-exclusion".into(),
                         passed: false,
-                        seeds: vec![link(17, Some("lock-no-fence/seed-17.html")), link(42, Some("lock-no-fence/seed-42.html"))],
+                        seeds: vec![
+                            link(17, Some("lock-no-fence/seed-17.html")),
+                            link(42, Some("lock-no-fence/seed-42.html")),
+                        ],
                     },
                 ],
-                coverage: vec![Counter { name: "fault:crash".into(), value: 3, goal: Some(10) }],
+                coverage: vec![Counter {
+                    name: "fault:crash".into(),
+                    value: 3,
+                    goal: Some(10),
+                }],
             },
         ],
     }
