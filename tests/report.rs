@@ -50,7 +50,7 @@ fn a_failing_seed_shows_the_verdict_the_replay_command_and_the_failure_first() {
     // minimal sub-history), the prefix marked, the involved outlined.
     let full = &html[order[2]..order[3]];
     assert_eq!(full.matches("<g class=\"op ").count(), 18);
-    assert!(full.contains("<g class=\"op ok stuck minimal\">"));
+    assert!(full.contains("<g class=\"op ok stuck minimal\" "));
     assert_eq!(full.matches("class=\"pre-mark\"").count(), 7);
     let classes = op_classes(full);
     assert_eq!(
@@ -60,7 +60,7 @@ fn a_failing_seed_shows_the_verdict_the_replay_command_and_the_failure_first() {
     // Indeterminate: the ConnectionLoss has a dashed tail to the end; the
     // one that never returned is open-ended.
     assert_eq!(full.matches("class=\"tail\"").count(), 1);
-    assert!(full.contains("<g class=\"op indet open\">"));
+    assert!(full.contains("<g class=\"op indet open\" "));
     // The faults across the lanes, with labels.
     assert_eq!(full.matches("<g class=\"span ").count(), 5);
     assert!(full.contains(">partition {3} | {1,2}</text>"));
@@ -76,7 +76,7 @@ fn a_failing_seed_shows_the_verdict_the_replay_command_and_the_failure_first() {
     let table = &html[order[5]..];
     assert_eq!(table.matches("<tr id=\"op-").count(), 18);
     assert!(table.contains("<tr id=\"op-9\" class=\"bad\">"));
-    assert!(full.contains("<a href=\"#op-9\">"));
+    assert!(full.contains("<g class=\"op ok stuck minimal\" data-id=\"9\">"));
     assert!(table.contains("0x100000003"), "zxids in hex");
     // No problems in consistent data.
     assert!(r.problems().is_empty(), "{:?}", r.problems());
@@ -645,7 +645,7 @@ fn the_report_renders_in_a_browser_and_its_screenshot_shows_the_failure() {
     assert!(dom.contains("fenced-exclusion"));
     assert!(dom.contains(sample::FENCED_DETAIL));
     assert!(dom.contains("zoom ×1.00"), "the page's script did not run");
-    assert!(dom.contains("class=\"op ok stuck minimal\""));
+    assert!(dom.contains("class=\"op ok stuck minimal\" data-id=\"9\""));
 
     // The screenshot: not blank, and the failure is on it.
     let png = dir.join("seed-17.png");

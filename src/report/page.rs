@@ -109,7 +109,7 @@ svg.tl-svg { display: block; font: 11px ui-monospace, "DejaVu Sans Mono", Menlo,
 .op.failed .op-l, .op.indet .op-l, .op-l.out { fill: #1d2330; paint-order: stroke; stroke: rgba(255,255,255,.85); stroke-width: 3px; }
 .axis-label, .strip-label { font-size: 11px; color: var(--mute); padding: 4px 8px; white-space: nowrap; }
 .strip-label { background: #fbfbfc; border-top: 1px solid #eef0f3; }
-.op:hover .bar { filter: brightness(1.15); stroke: #000; }
+.op { cursor: pointer; } .op:hover .bar { filter: brightness(1.15); stroke: #000; }
 .pt path { stroke: #fff; stroke-width: 1; } .pt.watch path { fill: #1971c2; } .pt.session path { fill: #495057; } .pt.other path { fill: #9c6644; }
 #tip { position: fixed; z-index: 10; max-width: 560px; background: #1d2330; color: #f1f3f5; padding: 8px 10px; border-radius: 5px;
   font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, monospace; white-space: pre-wrap; pointer-events: none; box-shadow: 0 4px 14px rgba(0,0,0,.25); }
@@ -121,9 +121,9 @@ svg.tl-svg { display: block; font: 11px ui-monospace, "DejaVu Sans Mono", Menlo,
 .note { color: var(--mute); font-size: 12.5px; }
 "#;
 
-/// The page's behaviour: zooming the timelines, the hover tooltip, the
-/// replay command's copy button. Everything works without it except
-/// those.
+/// The page's behaviour: zooming the timelines, the hover tooltip, a
+/// bar's click to its table row, the replay command's copy button.
+/// Everything works without it except those.
 const JS: &str = r#"
 (function () {
   "use strict";
@@ -202,6 +202,12 @@ const JS: &str = r#"
       ev.preventDefault();
       zoomAround(tl, tl.zoom * (ev.deltaY < 0 ? 1.25 : 0.8));
     }, { passive: false });
+  });
+  // A bar's click goes to its row in the operations table (one
+  // listener, rather than a link per bar: large histories load faster).
+  document.addEventListener("click", function (ev) {
+    var g = ev.target.closest && ev.target.closest("g.op");
+    if (g) location.hash = "op-" + g.dataset.id;
   });
   var tip = document.getElementById("tip");
   document.addEventListener("mouseover", function (ev) {

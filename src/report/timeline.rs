@@ -475,7 +475,7 @@ impl Timeline<'_> {
         let y = top + (ROW - BAR_H) / 2;
         let _ = write!(
             out,
-            "<a href=\"#op-{id}\"><g class=\"{class}\"><title>{tip}</title>\
+            "<g class=\"{class}\" data-id=\"{id}\"><title>{tip}</title>\
              <rect class=\"bar\" data-a=\"{a}\" data-b=\"{b}\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{BAR_H}\" rx=\"2\"/>",
             id = o.id,
             tip = Esc(&(self.tip)(o)),
@@ -524,7 +524,7 @@ impl Timeline<'_> {
         };
         let _ = write!(
             out,
-            "<text class=\"{cls}\" data-a=\"{a}\" data-b=\"{b}\" data-r=\"{room}\" data-w=\"{label_w:.0}\" x=\"{lx:.1}\" y=\"{ty}\"{hide}>{l}</text></g></a>",
+            "<text class=\"{cls}\" data-a=\"{a}\" data-b=\"{b}\" data-r=\"{room}\" data-w=\"{label_w:.0}\" x=\"{lx:.1}\" y=\"{ty}\"{hide}>{l}</text></g>",
             ty = y + BAR_H - 3,
             hide = if hide { " display=\"none\"" } else { "" },
             l = Esc(&o.label),
