@@ -18,6 +18,7 @@ pub mod prelude;
 pub mod proto;
 pub mod real_server;
 pub mod recipes;
+pub mod report;
 pub mod scenario;
 #[cfg(madsim)]
 pub mod testing;

@@ -1,7 +1,7 @@
 //! The crate's architecture, checked on its source text.
 //!
 //! 1. **The pure core** — `src/proto.rs`, `src/path.rs`, `src/tree/`,
-//!    `src/recipes/`, `src/check/` — names no runtime, clock, file, socket,
+//!    `src/recipes/`, `src/check/`, `src/report/` — names no runtime, clock, file, socket,
 //!    thread or process: not `tokio`, `madsim`, `std::fs`, `std::net`,
 //!    `std::thread`, `std::time::Instant`, `std::time::SystemTime` or
 //!    `std::process`, in a `use` or in a path in code (comments, doc
@@ -43,7 +43,10 @@ use std::path::{Path, PathBuf};
 ///   anything above may feed them (and may one day use `tree` as a
 ///   sequential specification);
 /// * `client` is the `Zk` trait recipes are written against, with the
-///   local (over `tree`) and real implementations;
+///   local (over `tree`) and real implementations; `report` (the HTML
+///   and JSON reports, pure: data in, a page out) sits beside it, above
+///   `check`: adapters from runs and histories to its data model live
+///   above, so it knows nothing of scenarios or the ensemble;
 /// * `ensemble` (the simulated servers and `SimZk`), `recipes` (state
 ///   machines plus async wrappers over `Zk`) and `real_server` (starts real
 ///   ZooKeeper processes for tests) are independent peers over `client`:
@@ -62,6 +65,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("tree", 2),
     ("check", 3),
     ("client", 4),
+    ("report", 4),
     ("ensemble", 5),
     ("recipes", 5),
     ("real_server", 5),
@@ -87,6 +91,7 @@ const PURE_CORE: &[&str] = &[
     "src/recipes/",
     "src/check/",
     "src/history/",
+    "src/report/",
 ];
 
 /// What the pure core must never name: a path is forbidden when it starts

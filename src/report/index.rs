@@ -1,0 +1,244 @@
+//! A whole run's index page: the totals, scenario × verdict × seeds with
+//! links to the seeds' reports, and each scenario's coverage counters.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use super::escape::Esc;
+use super::model::{IndexReport, ScenarioRow, SeedLink};
+use super::page::document;
+
+/// The run's totals, derived from its rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Totals {
+    pub scenarios: usize,
+    pub seeds_run: u64,
+    /// Distinct (scenario, seed) pairs with some failed verdict.
+    pub failed_seeds: usize,
+    pub not_as_expected: usize,
+    /// Coverage counters below their goals.
+    pub goals_missed: usize,
+}
+
+impl Totals {
+    pub fn of(r: &IndexReport) -> Totals {
+        Totals {
+            scenarios: r.scenarios.len(),
+            seeds_run: r.scenarios.iter().map(|s| s.seeds_run).sum(),
+            failed_seeds: r.scenarios.iter().map(|s| failed_seeds(s).len()).sum(),
+            not_as_expected: r.scenarios.iter().filter(|s| !s.as_expected).count(),
+            goals_missed: r
+                .scenarios
+                .iter()
+                .flat_map(|s| &s.coverage)
+                .filter(|c| c.goal.is_some_and(|g| c.value < g))
+                .count(),
+        }
+    }
+}
+
+/// The seeds of a scenario that failed some verdict.
+pub(crate) fn failed_seeds(s: &ScenarioRow) -> BTreeSet<u64> {
+    s.verdicts
+        .iter()
+        .filter(|v| !v.passed)
+        .flat_map(|v| v.seeds.iter().map(|l| l.seed))
+        .collect()
+}
+
+/// The run's index page: one self-contained HTML document.
+pub fn render_index(r: &IndexReport) -> String {
+    let t = Totals::of(r);
+    let mut b = String::new();
+    let _ = write!(b, "<h1>{}</h1><p class=\"sub\">", Esc(&r.title));
+    if let Some(c) = &r.command {
+        let _ = write!(b, "<code>{}</code>", Esc(c));
+    }
+    if let Some(c) = &r.commit {
+        let _ = write!(b, " · commit <code>{}</code>", Esc(c));
+    }
+    b.push_str("</p>");
+    let ok = t.not_as_expected == 0 && t.goals_missed == 0;
+    let _ = write!(
+        b,
+        "<div class=\"verdict {}\" id=\"verdict\"><span class=\"badge\">{}</span><div><p style=\"margin:4px 0\">\
+         {} scenario{}, {} seeds run, {} failing seed{}; {} scenario{} not as expected; {} coverage goal{} missed.</p></div></div>",
+        if ok { "pass" } else { "fail" },
+        if ok { "PASS" } else { "FAIL" },
+        t.scenarios,
+        plural(t.scenarios),
+        t.seeds_run,
+        t.failed_seeds,
+        plural(t.failed_seeds),
+        t.not_as_expected,
+        plural(t.not_as_expected),
+        t.goals_missed,
+        plural(t.goals_missed),
+    );
+
+    b.push_str(
+        "<h2>Scenarios</h2><p class=\"note\">A failing seed links to its report where one was written.</p>\
+         <table><tr><th>scenario</th><th>expected</th><th>seeds run</th><th>verdict</th><th>seeds</th></tr>",
+    );
+    for s in &r.scenarios {
+        let n = s.verdicts.len().max(1);
+        let _ = write!(
+            b,
+            "<tr class=\"{}\"><td rowspan=\"{n}\"><b>{}</b></td><td rowspan=\"{n}\">{}<br><span class=\"v\">{}</span></td>\
+             <td class=\"num\" rowspan=\"{n}\">{}</td>",
+            if s.as_expected { "good" } else { "bad" },
+            Esc(&s.scenario),
+            Esc(&s.expectation),
+            if s.as_expected { "as expected" } else { "NOT as expected" },
+            s.seeds_run,
+        );
+        if s.verdicts.is_empty() {
+            b.push_str("<td></td><td></td></tr>");
+        }
+        for (i, v) in s.verdicts.iter().enumerate() {
+            if i > 0 {
+                let _ = write!(
+                    b,
+                    "<tr class=\"{}\">",
+                    if s.as_expected { "good" } else { "bad" }
+                );
+            }
+            let _ = write!(
+                b,
+                "<td class=\"prop\" style=\"color:var(--{})\">{}</td><td class=\"seeds\">{} <span class=\"note\">({} seed{})</span></td></tr>",
+                if v.passed { "ok" } else { "bad" },
+                Esc(&v.verdict),
+                seeds(&v.seeds),
+                v.seeds.len(),
+                plural(v.seeds.len()),
+            );
+        }
+    }
+    b.push_str("</table>");
+
+    b.push_str("<h2>Coverage</h2>");
+    for s in r.scenarios.iter().filter(|s| !s.coverage.is_empty()) {
+        let _ = write!(
+            b,
+            "<h3>{}</h3><table><tr><th>counter</th><th>total</th><th>goal</th></tr>",
+            Esc(&s.scenario)
+        );
+        for c in &s.coverage {
+            let goal = match c.goal {
+                Some(g) if c.value < g => {
+                    format!("<span class=\"goal-miss\">≥ {g} (missed)</span>")
+                }
+                Some(g) => format!("≥ {g} ✓"),
+                None => String::new(),
+            };
+            let _ = write!(
+                b,
+                "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                Esc(&c.name),
+                c.value,
+                goal
+            );
+        }
+        b.push_str("</table>");
+    }
+    document(&r.title, &b)
+}
+
+/// Seeds as links where they have a safe one, runs of consecutive
+/// unlinked seeds as ranges ("0–99"), so ten thousand passing seeds take
+/// one line.
+fn seeds(list: &[SeedLink]) -> String {
+    let mut out = String::new();
+    let mut run: Option<(u64, u64)> = None;
+    let flush = |out: &mut String, run: &mut Option<(u64, u64)>| {
+        if let Some((a, z)) = run.take() {
+            if a == z {
+                let _ = write!(out, "<span class=\"range\">{a}</span>");
+            } else {
+                let _ = write!(out, "<span class=\"range\">{a}–{z}</span>");
+            }
+        }
+    };
+    for l in list {
+        match l.safe_href() {
+            Some(h) => {
+                flush(&mut out, &mut run);
+                let _ = write!(out, "<a href=\"{}\">{}</a>", Esc(h), l.seed);
+            }
+            None => match &mut run {
+                Some((_, z)) if z.checked_add(1) == Some(l.seed) => *z = l.seed,
+                _ => {
+                    flush(&mut out, &mut run);
+                    run = Some((l.seed, l.seed));
+                }
+            },
+        }
+    }
+    flush(&mut out, &mut run);
+    out
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(seed: u64, href: Option<&str>) -> SeedLink {
+        SeedLink {
+            seed,
+            href: href.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn seeds_compress_to_ranges_and_links() {
+        let list = [
+            link(0, None),
+            link(1, None),
+            link(2, None),
+            link(3, Some("x/seed-3.html")),
+            link(4, None),
+            link(6, None),
+            link(7, Some("javascript:alert(1)")),
+        ];
+        assert_eq!(
+            seeds(&list),
+            "<span class=\"range\">0–2</span><a href=\"x/seed-3.html\">3</a>\
+             <span class=\"range\">4</span><span class=\"range\">6–7</span>"
+        );
+    }
+
+    #[test]
+    fn only_relative_hrefs_are_links() {
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript:x",
+            "data:text/html,x",
+            "/etc/passwd",
+            "//evil.example/x",
+            "../../x.html",
+            "a/../../x.html",
+            "file:///x",
+            "a b.html",
+            "",
+            "\\\\host\\x",
+        ] {
+            assert_eq!(link(1, Some(bad)).safe_href(), None, "{bad:?}");
+        }
+        for good in [
+            "seed-1.html",
+            "lock/seed-1.html",
+            "a/b.html#op-3",
+            "x.html?y=1",
+        ] {
+            assert_eq!(link(1, Some(good)).safe_href(), Some(good));
+        }
+    }
+}

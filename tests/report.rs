@@ -1,0 +1,733 @@
+//! The HTML reports: what a seed's page and a run's index show, that
+//! nothing from the data reaches a page unescaped, the JSON summaries,
+//! and the page in a real browser (headless Chromium): it renders, its
+//! script runs, and its screenshot shows the failure.
+
+#[path = "support/report_sample.rs"]
+mod sample;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use zoosim::report::*;
+
+// ---------------------------------------------------------------------------
+// What a seed's page shows.
+
+#[test]
+fn a_failing_seed_shows_the_verdict_the_replay_command_and_the_failure_first() {
+    let r = sample::lock_failure();
+    let html = render_seed(&r);
+    assert!(html.contains("<span class=\"badge\">FAIL</span>"));
+    // The failing property in words, at the top.
+    let verdict_at = html.find("id=\"verdict\"").unwrap();
+    let fenced = html.find("fenced-exclusion</span>: two holders").unwrap();
+    assert!(fenced > verdict_at);
+    assert!(html.contains("<span class=\"prop\">not linearizable</span> (model zookeeper)"));
+    // The replay command, copyable.
+    assert!(html.contains(&format!("readonly value=\"{}\"", r.replay_command)));
+    // The minimal sub-history first, then the full timeline, then the
+    // tables.
+    let order: Vec<usize> = [
+        "id=\"minimal\"",
+        "id=\"tl-min-0\"",
+        "id=\"tl-full\"",
+        "id=\"lin\"",
+        "id=\"checks\"",
+        "id=\"ops\"",
+    ]
+    .iter()
+    .map(|m| html.find(m).unwrap_or_else(|| panic!("{m} missing")))
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    // The minimal timeline draws its three operations and no others.
+    let min = &html[order[1]..order[2]];
+    assert_eq!(min.matches("<g class=\"op ").count(), 3, "{min}");
+    assert!(min.contains(sample::STUCK_LABEL));
+    // The full timeline: every op, the stuck one highlighted (and in the
+    // minimal sub-history), the prefix marked, the involved outlined.
+    let full = &html[order[2]..order[3]];
+    assert_eq!(full.matches("<g class=\"op ").count(), 18);
+    assert!(full.contains("<g class=\"op ok stuck minimal\" "));
+    assert_eq!(full.matches("class=\"pre-mark\"").count(), 7);
+    let classes = op_classes(full);
+    assert_eq!(
+        classes.iter().filter(|c| c.contains(" involved")).count(),
+        2
+    );
+    // Indeterminate: the ConnectionLoss has a dashed tail to the end; the
+    // one that never returned is open-ended.
+    assert_eq!(full.matches("class=\"tail\"").count(), 1);
+    assert!(full.contains("<g class=\"op indet open\" "));
+    // The faults across the lanes, with labels.
+    assert_eq!(full.matches("<g class=\"span ").count(), 5);
+    assert!(full.contains(">partition {3} | {1,2}</text>"));
+    assert!(full.contains("<g class=\"span election\">"));
+    // Watch and session events.
+    assert!(full.contains("<g class=\"pt watch\""));
+    assert_eq!(full.matches("<g class=\"pt session\"").count(), 4);
+    // Hover: states before and after, the op's role.
+    assert!(full
+        .contains("state before: /lock: [b2-0002, c3-0003] (a1-0001 deleted at zxid 0x200000004)"));
+    assert!(full.contains("▶ NOT LINEARIZABLE: cannot be linearized after the longest prefix"));
+    // The table: one row per op, searchable, linked from the bars.
+    let table = &html[order[5]..];
+    assert_eq!(table.matches("<tr id=\"op-").count(), 18);
+    assert!(table.contains("<tr id=\"op-9\" class=\"bad\">"));
+    assert!(full.contains("<g class=\"op ok stuck minimal\" data-id=\"9\">"));
+    assert!(table.contains("0x100000003"), "zxids in hex");
+    // No problems in consistent data.
+    assert!(r.problems().is_empty(), "{:?}", r.problems());
+    assert!(!html.contains("inconsistent"));
+}
+
+/// The class attribute of every op bar in `html`.
+fn op_classes(html: &str) -> Vec<String> {
+    html.split("<g class=\"op ")
+        .skip(1)
+        .map(|rest| format!("op {}", &rest[..rest.find('"').unwrap()]))
+        .collect()
+}
+
+#[test]
+fn a_passing_seed_says_so_and_has_no_failure_sections() {
+    let mut r = sample::lock_failure();
+    for v in &mut r.verdicts {
+        v.passed = true;
+    }
+    r.lin[0].verdict = LinVerdict::Linearizable;
+    r.lin[0].cannot_linearize_next.clear();
+    r.lin[0].minimal.clear();
+    assert!(!r.failed());
+    let html = render_seed(&r);
+    assert!(html.contains("<span class=\"badge\">PASS</span>"));
+    assert!(html.contains("Every check held."));
+    assert!(!html.contains("id=\"minimal\""));
+    assert!(op_classes(&html)
+        .iter()
+        .all(|c| !c.contains("stuck") && !c.contains("minimal")));
+    assert_eq!(
+        op_classes(&html)
+            .iter()
+            .filter(|c| c.contains("prefix"))
+            .count(),
+        7
+    );
+    assert!(!html.contains("data-fa="), "no failure to focus on");
+
+    // Unknown is not a pass.
+    r.lin[0].verdict = LinVerdict::Unknown;
+    let html = render_seed(&r);
+    assert!(html.contains("<span class=\"badge\">UNKNOWN</span>"));
+    assert_eq!(json(&seed_summary_json(&r))["verdict"], "unknown");
+}
+
+#[test]
+fn inconsistent_data_is_shown_not_panicked_on() {
+    let mut r = sample::lock_failure();
+    r.lanes[4].ops[0].id = 1; // duplicate of client 1's first op
+    r.lin[0].minimal.push(999);
+    r.verdicts[0].ops.push(998);
+    r.lanes[0].ops[1].end_us = Some(0); // ends before it starts
+    r.spans.push(Span {
+        start_us: 5,
+        end_us: Some(1),
+        label: "backwards".into(),
+        kind: SpanKind::Other,
+    });
+    let problems = r.problems();
+    assert_eq!(problems.len(), 5, "{problems:#?}");
+    let html = render_seed(&r);
+    assert!(html.contains("This report's data is inconsistent"));
+    for p in [
+        "operation id 1 is used twice",
+        "names operation 999, which no lane has",
+        "check &quot;fenced-exclusion&quot; names operation 998",
+        "operation 4 ends (0 µs) before it starts",
+        "span &quot;backwards&quot; ends before it starts",
+    ] {
+        assert!(html.contains(p), "{p}");
+    }
+    // An empty report renders too.
+    let html = render_seed(&SeedReport::default());
+    assert!(html.contains("PASS"));
+    check_markup(&html).unwrap();
+}
+
+#[test]
+fn a_large_history_opens_on_the_failure_and_keeps_every_op_in_the_table() {
+    let r = sample::large(10_000);
+    let html = render_seed(&r);
+    check_markup(&html).unwrap();
+    let full_at = html.find("id=\"tl-full\"").unwrap();
+    let full_tag = &html[full_at..full_at + 300];
+    assert!(full_tag.contains("data-start=\"focus\""), "{full_tag}");
+    let (a, b) = (r.lin[0].minimal[0], *r.lin[0].minimal.last().unwrap());
+    let find = |id| r.ops().find(|(_, o)| o.id == id).unwrap().1.clone();
+    assert!(full_tag.contains(&format!(
+        "data-fa=\"{}\"",
+        find(a).start_us.min(find(b).start_us)
+    )));
+    assert_eq!(html.matches("<tr id=\"op-").count(), 10_000);
+    // Labels are drawn only where they fit: at the whole-run scale most
+    // do not.
+    let hidden = html.matches("display=\"none\">setData").count();
+    assert!(hidden > 9_000, "{hidden}");
+    // The small history fits the view and opens on the whole run.
+    let small = render_seed(&sample::lock_failure());
+    assert!(!small.contains("data-start=\"focus\""));
+}
+
+// ---------------------------------------------------------------------------
+// Escaping: nothing from the data comes out unescaped.
+
+/// What every string of the data is replaced with (plus its path).
+const HOSTILE: &str = "</script><script>alert(1)</script>\"'><img src=x onerror=alert(1)> \
+    ' onmouseover='alert(2)' & &amp; &#x3c; <!-- ]]></svg><svg onload=alert(3)> </title></textarea>\
+    \u{0}\u{1b}[31m\u{7f} javascript:alert(4) ";
+
+/// `value` with every string replaced by [`HOSTILE`], the bytes
+/// `\xff<\xfe` shown by `show_bytes`, and the string's path.
+fn poison(value: &mut Value, path: &str, paths: &mut Vec<String>) {
+    // Enums' variant names stay: they are not strings the data chooses.
+    const VARIANTS: &[&str] = &[
+        "client",
+        "server",
+        "ok",
+        "failed",
+        "indeterminate",
+        "watch",
+        "session",
+        "other",
+        "crash",
+        "partition",
+        "network",
+        "pause",
+        "election",
+        "linearizable",
+        "not-linearizable",
+        "unknown",
+    ];
+    let field = path.rsplit('.').next().unwrap_or("");
+    match value {
+        Value::String(s)
+            if ["kind", "status", "verdict"].contains(&field) && VARIANTS.contains(&s.as_str()) => {
+        }
+        Value::String(s) => {
+            let tag = format!("@{path}@");
+            *s = format!("{HOSTILE}{}{tag}", show_bytes(b"\xff<\xfe"));
+            paths.push(tag);
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter_mut().enumerate() {
+                poison(v, &format!("{path}.{i}"), paths);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                poison(v, &format!("{path}.{k}"), paths);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn poisoned<T: serde::Serialize + serde::de::DeserializeOwned>(t: &T) -> (T, Vec<String>) {
+    let mut v = serde_json::to_value(t).unwrap();
+    let mut paths = Vec::new();
+    poison(&mut v, "", &mut paths);
+    (serde_json::from_value(v).unwrap(), paths)
+}
+
+#[test]
+fn hostile_strings_in_every_field_come_out_escaped() {
+    let (r, paths) = poisoned(&sample::lock_failure());
+    assert!(paths.len() > 100, "{}", paths.len());
+    let html = render_seed(&r);
+    check_markup(&html).unwrap_or_else(|e| panic!("seed page: {e}"));
+    let escaped = escape(&format!("{HOSTILE}{}", show_bytes(b"\xff<\xfe")));
+    assert!(escaped.contains("\\xff&lt;\\xfe") && escaped.contains("\\u{1b}[31m"));
+    // Every field is on the page, escaped (none silently dropped).
+    for p in &paths {
+        assert!(
+            html.contains(&format!("{escaped}{p}")),
+            "field {p} is not on the page escaped"
+        );
+    }
+
+    let (ix, paths) = poisoned(&sample::index());
+    let html = render_index(&ix);
+    check_markup(&html).unwrap_or_else(|e| panic!("index page: {e}"));
+    for p in paths {
+        // Hrefs that are not plain relative paths are shown as text, not
+        // linked: the seed number is there, the hostile href is not.
+        if p.contains(".href@") {
+            assert!(!html.contains(&p), "{p}");
+        } else {
+            assert!(html.contains(&format!("{escaped}{p}")), "field {p}");
+        }
+    }
+    // The summaries are JSON that parses back to the same strings.
+    let (r, _) = poisoned(&sample::lock_failure());
+    let v = json(&seed_summary_json(&r));
+    assert!(v["failed"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with(HOSTILE));
+}
+
+#[test]
+fn the_markup_check_catches_an_unescaped_injection() {
+    // The check above earns its trust by failing on a page that lets
+    // data through.
+    let ok = "<!DOCTYPE html>\n<html><body><p class=\"x\">a &lt; b</p><script>var a = \"<p>\";</script></body></html>";
+    check_markup(ok).unwrap();
+    for (bad, why) in [
+        ("<p><img src=x onerror=alert(1)></p>", "tag <img>"),
+        (
+            "<p title=\"a\" onmouseover=\"x\">t</p>",
+            "attribute onmouseover",
+        ),
+        (
+            "<p class=\"a\"><b>x</b></p><script>1</script><script>2</script>",
+            "2 script",
+        ),
+        ("<p>a < b</p>", "raw '<'"),
+        ("<a href=\"javascript:alert(1)\">x</a>", "href"),
+        ("<p class=\"a\"x\">y</p>", "attribute x\""),
+        ("<p><!-- c --></p>", "comment"),
+    ] {
+        let err = check_markup(bad).expect_err(bad);
+        assert!(err.contains(why), "{bad}: {err}");
+    }
+}
+
+/// Tags, attributes and scripts on a page: only what the renderer writes
+/// itself. Errors name what was found.
+fn check_markup(html: &str) -> Result<(), String> {
+    const TAGS: &[&str] = &[
+        "html", "head", "meta", "title", "style", "script", "body", "svg", "defs", "pattern",
+        "rect", "g", "text", "line", "path", "a", "div", "span", "button", "input", "label", "h1",
+        "h2", "h3", "p", "b", "i", "code", "small", "ul", "li", "table", "tr", "th", "td", "br",
+    ];
+    const ATTRS: &[&str] = &[
+        "lang",
+        "charset",
+        "http-equiv",
+        "content",
+        "name",
+        "class",
+        "id",
+        "style",
+        "title",
+        "width",
+        "height",
+        "x",
+        "y",
+        "x1",
+        "x2",
+        "y1",
+        "y2",
+        "rx",
+        "d",
+        "transform",
+        "href",
+        "xmlns",
+        "patternunits",
+        "patterntransform",
+        "fill",
+        "aria-hidden",
+        "hidden",
+        "for",
+        "readonly",
+        "value",
+        "rowspan",
+        "display",
+    ];
+    let b = html.as_bytes();
+    let mut i = 0;
+    let near = |i: usize| {
+        html.get(i.saturating_sub(40)..(i + 40).min(html.len()))
+            .unwrap_or("")
+            .to_string()
+    };
+    while i < b.len() {
+        if b[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        if html[i..].starts_with("<!DOCTYPE html>") {
+            i += 15;
+            continue;
+        }
+        if html[i..].starts_with("<!--") {
+            return Err(format!("a comment at {i}: {}", near(i)));
+        }
+        let close = b.get(i + 1) == Some(&b'/');
+        let mut j = i + 1 + close as usize;
+        let start = j;
+        while j < b.len() && (b[j].is_ascii_alphanumeric()) {
+            j += 1;
+        }
+        let name = html[start..j].to_ascii_lowercase();
+        if name.is_empty() {
+            return Err(format!("a raw '<' in text at {i}: {}", near(i)));
+        }
+        if !TAGS.contains(&name.as_str()) {
+            return Err(format!("tag <{name}> at {i}: {}", near(i)));
+        }
+        // Attributes.
+        loop {
+            while j < b.len() && b[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if j >= b.len() {
+                return Err(format!("unterminated tag <{name}>"));
+            }
+            if b[j] == b'>' || html[j..].starts_with("/>") {
+                j += if b[j] == b'>' { 1 } else { 2 };
+                break;
+            }
+            let a0 = j;
+            while j < b.len() && !b" \t\n=/>".contains(&b[j]) {
+                j += 1;
+            }
+            let attr = html[a0..j].to_ascii_lowercase();
+            let data = attr.strip_prefix("data-").is_some_and(|r| {
+                !r.is_empty()
+                    && r.bytes()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+            });
+            if !(ATTRS.contains(&attr.as_str()) || data) || attr.starts_with("on") {
+                return Err(format!(
+                    "attribute {attr} on <{name}> at {a0}: {}",
+                    near(a0)
+                ));
+            }
+            let mut value = String::new();
+            if b.get(j) == Some(&b'=') {
+                j += 1;
+                let q = b[j];
+                if q != b'"' && q != b'\'' {
+                    return Err(format!("unquoted value of {attr} at {j}"));
+                }
+                let end = html[j + 1..].find(q as char).ok_or("unterminated value")? + j + 1;
+                value = html[j + 1..end].to_string();
+                if value.contains('<') {
+                    return Err(format!("a raw '<' in attribute {attr} at {j}"));
+                }
+                j = end + 1;
+            }
+            if attr == "href" {
+                let ok = value
+                    .strip_prefix("#op-")
+                    .is_some_and(|n| n.parse::<u64>().is_ok())
+                    || SeedLink {
+                        seed: 0,
+                        href: Some(value.clone()),
+                    }
+                    .safe_href()
+                    .is_some();
+                if !ok {
+                    return Err(format!("href {value:?} at {a0}"));
+                }
+            }
+        }
+        // The script's and style's text is the renderer's own: skip it.
+        if !close && (name == "script" || name == "style") {
+            let end = format!("</{name}>");
+            j = html[j..].find(&end).ok_or(format!("unclosed <{name}>"))? + j;
+        }
+        i = j;
+    }
+    let scripts = html.to_ascii_lowercase().matches("<script").count();
+    if scripts != 1 {
+        return Err(format!(
+            "{scripts} script blocks (only the page's own one allowed)"
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The JSON summaries and the index.
+
+fn json(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
+}
+
+#[test]
+fn the_seed_summary_names_the_failure_and_the_minimal_sub_history() {
+    let r = sample::lock_failure();
+    let v = json(&seed_summary_json(&r));
+    assert_eq!(v["verdict"], "fail");
+    assert_eq!(v["seed"], 17);
+    assert_eq!(v["failed"].as_array().unwrap().len(), 1);
+    assert_eq!(v["failed"][0]["property"], "fenced-exclusion");
+    assert_eq!(v["failed"][0]["detail"], sample::FENCED_DETAIL);
+    assert_eq!(v["failed"][0]["ops"], serde_json::json!([8, 11]));
+    assert_eq!(v["replay_command"], r.replay_command);
+    assert_eq!(v["ops"], 18);
+    assert_eq!(v["lin"][0]["verdict"], "not-linearizable");
+    assert_eq!(v["lin"][0]["minimal"], serde_json::json!([1, 10, 9]));
+    assert_eq!(v["lin"][0]["cannot_linearize_next"], serde_json::json!([9]));
+    assert_eq!(v["lin"][0]["longest_prefix"], 7);
+    assert_eq!(v["counters"][1]["name"], "fault:partition");
+    // And the report itself round-trips through JSON.
+    let back: SeedReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(back, r);
+}
+
+#[test]
+fn the_index_shows_scenarios_verdicts_seeds_and_coverage() {
+    let ix = sample::index();
+    let html = render_index(&ix);
+    check_markup(&html).unwrap();
+    assert!(html.contains("<span class=\"badge\">FAIL</span>"));
+    assert!(html.contains(
+        "2 scenarios, 200 seeds run, 2 failing seeds; 1 scenario not as expected; 1 coverage goal missed."
+    ));
+    assert!(html.contains("<a href=\"lock-no-fence/seed-17.html\">17</a>"));
+    assert!(html.contains("<a href=\"lock-no-fence/seed-42.html\">42</a>"));
+    // 100 passing seeds in one range; 98 around the two failures in three.
+    assert!(html.contains("<span class=\"range\">0–99</span>"));
+    assert!(html.contains(
+        "<span class=\"range\">0–16</span><span class=\"range\">18–41</span><span class=\"range\">43–99</span>"
+    ));
+    assert!(html.contains("NOT as expected"));
+    assert!(html.contains("<span class=\"goal-miss\">≥ 10 (missed)</span>"));
+    assert!(html.contains("≥ 50 ✓"));
+
+    let v = json(&index_summary_json(&ix));
+    assert_eq!(v["verdict"], "fail");
+    assert_eq!(v["seeds_run"], 200);
+    assert_eq!(v["failed_seeds"], 2);
+    assert_eq!(v["not_as_expected"], 1);
+    assert_eq!(v["goals_missed"], 1);
+    assert_eq!(v["rows"][1]["failed_seeds"], serde_json::json!([17, 42]));
+    assert_eq!(
+        v["rows"][1]["verdicts"][1]["reports"][0],
+        serde_json::json!([17, "lock-no-fence/seed-17.html"])
+    );
+
+    // All as expected and goals met: a pass.
+    let mut ok = ix.clone();
+    ok.scenarios.truncate(1);
+    let html = render_index(&ok);
+    assert!(html.contains("<span class=\"badge\">PASS</span>"));
+    assert_eq!(json(&index_summary_json(&ok))["verdict"], "pass");
+}
+
+// ---------------------------------------------------------------------------
+// In a browser.
+
+/// Headless Chromium, or None (and a loud SKIP) when it is not installed;
+/// a failure instead when the environment requires it.
+fn chromium() -> Option<PathBuf> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    if found.is_none() {
+        let required = ["ZOOSIM_REQUIRE_CHROMIUM", "ZOOSIM_REQUIRE_ZK"]
+            .iter()
+            .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+        if let Some(var) = required {
+            panic!("chromium is not installed (apt-get install chromium) and {var} requires it");
+        }
+        eprintln!(
+            "SKIP: chromium not installed (apt-get install chromium); the report's browser test did not run"
+        );
+    }
+    found
+}
+
+/// Runs Chromium headless on `page` with `args`, in a fresh profile;
+/// returns its stdout. Killed after 60 s.
+fn run_chromium(bin: &Path, dir: &Path, profile: &str, args: &[String], page: &Path) -> String {
+    let mut cmd = Command::new(bin);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", dir.join(profile).display()))
+    .args(args)
+    .arg(format!("file://{}", page.display()))
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("starting chromium");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let pid = child.id();
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    while !waiter.is_finished() {
+        if Instant::now() > deadline {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("chromium did not finish within 60 s on {}", page.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = waiter.join().unwrap().expect("chromium's output");
+    assert!(
+        out.status.success(),
+        "chromium failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Decoded RGB(A) pixels of a PNG: (width, height, channels, bytes).
+fn decode_png(path: &Path) -> (u32, u32, usize, Vec<u8>) {
+    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let mut reader = png::Decoder::new(file).read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("a size")];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    buf.truncate(info.buffer_size());
+    let channels = info.color_type.samples();
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    (info.width, info.height, channels, buf)
+}
+
+/// Pixels within `tol` of `rgb` in rows `rows`.
+fn count_colour(
+    png: &(u32, u32, usize, Vec<u8>),
+    rgb: [u8; 3],
+    tol: u8,
+    rows: std::ops::Range<u32>,
+) -> usize {
+    let (w, _, ch, px) = png;
+    let mut n = 0;
+    for y in rows {
+        for x in 0..*w {
+            let i = ((y * w + x) as usize) * ch;
+            if (0..3).all(|c| px[i + c].abs_diff(rgb[c]) <= tol) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn the_report_renders_in_a_browser_and_its_screenshot_shows_the_failure() {
+    let Some(bin) = chromium() else { return };
+    let dir = std::env::temp_dir().join(format!("zoosim-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("lock-no-fence")).unwrap();
+    let page = dir.join("lock-no-fence/seed-17.html");
+    std::fs::write(&page, render_seed(&sample::lock_failure())).unwrap();
+    std::fs::write(
+        dir.join("lock-no-fence/seed-17.json"),
+        seed_summary_json(&sample::lock_failure()),
+    )
+    .unwrap();
+    let index = dir.join("index.html");
+    std::fs::write(&index, render_index(&sample::index())).unwrap();
+
+    // The DOM after the script ran: the failing operation and property
+    // are there, and the script did its work (the zoom readout is
+    // written only by it).
+    let dom = run_chromium(&bin, &dir, "p1", &["--dump-dom".into()], &page);
+    assert!(
+        dom.contains(sample::STUCK_LABEL),
+        "failing operation not in the DOM"
+    );
+    assert!(dom.contains("fenced-exclusion"));
+    assert!(dom.contains(sample::FENCED_DETAIL));
+    assert!(dom.contains("zoom ×1.00"), "the page's script did not run");
+    assert!(dom.contains("class=\"op ok stuck minimal\" data-id=\"9\""));
+
+    // The screenshot: not blank, and the failure is on it.
+    let png = dir.join("seed-17.png");
+    run_chromium(
+        &bin,
+        &dir,
+        "p2",
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1400,1000".into(),
+        ],
+        &page,
+    );
+    let img = decode_png(&png);
+    assert_eq!((img.0, img.1), (1400, 1000));
+    let white = count_colour(&img, [255, 255, 255], 6, 0..1000);
+    assert!(
+        white < 1400 * 1000 * 95 / 100,
+        "the screenshot is (nearly) blank"
+    );
+    // The FAIL badge (red) near the top, the minimal sub-history's orange
+    // outline and the stuck operation's red outline below it.
+    let red = [0xd6, 0x28, 0x28];
+    assert!(
+        count_colour(&img, red, 12, 0..250) > 500,
+        "no FAIL badge on the screenshot"
+    );
+    assert!(
+        count_colour(&img, [0xf0, 0x8c, 0x00], 12, 250..1000) > 50,
+        "no minimal sub-history on the screenshot"
+    );
+    assert!(
+        count_colour(&img, red, 12, 250..1000) > 50,
+        "no highlighted failing operation on the screenshot"
+    );
+    if let Ok(keep) = std::env::var("ZOOSIM_REPORT_SCREENSHOT") {
+        std::fs::copy(&png, &keep).unwrap();
+        std::fs::copy(&page, format!("{keep}.html")).unwrap();
+        // And a large page, to look at by hand.
+        std::fs::write(
+            format!("{keep}.large.html"),
+            render_seed(&sample::large(10_000)),
+        )
+        .unwrap();
+    }
+
+    // A history too large to read whole opens zoomed in on the failure.
+    let large = dir.join("large.html");
+    std::fs::write(&large, render_seed(&sample::large(1_000))).unwrap();
+    let dom = run_chromium(&bin, &dir, "p5", &["--dump-dom".into()], &large);
+    let full = &dom[dom.find("id=\"tl-full\"").expect("the full timeline")..];
+    let info = &full[full.find("class=\"z-info\">").expect("its zoom readout") + 20..];
+    let zoom: f64 = info[..info.find('<').unwrap()]
+        .trim_start_matches('×')
+        .parse()
+        .unwrap_or_else(|e| panic!("{e}: {}", &info[..40]));
+    assert!(
+        zoom > 2.0,
+        "the large history opened at zoom {zoom}, not on the failure"
+    );
+
+    // The index renders too, with its link to the seed's page.
+    let dom = run_chromium(&bin, &dir, "p3", &["--dump-dom".into()], &index);
+    assert!(dom.contains("href=\"lock-no-fence/seed-17.html\""));
+    let png = dir.join("index.png");
+    run_chromium(
+        &bin,
+        &dir,
+        "p4",
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1400,1000".into(),
+        ],
+        &index,
+    );
+    let img = decode_png(&png);
+    assert!(
+        count_colour(&img, red, 12, 0..250) > 500,
+        "no FAIL badge on the index"
+    );
+    if let Ok(keep) = std::env::var("ZOOSIM_REPORT_SCREENSHOT") {
+        std::fs::copy(&png, format!("{keep}.index.png")).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
