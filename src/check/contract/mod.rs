@@ -354,3 +354,107 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
         placed,
     )
 }
+
+/// The order the search tries operations in: by the reply's zxid (a
+/// write before the reads that report its zxid), then by call time;
+/// operations without a zxid (indeterminate writes, session ends,
+/// reconnects) are not ordered here.
+fn hint_key(p: &Placed) -> (Zxid, u8, u64) {
+    let is_read = matches!(
+        p.input,
+        Input::Step {
+            kind: StepKind::Read { .. } | StepKind::Sync,
+            ..
+        }
+    );
+    (p.hint.unwrap_or(Zxid::MAX), u8::from(is_read), p.call_us)
+}
+
+/// The fast path: the operations in zxid order, each session's unhinted
+/// steps (reconnects) right after the step before them, and the
+/// operations of unknown effect placed greedily where the next one needs
+/// them. `Some(order)` is a witness that the history satisfies the rules
+/// (the model accepted every step, each within its time window); `None`
+/// says nothing: the full search decides.
+pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Option<Vec<usize>> {
+    // Sessions' steps without a hint inherit the previous step's, so they
+    // stay in session order.
+    let mut keys: Vec<(Zxid, u8, u64)> = placed.iter().map(hint_key).collect();
+    let mut last_hint: Vec<Option<Zxid>> = vec![None; model.sessions.len()];
+    for (i, p) in placed.iter().enumerate() {
+        if let Input::Step { session, .. } = p.input {
+            match p.hint {
+                Some(h) => last_hint[session] = Some(h),
+                None => keys[i].0 = last_hint[session].unwrap_or(0),
+            }
+        }
+    }
+    let (mut sure, mut loose): (Vec<usize>, Vec<usize>) = (0..placed.len()).partition(|&i| {
+        matches!(placed[i].input, Input::Step { .. })
+    });
+    sure.sort_by_key(|&i| keys[i]);
+    loose.sort_by_key(|&i| placed[i].call_us);
+    let mut state = model.init();
+    let mut order = Vec::with_capacity(placed.len());
+    let mut now: u64 = 0;
+    // Places `i` if its window allows and the model accepts it.
+    let try_place = |i: usize, state: &mut model::State, now: &mut u64| -> bool {
+        let p = &placed[i];
+        let at = (*now).max(p.call_us);
+        if p.ret_us.is_some_and(|r| at > r) {
+            return false;
+        }
+        match model.step(state, &p.input) {
+            Some(next) => {
+                *state = next;
+                *now = at;
+                true
+            }
+            None => false,
+        }
+    };
+    let mut used = vec![false; placed.len()];
+    for &i in &sure {
+        if try_place(i, &mut state, &mut now) {
+            order.push(i);
+            continue;
+        }
+        // Something of unknown effect must have happened first: one of
+        // those already called, tried in call order.
+        let mut placed_one = false;
+        for &j in &loose {
+            if used[j] || placed[j].call_us > placed[i].ret_us.unwrap_or(u64::MAX) {
+                continue;
+            }
+            let saved = (state.clone(), now);
+            if try_place(j, &mut state, &mut now) && try_place(i, &mut state, &mut now) {
+                used[j] = true;
+                order.push(j);
+                order.push(i);
+                placed_one = true;
+                break;
+            }
+            (state, now) = saved;
+        }
+        if !placed_one {
+            return None;
+        }
+    }
+    // The rest never happened, or happened after everything seen: place
+    // them last.
+    let mut left: Vec<usize> = loose.into_iter().filter(|&j| !used[j]).collect();
+    while !left.is_empty() {
+        let before = left.len();
+        left.retain(|&j| {
+            let done = try_place(j, &mut state, &mut now);
+            if done {
+                order.push(j);
+            }
+            !done
+        });
+        if left.len() == before {
+            return None;
+        }
+    }
+    Some(order)
+}
