@@ -12,6 +12,7 @@ pub mod check;
 pub mod cli;
 pub mod client;
 pub mod ensemble;
+pub mod history;
 pub mod path;
 pub mod prelude;
 pub mod proto;

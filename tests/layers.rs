@@ -34,6 +34,10 @@ use std::path::{Path, PathBuf};
 ///
 /// * `proto` (the wire types) and `path` (path rules, over `proto`) are the
 ///   vocabulary everything else speaks;
+/// * `history` (client-level histories of runs, their JSON-lines and EDN
+///   forms) beside `path`: records speak `proto` only, so every checker and
+///   shell above (the contract check, `zoosim lin`, the recorder) can use
+///   them;
 /// * `tree` is ZooKeeper's data tree and watch table, pure, over both;
 /// * `check` holds the oracles: pure, generic over event logs, so
 ///   anything above may feed them (and may one day use `tree` as a
@@ -54,6 +58,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("proto", 0),
     ("path", 1),
+    ("history", 1),
     ("tree", 2),
     ("check", 3),
     ("client", 4),
@@ -81,6 +86,7 @@ const PURE_CORE: &[&str] = &[
     "src/tree/",
     "src/recipes/",
     "src/check/",
+    "src/history/",
 ];
 
 /// What the pure core must never name: a path is forbidden when it starts
