@@ -17,9 +17,14 @@
 
 pub mod model;
 
+use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::check::Property;
+use crate::check::lin::{
+    check_partition, Budget, Model, Operation, Outcome as LinOutcome, Verdict as LinVerdict,
+};
+use crate::check::{Property, Violation};
+use crate::history::{Event, HistOp, History, OpId, Outcome as HistOutcome};
 use crate::proto::{Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid};
 
 pub use model::{Input, Rules, SessionSpec, StepKind, ZkModel};
@@ -328,7 +333,8 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
                 id: None,
             });
         }
-        if rules.events && !events.is_empty() {
+        let trailing = rules.events && !events.is_empty();
+        if trailing {
             placed.push(Placed {
                 input: Input::End {
                     session: i,
@@ -344,6 +350,7 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
             id: log.id,
             timeout_ms: log.timeout_ms,
             steps: k,
+            trailing,
         });
     }
     (
@@ -389,9 +396,8 @@ pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Option<Vec<usize>> {
             }
         }
     }
-    let (mut sure, mut loose): (Vec<usize>, Vec<usize>) = (0..placed.len()).partition(|&i| {
-        matches!(placed[i].input, Input::Step { .. })
-    });
+    let (mut sure, mut loose): (Vec<usize>, Vec<usize>) =
+        (0..placed.len()).partition(|&i| matches!(placed[i].input, Input::Step { .. }));
     sure.sort_by_key(|&i| keys[i]);
     loose.sort_by_key(|&i| placed[i].call_us);
     let mut state = model.init();
@@ -458,3 +464,405 @@ pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Option<Vec<usize>> {
     }
     Some(order)
 }
+
+/// Each session's view of a recorded history, one [`SessionLog`] per
+/// client handle (a handle holds one session), in handle order. Requests
+/// that failed before reaching a server (bad arguments) are left out:
+/// they had no effect. Requests still open when the history ends are
+/// indeterminate.
+pub fn session_logs(h: &History) -> Result<Vec<SessionLog>, ContractError> {
+    struct Building {
+        id: Option<SessionId>,
+        seen: Vec<Seen>,
+        open: BTreeMap<OpId, (u64, HistOp)>,
+    }
+    let mut by: BTreeMap<u32, Building> = BTreeMap::new();
+    let us = |ns: u64| ns / 1_000;
+    for r in &h.records {
+        let (handle, session) = match &r.event {
+            Event::Invoke(i) => (i.actor.handle, i.session),
+            Event::Complete(c) => (c.actor.handle, None),
+            Event::Watch(w) => (w.actor.handle, w.session),
+            Event::Session(s) => (s.actor.handle, s.session),
+            Event::Fault(_) | Event::Role(_) => continue,
+        };
+        let b = by.entry(handle).or_insert_with(|| Building {
+            id: None,
+            seen: Vec::new(),
+            open: BTreeMap::new(),
+        });
+        if let Some(s) = session {
+            match b.id {
+                None => b.id = Some(s),
+                Some(known) if known != s => {
+                    return Err(ContractError(format!(
+                        "handle {handle} has two sessions ({known} and {s}): a handle holds one"
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        match &r.event {
+            Event::Invoke(i) => {
+                b.open.insert(i.id, (us(r.at_ns), i.op.clone()));
+            }
+            Event::Complete(c) => {
+                let Some((call_us, op)) = b.open.remove(&c.id) else {
+                    return Err(ContractError(format!(
+                        "{} completes without an invocation by handle {handle}",
+                        c.id
+                    )));
+                };
+                let at_us = us(r.at_ns);
+                let done = if c.outcome.is_indeterminate() {
+                    Done::Unknown {
+                        at_us: Some(at_us),
+                        error: c.outcome.error().unwrap_or(ZkError::ConnectionLoss),
+                    }
+                } else if c.server.is_none() {
+                    continue; // refused by the client itself: no effect
+                } else {
+                    Done::Answered {
+                        at_us,
+                        result: match &c.outcome {
+                            HistOutcome::Ok(Some(reply)) => Ok(reply.clone()),
+                            HistOutcome::Ok(None) => Ok(Reply::Sync),
+                            HistOutcome::Err(e) => Err(*e),
+                        },
+                        zxid: c.zxid,
+                    }
+                };
+                b.seen.push(Seen::Request {
+                    id: c.id.0 as usize,
+                    op: match op {
+                        HistOp::Zk(op) => Some(op),
+                        HistOp::CloseSession => None,
+                    },
+                    call_us,
+                    done,
+                });
+            }
+            Event::Watch(w) => b.seen.push(Seen::Event {
+                at_us: us(r.at_ns),
+                event: w.event.clone(),
+            }),
+            Event::Session(s) => b.seen.push(Seen::State {
+                at_us: us(r.at_ns),
+                event: s.state,
+            }),
+            Event::Fault(_) | Event::Role(_) => {}
+        }
+    }
+    let mut logs = Vec::new();
+    for (_, mut b) in by {
+        // A handle that never had a session never reached a server.
+        let Some(id) = b.id else { continue };
+        for (id, (call_us, op)) in std::mem::take(&mut b.open) {
+            b.seen.push(Seen::Request {
+                id: id.0 as usize,
+                op: match op {
+                    HistOp::Zk(op) => Some(op),
+                    HistOp::CloseSession => None,
+                },
+                call_us,
+                done: Done::Unknown {
+                    at_us: None,
+                    error: ZkError::ConnectionLoss,
+                },
+            });
+        }
+        logs.push(SessionLog {
+            id,
+            timeout_ms: h.meta.session_timeout_ms,
+            seen: b.seen,
+        });
+    }
+    Ok(logs)
+}
+
+/// What the contract check found.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum ContractVerdict {
+    /// Every guarantee holds: some order of the history replays on the
+    /// model.
+    Holds,
+    /// A guarantee fails.
+    Broken(Broken),
+    /// The search ran out of budget before it could decide.
+    Unknown(String),
+}
+
+/// A guarantee that fails, with the evidence.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Broken {
+    /// The first guarantee that fails on its own ([`GUARANTEES`] order).
+    pub guarantee: Property,
+    /// What went wrong, in words.
+    pub detail: String,
+    /// The history's operations involved (ids), for reports.
+    pub ops: Vec<usize>,
+    /// The longest prefix of the history that the search could order
+    /// (history op ids, in that order; steps without an id are left out).
+    pub prefix: Vec<usize>,
+}
+
+/// The contract check's result and what it cost.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ContractReport {
+    /// The verdict.
+    pub verdict: ContractVerdict,
+    /// Sessions in the history.
+    pub sessions: usize,
+    /// Operations placed (requests, session steps, possible effects).
+    pub placed: usize,
+    /// Whether the zxid-ordered fast path decided (no search needed).
+    pub fast: bool,
+    /// Search steps taken (0 on the fast path).
+    pub steps: u64,
+}
+
+impl ContractReport {
+    /// The violation, named by its guarantee, if the contract is broken.
+    pub fn violation(&self) -> Option<Violation> {
+        match &self.verdict {
+            ContractVerdict::Broken(b) => Some(Violation::new(b.guarantee, b.detail.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// The rules of each guarantee, weakest first (see [`GUARANTEES`]).
+const LADDER: [(Property, Rules); 5] = [
+    (
+        guarantees::WRITES_LINEARIZABLE,
+        Rules {
+            reads: false,
+            sync_fresh: false,
+            events: false,
+            event_order: false,
+        },
+    ),
+    (
+        guarantees::SEQUENTIAL_CONSISTENCY,
+        Rules {
+            reads: true,
+            sync_fresh: false,
+            events: false,
+            event_order: false,
+        },
+    ),
+    (
+        guarantees::SYNC_READ_FRESH,
+        Rules {
+            reads: true,
+            sync_fresh: true,
+            events: false,
+            event_order: false,
+        },
+    ),
+    (
+        guarantees::WATCH_BEFORE_DATA,
+        Rules {
+            reads: true,
+            sync_fresh: true,
+            events: true,
+            event_order: false,
+        },
+    ),
+    (guarantees::EVENT_ORDER, Rules::ALL),
+];
+
+/// Checks a recorded history against ZooKeeper's contract within
+/// `budget`.
+pub fn check(h: &History, budget: &Budget<'_>) -> Result<ContractReport, ContractError> {
+    let logs = session_logs(h)?;
+    Ok(check_logs(&logs, budget))
+}
+
+/// [`check`] over sessions' logs.
+pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
+    let mut report = ContractReport {
+        verdict: ContractVerdict::Holds,
+        sessions: logs.len(),
+        placed: 0,
+        fast: false,
+        steps: 0,
+    };
+    if let Some(b) = fifo(logs) {
+        report.verdict = ContractVerdict::Broken(b);
+        return report;
+    }
+    let full = decide(logs, Rules::ALL, budget);
+    report.placed = full.placed;
+    report.fast = full.fast;
+    report.steps = full.steps;
+    match full.outcome {
+        Decided::Holds => return report,
+        Decided::Unknown(why) => {
+            report.verdict = ContractVerdict::Unknown(why);
+            return report;
+        }
+        Decided::Fails(_) => {}
+    }
+    // Which guarantee fails on its own, weakest first.
+    for (guarantee, rules) in LADDER {
+        let d = if rules == Rules::ALL {
+            full.clone()
+        } else {
+            decide(logs, rules, budget)
+        };
+        report.steps += d.steps;
+        match d.outcome {
+            Decided::Holds => continue,
+            Decided::Fails(f) => {
+                report.verdict = ContractVerdict::Broken(Broken {
+                    guarantee,
+                    detail: f.detail,
+                    ops: f.ops,
+                    prefix: f.prefix,
+                });
+                return report;
+            }
+            Decided::Unknown(why) => {
+                report.verdict = ContractVerdict::Unknown(format!(
+                    "the contract fails, but whether {} holds is unknown: {why}",
+                    guarantee.name
+                ));
+                return report;
+            }
+        }
+    }
+    unreachable!("the last rung is the full contract, which failed")
+}
+
+/// Each session's answered requests must complete in issue order (ids
+/// are given in invocation order).
+fn fifo(logs: &[SessionLog]) -> Option<Broken> {
+    for log in logs {
+        let mut last: Option<usize> = None;
+        for seen in &log.seen {
+            if let Seen::Request {
+                id,
+                done: Done::Answered { .. },
+                ..
+            } = seen
+            {
+                if let Some(prev) = last {
+                    if *id < prev {
+                        return Some(Broken {
+                            guarantee: guarantees::SESSION_FIFO,
+                            detail: format!(
+                                "session {}: op {id} completed after op {prev}, which was issued \
+                                 later",
+                                log.id
+                            ),
+                            ops: vec![prev, *id],
+                            prefix: Vec::new(),
+                        });
+                    }
+                }
+                last = Some(*id);
+            }
+        }
+    }
+    None
+}
+
+#[derive(Clone, Debug)]
+struct Failure {
+    detail: String,
+    ops: Vec<usize>,
+    prefix: Vec<usize>,
+}
+
+#[derive(Clone, Debug)]
+enum Decided {
+    Holds,
+    Fails(Failure),
+    Unknown(String),
+}
+
+#[derive(Clone, Debug)]
+struct Decision {
+    outcome: Decided,
+    placed: usize,
+    fast: bool,
+    steps: u64,
+}
+
+/// One search under `rules`: the fast path, else the engine.
+fn decide(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
+    let (model, placed) = build(logs, rules);
+    if fast_path(&model, &placed).is_some() {
+        return Decision {
+            outcome: Decided::Holds,
+            placed: placed.len(),
+            fast: true,
+            steps: 0,
+        };
+    }
+    // A time far beyond any history: a step that must happen (a session's
+    // trailing events) is placed before it.
+    const LATE: u64 = u64::MAX / 2;
+    let ops: Vec<Operation<Input, ()>> = placed
+        .iter()
+        .map(|p| {
+            let session = match &p.input {
+                Input::Step { session, .. }
+                | Input::Indeterminate { session, .. }
+                | Input::Expire { session }
+                | Input::End { session, .. } => *session,
+            };
+            Operation {
+                client: session as u64,
+                output: match p.input {
+                    Input::Indeterminate { .. } | Input::Expire { .. } => LinOutcome::Unknown,
+                    _ => LinOutcome::Known(()),
+                },
+                input: p.input.clone(),
+                call: p.call_us,
+                ret: Some(p.ret_us.unwrap_or(LATE)),
+            }
+        })
+        .collect();
+    let all: Vec<usize> = (0..ops.len()).collect();
+    let (verdict, explored) = check_partition(&model, &ops, &all, budget);
+    let outcome = match verdict {
+        LinVerdict::Linearizable(_) => Decided::Holds,
+        LinVerdict::Unknown(why) => Decided::Unknown(format!(
+            "{why} after {} search steps ({} of {} operations ordered at best)",
+            explored.steps,
+            explored.deepest,
+            ops.len()
+        )),
+        LinVerdict::NotChecked => Decided::Unknown("not checked".into()),
+        LinVerdict::NotLinearizable(d) => {
+            let id = |i: usize| placed[i].id;
+            let stuck = &placed[d.deadline];
+            let mut ops: Vec<usize> = d.candidates.iter().filter_map(|(i, _)| id(*i)).collect();
+            ops.extend(id(d.deadline));
+            ops.sort_unstable();
+            ops.dedup();
+            Decided::Fails(Failure {
+                detail: format!(
+                    "no order of the history satisfies it: after {} operations in order, {} \
+                     (which completed first of those left) cannot be placed, nor anything \
+                     before it",
+                    d.prefix.len(),
+                    model.describe_op(&stuck.input, LinOutcome::Known(&())),
+                ),
+                ops,
+                prefix: d.prefix.iter().filter_map(|l| id(l.op)).collect(),
+            })
+        }
+    };
+    Decision {
+        outcome,
+        placed: placed.len(),
+        fast: false,
+        steps: explored.steps,
+    }
+}
+
+#[cfg(test)]
+mod tests;

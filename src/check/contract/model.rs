@@ -31,6 +31,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+use crate::check::lin::{self, Outcome, Step};
 use crate::proto::{EventType, MultiResult, Op, Reply, SessionId, Stat, WatchEvent, ZkError, Zxid};
 use crate::tree::DataTree;
 
@@ -135,6 +136,9 @@ pub struct SessionSpec {
     pub timeout_ms: u64,
     /// How many steps it has.
     pub steps: u32,
+    /// Whether it received events after its last step (an
+    /// [`Input::End`] checks them, before the session can end).
+    pub trailing: bool,
 }
 
 /// The client's watch tables (data, exist, child), as the client keeps
@@ -290,7 +294,9 @@ impl ZkModel {
                 if s.closed {
                     return Some(state.clone());
                 }
-                if s.next_step != self.sessions[*session].steps {
+                let spec = &self.sessions[*session];
+                // Events it received came before its end.
+                if s.next_step != spec.steps || (spec.trailing && !s.ended) {
                     return None;
                 }
                 let mut next = state.clone();
@@ -304,7 +310,7 @@ impl ZkModel {
                 }
                 let mut next = state.clone();
                 let s = &mut next.sessions[*session];
-                if self.rules.events && !s.closed {
+                if self.rules.events {
                     take_received(s, events, self.rules.event_order, false)?;
                 }
                 s.ended = true;
@@ -433,6 +439,127 @@ impl ZkModel {
                 }
             }
         }
+    }
+}
+
+impl lin::Model for ZkModel {
+    type State = State;
+    type Input = Input;
+    type Output = ();
+
+    fn init(&self) -> State {
+        ZkModel::init(self)
+    }
+
+    fn step(&self, state: &State, input: &Input, _: Outcome<&()>) -> Step<State> {
+        match ZkModel::step(self, state, input) {
+            Some(next) => Step::To(next),
+            None => Step::Impossible,
+        }
+    }
+
+    fn describe_op(&self, input: &Input, _: Outcome<&()>) -> String {
+        let who = |i: usize| format!("session {}", self.sessions[i].id);
+        match input {
+            Input::Step {
+                session, k, kind, ..
+            } => {
+                let what = match kind {
+                    StepKind::Read { op, reply } | StepKind::Write { op, reply } => {
+                        format!("{} -> {}", describe(op), describe_reply(reply))
+                    }
+                    StepKind::Sync => "sync".to_owned(),
+                    StepKind::Close => "close".to_owned(),
+                    StepKind::Disconnected => "Disconnected".to_owned(),
+                    StepKind::Connected => "Connected".to_owned(),
+                };
+                format!("{} step {k}: {what}", who(*session))
+            }
+            Input::Indeterminate { session, op } => {
+                format!("{}: {} (outcome unknown)", who(*session), describe(op))
+            }
+            Input::Expire { session } => format!("{} ends on the servers", who(*session)),
+            Input::End { session, events } => format!(
+                "{}: events after its last step: {}",
+                who(*session),
+                events
+                    .iter()
+                    .map(|e| format!("{:?} {}", e.event_type, e.path))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    fn describe_state(&self, state: &State) -> String {
+        describe_tree(&state.tree)
+    }
+}
+
+/// An op in words: its name and path (`create /lock/x-`).
+pub fn describe(op: &Op) -> String {
+    match op {
+        Op::Multi(ops) => format!(
+            "multi [{}]",
+            ops.iter()
+                .map(|o| o.path().to_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        op => format!("{} {}", op.name(), op_path(op)),
+    }
+}
+
+/// A reply in words, short.
+pub fn describe_reply(r: &Result<Reply, ZkError>) -> String {
+    match r {
+        Err(e) => format!("{e:?}"),
+        Ok(Reply::Create { path, .. }) => path.clone(),
+        Ok(Reply::Exists(None)) => "none".to_owned(),
+        Ok(Reply::Exists(Some(s))) => format!("version {}", s.version),
+        Ok(Reply::GetData { data, stat }) => {
+            format!("{} bytes, version {}", data.len(), stat.version)
+        }
+        Ok(Reply::SetData(s)) => format!("version {}", s.version),
+        Ok(Reply::GetChildren { children, .. }) => {
+            let mut c = children.clone();
+            c.sort();
+            format!("[{}]", c.join(", "))
+        }
+        Ok(Reply::Multi(results)) => format!("{} results", results.len()),
+        Ok(other) => format!("{other:?}"),
+    }
+}
+
+/// The tree's znodes outside /zookeeper, with their versions; long trees
+/// cut short.
+pub fn describe_tree(tree: &DataTree) -> String {
+    const MOST: usize = 40;
+    let mut out = Vec::new();
+    let mut stack = vec!["/".to_owned()];
+    let mut n = 0usize;
+    while let Some(p) = stack.pop() {
+        let Some(node) = tree.node(&p) else { continue };
+        if p != "/" {
+            n += 1;
+            if out.len() < MOST {
+                out.push(format!("{p} v{}", node.version));
+            }
+        }
+        for c in node.children.iter().rev() {
+            if p == "/" && c == "zookeeper" {
+                continue;
+            }
+            stack.push(crate::path::join(&p, c));
+        }
+    }
+    if n > MOST {
+        out.push(format!("... {} more", n - MOST));
+    }
+    if out.is_empty() {
+        "empty".to_owned()
+    } else {
+        out.join("; ")
     }
 }
 
@@ -571,6 +698,7 @@ mod tests {
                     id: SessionId(i as i64 + 1),
                     timeout_ms: 10_000,
                     steps: 100,
+                    trailing: false,
                 })
                 .collect(),
             rules: Rules::ALL,
