@@ -8,6 +8,7 @@ use std::fmt;
 
 pub mod barrier;
 pub mod config;
+pub mod contract;
 pub mod double_barrier;
 pub mod fence;
 pub mod lin;

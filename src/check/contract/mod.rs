@@ -1,0 +1,868 @@
+//! ZooKeeper's client contract, checked on what clients saw alone (so it
+//! applies to a real ensemble's history as much as to a simulated one):
+//! writes linearizable; each session's operations in FIFO order; reads
+//! sequentially consistent (never backwards, across reconnects; a session
+//! sees its own writes); a read after `sync` sees every write that
+//! completed before the sync was called; a client sees a watch event
+//! before it sees the data change that triggered it; events in zxid order.
+//!
+//! The whole contract is one search ([`model`]): some order of every
+//! session's steps must replay on the data tree. When none does, the check
+//! runs again with fewer rules, weakest first, and names the first
+//! guarantee that fails on its own ([`GUARANTEES`]).
+//!
+//! Replies' zxids order the search (a correct ensemble's zxid order is
+//! the order it needs, so it finds it at once), but they decide nothing:
+//! every verdict is the model's.
+
+pub mod model;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::check::lin::{
+    check_partition, Budget, Model, Operation, Outcome as LinOutcome, Verdict as LinVerdict,
+};
+use crate::check::{Property, Violation};
+use crate::history::{Event, HistOp, History, OpId, Outcome as HistOutcome};
+use crate::proto::{Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid};
+
+pub use model::{Input, Rules, SessionSpec, StepKind, ZkModel};
+
+/// The guarantees, in the order a failing history is tried against them.
+pub mod guarantees {
+    use super::Property;
+
+    /// Each session's replies come back in the order it issued the requests.
+    pub const SESSION_FIFO: Property = Property::new(
+        "session-fifo",
+        "each session's requests complete in the order it issued them",
+    );
+    /// Writes, with the replies they got, fit one order within their times.
+    pub const WRITES_LINEARIZABLE: Property = Property::new(
+        "writes-linearizable",
+        "every write takes effect at one point between its call and its reply, in one order \
+         that explains every write's reply",
+    );
+    /// Reads fit that order, never going back for a session.
+    pub const SEQUENTIAL_CONSISTENCY: Property = Property::new(
+        "sequential-consistency",
+        "each read sees a state of that one order, never older than what its session saw \
+         before (across reconnects) and never missing the session's own writes",
+    );
+    /// sync makes the next read fresh.
+    pub const SYNC_READ_FRESH: Property = Property::new(
+        "sync-read-fresh",
+        "a read after sync sees every write that completed before the sync was called",
+    );
+    /// Events precede the data they announce.
+    pub const WATCH_BEFORE_DATA: Property = Property::new(
+        "watch-before-data",
+        "a client receives a watch event before any reply showing the change that \
+         triggered it, and only events for changes that happened",
+    );
+    /// Events come in the order of their changes.
+    pub const EVENT_ORDER: Property = Property::new(
+        "event-order",
+        "a client receives its watch events in the order of the changes that triggered them",
+    );
+}
+
+/// Every guarantee, in the order they are tried.
+pub const GUARANTEES: [Property; 6] = [
+    guarantees::SESSION_FIFO,
+    guarantees::WRITES_LINEARIZABLE,
+    guarantees::SEQUENTIAL_CONSISTENCY,
+    guarantees::SYNC_READ_FRESH,
+    guarantees::WATCH_BEFORE_DATA,
+    guarantees::EVENT_ORDER,
+];
+
+/// How a request ended, as its client saw it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Done {
+    /// The server answered (success or a definite error) at `at_us`, with
+    /// the reply header's zxid where the client sees one.
+    Answered {
+        /// When the reply arrived.
+        at_us: u64,
+        /// The reply or the server's error.
+        result: Result<Reply, ZkError>,
+        /// The reply's zxid (a hint only).
+        zxid: Option<Zxid>,
+    },
+    /// The client never learned the outcome (ConnectionLoss, or the session
+    /// ended while it was in flight); `at_us` when it gave up, if it did.
+    Unknown {
+        /// When the request failed locally, if it did.
+        at_us: Option<u64>,
+        /// The local error.
+        error: ZkError,
+    },
+}
+
+/// One thing a session's client saw, in the order it saw them.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Seen {
+    /// A request: `id` is its name in the history (for reports).
+    Request {
+        /// The history's id of the operation.
+        id: usize,
+        /// The request (`None`: close()).
+        op: Option<Op>,
+        /// When it was issued.
+        call_us: u64,
+        /// How it ended.
+        done: Done,
+    },
+    /// A watch event delivered to the client.
+    Event {
+        /// When.
+        at_us: u64,
+        /// The event.
+        event: WatchEvent,
+    },
+    /// A change of the session's state.
+    State {
+        /// When.
+        at_us: u64,
+        /// The state.
+        event: SessionEvent,
+    },
+}
+
+/// One session's view: everything its client saw, in order.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct SessionLog {
+    /// The session.
+    pub id: SessionId,
+    /// Its negotiated timeout.
+    pub timeout_ms: u64,
+    /// What it saw, in the order it saw it (requests at their completion;
+    /// requests that never completed last).
+    pub seen: Vec<Seen>,
+}
+
+/// One operation as the search places it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Placed {
+    /// What the model steps on.
+    pub input: Input,
+    /// The earliest time it may take effect.
+    pub call_us: u64,
+    /// The latest (`None`: any time later, or never).
+    pub ret_us: Option<u64>,
+    /// Where the search should try it (the reply's zxid), if known.
+    pub hint: Option<Zxid>,
+    /// The history's operation it stands for, if one.
+    pub id: Option<usize>,
+}
+
+/// A history the contract check cannot take.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ContractError(pub String);
+
+impl fmt::Display for ContractError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ContractError {}
+
+/// Builds the model and what it places from the sessions' logs, under
+/// `rules`.
+pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
+    let mut specs = Vec::new();
+    let mut placed = Vec::new();
+    for (i, log) in logs.iter().enumerate() {
+        let mut k: u32 = 0;
+        // The earliest a step may take effect: after the session's previous
+        // step, which a read may precede in time (a lagging server), but a
+        // write, sync or close may not (they are placed after their call).
+        let mut floor: u64 = 0;
+        let mut events: Vec<WatchEvent> = Vec::new();
+        let mut closed_by_reply = false;
+        let mut free = Vec::new();
+        let mut step = |kind: StepKind,
+                        call_us: u64,
+                        ret_us: u64,
+                        hint: Option<Zxid>,
+                        id: Option<usize>,
+                        events: &mut Vec<WatchEvent>,
+                        k: &mut u32| {
+            placed.push(Placed {
+                input: Input::Step {
+                    session: i,
+                    k: *k,
+                    kind,
+                    events: std::mem::take(events),
+                },
+                call_us,
+                ret_us: Some(ret_us),
+                hint,
+                id,
+            });
+            *k += 1;
+        };
+        for seen in &log.seen {
+            match seen {
+                Seen::Event { event, .. } => {
+                    if rules.events {
+                        events.push(event.clone());
+                    }
+                }
+                Seen::State { at_us, event } => {
+                    if !rules.reads {
+                        continue;
+                    }
+                    let kind = match event {
+                        SessionEvent::Connected => StepKind::Connected,
+                        SessionEvent::Disconnected => StepKind::Disconnected,
+                        SessionEvent::Expired | SessionEvent::Closed => continue,
+                    };
+                    step(kind, floor, *at_us, None, None, &mut events, &mut k);
+                }
+                Seen::Request {
+                    id,
+                    op,
+                    call_us,
+                    done,
+                } => match (op, done) {
+                    (None, Done::Answered { at_us, .. }) => {
+                        closed_by_reply = true;
+                        step(
+                            StepKind::Close,
+                            *call_us,
+                            *at_us,
+                            None,
+                            Some(*id),
+                            &mut events,
+                            &mut k,
+                        );
+                        floor = *call_us;
+                    }
+                    (None, Done::Unknown { .. }) => {}
+                    (
+                        Some(op),
+                        Done::Answered {
+                            at_us,
+                            result,
+                            zxid,
+                        },
+                    ) if op.is_write() => {
+                        let kind = StepKind::Write {
+                            op: op.clone(),
+                            reply: result.clone(),
+                        };
+                        step(
+                            kind,
+                            *call_us,
+                            *at_us,
+                            *zxid,
+                            Some(*id),
+                            &mut events,
+                            &mut k,
+                        );
+                        floor = *call_us;
+                    }
+                    (Some(op), Done::Unknown { .. }) if op.is_write() => {
+                        free.push(Placed {
+                            input: Input::Indeterminate {
+                                session: i,
+                                op: op.clone(),
+                            },
+                            call_us: *call_us,
+                            ret_us: None,
+                            hint: None,
+                            id: Some(*id),
+                        });
+                    }
+                    (
+                        Some(Op::Sync { .. }),
+                        Done::Answered {
+                            at_us,
+                            result: Ok(_),
+                            zxid,
+                        },
+                    ) => {
+                        if !rules.reads {
+                            continue;
+                        }
+                        let call = if rules.sync_fresh { *call_us } else { floor };
+                        step(
+                            StepKind::Sync,
+                            call,
+                            *at_us,
+                            *zxid,
+                            Some(*id),
+                            &mut events,
+                            &mut k,
+                        );
+                        floor = call;
+                    }
+                    (
+                        Some(op),
+                        Done::Answered {
+                            at_us,
+                            result,
+                            zxid,
+                        },
+                    ) => {
+                        if !rules.reads || matches!(op, Op::Sync { .. }) {
+                            continue;
+                        }
+                        let kind = StepKind::Read {
+                            op: op.clone(),
+                            reply: result.clone(),
+                        };
+                        step(kind, floor, *at_us, *zxid, Some(*id), &mut events, &mut k);
+                    }
+                    // A read that failed locally saw nothing.
+                    (Some(_), Done::Unknown { .. }) => {}
+                },
+            }
+        }
+        placed.append(&mut free);
+        if !closed_by_reply {
+            placed.push(Placed {
+                input: Input::Expire { session: i },
+                call_us: floor,
+                ret_us: None,
+                hint: None,
+                id: None,
+            });
+        }
+        let trailing = rules.events && !events.is_empty();
+        if trailing {
+            placed.push(Placed {
+                input: Input::End {
+                    session: i,
+                    events: std::mem::take(&mut events),
+                },
+                call_us: floor,
+                ret_us: None,
+                hint: None,
+                id: None,
+            });
+        }
+        specs.push(SessionSpec {
+            id: log.id,
+            timeout_ms: log.timeout_ms,
+            steps: k,
+            trailing,
+        });
+    }
+    (
+        ZkModel {
+            sessions: specs,
+            rules,
+        },
+        placed,
+    )
+}
+
+/// The order the search tries operations in: by the reply's zxid (a
+/// write before the reads that report its zxid), then by call time;
+/// operations without a zxid (indeterminate writes, session ends,
+/// reconnects) are not ordered here.
+fn hint_key(p: &Placed) -> (Zxid, u8, u64) {
+    let is_read = matches!(
+        p.input,
+        Input::Step {
+            kind: StepKind::Read { .. } | StepKind::Sync,
+            ..
+        }
+    );
+    (p.hint.unwrap_or(Zxid::MAX), u8::from(is_read), p.call_us)
+}
+
+/// The fast path: the operations in zxid order, each session's unhinted
+/// steps (reconnects) right after the step before them, and the
+/// operations of unknown effect placed greedily where the next one needs
+/// them. `Some(order)` is a witness that the history satisfies the rules
+/// (the model accepted every step, each within its time window); `None`
+/// says nothing: the full search decides.
+pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Option<Vec<usize>> {
+    // Sessions' steps without a hint inherit the previous step's, so they
+    // stay in session order.
+    let mut keys: Vec<(Zxid, u8, u64)> = placed.iter().map(hint_key).collect();
+    let mut last_hint: Vec<Option<Zxid>> = vec![None; model.sessions.len()];
+    for (i, p) in placed.iter().enumerate() {
+        if let Input::Step { session, .. } = p.input {
+            match p.hint {
+                Some(h) => last_hint[session] = Some(h),
+                None => keys[i].0 = last_hint[session].unwrap_or(0),
+            }
+        }
+    }
+    let (mut sure, mut loose): (Vec<usize>, Vec<usize>) =
+        (0..placed.len()).partition(|&i| matches!(placed[i].input, Input::Step { .. }));
+    sure.sort_by_key(|&i| keys[i]);
+    loose.sort_by_key(|&i| placed[i].call_us);
+    let mut state = model.init();
+    let mut order = Vec::with_capacity(placed.len());
+    let mut now: u64 = 0;
+    // Places `i` if its window allows and the model accepts it.
+    let try_place = |i: usize, state: &mut model::State, now: &mut u64| -> bool {
+        let p = &placed[i];
+        let at = (*now).max(p.call_us);
+        if p.ret_us.is_some_and(|r| at > r) {
+            return false;
+        }
+        match model.step(state, &p.input) {
+            Some(next) => {
+                *state = next;
+                *now = at;
+                true
+            }
+            None => false,
+        }
+    };
+    let mut used = vec![false; placed.len()];
+    for &i in &sure {
+        if try_place(i, &mut state, &mut now) {
+            order.push(i);
+            continue;
+        }
+        // Something of unknown effect must have happened first: one of
+        // those already called, tried in call order.
+        let mut placed_one = false;
+        for &j in &loose {
+            if used[j] || placed[j].call_us > placed[i].ret_us.unwrap_or(u64::MAX) {
+                continue;
+            }
+            let saved = (state.clone(), now);
+            if try_place(j, &mut state, &mut now) && try_place(i, &mut state, &mut now) {
+                used[j] = true;
+                order.push(j);
+                order.push(i);
+                placed_one = true;
+                break;
+            }
+            (state, now) = saved;
+        }
+        if !placed_one {
+            return None;
+        }
+    }
+    // The rest never happened, or happened after everything seen: place
+    // them last.
+    let mut left: Vec<usize> = loose.into_iter().filter(|&j| !used[j]).collect();
+    while !left.is_empty() {
+        let before = left.len();
+        left.retain(|&j| {
+            let done = try_place(j, &mut state, &mut now);
+            if done {
+                order.push(j);
+            }
+            !done
+        });
+        if left.len() == before {
+            return None;
+        }
+    }
+    Some(order)
+}
+
+/// Each session's view of a recorded history, one [`SessionLog`] per
+/// client handle (a handle holds one session), in handle order. Requests
+/// that failed before reaching a server (bad arguments) are left out:
+/// they had no effect. Requests still open when the history ends are
+/// indeterminate.
+pub fn session_logs(h: &History) -> Result<Vec<SessionLog>, ContractError> {
+    struct Building {
+        id: Option<SessionId>,
+        seen: Vec<Seen>,
+        open: BTreeMap<OpId, (u64, HistOp)>,
+    }
+    let mut by: BTreeMap<u32, Building> = BTreeMap::new();
+    let us = |ns: u64| ns / 1_000;
+    for r in &h.records {
+        let (handle, session) = match &r.event {
+            Event::Invoke(i) => (i.actor.handle, i.session),
+            Event::Complete(c) => (c.actor.handle, None),
+            Event::Watch(w) => (w.actor.handle, w.session),
+            Event::Session(s) => (s.actor.handle, s.session),
+            Event::Fault(_) | Event::Role(_) => continue,
+        };
+        let b = by.entry(handle).or_insert_with(|| Building {
+            id: None,
+            seen: Vec::new(),
+            open: BTreeMap::new(),
+        });
+        if let Some(s) = session {
+            match b.id {
+                None => b.id = Some(s),
+                Some(known) if known != s => {
+                    return Err(ContractError(format!(
+                        "handle {handle} has two sessions ({known} and {s}): a handle holds one"
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        match &r.event {
+            Event::Invoke(i) => {
+                b.open.insert(i.id, (us(r.at_ns), i.op.clone()));
+            }
+            Event::Complete(c) => {
+                let Some((call_us, op)) = b.open.remove(&c.id) else {
+                    return Err(ContractError(format!(
+                        "{} completes without an invocation by handle {handle}",
+                        c.id
+                    )));
+                };
+                let at_us = us(r.at_ns);
+                let done = if c.outcome.is_indeterminate() {
+                    Done::Unknown {
+                        at_us: Some(at_us),
+                        error: c.outcome.error().unwrap_or(ZkError::ConnectionLoss),
+                    }
+                } else if c.server.is_none() {
+                    continue; // refused by the client itself: no effect
+                } else {
+                    Done::Answered {
+                        at_us,
+                        result: match &c.outcome {
+                            HistOutcome::Ok(Some(reply)) => Ok(reply.clone()),
+                            HistOutcome::Ok(None) => Ok(Reply::Sync),
+                            HistOutcome::Err(e) => Err(*e),
+                        },
+                        zxid: c.zxid,
+                    }
+                };
+                b.seen.push(Seen::Request {
+                    id: c.id.0 as usize,
+                    op: match op {
+                        HistOp::Zk(op) => Some(op),
+                        HistOp::CloseSession => None,
+                    },
+                    call_us,
+                    done,
+                });
+            }
+            Event::Watch(w) => b.seen.push(Seen::Event {
+                at_us: us(r.at_ns),
+                event: w.event.clone(),
+            }),
+            Event::Session(s) => b.seen.push(Seen::State {
+                at_us: us(r.at_ns),
+                event: s.state,
+            }),
+            Event::Fault(_) | Event::Role(_) => {}
+        }
+    }
+    let mut logs = Vec::new();
+    for (_, mut b) in by {
+        // A handle that never had a session never reached a server.
+        let Some(id) = b.id else { continue };
+        for (id, (call_us, op)) in std::mem::take(&mut b.open) {
+            b.seen.push(Seen::Request {
+                id: id.0 as usize,
+                op: match op {
+                    HistOp::Zk(op) => Some(op),
+                    HistOp::CloseSession => None,
+                },
+                call_us,
+                done: Done::Unknown {
+                    at_us: None,
+                    error: ZkError::ConnectionLoss,
+                },
+            });
+        }
+        logs.push(SessionLog {
+            id,
+            timeout_ms: h.meta.session_timeout_ms,
+            seen: b.seen,
+        });
+    }
+    Ok(logs)
+}
+
+/// What the contract check found.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum ContractVerdict {
+    /// Every guarantee holds: some order of the history replays on the
+    /// model.
+    Holds,
+    /// A guarantee fails.
+    Broken(Broken),
+    /// The search ran out of budget before it could decide.
+    Unknown(String),
+}
+
+/// A guarantee that fails, with the evidence.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Broken {
+    /// The first guarantee that fails on its own ([`GUARANTEES`] order).
+    pub guarantee: Property,
+    /// What went wrong, in words.
+    pub detail: String,
+    /// The history's operations involved (ids), for reports.
+    pub ops: Vec<usize>,
+    /// The longest prefix of the history that the search could order
+    /// (history op ids, in that order; steps without an id are left out).
+    pub prefix: Vec<usize>,
+}
+
+/// The contract check's result and what it cost.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ContractReport {
+    /// The verdict.
+    pub verdict: ContractVerdict,
+    /// Sessions in the history.
+    pub sessions: usize,
+    /// Operations placed (requests, session steps, possible effects).
+    pub placed: usize,
+    /// Whether the zxid-ordered fast path decided (no search needed).
+    pub fast: bool,
+    /// Search steps taken (0 on the fast path).
+    pub steps: u64,
+}
+
+impl ContractReport {
+    /// The violation, named by its guarantee, if the contract is broken.
+    pub fn violation(&self) -> Option<Violation> {
+        match &self.verdict {
+            ContractVerdict::Broken(b) => Some(Violation::new(b.guarantee, b.detail.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// The rules of each guarantee, weakest first (see [`GUARANTEES`]).
+const LADDER: [(Property, Rules); 5] = [
+    (
+        guarantees::WRITES_LINEARIZABLE,
+        Rules {
+            reads: false,
+            sync_fresh: false,
+            events: false,
+            event_order: false,
+        },
+    ),
+    (
+        guarantees::SEQUENTIAL_CONSISTENCY,
+        Rules {
+            reads: true,
+            sync_fresh: false,
+            events: false,
+            event_order: false,
+        },
+    ),
+    (
+        guarantees::SYNC_READ_FRESH,
+        Rules {
+            reads: true,
+            sync_fresh: true,
+            events: false,
+            event_order: false,
+        },
+    ),
+    (
+        guarantees::WATCH_BEFORE_DATA,
+        Rules {
+            reads: true,
+            sync_fresh: true,
+            events: true,
+            event_order: false,
+        },
+    ),
+    (guarantees::EVENT_ORDER, Rules::ALL),
+];
+
+/// Checks a recorded history against ZooKeeper's contract within
+/// `budget`.
+pub fn check(h: &History, budget: &Budget<'_>) -> Result<ContractReport, ContractError> {
+    let logs = session_logs(h)?;
+    Ok(check_logs(&logs, budget))
+}
+
+/// [`check`] over sessions' logs.
+pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
+    let mut report = ContractReport {
+        verdict: ContractVerdict::Holds,
+        sessions: logs.len(),
+        placed: 0,
+        fast: false,
+        steps: 0,
+    };
+    if let Some(b) = fifo(logs) {
+        report.verdict = ContractVerdict::Broken(b);
+        return report;
+    }
+    let full = decide(logs, Rules::ALL, budget);
+    report.placed = full.placed;
+    report.fast = full.fast;
+    report.steps = full.steps;
+    match full.outcome {
+        Decided::Holds => return report,
+        Decided::Unknown(why) => {
+            report.verdict = ContractVerdict::Unknown(why);
+            return report;
+        }
+        Decided::Fails(_) => {}
+    }
+    // Which guarantee fails on its own, weakest first.
+    for (guarantee, rules) in LADDER {
+        let d = if rules == Rules::ALL {
+            full.clone()
+        } else {
+            decide(logs, rules, budget)
+        };
+        report.steps += d.steps;
+        match d.outcome {
+            Decided::Holds => continue,
+            Decided::Fails(f) => {
+                report.verdict = ContractVerdict::Broken(Broken {
+                    guarantee,
+                    detail: f.detail,
+                    ops: f.ops,
+                    prefix: f.prefix,
+                });
+                return report;
+            }
+            Decided::Unknown(why) => {
+                report.verdict = ContractVerdict::Unknown(format!(
+                    "the contract fails, but whether {} holds is unknown: {why}",
+                    guarantee.name
+                ));
+                return report;
+            }
+        }
+    }
+    unreachable!("the last rung is the full contract, which failed")
+}
+
+/// Each session's answered requests must complete in issue order (ids
+/// are given in invocation order).
+fn fifo(logs: &[SessionLog]) -> Option<Broken> {
+    for log in logs {
+        let mut last: Option<usize> = None;
+        for seen in &log.seen {
+            if let Seen::Request {
+                id,
+                done: Done::Answered { .. },
+                ..
+            } = seen
+            {
+                if let Some(prev) = last {
+                    if *id < prev {
+                        return Some(Broken {
+                            guarantee: guarantees::SESSION_FIFO,
+                            detail: format!(
+                                "session {}: op {id} completed after op {prev}, which was issued \
+                                 later",
+                                log.id
+                            ),
+                            ops: vec![prev, *id],
+                            prefix: Vec::new(),
+                        });
+                    }
+                }
+                last = Some(*id);
+            }
+        }
+    }
+    None
+}
+
+#[derive(Clone, Debug)]
+struct Failure {
+    detail: String,
+    ops: Vec<usize>,
+    prefix: Vec<usize>,
+}
+
+#[derive(Clone, Debug)]
+enum Decided {
+    Holds,
+    Fails(Failure),
+    Unknown(String),
+}
+
+#[derive(Clone, Debug)]
+struct Decision {
+    outcome: Decided,
+    placed: usize,
+    fast: bool,
+    steps: u64,
+}
+
+/// One search under `rules`: the fast path, else the engine.
+fn decide(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
+    let (model, placed) = build(logs, rules);
+    if fast_path(&model, &placed).is_some() {
+        return Decision {
+            outcome: Decided::Holds,
+            placed: placed.len(),
+            fast: true,
+            steps: 0,
+        };
+    }
+    // A time far beyond any history: a step that must happen (a session's
+    // trailing events) is placed before it.
+    const LATE: u64 = u64::MAX / 2;
+    let ops: Vec<Operation<Input, ()>> = placed
+        .iter()
+        .map(|p| {
+            let session = match &p.input {
+                Input::Step { session, .. }
+                | Input::Indeterminate { session, .. }
+                | Input::Expire { session }
+                | Input::End { session, .. } => *session,
+            };
+            Operation {
+                client: session as u64,
+                output: match p.input {
+                    Input::Indeterminate { .. } | Input::Expire { .. } => LinOutcome::Unknown,
+                    _ => LinOutcome::Known(()),
+                },
+                input: p.input.clone(),
+                call: p.call_us,
+                ret: Some(p.ret_us.unwrap_or(LATE)),
+            }
+        })
+        .collect();
+    let all: Vec<usize> = (0..ops.len()).collect();
+    let (verdict, explored) = check_partition(&model, &ops, &all, budget);
+    let outcome = match verdict {
+        LinVerdict::Linearizable(_) => Decided::Holds,
+        LinVerdict::Unknown(why) => Decided::Unknown(format!(
+            "{why} after {} search steps ({} of {} operations ordered at best)",
+            explored.steps,
+            explored.deepest,
+            ops.len()
+        )),
+        LinVerdict::NotChecked => Decided::Unknown("not checked".into()),
+        LinVerdict::NotLinearizable(d) => {
+            let id = |i: usize| placed[i].id;
+            let stuck = &placed[d.deadline];
+            let mut ops: Vec<usize> = d.candidates.iter().filter_map(|(i, _)| id(*i)).collect();
+            ops.extend(id(d.deadline));
+            ops.sort_unstable();
+            ops.dedup();
+            Decided::Fails(Failure {
+                detail: format!(
+                    "no order of the history satisfies it: after {} operations in order, {} \
+                     (which completed first of those left) cannot be placed, nor anything \
+                     before it",
+                    d.prefix.len(),
+                    model.describe_op(&stuck.input, LinOutcome::Known(&())),
+                ),
+                ops,
+                prefix: d.prefix.iter().filter_map(|l| id(l.op)).collect(),
+            })
+        }
+    };
+    Decision {
+        outcome,
+        placed: placed.len(),
+        fast: false,
+        steps: explored.steps,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,977 @@
+//! ZooKeeper's contract as one sequential model over the data tree
+//! ([`crate::tree::DataTree`], the same tree the simulated servers
+//! replicate): a history satisfies the contract when some order of its
+//! steps, each placed inside its time window, replays on this model.
+//!
+//! How each guarantee becomes a rule of the model (docs/CONTRACT.md):
+//!
+//! * **writes linearizable** — a write is placed between its call and its
+//!   return, applied to the tree, and its reply must be the tree's reply;
+//! * **session FIFO** — each session's steps are placed in the order the
+//!   client saw them complete (a counter per session);
+//! * **reads sequentially consistent** — a read is answered by the tree at
+//!   its place; it may be placed before writes that completed before it
+//!   was called (a lagging server), but never before the session's
+//!   previous step (monotonic reads, read-your-writes, across reconnects);
+//! * **sync then read** — a sync is placed after its call, so the reads
+//!   after it see every write that completed before the sync was called;
+//! * **watch before data** — a write's triggers queue events for the
+//!   sessions watching; when a session's step is placed, exactly the
+//!   events it received before that step's reply must be queued (so no
+//!   reply shows data whose event has not been received, and no event
+//!   arrives for a change not yet made), in order (events in zxid order).
+//!
+//! Indeterminate writes (ConnectionLoss, or a session that ended while the
+//! write was in flight) may take effect at any time after their call, or
+//! never; a session's end (expiry) likewise.
+//!
+//! Stat fields that carry zxids or the leader's clock (czxid, mzxid,
+//! pzxid, ctime, mtime) are not compared: the model numbers its own txns,
+//! and a reply's zxid is only a hint for the search's order.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use crate::check::lin::{self, Outcome, Step};
+use crate::proto::{EventType, MultiResult, Op, Reply, SessionId, Stat, WatchEvent, ZkError, Zxid};
+use crate::tree::DataTree;
+
+/// Which rules the model enforces: all of them for the contract; fewer to
+/// find which guarantee a failing history breaks first.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Rules {
+    /// Reads (and syncs, reconnects) take part; off: writes alone.
+    pub reads: bool,
+    /// A sync is placed after its call; off: after the session's previous
+    /// step, like a read.
+    pub sync_fresh: bool,
+    /// Received events are matched against the triggers.
+    pub events: bool,
+    /// Events must arrive in trigger order; off: as a multiset per step.
+    pub event_order: bool,
+}
+
+impl Rules {
+    /// Every guarantee.
+    pub const ALL: Rules = Rules {
+        reads: true,
+        sync_fresh: true,
+        events: true,
+        event_order: true,
+    };
+}
+
+/// One of a session's steps, in the order the client saw them complete.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum StepKind {
+    /// exists / getData / getChildren with the reply the client got.
+    Read {
+        /// The read.
+        op: Op,
+        /// Its reply.
+        reply: Result<Reply, ZkError>,
+    },
+    /// A sync that completed.
+    Sync,
+    /// A write with the server's definite answer (success or error).
+    Write {
+        /// The write.
+        op: Op,
+        /// Its reply.
+        reply: Result<Reply, ZkError>,
+    },
+    /// close() answered by the server: the session's ephemerals go.
+    Close,
+    /// The connection broke.
+    Disconnected,
+    /// The session (re)attached to a server, which replays its watches.
+    Connected,
+}
+
+/// What the search places: a session's step, or an effect at an unknown
+/// time.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Input {
+    /// The `k`th step of session `session`; `events` are the watch events
+    /// the client received after the previous step and before this one.
+    Step {
+        /// The session's index.
+        session: usize,
+        /// The step's index within the session.
+        k: u32,
+        /// What the step is.
+        kind: StepKind,
+        /// Events received just before it, in order.
+        events: Vec<WatchEvent>,
+    },
+    /// A write whose outcome the client never learned: applied here, or
+    /// (placed last, or after its session ended) never.
+    Indeterminate {
+        /// The session's index.
+        session: usize,
+        /// The write.
+        op: Op,
+    },
+    /// The session's end on the servers (expiry, or a close whose answer
+    /// was lost): its ephemerals go; may also never happen.
+    Expire {
+        /// The session's index.
+        session: usize,
+    },
+    /// After the session's last step: `events` were received after it
+    /// (they must have been triggered).
+    End {
+        /// The session's index.
+        session: usize,
+        /// Events received after the last step, in order.
+        events: Vec<WatchEvent>,
+    },
+}
+
+/// A session in the model.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct SessionSpec {
+    /// The session's id (ephemeral owners carry it).
+    pub id: SessionId,
+    /// Its timeout, as the tree records it.
+    pub timeout_ms: u64,
+    /// How many steps it has.
+    pub steps: u32,
+    /// Whether it received events after its last step (an
+    /// [`Input::End`] checks them, before the session can end).
+    pub trailing: bool,
+}
+
+/// The client's watch tables (data, exist, child), as the client keeps
+/// them across reconnects.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+struct Watches {
+    data: BTreeSet<String>,
+    exist: BTreeSet<String>,
+    child: BTreeSet<String>,
+}
+
+/// Which client tables an event consumed (to put them back if the event
+/// never reached the client).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+struct Consumed {
+    data: bool,
+    exist: bool,
+    child: bool,
+}
+
+impl Watches {
+    /// The client's delivery rule: the event consumes the tables it
+    /// applies to; delivered only if it consumed a watch.
+    fn fire(&mut self, e: &WatchEvent) -> Option<Consumed> {
+        let p = &e.path;
+        let c = match e.event_type {
+            EventType::NodeCreated | EventType::NodeDataChanged => Consumed {
+                data: self.data.remove(p),
+                exist: self.exist.remove(p),
+                child: false,
+            },
+            EventType::NodeChildrenChanged => Consumed {
+                child: self.child.remove(p),
+                ..Consumed::default()
+            },
+            EventType::NodeDeleted => Consumed {
+                data: self.data.remove(p),
+                exist: self.exist.remove(p),
+                child: self.child.remove(p),
+            },
+        };
+        (c.data || c.exist || c.child).then_some(c)
+    }
+
+    fn restore(&mut self, path: &str, c: Consumed) {
+        if c.data {
+            self.data.insert(path.to_owned());
+        }
+        if c.exist {
+            self.exist.insert(path.to_owned());
+        }
+        if c.child {
+            self.child.insert(path.to_owned());
+        }
+    }
+}
+
+/// One session's part of the state.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Session {
+    next_step: u32,
+    /// The model zxid the session has seen (its client's lastZxid).
+    seen: Zxid,
+    watches: Watches,
+    /// Triggered for this session, not yet received.
+    pending: VecDeque<(WatchEvent, Consumed)>,
+    connected: bool,
+    /// Its closeSession is applied: nothing of it can happen any more.
+    closed: bool,
+    /// Past its last step and its trailing events.
+    ended: bool,
+}
+
+/// The model's state: the tree and every session's part.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct State {
+    tree: DataTree,
+    sessions: Vec<Session>,
+}
+
+impl State {
+    /// The tree at this point.
+    pub fn tree(&self) -> &DataTree {
+        &self.tree
+    }
+}
+
+/// The contract's sequential model over a given set of sessions.
+#[derive(Clone, Debug)]
+pub struct ZkModel {
+    /// The sessions, by index.
+    pub sessions: Vec<SessionSpec>,
+    /// Which rules hold.
+    pub rules: Rules,
+}
+
+impl ZkModel {
+    /// The initial state: a fresh tree with every session created.
+    pub fn init(&self) -> State {
+        let mut tree = DataTree::default();
+        for s in &self.sessions {
+            tree.create_session(0, s.id, s.timeout_ms);
+        }
+        State {
+            tree,
+            sessions: self
+                .sessions
+                .iter()
+                .map(|_| Session {
+                    next_step: 0,
+                    seen: 0,
+                    watches: Watches::default(),
+                    pending: VecDeque::new(),
+                    connected: false,
+                    closed: false,
+                    ended: false,
+                })
+                .collect(),
+        }
+    }
+
+    /// Places `input` in `state`: the next state, or `None` if it cannot
+    /// happen here.
+    pub fn step(&self, state: &State, input: &Input) -> Option<State> {
+        match input {
+            Input::Step {
+                session,
+                k,
+                kind,
+                events,
+            } => {
+                let s = &state.sessions[*session];
+                if s.next_step != *k || s.closed {
+                    return None;
+                }
+                let mut next = state.clone();
+                self.session_step(&mut next, *session, kind, events)?;
+                next.sessions[*session].next_step += 1;
+                Some(next)
+            }
+            Input::Indeterminate { session, op } => {
+                if state.sessions[*session].closed {
+                    // Never happened: the session's end came first.
+                    return Some(state.clone());
+                }
+                let mut next = state.clone();
+                // Its outcome is unknown: any reply will do.
+                let _ = self.write(&mut next, *session, op);
+                Some(next)
+            }
+            Input::Expire { session } => {
+                let s = &state.sessions[*session];
+                if s.closed {
+                    return Some(state.clone());
+                }
+                let spec = &self.sessions[*session];
+                // Events it received came before its end.
+                if s.next_step != spec.steps || (spec.trailing && !s.ended) {
+                    return None;
+                }
+                let mut next = state.clone();
+                self.close(&mut next, *session);
+                Some(next)
+            }
+            Input::End { session, events } => {
+                let s = &state.sessions[*session];
+                if s.next_step != self.sessions[*session].steps || s.ended {
+                    return None;
+                }
+                let mut next = state.clone();
+                let s = &mut next.sessions[*session];
+                if self.rules.events {
+                    take_received(s, events, self.rules.event_order, false)?;
+                }
+                s.ended = true;
+                s.pending.clear();
+                Some(next)
+            }
+        }
+    }
+
+    fn session_step(
+        &self,
+        st: &mut State,
+        i: usize,
+        kind: &StepKind,
+        events: &[WatchEvent],
+    ) -> Option<()> {
+        let rules = self.rules;
+        match kind {
+            StepKind::Read { op, reply } => {
+                let (model, watch) = st.tree.read(op);
+                if normalize(&model) != normalize(reply) {
+                    return None;
+                }
+                let s = &mut st.sessions[i];
+                if rules.events {
+                    take_received(s, events, rules.event_order, true)?;
+                    if watch.is_some() && reply.is_ok() {
+                        let table = match (op, reply) {
+                            (Op::Exists { .. }, Ok(Reply::Exists(None))) => &mut s.watches.exist,
+                            (Op::GetChildren { .. }, _) => &mut s.watches.child,
+                            _ => &mut s.watches.data,
+                        };
+                        table.insert(op_path(op).to_owned());
+                    }
+                }
+                s.seen = s.seen.max(st.tree.last_zxid());
+            }
+            StepKind::Sync => {
+                let s = &mut st.sessions[i];
+                if rules.events {
+                    take_received(s, events, rules.event_order, true)?;
+                }
+                s.seen = s.seen.max(st.tree.last_zxid());
+            }
+            StepKind::Write { op, reply } => {
+                let model = self.write(st, i, op);
+                if normalize(&model) != normalize(reply) {
+                    return None;
+                }
+                let last = st.tree.last_zxid();
+                let s = &mut st.sessions[i];
+                if rules.events {
+                    take_received(s, events, rules.event_order, true)?;
+                }
+                s.seen = s.seen.max(last);
+            }
+            StepKind::Close => {
+                if rules.events {
+                    take_received(&mut st.sessions[i], events, rules.event_order, false)?;
+                }
+                self.close(st, i);
+            }
+            StepKind::Disconnected => {
+                let s = &mut st.sessions[i];
+                if rules.events {
+                    take_received(s, events, rules.event_order, false)?;
+                    // What was triggered but never arrived: the client
+                    // still holds those watches and will send them again.
+                    for (e, c) in std::mem::take(&mut s.pending) {
+                        s.watches.restore(&e.path, c);
+                    }
+                }
+                s.connected = false;
+            }
+            StepKind::Connected => {
+                let tree = &st.tree;
+                let s = &mut st.sessions[i];
+                if rules.events {
+                    take_received(s, events, rules.event_order, true)?;
+                    // The server replays the client's watches against its
+                    // state (SetWatches with the client's lastZxid).
+                    for e in replay(&s.watches, tree, s.seen) {
+                        if let Some(c) = s.watches.fire(&e) {
+                            s.pending.push_back((e, c));
+                        }
+                    }
+                }
+                s.connected = true;
+            }
+        }
+        Some(())
+    }
+
+    /// Applies a write of session `i` at the next model zxid, fires its
+    /// triggers, and returns the tree's reply.
+    fn write(&self, st: &mut State, i: usize, op: &Op) -> Result<Reply, ZkError> {
+        let txn = st
+            .tree
+            .prepare(st.tree.next_zxid(), 0, self.sessions[i].id, op);
+        let applied = st.tree.apply(&txn);
+        self.fire(st, &applied.triggers);
+        applied.reply.expect("a client write's txn carries a reply")
+    }
+
+    fn close(&self, st: &mut State, i: usize) {
+        let triggers = st.tree.close_session(0, self.sessions[i].id);
+        let s = &mut st.sessions[i];
+        s.closed = true;
+        s.pending.clear();
+        s.watches = Watches::default();
+        self.fire(st, &triggers);
+    }
+
+    /// Queues each trigger for every connected session it reaches.
+    fn fire(&self, st: &mut State, triggers: &[WatchEvent]) {
+        if !self.rules.events {
+            return;
+        }
+        for s in st.sessions.iter_mut() {
+            if s.closed || s.ended || !s.connected {
+                continue;
+            }
+            for t in triggers {
+                if let Some(c) = s.watches.fire(t) {
+                    s.pending.push_back((t.clone(), c));
+                }
+            }
+        }
+    }
+}
+
+impl lin::Model for ZkModel {
+    type State = State;
+    type Input = Input;
+    type Output = ();
+
+    fn init(&self) -> State {
+        ZkModel::init(self)
+    }
+
+    fn step(&self, state: &State, input: &Input, _: Outcome<&()>) -> Step<State> {
+        match ZkModel::step(self, state, input) {
+            Some(next) => Step::To(next),
+            None => Step::Impossible,
+        }
+    }
+
+    fn describe_op(&self, input: &Input, _: Outcome<&()>) -> String {
+        let who = |i: usize| format!("session {}", self.sessions[i].id);
+        match input {
+            Input::Step {
+                session, k, kind, ..
+            } => {
+                let what = match kind {
+                    StepKind::Read { op, reply } | StepKind::Write { op, reply } => {
+                        format!("{} -> {}", describe(op), describe_reply(reply))
+                    }
+                    StepKind::Sync => "sync".to_owned(),
+                    StepKind::Close => "close".to_owned(),
+                    StepKind::Disconnected => "Disconnected".to_owned(),
+                    StepKind::Connected => "Connected".to_owned(),
+                };
+                format!("{} step {k}: {what}", who(*session))
+            }
+            Input::Indeterminate { session, op } => {
+                format!("{}: {} (outcome unknown)", who(*session), describe(op))
+            }
+            Input::Expire { session } => format!("{} ends on the servers", who(*session)),
+            Input::End { session, events } => format!(
+                "{}: events after its last step: {}",
+                who(*session),
+                events
+                    .iter()
+                    .map(|e| format!("{:?} {}", e.event_type, e.path))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    fn describe_state(&self, state: &State) -> String {
+        describe_tree(&state.tree)
+    }
+}
+
+/// An op in words: its name and path (`create /lock/x-`).
+pub fn describe(op: &Op) -> String {
+    match op {
+        Op::Multi(ops) => format!(
+            "multi [{}]",
+            ops.iter()
+                .map(|o| o.path().to_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        op => format!("{} {}", op.name(), op_path(op)),
+    }
+}
+
+/// A reply in words, short.
+pub fn describe_reply(r: &Result<Reply, ZkError>) -> String {
+    match r {
+        Err(e) => format!("{e:?}"),
+        Ok(Reply::Create { path, .. }) => path.clone(),
+        Ok(Reply::Exists(None)) => "none".to_owned(),
+        Ok(Reply::Exists(Some(s))) => format!("version {}", s.version),
+        Ok(Reply::GetData { data, stat }) => {
+            format!("{} bytes, version {}", data.len(), stat.version)
+        }
+        Ok(Reply::SetData(s)) => format!("version {}", s.version),
+        Ok(Reply::GetChildren { children, .. }) => {
+            let mut c = children.clone();
+            c.sort();
+            format!("[{}]", c.join(", "))
+        }
+        Ok(Reply::Multi(results)) => format!("{} results", results.len()),
+        Ok(other) => format!("{other:?}"),
+    }
+}
+
+/// The tree's znodes outside /zookeeper, with their versions; long trees
+/// cut short.
+pub fn describe_tree(tree: &DataTree) -> String {
+    const MOST: usize = 40;
+    let mut out = Vec::new();
+    let mut stack = vec!["/".to_owned()];
+    let mut n = 0usize;
+    while let Some(p) = stack.pop() {
+        let Some(node) = tree.node(&p) else { continue };
+        if p != "/" {
+            n += 1;
+            if out.len() < MOST {
+                out.push(format!("{p} v{}", node.version));
+            }
+        }
+        for c in node.children.iter().rev() {
+            if p == "/" && c == "zookeeper" {
+                continue;
+            }
+            stack.push(crate::path::join(&p, c));
+        }
+    }
+    if n > MOST {
+        out.push(format!("... {} more", n - MOST));
+    }
+    if out.is_empty() {
+        "empty".to_owned()
+    } else {
+        out.join("; ")
+    }
+}
+
+/// The events a client received before a step must be exactly what was
+/// triggered for it and not yet received (`exact`), or a prefix of it
+/// (before a disconnect, a close or the end, the rest may never arrive).
+fn take_received(
+    s: &mut Session,
+    received: &[WatchEvent],
+    ordered: bool,
+    exact: bool,
+) -> Option<()> {
+    if exact && received.len() != s.pending.len() {
+        return None;
+    }
+    if received.len() > s.pending.len() {
+        return None;
+    }
+    if ordered {
+        for (r, (p, _)) in received.iter().zip(&s.pending) {
+            if r != p {
+                return None;
+            }
+        }
+        s.pending.drain(..received.len());
+    } else {
+        for r in received {
+            let at = s.pending.iter().position(|(p, _)| p == r)?;
+            s.pending.remove(at);
+        }
+    }
+    Some(())
+}
+
+/// The server's SetWatches replay (the same rules as
+/// [`crate::tree::WatchTable::set_watches`]): an event for each watch whose
+/// node changed since `relative`, in the order data, exist, child.
+fn replay(w: &Watches, tree: &DataTree, relative: Zxid) -> Vec<WatchEvent> {
+    let ev = |event_type, path: &String| WatchEvent {
+        event_type,
+        path: path.clone(),
+    };
+    let mut out = Vec::new();
+    for p in &w.data {
+        match tree.node(p) {
+            None => out.push(ev(EventType::NodeDeleted, p)),
+            Some(n) if n.mzxid > relative => out.push(ev(EventType::NodeDataChanged, p)),
+            Some(_) => {}
+        }
+    }
+    for p in &w.exist {
+        if tree.node(p).is_some() {
+            out.push(ev(EventType::NodeCreated, p));
+        }
+    }
+    for p in &w.child {
+        match tree.node(p) {
+            None => out.push(ev(EventType::NodeDeleted, p)),
+            Some(n) if n.pzxid > relative => out.push(ev(EventType::NodeChildrenChanged, p)),
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+fn op_path(op: &Op) -> &str {
+    match op {
+        Op::Create { path, .. }
+        | Op::Delete { path, .. }
+        | Op::Exists { path, .. }
+        | Op::GetData { path, .. }
+        | Op::SetData { path, .. }
+        | Op::GetChildren { path, .. }
+        | Op::Sync { path } => path,
+        Op::Multi(_) => "",
+    }
+}
+
+/// A reply as the model compares it: Stat fields holding zxids or the
+/// leader's clock zeroed, children sorted.
+pub fn normalize(r: &Result<Reply, ZkError>) -> Result<Reply, ZkError> {
+    let stat = |s: &Stat| Stat {
+        czxid: 0,
+        mzxid: 0,
+        pzxid: 0,
+        ctime: 0,
+        mtime: 0,
+        ..*s
+    };
+    r.as_ref().map_err(|e| *e).map(|reply| match reply {
+        Reply::Create { path, stat: s } => Reply::Create {
+            path: path.clone(),
+            stat: stat(s),
+        },
+        Reply::Delete => Reply::Delete,
+        Reply::Exists(s) => Reply::Exists(s.as_ref().map(stat)),
+        Reply::GetData { data, stat: s } => Reply::GetData {
+            data: data.clone(),
+            stat: stat(s),
+        },
+        Reply::SetData(s) => Reply::SetData(stat(s)),
+        Reply::GetChildren { children, stat: s } => {
+            let mut children = children.clone();
+            children.sort();
+            Reply::GetChildren {
+                children,
+                stat: stat(s),
+            }
+        }
+        Reply::Sync => Reply::Sync,
+        Reply::Multi(results) => Reply::Multi(
+            results
+                .iter()
+                .map(|m| match m {
+                    MultiResult::Create { path, stat: s } => MultiResult::Create {
+                        path: path.clone(),
+                        stat: s.as_ref().map(stat),
+                    },
+                    MultiResult::SetData { stat: s } => MultiResult::SetData { stat: stat(s) },
+                    other => other.clone(),
+                })
+                .collect(),
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::CreateMode;
+
+    fn model(n: usize) -> ZkModel {
+        ZkModel {
+            sessions: (0..n)
+                .map(|i| SessionSpec {
+                    id: SessionId(i as i64 + 1),
+                    timeout_ms: 10_000,
+                    steps: 100,
+                    trailing: false,
+                })
+                .collect(),
+            rules: Rules::ALL,
+        }
+    }
+
+    fn create(path: &str) -> Op {
+        Op::Create {
+            path: path.into(),
+            data: b"x".to_vec(),
+            mode: CreateMode::Persistent,
+        }
+    }
+
+    fn step(session: usize, k: u32, kind: StepKind, events: Vec<WatchEvent>) -> Input {
+        Input::Step {
+            session,
+            k,
+            kind,
+            events,
+        }
+    }
+
+    /// Runs `inputs` in order, returning the state or the index of the first
+    /// that cannot happen.
+    fn run(m: &ZkModel, inputs: &[Input]) -> Result<State, usize> {
+        let mut s = m.init();
+        for (i, input) in inputs.iter().enumerate() {
+            s = m.step(&s, input).ok_or(i)?;
+        }
+        Ok(s)
+    }
+
+    fn reply_of(m: &ZkModel, before: &[Input], session: usize, op: &Op) -> Result<Reply, ZkError> {
+        let mut s = run(m, before).expect("prefix runs");
+        m.write(&mut s, session, op)
+    }
+
+    fn changed(path: &str) -> WatchEvent {
+        WatchEvent {
+            event_type: EventType::NodeDataChanged,
+            path: path.into(),
+        }
+    }
+
+    #[test]
+    fn a_write_must_get_the_trees_reply() {
+        let m = model(1);
+        let ok = reply_of(&m, &[], 0, &create("/a"));
+        let connected = step(0, 0, StepKind::Connected, vec![]);
+        let good = step(
+            0,
+            1,
+            StepKind::Write {
+                op: create("/a"),
+                reply: ok.clone(),
+            },
+            vec![],
+        );
+        assert!(run(&m, &[connected.clone(), good]).is_ok());
+        let wrong = step(
+            0,
+            1,
+            StepKind::Write {
+                op: create("/a"),
+                reply: Err(ZkError::NodeExists),
+            },
+            vec![],
+        );
+        assert_eq!(run(&m, &[connected, wrong]).err(), Some(1));
+    }
+
+    #[test]
+    fn steps_go_in_session_order() {
+        let m = model(1);
+        let out_of_order = step(0, 1, StepKind::Connected, vec![]);
+        assert_eq!(run(&m, &[out_of_order]).err(), Some(0));
+    }
+
+    #[test]
+    fn a_reply_after_a_trigger_needs_the_event_first() {
+        let m = model(2);
+        let made = reply_of(&m, &[], 0, &create("/a"));
+        let set = Op::SetData {
+            path: "/a".into(),
+            data: b"y".to_vec(),
+            version: -1,
+        };
+        let mut prefix = vec![
+            step(0, 0, StepKind::Connected, vec![]),
+            step(1, 0, StepKind::Connected, vec![]),
+            step(
+                0,
+                1,
+                StepKind::Write {
+                    op: create("/a"),
+                    reply: made,
+                },
+                vec![],
+            ),
+        ];
+        let read = Op::GetData {
+            path: "/a".into(),
+            watch: true,
+        };
+        let (seen, _) = run(&m, &prefix).unwrap().tree.read(&read);
+        prefix.push(step(
+            1,
+            1,
+            StepKind::Read {
+                op: read,
+                reply: seen,
+            },
+            vec![],
+        ));
+        let set_reply = reply_of(&m, &prefix, 0, &set);
+        prefix.push(step(
+            0,
+            2,
+            StepKind::Write {
+                op: set,
+                reply: set_reply,
+            },
+            vec![],
+        ));
+        let read_again = Op::Exists {
+            path: "/a".into(),
+            watch: false,
+        };
+        let (now, _) = run(&m, &prefix).unwrap().tree.read(&read_again);
+        let after = |events| {
+            step(
+                1,
+                2,
+                StepKind::Read {
+                    op: read_again.clone(),
+                    reply: now.clone(),
+                },
+                events,
+            )
+        };
+        // The event came first: fine. Missing, or for another path: not.
+        assert!(run(
+            &m,
+            &[prefix.clone(), vec![after(vec![changed("/a")])]].concat()
+        )
+        .is_ok());
+        let n = prefix.len();
+        assert_eq!(
+            run(&m, &[prefix.clone(), vec![after(vec![])]].concat()).err(),
+            Some(n)
+        );
+        assert_eq!(
+            run(&m, &[prefix, vec![after(vec![changed("/b")])]].concat()).err(),
+            Some(n)
+        );
+    }
+
+    #[test]
+    fn a_lost_event_is_replayed_on_reconnect() {
+        let m = model(2);
+        let made = reply_of(&m, &[], 0, &create("/a"));
+        let mut prefix = vec![
+            step(0, 0, StepKind::Connected, vec![]),
+            step(1, 0, StepKind::Connected, vec![]),
+            step(
+                0,
+                1,
+                StepKind::Write {
+                    op: create("/a"),
+                    reply: made,
+                },
+                vec![],
+            ),
+        ];
+        let watch = Op::Exists {
+            path: "/a".into(),
+            watch: true,
+        };
+        let (seen, _) = run(&m, &prefix).unwrap().tree.read(&watch);
+        prefix.push(step(
+            1,
+            1,
+            StepKind::Read {
+                op: watch,
+                reply: seen,
+            },
+            vec![],
+        ));
+        let set = Op::SetData {
+            path: "/a".into(),
+            data: vec![],
+            version: -1,
+        };
+        let r = reply_of(&m, &prefix, 0, &set);
+        prefix.push(step(0, 2, StepKind::Write { op: set, reply: r }, vec![]));
+        // Session 1 never got the event: it disconnects, reconnects, and the
+        // server's replay gives it the event after Connected.
+        prefix.push(step(1, 2, StepKind::Disconnected, vec![]));
+        prefix.push(step(1, 3, StepKind::Connected, vec![]));
+        let sync = |events| step(1, 4, StepKind::Sync, events);
+        assert!(run(
+            &m,
+            &[prefix.clone(), vec![sync(vec![changed("/a")])]].concat()
+        )
+        .is_ok());
+        let n = prefix.len();
+        assert_eq!(
+            run(&m, &[prefix, vec![sync(vec![])]].concat()).err(),
+            Some(n)
+        );
+    }
+
+    #[test]
+    fn an_expired_sessions_ephemerals_go_and_it_can_do_nothing_more() {
+        let m = model(2);
+        let eph = Op::Create {
+            path: "/e".into(),
+            data: vec![],
+            mode: CreateMode::Ephemeral,
+        };
+        let made = reply_of(&m, &[], 0, &eph);
+        let mut inputs = vec![
+            step(0, 0, StepKind::Connected, vec![]),
+            step(
+                0,
+                1,
+                StepKind::Write {
+                    op: eph,
+                    reply: made,
+                },
+                vec![],
+            ),
+        ];
+        let mut m = m;
+        m.sessions[0].steps = 2;
+        inputs.push(Input::Expire { session: 0 });
+        let s = run(&m, &inputs).unwrap();
+        assert!(s.tree.node("/e").is_none());
+        // A write of the closed session that the client never heard back
+        // about did not happen; one it got a reply for cannot come after.
+        let late = Input::Indeterminate {
+            session: 0,
+            op: create("/late"),
+        };
+        let s2 = m.step(&s, &late).unwrap();
+        assert!(s2.tree.node("/late").is_none());
+    }
+
+    #[test]
+    fn normalize_ignores_zxids_times_and_child_order() {
+        let stat = Stat {
+            czxid: 5,
+            mzxid: 6,
+            pzxid: 7,
+            ctime: 8,
+            mtime: 9,
+            version: 2,
+            ..Stat::default()
+        };
+        let a = Ok(Reply::GetChildren {
+            children: vec!["b".into(), "a".into()],
+            stat,
+        });
+        let b = Ok(Reply::GetChildren {
+            children: vec!["a".into(), "b".into()],
+            stat: Stat { czxid: 1, ..stat },
+        });
+        assert_eq!(normalize(&a), normalize(&b));
+        let c = Ok(Reply::GetChildren {
+            children: vec!["a".into(), "b".into()],
+            stat: Stat { version: 3, ..stat },
+        });
+        assert_ne!(normalize(&a), normalize(&c));
+    }
+}
