@@ -29,8 +29,8 @@ use crate::scenario::spec::Scenario;
 use crate::scenario::sweep;
 use crate::scenario::verdict::{run_properties, ENSEMBLE_COUNTERS};
 
-mod lin;
 mod histories;
+mod lin;
 
 #[derive(Parser)]
 #[command(

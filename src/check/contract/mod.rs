@@ -377,13 +377,70 @@ fn hint_key(p: &Placed) -> (Zxid, u8, u64) {
     (p.hint.unwrap_or(Zxid::MAX), u8::from(is_read), p.call_us)
 }
 
+/// Where the fast path stopped: the first operation it could not place
+/// returned at `at_us` (`u64::MAX`: only the unknown effects at the end).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Stuck {
+    /// When the operation it could not place returned.
+    pub at_us: u64,
+}
+
+/// The history as it stood at `t_us`: what completed later is unknown
+/// (a write's effect) or unseen (a read, an event). Any history that
+/// satisfies the contract has truncations that do, so a truncation that
+/// breaks it proves the whole history does: a smaller search.
+pub fn truncate(logs: &[SessionLog], t_us: u64) -> Vec<SessionLog> {
+    logs.iter()
+        .map(|log| SessionLog {
+            id: log.id,
+            timeout_ms: log.timeout_ms,
+            seen: log
+                .seen
+                .iter()
+                .filter_map(|seen| match seen {
+                    Seen::Event { at_us, .. } | Seen::State { at_us, .. } => {
+                        (*at_us <= t_us).then(|| seen.clone())
+                    }
+                    Seen::Request {
+                        id,
+                        op,
+                        call_us,
+                        done,
+                    } => {
+                        if *call_us > t_us {
+                            return None;
+                        }
+                        let late = match done {
+                            Done::Answered { at_us, .. } => *at_us > t_us,
+                            Done::Unknown { .. } => false,
+                        };
+                        Some(if late {
+                            Seen::Request {
+                                id: *id,
+                                op: op.clone(),
+                                call_us: *call_us,
+                                done: Done::Unknown {
+                                    at_us: None,
+                                    error: ZkError::ConnectionLoss,
+                                },
+                            }
+                        } else {
+                            seen.clone()
+                        })
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 /// The fast path: the operations in zxid order, each session's unhinted
 /// steps (reconnects) right after the step before them, and the
 /// operations of unknown effect placed greedily where the next one needs
-/// them. `Some(order)` is a witness that the history satisfies the rules
+/// them. `Ok(order)` is a witness that the history satisfies the rules
 /// (the model accepted every step, each within its time window); `None`
 /// says nothing: the full search decides.
-pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Option<Vec<usize>> {
+pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Result<Vec<usize>, Stuck> {
     // Sessions' steps without a hint inherit the previous step's, so they
     // stay in session order.
     let mut keys: Vec<(Zxid, u8, u64)> = placed.iter().map(hint_key).collect();
@@ -443,7 +500,9 @@ pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Option<Vec<usize>> {
             (state, now) = saved;
         }
         if !placed_one {
-            return None;
+            return Err(Stuck {
+                at_us: placed[i].ret_us.unwrap_or(u64::MAX),
+            });
         }
     }
     // The rest never happened, or happened after everything seen: place
@@ -459,10 +518,10 @@ pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Option<Vec<usize>> {
             !done
         });
         if left.len() == before {
-            return None;
+            return Err(Stuck { at_us: u64::MAX });
         }
     }
-    Some(order)
+    Ok(order)
 }
 
 /// Each session's view of a recorded history, one [`SessionLog`] per
@@ -788,19 +847,50 @@ struct Decision {
     placed: usize,
     fast: bool,
     steps: u64,
+    /// Where the fast path got stuck, if at a known time.
+    stuck: Option<u64>,
 }
 
-/// One search under `rules`: the fast path, else the engine.
+/// One search under `rules`: the fast path, else the engine; when the
+/// engine runs out of budget, the history truncated where the fast path
+/// got stuck (a failing truncation proves the whole history fails).
 fn decide(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
-    let (model, placed) = build(logs, rules);
-    if fast_path(&model, &placed).is_some() {
-        return Decision {
-            outcome: Decided::Holds,
-            placed: placed.len(),
-            fast: true,
-            steps: 0,
-        };
+    let d = decide_once(logs, rules, budget);
+    let (Decided::Unknown(_), Some(t)) = (&d.outcome, d.stuck) else {
+        return d;
+    };
+    let small = truncate(logs, t);
+    let mut again = decide_once(&small, rules, budget);
+    again.steps += d.steps;
+    again.placed = d.placed;
+    match again.outcome {
+        Decided::Fails(mut f) => {
+            f.detail = format!(
+                "{} (in the history up to {:.3} s)",
+                f.detail,
+                t as f64 / 1e6
+            );
+            again.outcome = Decided::Fails(f);
+            again
+        }
+        _ => d,
     }
+}
+
+fn decide_once(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
+    let (model, placed) = build(logs, rules);
+    let stuck = match fast_path(&model, &placed) {
+        Ok(_) => {
+            return Decision {
+                outcome: Decided::Holds,
+                placed: placed.len(),
+                fast: true,
+                steps: 0,
+                stuck: None,
+            }
+        }
+        Err(s) => (s.at_us != u64::MAX).then_some(s.at_us),
+    };
     // A time far beyond any history: a step that must happen (a session's
     // trailing events) is placed before it.
     const LATE: u64 = u64::MAX / 2;
@@ -861,6 +951,7 @@ fn decide(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
         placed: placed.len(),
         fast: false,
         steps: explored.steps,
+        stuck,
     }
 }
 
