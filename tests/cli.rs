@@ -402,3 +402,47 @@ fn lin_past_its_budget_says_unknown() {
     assert!(out.contains("c10-ok.txt: unknown"), "{out}");
     assert!(out.contains("stopped (time budget)"), "{out}");
 }
+
+/// `zoosim lin --model zookeeper` checks a recorded history against
+/// ZooKeeper's contract: a correct run keeps it (exit 0), a run of an
+/// ensemble that delivers watch events late breaks it with the guarantee
+/// named (exit 1), and a history that is not JSON lines is bad input with
+/// its line (exit 2).
+#[test]
+fn lin_checks_a_recorded_history_against_the_zookeeper_contract() {
+    let dir = std::env::temp_dir().join(format!("zoosim-cli-contract-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = zoosim(&[
+        "replay",
+        "scenarios/lock.toml",
+        "--seed",
+        "1",
+        "--history",
+        d,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let good = format!("{d}/lock-seed-1.jsonl");
+    let (code, out, err) = zoosim(&["lin", &good, "--model", "zookeeper"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = zoosim(&[
+        "replay",
+        "tests/data/broken/late-watch-event.toml",
+        "--seed",
+        "3020701696",
+        "--history",
+        d,
+    ]);
+    // The queue's own oracle does not see this breakage: the run passes.
+    assert_eq!(code, 0, "{err}");
+    let bad = format!("{d}/late-watch-event-seed-3020701696.jsonl");
+    let (code, out, err) = zoosim(&["lin", &bad, "--model", "zookeeper", "--json"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("watch-before-data"), "{out}");
+    let junk = format!("{d}/junk.jsonl");
+    std::fs::write(&junk, "{\"kind\":\"meta\"\n").unwrap();
+    let (code, _, err) = zoosim(&["lin", &junk, "--model", "zookeeper"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("junk.jsonl:1:"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -28,6 +28,11 @@ pub(crate) const MODELS: &[(&str, &str)] = &[
         "kv",
         "a map of strings (a missing key reads \"\"): get, put, append; checked key by key",
     ),
+    (
+        "zookeeper",
+        "ZooKeeper's client contract on a zoosim history (JSON lines, `--history`): writes \
+         linearizable, session FIFO, sequentially consistent reads, sync, watch events",
+    ),
 ];
 
 const MIB: u64 = 1 << 20;
@@ -42,7 +47,8 @@ pub(crate) struct LinArgs {
     /// History files (Jepsen's log format or EDN maps, one per line).
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The model the histories are checked against: cas-register or kv.
+    /// The model the histories are checked against: cas-register, kv or
+    /// zookeeper (a zoosim history, against ZooKeeper's contract).
     #[arg(long)]
     model: String,
     /// One JSON object per file, one per line, instead of text.
@@ -175,6 +181,7 @@ fn check_text(args: &LinArgs, text: &[u8], started: Instant) -> Result<FileRepor
             text,
             started,
         ),
+        "zookeeper" => check_contract(args, text, started),
         // `run` refused any other name.
         other => Err(ParseError {
             line: 0,
@@ -233,6 +240,60 @@ fn check_with<M: FromJepsen>(
                 let described = m.ops.iter().map(|&i| describe(model, &ops[i])).collect();
                 (described, m.one_minimal)
             });
+        }
+    }
+    Ok(report)
+}
+
+/// ZooKeeper's contract on a zoosim history: one verdict, the broken
+/// guarantee named.
+fn check_contract(args: &LinArgs, text: &[u8], started: Instant) -> Result<FileReport, ParseError> {
+    use crate::check::contract::{self, ContractVerdict};
+    let text = std::str::from_utf8(text).map_err(|e| ParseError {
+        line: 0,
+        what: format!("not UTF-8 text (a zoosim history is JSON lines): {e}"),
+    })?;
+    let history = crate::history::json::parse(text).map_err(|e| ParseError {
+        line: e.line,
+        what: e.kind.to_string(),
+    })?;
+    let deadline = args.budget_ms.map(|ms| started + Duration::from_millis(ms));
+    let stop = move || deadline.is_some_and(|d| Instant::now() >= d);
+    let budget = Budget {
+        max_steps: u64::MAX,
+        max_memo_bytes: usize::try_from(args.memory_mib.saturating_mul(MIB)).unwrap_or(usize::MAX),
+        stop: Some(&stop),
+    };
+    let r = contract::check(&history, &budget).map_err(|e| ParseError {
+        line: 0,
+        what: e.to_string(),
+    })?;
+    let mut report = FileReport {
+        ops: history.ops().len(),
+        partitions: 1,
+        summary: Summary::Linearizable,
+        failing: Vec::new(),
+        unknown: Vec::new(),
+        steps: r.steps,
+        diagnosis: Vec::new(),
+        minimal: None,
+    };
+    match r.verdict {
+        ContractVerdict::Holds => {}
+        ContractVerdict::Broken(b) => {
+            report.summary = Summary::NotLinearizable;
+            report.failing.push(b.guarantee.name.to_owned());
+            report
+                .diagnosis
+                .push(format!("{}: {}", b.guarantee.name, b.detail));
+            let ops: Vec<String> = b.ops.iter().map(|o| format!("op {o}")).collect();
+            report
+                .diagnosis
+                .push(format!("operations involved: {}", ops.join(", ")));
+        }
+        ContractVerdict::Unknown(why) => {
+            report.summary = Summary::Unknown;
+            report.unknown.push(("contract".to_owned(), why));
         }
     }
     Ok(report)
