@@ -33,7 +33,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use crate::check::lin::{self, Outcome, Step};
 use crate::proto::{EventType, MultiResult, Op, Reply, SessionId, Stat, WatchEvent, ZkError, Zxid};
-use crate::tree::DataTree;
+use crate::tree::{DataTree, WatchTable};
 
 /// Which rules the model enforces: all of them for the contract; fewer to
 /// find which guarantee a failing history breaks first.
@@ -594,35 +594,19 @@ fn take_received(
     Some(())
 }
 
-/// The server's SetWatches replay (the same rules as
-/// [`crate::tree::WatchTable::set_watches`]): an event for each watch whose
-/// node changed since `relative`, in the order data, exist, child.
+/// The server's SetWatches replay of the client's watches against `tree`
+/// (the tree's own [`WatchTable::set_watches`], on a table that is thrown
+/// away: only its events matter here).
 fn replay(w: &Watches, tree: &DataTree, relative: Zxid) -> Vec<WatchEvent> {
-    let ev = |event_type, path: &String| WatchEvent {
-        event_type,
-        path: path.clone(),
-    };
-    let mut out = Vec::new();
-    for p in &w.data {
-        match tree.node(p) {
-            None => out.push(ev(EventType::NodeDeleted, p)),
-            Some(n) if n.mzxid > relative => out.push(ev(EventType::NodeDataChanged, p)),
-            Some(_) => {}
-        }
-    }
-    for p in &w.exist {
-        if tree.node(p).is_some() {
-            out.push(ev(EventType::NodeCreated, p));
-        }
-    }
-    for p in &w.child {
-        match tree.node(p) {
-            None => out.push(ev(EventType::NodeDeleted, p)),
-            Some(n) if n.pzxid > relative => out.push(ev(EventType::NodeChildrenChanged, p)),
-            Some(_) => {}
-        }
-    }
-    out
+    let list = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>();
+    WatchTable::<u8>::new().set_watches(
+        0,
+        tree,
+        relative,
+        &list(&w.data),
+        &list(&w.exist),
+        &list(&w.child),
+    )
 }
 
 fn op_path(op: &Op) -> &str {
