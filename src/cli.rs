@@ -31,6 +31,7 @@ use crate::scenario::verdict::{run_properties, ENSEMBLE_COUNTERS};
 
 mod histories;
 mod lin;
+mod reports;
 
 #[derive(Parser)]
 #[command(
@@ -72,6 +73,15 @@ enum Command {
         /// With --history: every seed's history, not only failing ones'.
         #[arg(long, requires = "history")]
         history_all: bool,
+        /// Write a report of each failing seed (every seed with
+        /// --report-all) to DIR/<scenario>/seed-<S>.html (a self-contained
+        /// page) and .json, and an index of the run to DIR/index.html.
+        /// DIR must exist.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// With --report: every seed's report, not only failing ones'.
+        #[arg(long, requires = "report")]
+        report_all: bool,
         /// Write the results as JSON to FILE (also when the run fails), for
         /// `zoosim merge` to combine shards.
         #[arg(long, value_name = "FILE")]
@@ -86,6 +96,11 @@ enum Command {
         /// Write the merged summary to FILE (it can be merged again).
         #[arg(long, value_name = "FILE")]
         summary: Option<PathBuf>,
+        /// Write one index page over all the shards to DIR/index.html,
+        /// linking the seeds' reports found under DIR (the shards' `run
+        /// --report` directories copied into one). DIR must exist.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// Replay one seed of a scenario exactly.
     Replay {
@@ -101,6 +116,11 @@ enum Command {
         /// Write the seed's history to DIR/<scenario>-seed-<S>.jsonl.
         #[arg(long, value_name = "DIR")]
         history: Option<PathBuf>,
+        /// Write the seed's report (a self-contained HTML page and a JSON
+        /// summary) to DIR/<scenario>/seed-<S>.html and .json. DIR must
+        /// exist.
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// Read a history file (from --history): print a summary, or export
     /// it as a Jepsen EDN history.
@@ -206,11 +226,17 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             shrink,
             history,
             history_all,
+            report,
+            report_all,
             summary,
         } => {
             if let Some(dir) = &history {
                 histories::check_dir(dir)?;
             }
+            if let Some(dir) = &report {
+                reports::check_dir(dir)?;
+            }
+            let line = run_line(&paths, seeds, seed_start, shard);
             // Every file is read and checked before any seed runs, and the
             // summary's file is known to be writable.
             let mut scenarios = Vec::new();
@@ -239,6 +265,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             };
             let out = Sweep {
                 command,
+                line,
                 hashes,
                 summary,
             };
@@ -247,40 +274,63 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 &options,
                 shrink,
                 out,
-                history.as_deref().map(|d| (d, history_all)),
+                Keep {
+                    history: history.as_deref().map(|d| (d, history_all)),
+                    report: report.as_deref().map(|d| (d, report_all)),
+                },
                 registry,
             )
         }
-        Command::Merge { files, summary } => merge(&files, summary.as_deref()),
+        Command::Merge {
+            files,
+            summary,
+            report,
+        } => merge(&files, summary.as_deref(), report.as_deref()),
         Command::Replay {
             scenario,
             seed,
             trace,
             history,
+            report,
         } => {
             let s = load(&scenario)?;
             if let Some(dir) = &history {
                 histories::check_dir(dir)?;
             }
+            if let Some(dir) = &report {
+                reports::check_dir(dir)?;
+            }
             if trace {
                 crate::trace::install()?;
             }
             let mut unwritten = false;
-            let out = match &history {
-                None => runner::run_one(&s, seed).map_err(|e| e.to_string())?,
-                // Recorded (the same run); the history is written whatever
-                // the run did, a panic too.
-                Some(dir) => {
-                    let (run, written) = histories::record_seed(dir, &s, seed);
-                    match &written {
-                        Ok(p) => println!("history: {}", p.display()),
+            let out = if history.is_none() && report.is_none() {
+                runner::run_one(&s, seed).map_err(|e| e.to_string())?
+            } else {
+                // Recorded (the same run); the history and the report are
+                // written whatever the run did, a panic too.
+                let (run, h) = histories::run_recorded(&s, seed);
+                if let Some(dir) = &history {
+                    let path = histories::file_for(dir, &s.name, seed);
+                    match histories::write(&path, &h) {
+                        Ok(()) => println!("history: {}", path.display()),
                         Err(e) => {
                             eprintln!("error: {e}");
                             unwritten = true;
                         }
                     }
-                    run?
                 }
+                if let Some(dir) = &report {
+                    let replay = replay_command(registry, &s.file, seed);
+                    match reports::write_seed_run(dir, &s, seed, run.as_ref(), &h, replay) {
+                        Ok(page) => println!("report: {}", reports::file_url(&page)),
+                        Err(e) => {
+                            eprintln!("error: {e}");
+                            unwritten = true;
+                        }
+                    }
+                }
+                run.map_err(|e| e.to_string())?
             };
             if trace {
                 println!("faults:");
@@ -385,8 +435,67 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
 #[cfg(madsim)]
 struct Sweep {
     command: sweep::CommandLine,
+    /// The command as typed (near enough), for the report's index.
+    line: String,
     hashes: Vec<String>,
     summary: Option<sweep::SummaryFile>,
+}
+
+/// What a run keeps of its seeds besides the summary: histories and
+/// reports, each in a directory, of failing seeds or (flag) of all.
+#[cfg(madsim)]
+struct Keep<'a> {
+    history: Option<(&'a Path, bool)>,
+    report: Option<(&'a Path, bool)>,
+}
+
+/// `zoosim run` with its options, as the index page shows it.
+#[cfg(madsim)]
+fn run_line(
+    paths: &[PathBuf],
+    seeds: Option<u64>,
+    seed_start: Option<u64>,
+    shard: Option<(u64, u64)>,
+) -> String {
+    let mut line = String::from("zoosim run");
+    for p in paths {
+        let _ = write!(line, " {}", p.display());
+    }
+    if let Some(n) = seeds {
+        let _ = write!(line, " --seeds {n}");
+    }
+    if let Some(n) = seed_start {
+        let _ = write!(line, " --seed-start {n}");
+    }
+    if let Some((i, n)) = shard {
+        let _ = write!(line, " --shard {i}/{n}");
+    }
+    line
+}
+
+/// `f` over every item of `work` on `jobs` threads; the results in
+/// `work`'s order.
+#[cfg(madsim)]
+fn in_parallel<T: Sync, R: Send>(work: &[T], jobs: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, R)>> = Mutex::default();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, work.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = work.get(i) else {
+                    break;
+                };
+                let r = f(item);
+                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 #[cfg(madsim)]
@@ -395,7 +504,7 @@ fn run_all(
     options: &crate::scenario::runner::RunOptions,
     shrink: bool,
     out: Sweep,
-    history: Option<(&Path, bool)>,
+    keep: Keep,
     registry: &Registry,
 ) -> Result<ExitCode, String> {
     use crate::scenario::runner;
@@ -470,8 +579,9 @@ fn run_all(
     }
     // After the summary, so that a failed write loses nothing of it.
     let mut unwritten = false;
-    if let Some((dir, all)) = history {
-        let work: Vec<(&Scenario, u64)> = summaries
+    // The seeds to keep: failing ones, or every seed run.
+    let chosen = |all: bool| -> Vec<(&Scenario, u64)> {
+        summaries
             .iter()
             .zip(scenarios)
             .flat_map(|(sum, s)| {
@@ -485,8 +595,60 @@ fn run_all(
                 };
                 seeds.into_iter().map(move |seed| (s, seed))
             })
-            .collect();
-        unwritten = !histories::record_seeds(dir, &work, options.jobs);
+            .collect()
+    };
+    if let Some((dir, all)) = keep.history {
+        unwritten = !histories::record_seeds(dir, &chosen(all), options.jobs);
+    }
+    if let Some((dir, all)) = keep.report {
+        // The seeds are run again, recording (the same runs).
+        let work = chosen(all);
+        let written = in_parallel(&work, options.jobs, |&(s, seed)| {
+            let (run, h) = histories::run_recorded(s, seed);
+            let replay = replay_command(registry, &s.file, seed);
+            let failed = !matches!(&run, Ok(o) if !o.failed());
+            (
+                reports::write_seed_run(dir, s, seed, run.as_ref(), &h, replay),
+                failed,
+            )
+        });
+        let mut pages = std::collections::BTreeSet::new();
+        for (&(s, seed), (w, failed)) in work.iter().zip(written) {
+            match w {
+                Ok(path) => {
+                    if failed {
+                        println!(
+                            "  report of {} seed {seed}: {}",
+                            s.name,
+                            reports::file_url(&path)
+                        );
+                    }
+                    pages.insert((s.name.clone(), seed));
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    unwritten = true;
+                }
+            }
+        }
+        let index = reports::index_report(
+            &record,
+            format!("{} ({} scenarios)", out.line, record.scenarios.len()),
+            Some(out.line.clone()),
+            &|k| reports::seeds_run(&record.scenarios[k]),
+            &|name, seed| {
+                pages
+                    .contains(&(name.to_owned(), seed))
+                    .then(|| reports::seed_href(name, seed))
+            },
+        );
+        match reports::write_index(dir, &index) {
+            Ok(path) => println!("report index: {}", reports::file_url(&path)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                unwritten = true;
+            }
+        }
     }
     println!(
         "{} scenarios, {seeds} seeds in {wall:.1} s ({:.1} seeds/s): {}",
@@ -581,7 +743,14 @@ fn exit_code(bad: usize) -> ExitCode {
 /// they fit together, prints the merged table and writes the merged
 /// summary (if asked).
 #[cfg(madsim)]
-fn merge(files: &[PathBuf], summary: Option<&Path>) -> Result<ExitCode, String> {
+fn merge(
+    files: &[PathBuf],
+    summary: Option<&Path>,
+    report: Option<&Path>,
+) -> Result<ExitCode, String> {
+    if let Some(dir) = report {
+        reports::check_dir(dir)?;
+    }
     let out = summary
         .map(sweep::SummaryFile::create)
         .transpose()
@@ -600,10 +769,33 @@ fn merge(files: &[PathBuf], summary: Option<&Path>) -> Result<ExitCode, String> 
     if errors.is_empty() {
         match sweep::merge(&sources) {
             Ok(merged) => {
-                // Here, once reports exist, a `--report DIR` writes one
-                // index page over the shards' reports: `sources` says which
-                // file gave which shard of each scenario, `merged` the
-                // verdicts and counters the index shows.
+                // One index over the shards: each scenario's seeds are
+                // those its shards ran, its pages those found under DIR.
+                let index = report.map(|dir| {
+                    let title = format!(
+                        "zoosim merge of {} summaries ({} scenarios)",
+                        sources.len(),
+                        merged.scenarios.len()
+                    );
+                    let seeds = |k: usize| {
+                        let name = &merged.scenarios[k].name;
+                        let mut all: Vec<u64> = sources
+                            .iter()
+                            .flat_map(|src| &src.summary.scenarios)
+                            .filter(|r| &r.name == name)
+                            .flat_map(reports::seeds_run)
+                            .collect();
+                        all.sort_unstable();
+                        all.dedup();
+                        all
+                    };
+                    let href = |name: &str, seed: u64| {
+                        let h = reports::seed_href(name, seed);
+                        dir.join(&h).is_file().then_some(h)
+                    };
+                    let index = reports::index_report(&merged, title, None, &seeds, &href);
+                    reports::write_index(dir, &index)
+                });
                 let written = out.map(|f| {
                     let path = f.path().display().to_string();
                     f.write(&merged).map(|()| path)
@@ -619,6 +811,11 @@ fn merge(files: &[PathBuf], summary: Option<&Path>) -> Result<ExitCode, String> 
                 match written {
                     Some(Err(e)) => return Err(e.to_string()),
                     Some(Ok(path)) => println!("merged summary written to {path}"),
+                    None => {}
+                }
+                match index {
+                    Some(Err(e)) => return Err(e),
+                    Some(Ok(path)) => println!("report index: {}", reports::file_url(&path)),
                     None => {}
                 }
                 return Ok(exit_code(bad));

@@ -10,19 +10,25 @@ use crate::history::{edn, json, Event, History};
 /// writable, before any seed runs.
 #[cfg_attr(not(madsim), allow(dead_code))]
 pub(super) fn check_dir(dir: &Path) -> Result<(), String> {
+    check_dir_for("--history", dir)
+}
+
+/// Refuses the directory `flag` names if it is missing, not a directory or
+/// not writable (the errors name the flag).
+pub(super) fn check_dir_for(flag: &str, dir: &Path) -> Result<(), String> {
     if !dir.exists() {
         return Err(format!(
-            "--history {}: no such directory (create it first)",
+            "{flag} {}: no such directory (create it first)",
             dir.display()
         ));
     }
     if !dir.is_dir() {
-        return Err(format!("--history {}: not a directory", dir.display()));
+        return Err(format!("{flag} {}: not a directory", dir.display()));
     }
     // Writable: a probe file, created and removed.
     let probe = dir.join(format!(".zoosim-probe-{}", std::process::id()));
     std::fs::write(&probe, b"")
-        .map_err(|e| format!("--history {}: cannot write there: {e}", dir.display()))?;
+        .map_err(|e| format!("{flag} {}: cannot write there: {e}", dir.display()))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
@@ -113,10 +119,17 @@ pub(super) type Recorded = (
     Result<PathBuf, String>,
 );
 
-/// Runs `seed` of `s`, recording, and writes its history into `dir`; a
-/// seed that panics gets the history up to the panic.
+/// Runs `seed` of `s`, recording: its outcome (a panic is a violation of
+/// `invariants`, as the runner reports it) and its history (up to the
+/// panic, if one).
 #[cfg(madsim)]
-pub(super) fn record_seed(dir: &Path, s: &crate::scenario::spec::Scenario, seed: u64) -> Recorded {
+pub(super) fn run_recorded(
+    s: &crate::scenario::spec::Scenario,
+    seed: u64,
+) -> (
+    Result<crate::scenario::run::SeedOutcome, crate::scenario::verdict::Violation>,
+    History,
+) {
     use crate::ensemble::sim::Recorder;
     use crate::scenario::run::{history_meta, run_seed_recording};
     use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -132,7 +145,6 @@ pub(super) fn record_seed(dir: &Path, s: &crate::scenario::spec::Scenario, seed:
                 crate::scenario::verdict::run_properties::INVARIANTS,
                 format!("panicked: {msg}"),
             )
-            .to_string()
         });
     let servers = match &run {
         Ok(outcome) => outcome.drawn.servers,
@@ -147,9 +159,18 @@ pub(super) fn record_seed(dir: &Path, s: &crate::scenario::spec::Scenario, seed:
             seen.len() as u32
         }
     };
+    let history = recorder.history(history_meta(s, seed, servers));
+    (run, history)
+}
+
+/// Runs `seed` of `s`, recording, and writes its history into `dir`; a
+/// seed that panics gets the history up to the panic.
+#[cfg(madsim)]
+pub(super) fn record_seed(dir: &Path, s: &crate::scenario::spec::Scenario, seed: u64) -> Recorded {
+    let (run, history) = run_recorded(s, seed);
     let path = file_for(dir, &s.name, seed);
-    let written = write(&path, &recorder.history(history_meta(s, seed, servers))).map(|()| path);
-    (run, written)
+    let written = write(&path, &history).map(|()| path);
+    (run.map_err(|v| v.to_string()), written)
 }
 
 /// Records every seed of `work` into `dir` on `jobs` threads; prints where
@@ -160,29 +181,9 @@ pub(super) fn record_seeds(
     work: &[(&crate::scenario::spec::Scenario, u64)],
     jobs: usize,
 ) -> bool {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    if work.is_empty() {
-        return true;
-    }
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, Result<PathBuf, String>)>> = Mutex::default();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, work.len()) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(s, seed)) = work.get(i) else {
-                    break;
-                };
-                let (_, r) = record_seed(dir, s, seed);
-                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
-            });
-        }
-    });
-    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
-    done.sort_by_key(|(i, _)| *i);
+    let done = super::in_parallel(work, jobs, |&(s, seed)| record_seed(dir, s, seed).1);
     let mut ok = true;
-    for (_, r) in done {
+    for r in done {
         match r {
             Ok(p) => println!("  history: {}", p.display()),
             Err(e) => {

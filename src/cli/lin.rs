@@ -75,6 +75,11 @@ pub(crate) struct LinArgs {
     /// Do not shrink a failing history to a minimal failing part.
     #[arg(long)]
     no_minimal: bool,
+    /// Write a report per file (a self-contained HTML page and a JSON
+    /// summary, DIR/<file>.html and .json) and an index of them
+    /// (DIR/index.html). DIR must exist.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
 }
 
 /// What one file came to.
@@ -90,6 +95,8 @@ struct FileReport {
     /// The minimal failing sub-history's operations, described, and
     /// whether it is 1-minimal.
     minimal: Option<(Vec<String>, bool)>,
+    /// The file's report, when `--report` asks for one.
+    page: Option<crate::report::SeedReport>,
 }
 
 /// Runs `zoosim lin`. Exit: 0 every file linearizable, 1 some not (or
@@ -103,20 +110,33 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
         }
         return Err(msg);
     }
+    if let Some(dir) = &args.report {
+        super::reports::check_dir(dir)?;
+    }
+    let mut pages = super::reports::LinPages::default();
     let mut worst = 0u8;
     for file in &args.files {
         let started = Instant::now();
         let result = read_limited(file, args.max_file_mib.saturating_mul(MIB)).and_then(|text| {
-            check_text(args, &text, started)
+            check_text(args, file, &text, started)
                 .map_err(|e| format!("{}:{}: {}", file.display(), e.line, e.what))
         });
         let millis = started.elapsed().as_secs_f64() * 1000.0;
         match result {
-            Ok(report) => {
+            Ok(mut report) => {
                 worst = worst.max(match report.summary {
                     Summary::Linearizable => 0,
                     _ => 1,
                 });
+                if let (Some(dir), Some(page)) = (&args.report, report.page.take()) {
+                    match pages.write(dir, file, verdict_word(report.summary), &page) {
+                        Ok(path) => eprintln!("report: {}", super::reports::file_url(&path)),
+                        Err(e) => {
+                            eprintln!("error: {e}");
+                            worst = 2;
+                        }
+                    }
+                }
                 if args.json {
                     println!("{}", json_line(file, &report, millis));
                 } else {
@@ -125,6 +145,7 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
             }
             Err(e) => {
                 worst = 2;
+                pages.error(file, &e);
                 eprintln!("error: {e}");
                 if args.json {
                     let line = serde_json::json!({
@@ -134,6 +155,15 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
                     });
                     println!("{line}");
                 }
+            }
+        }
+    }
+    if let Some(dir) = &args.report {
+        match pages.write_index(dir, &args.model) {
+            Ok(path) => eprintln!("report index: {}", super::reports::file_url(&path)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                worst = 2;
             }
         }
     }
@@ -170,18 +200,25 @@ fn read_limited(file: &Path, limit: u64) -> Result<Vec<u8>, String> {
 }
 
 /// Reads and checks one history with the model `args.model` names.
-fn check_text(args: &LinArgs, text: &[u8], started: Instant) -> Result<FileReport, ParseError> {
+fn check_text(
+    args: &LinArgs,
+    file: &Path,
+    text: &[u8],
+    started: Instant,
+) -> Result<FileReport, ParseError> {
+    let file = Some(file);
     match args.model.as_str() {
-        "cas-register" => check_with(&CasRegister, args, text, started),
+        "cas-register" => check_with(&CasRegister, args, file, text, started),
         "kv" => check_with(
             &Kv {
                 partitioned: !args.no_partition,
             },
             args,
+            file,
             text,
             started,
         ),
-        "zookeeper" => check_contract(args, text, started),
+        "zookeeper" => check_contract(args, file, text, started),
         // `run` refused any other name.
         other => Err(ParseError {
             line: 0,
@@ -193,6 +230,7 @@ fn check_text(args: &LinArgs, text: &[u8], started: Instant) -> Result<FileRepor
 fn check_with<M: FromJepsen>(
     model: &M,
     args: &LinArgs,
+    file: Option<&Path>,
     text: &[u8],
     started: Instant,
 ) -> Result<FileReport, ParseError> {
@@ -229,7 +267,9 @@ fn check_with<M: FromJepsen>(
         steps: checked.steps(),
         diagnosis: diagnose(model, &ops, &checked),
         minimal: None,
+        page: None,
     };
+    let mut minimal_ops = None;
     if !args.no_minimal {
         if let Some(failing) = checked.failing().next() {
             let budget = Budget {
@@ -238,16 +278,33 @@ fn check_with<M: FromJepsen>(
             };
             report.minimal = minimal(model, &ops, &failing.partition.ops, &budget).map(|m| {
                 let described = m.ops.iter().map(|&i| describe(model, &ops[i])).collect();
+                minimal_ops = Some(m.ops);
                 (described, m.one_minimal)
             });
         }
+    }
+    if let Some(file) = args.report.as_ref().and(file) {
+        report.page = Some(super::reports::lin_report(
+            &file.display().to_string(),
+            &args.model,
+            model,
+            &ops,
+            &checked,
+            minimal_ops.as_deref(),
+            format!("zoosim lin {} --model {}", file.display(), args.model),
+        ));
     }
     Ok(report)
 }
 
 /// ZooKeeper's contract on a zoosim history: one verdict, the broken
 /// guarantee named.
-fn check_contract(args: &LinArgs, text: &[u8], started: Instant) -> Result<FileReport, ParseError> {
+fn check_contract(
+    args: &LinArgs,
+    file: Option<&Path>,
+    text: &[u8],
+    started: Instant,
+) -> Result<FileReport, ParseError> {
     use crate::check::contract::{self, ContractVerdict};
     let text = std::str::from_utf8(text).map_err(|e| ParseError {
         line: 0,
@@ -277,7 +334,16 @@ fn check_contract(args: &LinArgs, text: &[u8], started: Instant) -> Result<FileR
         steps: r.steps,
         diagnosis: Vec::new(),
         minimal: None,
+        page: None,
     };
+    if let Some(file) = args.report.as_ref().and(file) {
+        report.page = Some(super::reports::history_report(
+            &file.display().to_string(),
+            &history,
+            &r,
+            format!("zoosim lin {} --model zookeeper", file.display()),
+        ));
+    }
     match r.verdict {
         ContractVerdict::Holds => {}
         ContractVerdict::Broken(b) => {
