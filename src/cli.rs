@@ -633,7 +633,10 @@ fn run_all(
         }
         let index = reports::index_report(
             &record,
-            format!("{} ({} scenarios)", out.line, record.scenarios.len()),
+            format!(
+                "zoosim run: {} scenarios, {seeds} seeds",
+                record.scenarios.len()
+            ),
             Some(out.line.clone()),
             &|k| reports::seeds_run(&record.scenarios[k]),
             &|name, seed| {

@@ -446,3 +446,281 @@ fn lin_checks_a_recorded_history_against_the_zookeeper_contract() {
     assert!(err.contains("junk.jsonl:1:"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// ---------------------------------------------------------------------------
+// --report DIR
+
+/// A fresh, empty directory for reports.
+fn report_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("zoosim-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The `file://` link printed after `prefix` in `out`, as a path.
+fn printed_page(out: &str, prefix: &str) -> std::path::PathBuf {
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{out}"));
+    let url = &line[line.find("file://").expect("a file:// link") + 7..];
+    std::path::PathBuf::from(url.trim())
+}
+
+#[test]
+fn run_report_writes_the_failing_seeds_page_and_an_index_linking_it() {
+    let dir = report_dir("run");
+    let d = dir.display().to_string();
+    let s = "scenarios/bug-election-keep-leadership-after-expiry.toml";
+    let (code, out, err) = zoosim(&["run", s, "--report", &d]);
+    assert_eq!(code, 0, "{out}{err}");
+    let seed = caught_seed(s);
+    let page = printed_page(&out, "report of bug-election-keep-leadership-after-expiry");
+    assert_eq!(
+        page,
+        dir.join(format!(
+            "bug-election-keep-leadership-after-expiry/seed-{seed}.html"
+        ))
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<span class=\"badge\">FAIL</span>"));
+    assert!(html.contains("told-is-told</span>: client 3 acted with token 1"));
+    assert!(html.contains(&format!("replay {s} --seed {seed}")));
+    // The summary beside it names the failure; the contract was checked.
+    let summary = read_json(&page.with_extension("json"));
+    assert_eq!(summary["verdict"], "fail");
+    assert_eq!(summary["failed"][0]["property"], "told-is-told");
+    assert_eq!(summary["seed"], seed.parse::<u64>().unwrap());
+    assert_eq!(summary["lin"][0]["model"], "zookeeper (contract)");
+    // The index, linked from the output, links the page.
+    let index = printed_page(&out, "report index:");
+    assert_eq!(index, dir.join("index.html"));
+    let html = std::fs::read_to_string(&index).unwrap();
+    assert!(html.contains(&format!(
+        "href=\"bug-election-keep-leadership-after-expiry/seed-{seed}.html\""
+    )));
+    let index = read_json(&dir.join("index.json"));
+    assert_eq!(index["rows"][0]["failed_seeds"][0], summary["seed"]);
+    assert_eq!(index["rows"][0]["as_expected"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn run_report_all_writes_every_seeds_page_and_a_passing_run_has_none_without_it() {
+    let dir = report_dir("all");
+    let d = dir.display().to_string();
+    let args = [
+        "run",
+        "scenarios/queue.toml",
+        "--seeds",
+        "2",
+        "--report",
+        &d,
+    ];
+    let (code, out, err) = zoosim(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("report of"), "{out}");
+    assert!(dir.join("index.html").is_file());
+    assert!(!dir.join("queue").exists(), "no failing seed, no page");
+    let (code, out, err) = zoosim(&[&args[..], &["--report-all"]].concat());
+    assert_eq!(code, 0, "{out}{err}");
+    let pages: Vec<_> = std::fs::read_dir(dir.join("queue"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".html"))
+        .collect();
+    assert_eq!(pages.len(), 2, "{pages:?}");
+    let summary = read_json(&dir.join("queue").join(pages[0].replace(".html", ".json")));
+    assert_eq!(summary["verdict"], "pass");
+    assert_eq!(
+        read_json(&dir.join("index.json"))["rows"][0]["verdicts"][0]["reports"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_directories_are_refused_before_anything_runs() {
+    let missing = std::env::temp_dir().join("zoosim-no-such-report-dir/x");
+    let m = missing.display().to_string();
+    for args in [
+        vec!["run", "scenarios/queue.toml", "--report", &m],
+        vec![
+            "replay",
+            "scenarios/queue.toml",
+            "--seed",
+            "1",
+            "--report",
+            &m,
+        ],
+        vec![
+            "lin",
+            "tests/data/histories/etcd/etcd_002.log",
+            "--model",
+            "cas-register",
+            "--report",
+            &m,
+        ],
+        vec!["merge", "no-such-summary.json", "--report", &m],
+    ] {
+        let (code, out, err) = zoosim(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains(&format!(
+                "--report {m}: no such directory (create it first)"
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!out.contains("seeds in"), "{args:?} ran: {out}");
+    }
+    let file = scratch("not-a-dir", "x");
+    let (code, _, err) = zoosim(&["run", "scenarios/queue.toml", "--report", &file]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!("--report {file}: not a directory")),
+        "{err}"
+    );
+    // --report-all needs --report.
+    let (code, _, err) = zoosim(&["run", "scenarios/queue.toml", "--report-all"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--report <DIR>"), "{err}");
+}
+
+#[test]
+fn replay_report_of_a_broken_ensemble_highlights_the_operation_that_cannot_be_placed() {
+    let dir = report_dir("replay");
+    let d = dir.display().to_string();
+    let s = "tests/data/broken/follower-local-write.toml";
+    let seed = 0xb40c0000u64.to_string();
+    let (_, out, err) = zoosim(&["replay", s, "--seed", &seed, "--report", &d]);
+    let page = printed_page(&out, "report:");
+    assert_eq!(
+        page,
+        dir.join(format!("follower-local-write/seed-{seed}.html")),
+        "{err}"
+    );
+    let summary = read_json(&page.with_extension("json"));
+    assert_eq!(summary["verdict"], "fail");
+    assert_eq!(summary["failed"][0]["property"], "writes-linearizable");
+    let stuck = summary["lin"][0]["cannot_linearize_next"][0]
+        .as_u64()
+        .unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(&format!(
+        "<g class=\"op ok stuck involved\" data-id=\"{stuck}\">"
+    )));
+    assert!(html.contains("writes-linearizable</span>: no order of the history satisfies it"));
+    // The same seed replayed gives the same page.
+    let (_, out2, _) = zoosim(&["replay", s, "--seed", &seed, "--report", &d]);
+    assert_eq!(printed_page(&out2, "report:"), page);
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), html);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn lin_report_writes_a_page_per_file_and_an_index_with_bad_input_named() {
+    let dir = report_dir("lin");
+    let d = dir.display().to_string();
+    let good = format!("{H}/etcd/etcd_002.log");
+    let bad = format!("{H}/etcd/etcd_000.log");
+    let junk = scratch(
+        "junk.log",
+        "INFO  jepsen.util - 3\t:invoke\t:read\tnil\nnot a line\n",
+    );
+    let (code, out, err) = zoosim(&[
+        "lin",
+        &good,
+        &bad,
+        &junk,
+        "--model",
+        "cas-register",
+        "--json",
+        "--report",
+        &d,
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    // Standard output stays one JSON object per file.
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(out
+        .lines()
+        .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+    assert_eq!(
+        printed_page(&err, "report: file://").file_name().unwrap(),
+        "etcd_002.log.html"
+    );
+    let page = std::fs::read_to_string(dir.join("etcd_000.log.html")).unwrap();
+    // The minimal failing sub-history first, then the whole history.
+    let minimal = page.find("id=\"minimal\"").expect("a minimal sub-history");
+    assert!(minimal < page.find("id=\"tl-full\"").unwrap());
+    let summary = read_json(&dir.join("etcd_000.log.json"));
+    assert_eq!(summary["lin"][0]["verdict"], "not-linearizable");
+    assert!(!summary["lin"][0]["minimal"].as_array().unwrap().is_empty());
+    // States on hover, from the checker.
+    assert!(page.contains("state before: "), "no model states");
+    let index = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(index.contains("href=\"etcd_002.log.html\""));
+    assert!(index.contains("href=\"etcd_000.log.html\""));
+    assert!(index.contains("junk.log:2: "), "the bad file in the index");
+    assert!(printed_page(&err, "report index:").ends_with("index.html"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn merge_report_writes_one_index_over_the_shards_pages() {
+    let dir = report_dir("merge");
+    let d = dir.display().to_string();
+    let s = "scenarios/bug-election-keep-leadership-after-expiry.toml";
+    let mut files = Vec::new();
+    for i in 0..2 {
+        let f = dir.join(format!("shard-{i}.json")).display().to_string();
+        let shard = format!("{i}/2");
+        let (code, out, err) = zoosim(&[
+            "run",
+            s,
+            "--seeds",
+            "4",
+            "--shard",
+            &shard,
+            "--summary",
+            &f,
+            "--report",
+            &d,
+        ]);
+        assert!(code == 0 || code == 1, "{out}{err}");
+        files.push(f);
+    }
+    let (code, out, err) = zoosim(&["merge", &files[0], &files[1], "--report", &d]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(printed_page(&out, "report index:"), dir.join("index.html"));
+    let index = read_json(&dir.join("index.json"));
+    let row = &index["rows"][0];
+    // Each shard of a scenario expected to fail stops at its own first
+    // failure: the index shows the seeds the shards ran, each once.
+    let shown: u64 = row["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["seeds"].as_u64().unwrap())
+        .sum();
+    assert_eq!(row["seeds_run"].as_u64(), Some(shown), "{row}");
+    // Every failing seed's page, whichever shard wrote it, is linked.
+    let failed = row["failed_seeds"].as_array().unwrap();
+    assert!(!failed.is_empty());
+    let linked: usize = row["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["reports"].as_array().unwrap().len())
+        .sum();
+    assert!(linked >= failed.len(), "{row}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

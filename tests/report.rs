@@ -731,3 +731,148 @@ fn the_report_renders_in_a_browser_and_its_screenshot_shows_the_failure() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `zoosim` run as a user runs it, from the crate's root: its stdout, after
+/// checking it exited with `code`.
+fn zoosim(args: &[&str], code: i32) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_zoosim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("zoosim runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// The page whose `file://` link follows `prefix` in `out`.
+fn linked(out: &str, prefix: &str) -> PathBuf {
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} in:\n{out}"));
+    PathBuf::from(line[line.find("file://").expect("a link") + 7..].trim())
+}
+
+#[test]
+fn real_failing_seeds_reports_written_by_the_command_show_their_failure_in_a_browser() {
+    let Some(bin) = chromium() else { return };
+    let dir = std::env::temp_dir().join(format!("zoosim-report-real-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display().to_string();
+
+    // A recipe's bug: the first failing seed of a bug-* scenario, reported
+    // by the run that finds it, with an index of the run.
+    let out = zoosim(
+        &[
+            "run",
+            "scenarios/bug-election-keep-leadership-after-expiry.toml",
+            "scenarios/queue.toml",
+            "--seeds",
+            "3",
+            "--report",
+            &d,
+        ],
+        0,
+    );
+    let page = linked(
+        &out,
+        "report of bug-election-keep-leadership-after-expiry seed",
+    );
+    let index = linked(&out, "report index:");
+    let dom = run_chromium(&bin, &dir, "r1", &["--dump-dom".into()], &page);
+    assert!(dom.contains("<span class=\"prop\">told-is-told</span>: client 3 acted with token 1"));
+    assert!(dom.contains("zoom ×"), "the page's script did not run");
+    let red = [0xd6, 0x28, 0x28];
+
+    // A broken ensemble (a follower answering writes itself): the write
+    // that cannot be placed in any order is the failing operation.
+    let out = zoosim(
+        &[
+            "replay",
+            "tests/data/broken/follower-local-write.toml",
+            "--seed",
+            &0xb40c0000u64.to_string(),
+            "--report",
+            &d,
+        ],
+        0,
+    );
+    let broken = linked(&out, "report:");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(broken.with_extension("json")).unwrap())
+            .unwrap();
+    let stuck = summary["lin"][0]["cannot_linearize_next"][0]
+        .as_u64()
+        .unwrap();
+    let dom = run_chromium(&bin, &dir, "r3", &["--dump-dom".into()], &broken);
+    assert!(dom.contains("<span class=\"prop\">writes-linearizable</span>"));
+    let bar = format!("<g class=\"op ok stuck involved\" data-id=\"{stuck}\">");
+    let at = dom.find(&bar).expect("the failing operation's bar");
+    assert!(
+        dom[at..at + 400].contains("set_data /config"),
+        "{}",
+        &dom[at..at + 400]
+    );
+    let shot = dir.join("broken.png");
+    run_chromium(
+        &bin,
+        &dir,
+        "r4",
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,1000".into(),
+        ],
+        &broken,
+    );
+    let img = decode_png(&shot);
+    assert!(count_colour(&img, red, 12, 0..250) > 500, "no FAIL badge");
+    assert!(
+        count_colour(&img, red, 12, 250..1000) > 50,
+        "the failing operation is not outlined on the screenshot"
+    );
+
+    // The run's index links the failing seed's page (relative), and
+    // shows the run's verdict.
+    let href = page.strip_prefix(&dir).unwrap().display().to_string();
+    let html = std::fs::read_to_string(&index).unwrap();
+    assert!(html.contains(&format!("href=\"{href}\"")), "{href}");
+    let index_png = dir.join("index.png");
+    run_chromium(
+        &bin,
+        &dir,
+        "r5",
+        &[
+            format!("--screenshot={}", index_png.display()),
+            "--window-size=1400,1000".into(),
+        ],
+        &index,
+    );
+    let green = [0x3f, 0x8f, 0x5f];
+    assert!(
+        count_colour(&decode_png(&index_png), green, 16, 0..250) > 200,
+        "no PASS badge on the index (every scenario as expected)"
+    );
+    if let Ok(keep) = std::env::var("ZOOSIM_REPORT_SCREENSHOT") {
+        let png = format!("{keep}.real-recipe.png");
+        run_chromium(
+            &bin,
+            &dir,
+            "r6",
+            &[
+                format!("--screenshot={png}"),
+                "--window-size=1400,1000".into(),
+            ],
+            &page,
+        );
+        std::fs::copy(&shot, format!("{keep}.real-broken.png")).unwrap();
+        std::fs::copy(&index_png, format!("{keep}.real-index.png")).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

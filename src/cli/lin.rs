@@ -128,19 +128,26 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
                     Summary::Linearizable => 0,
                     _ => 1,
                 });
-                if let (Some(dir), Some(page)) = (&args.report, report.page.take()) {
-                    match pages.write(dir, file, verdict_word(report.summary), &page) {
-                        Ok(path) => eprintln!("report: {}", super::reports::file_url(&path)),
-                        Err(e) => {
-                            eprintln!("error: {e}");
-                            worst = 2;
-                        }
+                let written = match (&args.report, report.page.take()) {
+                    (Some(dir), Some(page)) => {
+                        Some(pages.write(dir, file, verdict_word(report.summary), &page))
                     }
-                }
+                    _ => None,
+                };
                 if args.json {
                     println!("{}", json_line(file, &report, millis));
                 } else {
                     print!("{}", text_report(file, &report, millis));
+                }
+                // On standard error: standard output stays one JSON object
+                // per file with --json.
+                match written {
+                    Some(Ok(path)) => eprintln!("  report: {}", super::reports::file_url(&path)),
+                    Some(Err(e)) => {
+                        eprintln!("error: {e}");
+                        worst = 2;
+                    }
+                    None => {}
                 }
             }
             Err(e) => {

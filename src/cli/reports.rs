@@ -243,7 +243,7 @@ pub(super) fn timeline(h: &History) -> (Vec<Lane>, Vec<Span>) {
             let names: Vec<String> = names.into_iter().collect();
             let base = match w {
                 Who::Client(c) => format!("client {c}"),
-                Who::Handle(h) => format!("handle {h} (no client)"),
+                Who::Handle(h) => format!("handle {h}, no client"),
             };
             lane.label = match names.len() {
                 0 => base,
@@ -336,13 +336,10 @@ fn fault_span(at_us: u64, f: &FaultRecord, servers: u32) -> Span {
         "short-client-pause" | "long-client-pause" => SpanKind::Pause,
         _ => SpanKind::Other,
     };
-    // A crashed client stays down; the others last their window (an
-    // instant when they have none).
-    let end_us = if f.fault == "client-crash" {
-        None
-    } else {
-        Some(at_us.saturating_add(window_ms.saturating_mul(1000)))
-    };
+    // Each lasts its window, an instant when it has none (a crashed
+    // client: its lane shows it stopped; a band to the end of the run
+    // would cover every other lane too).
+    let end_us = Some(at_us.saturating_add(window_ms.saturating_mul(1000)));
     Span {
         start_us: at_us,
         end_us,
@@ -568,14 +565,16 @@ pub(super) fn seed_report(run: &SeedRun) -> SeedReport {
         verdicts.push(CheckVerdict {
             name: p.name.to_owned(),
             passed: failed.is_empty(),
-            detail: if failed.is_empty() {
-                p.what.to_owned()
-            } else {
-                failed
-                    .iter()
-                    .map(|v| v.detail.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n")
+            detail: match failed.as_slice() {
+                [] => p.what.to_owned(),
+                [v] => v.detail.clone(),
+                [v, rest @ ..] => format!(
+                    "{} (and {} more violation{} of {}: the replay command prints every one)",
+                    v.detail,
+                    rest.len(),
+                    if rest.len() == 1 { "" } else { "s" },
+                    p.name
+                ),
             },
             ops: Vec::new(),
         });
@@ -747,7 +746,7 @@ fn lane_order(label: &str) -> (u8, u64, String) {
     let num = |p: &str| {
         label
             .strip_prefix(p)
-            .and_then(|r| r.split(' ').next())
+            .and_then(|r| r.split([' ', ',']).next())
             .and_then(|n| n.parse::<u64>().ok())
     };
     match (num("client "), num("server "), num("handle ")) {
@@ -1135,7 +1134,7 @@ mod tests {
         assert!(lane_is("client 4 (session 0x1)", "client 4"));
         assert!(lane_is("client 4", "client 4"));
         assert!(!lane_is("client 41 (session 0x1)", "client 4"));
-        let mut l = vec!["server 0", "client 10", "handle 3 (no client)", "client 2"];
+        let mut l = vec!["server 0", "client 10", "handle 3, no client", "client 2"];
         l.sort_by_key(|x| lane_order(x));
         assert_eq!(
             l,

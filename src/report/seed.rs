@@ -346,7 +346,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// The window around the failure: the minimal sub-history's, else the
-    /// stuck operations', else those a failed check names.
+    /// stuck operations' (with the last steps of the prefix), else those a
+    /// failed check names.
     fn focus(&self) -> Option<(u64, u64)> {
         let pick = |f: &dyn Fn(&Roles) -> bool| -> Option<(u64, u64)> {
             let ops: Vec<&OpBar> = self
@@ -362,8 +363,15 @@ impl<'a> Ctx<'a> {
                 .max()?;
             Some((a, b.max(a + 1)))
         };
+        // The stuck operations with the prefix's last steps before them:
+        // what they could not follow.
+        const CONTEXT: usize = 3;
+        let stuck = pick(&|r| r.stuck).map(|(a, b)| {
+            let before = pick(&|r| r.prefix.is_some_and(|(i, n)| i + CONTEXT > n));
+            before.map_or((a, b), |(c, d)| (a.min(c), b.max(d)))
+        });
         pick(&|r| r.minimal)
-            .or_else(|| pick(&|r| r.stuck))
+            .or(stuck)
             .or_else(|| pick(&|r| !r.involved.is_empty()))
     }
 
@@ -431,23 +439,29 @@ impl<'a> Ctx<'a> {
                 self.op_list(b, &l.cannot_linearize_next);
             }
             if !l.longest_prefix.is_empty() {
+                // A checker that gives no states: no empty column.
+                let states = l.longest_prefix.iter().any(|s| !s.state_after.is_empty());
                 let _ = write!(
                     b,
                     "<p><b>Longest linearizable prefix</b> ({} operations, in the order found):</p>\
-                     <table class=\"lin-list\"><tr><th>step</th><th>op</th><th>lane</th><th>operation</th><th>state after</th></tr>",
-                    l.longest_prefix.len()
+                     <table class=\"lin-list\"><tr><th>step</th><th>op</th><th>lane</th><th>operation</th>{}</tr>",
+                    l.longest_prefix.len(),
+                    if states { "<th>state after</th>" } else { "" }
                 );
                 for (i, s) in l.longest_prefix.iter().enumerate() {
                     let label = self.ops.get(&s.op).map_or("", |(_, o)| o.label.as_str());
                     let _ = write!(
                         b,
-                        "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>",
+                        "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td>",
                         i + 1,
                         op_link(s.op),
                         Esc(self.lane_label(s.op)),
                         Esc(label),
-                        Esc(&s.state_after)
                     );
+                    if states {
+                        let _ = write!(b, "<td class=\"mono\">{}</td>", Esc(&s.state_after));
+                    }
+                    b.push_str("</tr>");
                 }
                 b.push_str("</table>");
             }
