@@ -1138,7 +1138,7 @@ mod tests {
         l.sort_by_key(|x| lane_order(x));
         assert_eq!(
             l,
-            ["client 2", "client 10", "handle 3 (no client)", "server 0"]
+            ["client 2", "client 10", "handle 3, no client", "server 0"]
         );
     }
 
