@@ -67,10 +67,16 @@ th { background: #f3f4f6; position: sticky; top: 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.bad td { background: #fdecec; } tr.good .v { color: var(--ok); font-weight: 700; } tr.bad .v { color: var(--bad); font-weight: 700; }
 tr:target td { outline: 2px solid var(--min); background: #fff3d6; }
-.ops-table td.label { font-family: ui-monospace, "DejaVu Sans Mono", monospace; min-width: 280px; max-width: 560px; overflow-wrap: anywhere; }
-.ops-table td.state { font-family: ui-monospace, "DejaVu Sans Mono", monospace; min-width: 140px; max-width: 320px; overflow-wrap: anywhere; color: var(--mute); }
-.ops-table td.num, .ops-table td.lane, .ops-table td.mono { white-space: nowrap; }
-.ops-table td.roles { min-width: 160px; font-size: 12px; }
+.ops-table { table-layout: fixed; width: 100%; min-width: 1500px; }
+.ops-table td { overflow-wrap: anywhere; }
+.ops-table col.c-id { width: 64px; } .ops-table col.c-lane { width: 200px; } .ops-table col.c-t { width: 96px; }
+.ops-table col.c-took { width: 72px; } .ops-table col.c-st { width: 96px; } .ops-table col.c-srv { width: 56px; }
+.ops-table col.c-zx { width: 120px; } .ops-table col.c-roles { width: 170px; } .ops-table col.c-state { width: 190px; }
+.ops-table td.label { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
+.ops-table td.state { font-family: ui-monospace, "DejaVu Sans Mono", monospace; color: var(--mute); }
+.ops-table td.roles { font-size: 12px; }
+.ops-wrap { overflow-x: auto; }
+.ops-chunk { content-visibility: auto; contain-intrinsic-size: auto 8000px; }
 .legend { display: flex; flex-wrap: wrap; gap: 14px; font-size: 12px; color: var(--mute); margin: 4px 0 6px; }
 .legend span { display: inline-flex; align-items: center; gap: 5px; }
 .sw { display: inline-block; width: 22px; height: 11px; border-radius: 2px; }
