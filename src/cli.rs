@@ -65,8 +65,8 @@ enum Command {
         #[arg(long)]
         shrink: bool,
         /// Write the history of each failing seed (every seed with
-        /// --history-all) to DIR/<scenario>-seed-<S>.jsonl (the seed is
-        /// run again, recording). DIR must exist.
+        /// --history-all) to DIR/<scenario>-seed-<S>.jsonl, as the seed
+        /// ends (every seed is recorded as it runs). DIR must exist.
         #[arg(long, value_name = "DIR")]
         history: Option<PathBuf>,
         /// With --history: every seed's history, not only failing ones'.
@@ -266,22 +266,19 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 crate::trace::install()?;
             }
             let mut unwritten = false;
-            let out = match &history {
-                None => runner::run_one(&s, seed).map_err(|e| e.to_string())?,
-                // Recorded (the same run); the history is written whatever
-                // the run did, a panic too.
-                Some(dir) => {
-                    let (run, written) = histories::record_seed(dir, &s, seed);
-                    match &written {
-                        Ok(p) => println!("history: {}", p.display()),
-                        Err(e) => {
-                            eprintln!("error: {e}");
-                            unwritten = true;
-                        }
+            let run = runner::run_one_recorded(&s, seed);
+            // The history is written whatever the run did, a panic too.
+            if let Some(dir) = &history {
+                let path = histories::file_for(dir, &s.name, seed);
+                match histories::write(&path, &run.history) {
+                    Ok(()) => println!("history: {}", path.display()),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        unwritten = true;
                     }
-                    run?
                 }
-            };
+            }
+            let out = run.result.map_err(|e| e.to_string())?;
             if trace {
                 println!("faults:");
                 for f in &out.faults {
@@ -411,9 +408,26 @@ fn run_all(
     );
     let started = std::time::Instant::now();
     let mut summaries = Vec::new();
-    for s in scenarios {
+    // Histories are written as their seeds end (the summary keeps only
+    // counts); where each went is printed after the table, in seed order.
+    let written_histories: std::sync::Mutex<Vec<(usize, u64, Result<PathBuf, String>)>> =
+        std::sync::Mutex::default();
+    for (k, s) in scenarios.iter().enumerate() {
         bar.set_message(s.name.clone());
-        let summary = runner::run_scenario(s, options, &|| bar.inc(1));
+        let on_seed = |run: &runner::SeedRun| {
+            if let Some((dir, all)) = history {
+                if all || run.failed() {
+                    let path = histories::file_for(dir, &s.name, run.seed);
+                    let r = histories::write(&path, &run.history).map(|()| path);
+                    written_histories
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((k, run.seed, r));
+                }
+            }
+            bar.inc(1);
+        };
+        let summary = runner::run_scenario(s, options, &on_seed);
         // A scenario that stopped early: its unrun seeds leave the bar.
         let ran = runner::seeds_of(s, options).len() as u64;
         bar.inc(ran.saturating_sub(summary.seeds_run));
@@ -470,23 +484,18 @@ fn run_all(
     }
     // After the summary, so that a failed write loses nothing of it.
     let mut unwritten = false;
-    if let Some((dir, all)) = history {
-        let work: Vec<(&Scenario, u64)> = summaries
-            .iter()
-            .zip(scenarios)
-            .flat_map(|(sum, s)| {
-                let seeds: Vec<u64> = if all {
-                    // (A scenario expected to fail stops early.)
-                    let mut seeds = runner::seeds_of(s, options);
-                    seeds.truncate(sum.seeds_run as usize);
-                    seeds
-                } else {
-                    sum.failures.iter().map(|f| f.seed).collect()
-                };
-                seeds.into_iter().map(move |seed| (s, seed))
-            })
-            .collect();
-        unwritten = !histories::record_seeds(dir, &work, options.jobs);
+    let mut written_histories = written_histories
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    written_histories.sort_by_key(|(k, seed, _)| (*k, *seed));
+    for (_, _, r) in written_histories {
+        match r {
+            Ok(p) => println!("  history: {}", p.display()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                unwritten = true;
+            }
+        }
     }
     println!(
         "{} scenarios, {seeds} seeds in {wall:.1} s ({:.1} seeds/s): {}",
