@@ -386,6 +386,11 @@ struct Sweep {
     summary: Option<sweep::SummaryFile>,
 }
 
+/// A history written as its seed ended: (scenario's index, seed, the
+/// file or why not).
+#[cfg(madsim)]
+type Written = (usize, u64, Result<PathBuf, String>);
+
 #[cfg(madsim)]
 fn run_all(
     scenarios: &[Scenario],
@@ -410,8 +415,7 @@ fn run_all(
     let mut summaries = Vec::new();
     // Histories are written as their seeds end (the summary keeps only
     // counts); where each went is printed after the table, in seed order.
-    let written_histories: std::sync::Mutex<Vec<(usize, u64, Result<PathBuf, String>)>> =
-        std::sync::Mutex::default();
+    let written_histories: std::sync::Mutex<Vec<Written>> = std::sync::Mutex::default();
     for (k, s) in scenarios.iter().enumerate() {
         bar.set_message(s.name.clone());
         let on_seed = |run: &runner::SeedRun| {
