@@ -15,7 +15,10 @@ compile_error!("benches/scenarios.rs needs `--cfg madsim` (set by .cargo/config.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use zoosim::check::contract;
+use zoosim::ensemble::sim::Recorder;
 use zoosim::scenario::files::{load, scenario_files};
+use zoosim::scenario::run::{contract_budget, history_meta, run_seed, run_seed_recording};
 use zoosim::scenario::runner::{run_one, run_scenario, RunOptions};
 use zoosim::scenario::spec::Scenario;
 
@@ -61,6 +64,7 @@ fn main() {
             sim_ms as f64 / runs as f64 / median
         );
     }
+    contract_cost(runs);
     // The runner over every shipped scenario, a few seeds each, one thread.
     let files = scenario_files(&[PathBuf::from("scenarios")]).unwrap_or_else(|e| panic!("{e}"));
     let options = RunOptions {
@@ -73,7 +77,7 @@ fn main() {
     let mut seeds = 0;
     for f in files {
         let s = load(&f).unwrap_or_else(|e| panic!("{e}"));
-        let summary = run_scenario(&s, &options, &|| {});
+        let summary = run_scenario(&s, &options, &|_| {});
         assert!(
             summary.failures.is_empty() || s.expect_failure,
             "{}",
@@ -85,5 +89,51 @@ fn main() {
     println!(
         "runner: {seeds} seeds of scenarios/ in {wall:.1} s on one thread: {:.1} seeds/s",
         seeds as f64 / wall
+    );
+}
+
+/// What recording a seed and checking ZooKeeper's contract on its history
+/// add to the standard lock seed's wall time (the target: at most 20 %),
+/// median over `runs` seeds of each: the bare run, the recorded run, and
+/// the check alone.
+fn contract_cost(runs: u64) {
+    let s = scenario("benches/scenarios/lock-standard.toml");
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (mut bare, mut recorded, mut check) = (Vec::new(), Vec::new(), Vec::new());
+    let mut undecided = 0;
+    for seed in 1..=runs {
+        let t = Instant::now();
+        run_seed(&s, seed);
+        bare.push(t.elapsed().as_secs_f64() * 1000.0);
+        let recorder = Recorder::new();
+        let t = Instant::now();
+        let out = run_seed_recording(&s, seed, &recorder);
+        let history = recorder.history(history_meta(&s, seed, out.drawn.servers));
+        recorded.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        let r = contract::check(&history, &contract_budget()).expect("a readable history");
+        check.push(t.elapsed().as_secs_f64() * 1000.0);
+        match r.verdict {
+            contract::ContractVerdict::Holds => {}
+            contract::ContractVerdict::Unknown(_) => undecided += 1,
+            contract::ContractVerdict::Broken(b) => {
+                panic!(
+                    "lock-standard seed {seed}: {}: {}",
+                    b.guarantee.name, b.detail
+                )
+            }
+        }
+    }
+    let (bare, recorded, check) = (median(bare), median(recorded), median(check));
+    println!(
+        "lock-standard cost: bare run {bare:.1} ms, recorded {recorded:.1} ms (+{:.0} %), \
+         contract check {check:.1} ms (+{:.0} %); recorded and checked +{:.0} % \
+         (target <= 20 %); {undecided} of {runs} undecided",
+        (recorded / bare - 1.0) * 100.0,
+        check / bare * 100.0,
+        ((recorded + check) / bare - 1.0) * 100.0,
     );
 }

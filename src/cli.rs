@@ -66,8 +66,8 @@ enum Command {
         #[arg(long)]
         shrink: bool,
         /// Write the history of each failing seed (every seed with
-        /// --history-all) to DIR/<scenario>-seed-<S>.jsonl (the seed is
-        /// run again, recording). DIR must exist.
+        /// --history-all) to DIR/<scenario>-seed-<S>.jsonl, as the seed
+        /// ends (every seed is recorded as it runs). DIR must exist.
         #[arg(long, value_name = "DIR")]
         history: Option<PathBuf>,
         /// With --history: every seed's history, not only failing ones'.
@@ -304,34 +304,30 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 crate::trace::install()?;
             }
             let mut unwritten = false;
-            let out = if history.is_none() && report.is_none() {
-                runner::run_one(&s, seed).map_err(|e| e.to_string())?
-            } else {
-                // Recorded (the same run); the history and the report are
-                // written whatever the run did, a panic too.
-                let (run, h) = histories::run_recorded(&s, seed);
-                if let Some(dir) = &history {
-                    let path = histories::file_for(dir, &s.name, seed);
-                    match histories::write(&path, &h) {
-                        Ok(()) => println!("history: {}", path.display()),
-                        Err(e) => {
-                            eprintln!("error: {e}");
-                            unwritten = true;
-                        }
+            let run = runner::run_one_recorded(&s, seed);
+            // The history and the report are written whatever the run did,
+            // a panic too.
+            if let Some(dir) = &history {
+                let path = histories::file_for(dir, &s.name, seed);
+                match histories::write(&path, &run.history) {
+                    Ok(()) => println!("history: {}", path.display()),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        unwritten = true;
                     }
                 }
-                if let Some(dir) = &report {
-                    let replay = replay_command(registry, &s.file, seed);
-                    match reports::write_seed_run(dir, &s, seed, run.as_ref(), &h, replay) {
-                        Ok(page) => println!("report: {}", reports::file_url(&page)),
-                        Err(e) => {
-                            eprintln!("error: {e}");
-                            unwritten = true;
-                        }
+            }
+            if let Some(dir) = &report {
+                let replay = replay_command(registry, &s.file, seed);
+                match reports::write_seed_run(dir, &s, &run, replay) {
+                    Ok(page) => println!("report: {}", reports::file_url(&page)),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        unwritten = true;
                     }
                 }
-                run.map_err(|e| e.to_string())?
-            };
+            }
+            let out = run.result.map_err(|e| e.to_string())?;
             if trace {
                 println!("faults:");
                 for f in &out.faults {
@@ -473,30 +469,10 @@ fn run_line(
     line
 }
 
-/// `f` over every item of `work` on `jobs` threads; the results in
-/// `work`'s order.
+/// A history written as its seed ended: (scenario's index, seed, the
+/// file or why not).
 #[cfg(madsim)]
-fn in_parallel<T: Sync, R: Send>(work: &[T], jobs: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, R)>> = Mutex::default();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, work.len().max(1)) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = work.get(i) else {
-                    break;
-                };
-                let r = f(item);
-                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
-            });
-        }
-    });
-    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
-}
+type Written = (usize, u64, Result<PathBuf, String>);
 
 #[cfg(madsim)]
 fn run_all(
@@ -520,9 +496,39 @@ fn run_all(
     );
     let started = std::time::Instant::now();
     let mut summaries = Vec::new();
-    for s in scenarios {
+    // Histories are written as their seeds end (the summary keeps only
+    // counts); where each went is printed after the table, in seed order.
+    let written_histories: std::sync::Mutex<Vec<Written>> = std::sync::Mutex::default();
+    // Reports likewise (the contract check and the page made on the
+    // thread that ran the seed): (scenario's index, seed, failed, page).
+    let written_reports: std::sync::Mutex<Vec<(usize, u64, bool, Result<PathBuf, String>)>> =
+        std::sync::Mutex::default();
+    for (k, s) in scenarios.iter().enumerate() {
         bar.set_message(s.name.clone());
-        let summary = runner::run_scenario(s, options, &|| bar.inc(1));
+        let on_seed = |run: &runner::SeedRun| {
+            if let Some((dir, all)) = keep.report {
+                if all || run.failed() {
+                    let replay = replay_command(registry, &s.file, run.seed);
+                    let r = reports::write_seed_run(dir, s, run, replay);
+                    written_reports
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((k, run.seed, run.failed(), r));
+                }
+            }
+            if let Some((dir, all)) = keep.history {
+                if all || run.failed() {
+                    let path = histories::file_for(dir, &s.name, run.seed);
+                    let r = histories::write(&path, &run.history).map(|()| path);
+                    written_histories
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((k, run.seed, r));
+                }
+            }
+            bar.inc(1);
+        };
+        let summary = runner::run_scenario(s, options, &on_seed);
         // A scenario that stopped early: its unrun seeds leave the bar.
         let ran = runner::seeds_of(s, options).len() as u64;
         bar.inc(ran.saturating_sub(summary.seeds_run));
@@ -579,42 +585,43 @@ fn run_all(
     }
     // After the summary, so that a failed write loses nothing of it.
     let mut unwritten = false;
-    // The seeds to keep: failing ones, or every seed run.
-    let chosen = |all: bool| -> Vec<(&Scenario, u64)> {
-        summaries
+    let mut written_histories = written_histories
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    written_histories.sort_by_key(|(k, seed, _)| (*k, *seed));
+    for (_, _, r) in written_histories {
+        match r {
+            Ok(p) => println!("  history: {}", p.display()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                unwritten = true;
+            }
+        }
+    }
+    if let Some((dir, _)) = keep.report {
+        let mut written = written_reports
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        written.sort_by_key(|(k, seed, _, _)| (*k, *seed));
+        // Seeds a scenario expected to fail ran past its first failure (in
+        // parallel) are not counted in its summary: their pages go.
+        let counted: Vec<std::collections::BTreeSet<u64>> = summaries
             .iter()
             .zip(scenarios)
-            .flat_map(|(sum, s)| {
-                let seeds: Vec<u64> = if all {
-                    // (A scenario expected to fail stops early.)
-                    let mut seeds = runner::seeds_of(s, options);
-                    seeds.truncate(sum.seeds_run as usize);
-                    seeds
-                } else {
-                    sum.failures.iter().map(|f| f.seed).collect()
-                };
-                seeds.into_iter().map(move |seed| (s, seed))
+            .map(|(sum, s)| {
+                let mut seeds = runner::seeds_of(s, options);
+                seeds.truncate(sum.seeds_run as usize);
+                seeds.into_iter().collect()
             })
-            .collect()
-    };
-    if let Some((dir, all)) = keep.history {
-        unwritten = !histories::record_seeds(dir, &chosen(all), options.jobs);
-    }
-    if let Some((dir, all)) = keep.report {
-        // The seeds are run again, recording (the same runs).
-        let work = chosen(all);
-        let written = in_parallel(&work, options.jobs, |&(s, seed)| {
-            let (run, h) = histories::run_recorded(s, seed);
-            let replay = replay_command(registry, &s.file, seed);
-            let failed = !matches!(&run, Ok(o) if !o.failed());
-            (
-                reports::write_seed_run(dir, s, seed, run.as_ref(), &h, replay),
-                failed,
-            )
-        });
+            .collect();
         let mut pages = std::collections::BTreeSet::new();
-        for (&(s, seed), (w, failed)) in work.iter().zip(written) {
+        for (k, seed, failed, w) in written {
+            let s = &scenarios[k];
             match w {
+                Ok(path) if !counted[k].contains(&seed) => {
+                    let _ = std::fs::remove_file(&path);
+                    let _ = std::fs::remove_file(path.with_extension("json"));
+                }
                 Ok(path) => {
                     if failed {
                         println!(

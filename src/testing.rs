@@ -64,7 +64,7 @@ pub fn run_scenarios(registry: &Registry, dir: impl AsRef<Path>) -> Vec<(Scenari
         if options.seeds == Some(0) {
             continue;
         }
-        let summary = run_scenario(&s, &options, &|| {});
+        let summary = run_scenario(&s, &options, &|_| {});
         eprintln!(
             "{:<42} {:>4} seeds {:>6.1} s  {}",
             s.name,

@@ -61,7 +61,7 @@ fn the_counter_passes_every_seed_with_its_counters_up_and_faults_hit() {
     assert_eq!(s.recipe_name(), "cas-counter");
     assert!(s.test_seeds >= 20);
     let started = std::time::Instant::now();
-    let summary = run_scenario(&s, &options(&s), &|| {});
+    let summary = run_scenario(&s, &options(&s), &|_| {});
     eprintln!(
         "cas-counter: {} seeds in {:.1} s: {}; {:?}",
         summary.seeds_run,
@@ -99,7 +99,7 @@ fn the_counter_passes_every_seed_with_its_counters_up_and_faults_hit() {
 fn the_blind_variant_is_caught_within_its_seeds() {
     let s = scenario("bug-cas-counter-blind.toml");
     assert!(s.expect_failure);
-    let summary = run_scenario(&s, &options(&s), &|| {});
+    let summary = run_scenario(&s, &options(&s), &|_| {});
     assert!(summary.passed(), "{}", summary.verdict());
     let property = summary.failures[0].property();
     assert!(

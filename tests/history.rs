@@ -15,9 +15,10 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use zoosim::ensemble::sim::Recorder;
 use zoosim::history::{edn, json, Event, HistOp, History, Outcome, Role};
 use zoosim::scenario::files::{load, scenario_files};
-use zoosim::scenario::run::{run_seed, run_seed_recorded};
+use zoosim::scenario::run::{history_meta, run_seed, run_seed_recorded, run_seed_recording};
 use zoosim::scenario::spec::Scenario;
 
 /// Seeds of each scenario compared with and without recording.
@@ -51,7 +52,9 @@ fn recording_changes_no_run_of_any_scenario() {
                     break;
                 };
                 let plain = run_seed(s, seed);
-                let (recorded, history) = run_seed_recorded(s, seed);
+                let recorder = Recorder::new();
+                let recorded = run_seed_recording(s, seed, &recorder);
+                let history = recorder.history(history_meta(s, seed, recorded.drawn.servers));
                 if (plain.digest, plain.failed()) != (recorded.digest, recorded.failed()) {
                     differ.lock().unwrap().push(format!(
                         "{} seed {seed}: {:016x} without recording, {:016x} with",

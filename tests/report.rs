@@ -310,7 +310,8 @@ fn check_markup(html: &str) -> Result<(), String> {
     const TAGS: &[&str] = &[
         "html", "head", "meta", "title", "style", "script", "body", "svg", "defs", "pattern",
         "rect", "g", "text", "line", "path", "a", "div", "span", "button", "input", "label", "h1",
-        "h2", "h3", "p", "b", "i", "code", "small", "ul", "li", "table", "colgroup", "col", "tr", "th", "td", "br",
+        "h2", "h3", "p", "b", "i", "code", "small", "ul", "li", "table", "colgroup", "col", "tr",
+        "th", "td", "br",
     ];
     const ATTRS: &[&str] = &[
         "lang",

@@ -506,37 +506,23 @@ pub(super) fn history_report(
 // ---------------------------------------------------------------------------
 // A simulated seed.
 
-/// What a seed of a scenario gave: its outcome (or the panic that ended
-/// it), its recorded history, and the contract check of that history.
-#[cfg(madsim)]
-pub(super) struct SeedRun<'a> {
-    /// The scenario.
-    pub scenario: &'a crate::scenario::spec::Scenario,
-    /// The seed.
-    pub seed: u64,
-    /// The outcome, or the violation a panic made of it.
-    pub outcome: Result<&'a crate::scenario::run::SeedOutcome, &'a crate::check::Violation>,
-    /// The seed's history (up to a panic).
-    pub history: &'a History,
-    /// The contract check of the history, if it was made.
-    pub contract: Option<&'a ContractReport>,
-    /// The command that replays the seed.
-    pub replay: String,
-}
-
 /// A seed's page: every oracle's verdict and the contract's, the recipe's
 /// events on each client's lane beside its operations, the faults and
 /// elections across, the counters with their goals.
 #[cfg(madsim)]
-pub(super) fn seed_report(run: &SeedRun) -> SeedReport {
+pub(super) fn seed_report(
+    s: &crate::scenario::spec::Scenario,
+    run: &crate::scenario::runner::SeedRun,
+    contract: Option<&ContractReport>,
+    replay: String,
+) -> SeedReport {
     use crate::scenario::verdict::run_properties;
-    let s = run.scenario;
-    let (mut lanes, spans) = timeline(run.history);
-    let violations: Vec<&crate::check::Violation> = match run.outcome {
+    let (mut lanes, spans) = timeline(&run.history);
+    let violations: Vec<&crate::check::Violation> = match &run.result {
         Ok(o) => o.violations.iter().collect(),
         Err(v) => vec![v],
     };
-    let (contract_verdicts, section) = match run.contract {
+    let (contract_verdicts, section) = match contract {
         Some(c) => {
             let (v, s) = contract_parts(c);
             (v, Some(s))
@@ -549,7 +535,7 @@ pub(super) fn seed_report(run: &SeedRun) -> SeedReport {
         contract_verdicts.iter().map(|v| v.name.as_str()).collect();
     let mut verdicts = Vec::new();
     let mut listed = BTreeSet::new();
-    let judged = run.outcome.is_ok();
+    let judged = run.result.is_ok();
     let declared = s
         .recipe
         .properties()
@@ -595,7 +581,7 @@ pub(super) fn seed_report(run: &SeedRun) -> SeedReport {
 
     let mut params = Vec::new();
     let mut counters = Vec::new();
-    let (sim_ms, digest) = match run.outcome {
+    let (sim_ms, digest) = match &run.result {
         Ok(o) => {
             params.push(("servers".to_owned(), o.drawn.servers.to_string()));
             params.push((
@@ -670,7 +656,7 @@ pub(super) fn seed_report(run: &SeedRun) -> SeedReport {
         },
         seed: run.seed,
         commit: crate::scenario::sweep::this_build().1,
-        replay_command: run.replay.clone(),
+        replay_command: replay,
         digest,
         sim_ms,
         params,
@@ -682,45 +668,29 @@ pub(super) fn seed_report(run: &SeedRun) -> SeedReport {
     }
 }
 
-/// The contract check's budget for a report: a fixed number of steps (not
-/// a time, so a report says the same on every machine), enough for every
-/// correct run of the bundled scenarios.
-#[cfg_attr(not(madsim), allow(dead_code))]
-const CONTRACT_BUDGET: crate::check::lin::Budget<'static> = crate::check::lin::Budget {
-    max_steps: 2_000_000,
-    max_memo_bytes: 256 << 20,
-    stop: None,
-};
-
-/// Checks the seed's history against ZooKeeper's contract and writes its
-/// page and summary under `dir` ([`seed_href`]); returns the page's path.
+/// Checks the seed's history against ZooKeeper's contract (within the
+/// runs' own budget: steps and bytes, never time, so a page says the same
+/// on every machine) and writes its page and summary under `dir`
+/// ([`seed_href`]); returns the page's path.
 #[cfg(madsim)]
 pub(super) fn write_seed_run(
     dir: &Path,
     scenario: &crate::scenario::spec::Scenario,
-    seed: u64,
-    outcome: Result<&crate::scenario::run::SeedOutcome, &crate::check::Violation>,
-    history: &History,
+    run: &crate::scenario::runner::SeedRun,
     replay: String,
 ) -> Result<PathBuf, String> {
     // A history the contract check cannot take is said on the page, not
     // an error: the rest of the report stands.
-    let contract = contract::check(history, &CONTRACT_BUDGET).unwrap_or_else(|e| ContractReport {
+    let budget = crate::scenario::run::contract_budget();
+    let contract = contract::check(&run.history, &budget).unwrap_or_else(|e| ContractReport {
         verdict: ContractVerdict::Unknown(format!("the history cannot be checked: {e}")),
         sessions: 0,
         placed: 0,
         fast: false,
         steps: 0,
     });
-    let r = seed_report(&SeedRun {
-        scenario,
-        seed,
-        outcome,
-        history,
-        contract: Some(&contract),
-        replay,
-    });
-    write_seed(dir, &seed_href(&scenario.name, seed), &r)
+    let r = seed_report(scenario, run, Some(&contract), replay);
+    write_seed(dir, &seed_href(&scenario.name, run.seed), &r)
 }
 
 /// An outcome-log line (`<at> ms  client <c>  <event>`) split into the

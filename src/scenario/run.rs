@@ -19,6 +19,7 @@ use super::sim::{ensure_slots, now_ms, Ending, JudgeCtx, RunCtx, Running, Task};
 use super::spec::Scenario;
 use super::verdict::Verdict;
 use super::verdict::Violation;
+use crate::check::lin::Budget;
 use crate::check::Liveness;
 use crate::ensemble::fault::Fault;
 use crate::ensemble::sim::nemesis::{
@@ -101,11 +102,11 @@ fn pick<T: Copy>(choices: &[T]) -> T {
     choices[(bits % choices.len() as u64) as usize]
 }
 
-/// Runs `seed` of `scenario` in a fresh simulation.
+/// Runs `seed` of `scenario` in a fresh simulation, unrecorded.
 pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedOutcome {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
-    let scenario = scenario.clone();
-    runtime.block_on(async move { run(&scenario, seed, None).await })
+    let owned = scenario.clone();
+    runtime.block_on(async move { run(&owned, seed, None).await })
 }
 
 /// [`run_seed`], recording the run's client-level history (the run is the
@@ -124,6 +125,16 @@ pub fn run_seed_recording(scenario: &Scenario, seed: u64, recorder: &Recorder) -
     let owned = scenario.clone();
     let r = recorder.clone();
     runtime.block_on(async move { run(&owned, seed, Some(r)).await })
+}
+
+/// The contract check's budget for a seed's history: steps and bytes,
+/// never time, so that a verdict replays on any machine.
+pub fn contract_budget() -> Budget<'static> {
+    Budget {
+        max_steps: 2_000_000,
+        max_memo_bytes: 128 << 20,
+        stop: None,
+    }
 }
 
 /// The `meta` line of `seed`'s history of `scenario`, run on `servers`

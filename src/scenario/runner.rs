@@ -9,9 +9,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::run::{lines, run_seed, SeedOutcome};
+use super::run::{history_meta, lines, run_seed_recording, SeedOutcome};
 use super::spec::Scenario;
 use super::verdict::{run_properties, Violation};
+use crate::ensemble::sim::Recorder;
+use crate::history::{Event, History, Record};
 
 /// How to run a scenario's seeds ([`run_scenario`]).
 #[derive(Clone, Debug)]
@@ -186,22 +188,85 @@ pub fn seeds_of(s: &Scenario, o: &RunOptions) -> Vec<u64> {
         .collect()
 }
 
-/// Runs one seed, a panic in the simulation (an asserted invariant)
-/// being a failure like any other: of the `invariants` property.
-pub fn run_one(s: &Scenario, seed: u64) -> Result<SeedOutcome, Violation> {
-    catch_unwind(AssertUnwindSafe(|| run_seed(s, seed))).map_err(|p| {
-        let msg = p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "a panic".into());
-        Violation::new(run_properties::INVARIANTS, format!("panicked: {msg}"))
-    })
+/// One seed as run: its outcome (or its panic, an `invariants`
+/// violation) and what its clients saw.
+#[derive(Clone, Debug)]
+pub struct SeedRun {
+    /// The seed.
+    pub seed: u64,
+    /// What the seed did; a panic in the simulation (an asserted
+    /// invariant) is a failure like any other, of `invariants`.
+    pub result: Result<SeedOutcome, Violation>,
+    /// The client-level history, up to the panic if there was one.
+    pub history: History,
 }
 
-/// Runs the scenario's seeds on `jobs` threads; `tick` is called after
-/// every seed. A scenario expected to fail stops at its first failure.
-pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> Summary {
+impl SeedRun {
+    /// The seed failed: a violation, or a panic.
+    pub fn failed(&self) -> bool {
+        !matches!(&self.result, Ok(out) if !out.failed())
+    }
+}
+
+/// Runs one seed, recorded (recording costs a few per cent and changes
+/// nothing of the run); a panic in the simulation (an asserted invariant) is a
+/// failure like any other: of the `invariants` property.
+pub fn run_one_recorded(s: &Scenario, seed: u64) -> SeedRun {
+    let recorder = Recorder::new();
+    let run = catch_unwind(AssertUnwindSafe(|| run_seed_recording(s, seed, &recorder)));
+    match run {
+        Ok(outcome) => SeedRun {
+            seed,
+            history: recorder.history(history_meta(s, seed, outcome.drawn.servers)),
+            result: Ok(outcome),
+        },
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic".into());
+            let records = recorder.records();
+            let servers = servers_seen(&records);
+            SeedRun {
+                seed,
+                result: Err(Violation::new(
+                    run_properties::INVARIANTS,
+                    format!("panicked: {msg}"),
+                )),
+                history: History {
+                    meta: history_meta(s, seed, servers),
+                    records,
+                },
+            }
+        }
+    }
+}
+
+/// [`run_one_recorded`]'s outcome alone.
+pub fn run_one(s: &Scenario, seed: u64) -> Result<SeedOutcome, Violation> {
+    run_one_recorded(s, seed).result
+}
+
+/// The servers a (partial) history shows announcing a role: all of them,
+/// from the start of a run.
+fn servers_seen(records: &[Record]) -> u32 {
+    let seen: std::collections::BTreeSet<u32> = records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::Role(role) => Some(role.server),
+            _ => None,
+        })
+        .collect();
+    seen.len() as u32
+}
+
+/// Runs the scenario's seeds on `jobs` threads; `on_seed` is given every
+/// seed as run (on the thread that ran it, in no particular order), with
+/// its history: the place to write histories or reports, since the
+/// summary keeps only what it counts. A scenario expected to fail stops
+/// at its first failure.
+pub fn run_scenario(s: &Scenario, o: &RunOptions, on_seed: &(dyn Fn(&SeedRun) + Sync)) -> Summary {
     let seeds = seeds_of(s, o);
     let started = std::time::Instant::now();
     let next = AtomicU64::new(0);
@@ -218,19 +283,19 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, tick: &(dyn Fn() + Sync)) -> S
                 let seed = seeds[i as usize];
                 // Keep what the summary needs; a long sweep must not hold
                 // every seed's outcome log.
-                let r = run_one(s, seed).map(|mut out| {
+                let run = run_one_recorded(s, seed);
+                if run.failed() && s.expect_failure {
+                    stop_after.fetch_min(i, Ordering::Relaxed);
+                }
+                on_seed(&run);
+                let r = run.result.map(|mut out| {
                     out.log = Vec::new();
                     out.event_ms = Vec::new();
                     out.faults = Vec::new();
                     out.report = String::new();
                     out
                 });
-                let failed = !matches!(&r, Ok(out) if !out.failed());
-                if failed && s.expect_failure {
-                    stop_after.fetch_min(i, Ordering::Relaxed);
-                }
                 results.lock().unwrap().push((i, r));
-                tick();
             });
         }
     });
