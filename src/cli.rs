@@ -474,6 +474,11 @@ fn run_line(
 #[cfg(madsim)]
 type Written = (usize, u64, Result<PathBuf, String>);
 
+/// A report written as its seed ended: (scenario's index, seed, whether
+/// it failed, the page or why not).
+#[cfg(madsim)]
+type WrittenReport = (usize, u64, bool, Result<PathBuf, String>);
+
 #[cfg(madsim)]
 fn run_all(
     scenarios: &[Scenario],
@@ -500,9 +505,8 @@ fn run_all(
     // counts); where each went is printed after the table, in seed order.
     let written_histories: std::sync::Mutex<Vec<Written>> = std::sync::Mutex::default();
     // Reports likewise (the contract check and the page made on the
-    // thread that ran the seed): (scenario's index, seed, failed, page).
-    let written_reports: std::sync::Mutex<Vec<(usize, u64, bool, Result<PathBuf, String>)>> =
-        std::sync::Mutex::default();
+    // thread that ran the seed).
+    let written_reports: std::sync::Mutex<Vec<WrittenReport>> = std::sync::Mutex::default();
     for (k, s) in scenarios.iter().enumerate() {
         bar.set_message(s.name.clone());
         let on_seed = |run: &runner::SeedRun| {
