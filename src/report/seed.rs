@@ -151,10 +151,13 @@ impl<'a> Ctx<'a> {
         if let Some(c) = &r.commit {
             let _ = write!(b, " · commit <code>{}</code>", Esc(c));
         }
+        // A history checked from a file has no run digest.
+        if !r.digest.is_empty() {
+            let _ = write!(b, " · digest <code>{}</code>", Esc(&r.digest));
+        }
         let _ = write!(
             b,
-            " · digest <code>{}</code> · {} simulated · {} operations</p>",
-            Esc(&r.digest),
+            " · {} simulated · {} operations</p>",
             duration(r.sim_ms.saturating_mul(1000)),
             self.ops.len()
         );
