@@ -15,6 +15,7 @@
 //! the order it needs, so it finds it at once), but they decide nothing:
 //! every verdict is the model's.
 
+mod fast;
 pub mod model;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ use crate::check::{Property, Violation};
 use crate::history::{Event, HistOp, History, OpId, Outcome as HistOutcome};
 use crate::proto::{Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid};
 
+pub use fast::{fast_path, Stuck};
 pub use model::{Input, Rules, SessionSpec, StepKind, ZkModel};
 
 /// The guarantees, in the order a failing history is tried against them.
@@ -229,13 +231,13 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
                     call_us,
                     done,
                 } => match (op, done) {
-                    (None, Done::Answered { at_us, .. }) => {
+                    (None, Done::Answered { at_us, zxid, .. }) => {
                         closed_by_reply = true;
                         step(
                             StepKind::Close,
                             *call_us,
                             *at_us,
-                            None,
+                            *zxid,
                             Some(*id),
                             &mut events,
                             &mut k,
@@ -362,29 +364,6 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
     )
 }
 
-/// The order the search tries operations in: by the reply's zxid (a
-/// write before the reads that report its zxid), then by call time;
-/// operations without a zxid (indeterminate writes, session ends,
-/// reconnects) are not ordered here.
-fn hint_key(p: &Placed) -> (Zxid, u8, u64) {
-    let is_read = matches!(
-        p.input,
-        Input::Step {
-            kind: StepKind::Read { .. } | StepKind::Sync,
-            ..
-        }
-    );
-    (p.hint.unwrap_or(Zxid::MAX), u8::from(is_read), p.call_us)
-}
-
-/// Where the fast path stopped: the first operation it could not place
-/// returned at `at_us` (`u64::MAX`: only the unknown effects at the end).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Stuck {
-    /// When the operation it could not place returned.
-    pub at_us: u64,
-}
-
 /// The history as it stood at `t_us`: what completed later is unknown
 /// (a write's effect) or unseen (a read, an event). Any history that
 /// satisfies the contract has truncations that do, so a truncation that
@@ -432,96 +411,6 @@ pub fn truncate(logs: &[SessionLog], t_us: u64) -> Vec<SessionLog> {
                 .collect(),
         })
         .collect()
-}
-
-/// The fast path: the operations in zxid order, each session's unhinted
-/// steps (reconnects) right after the step before them, and the
-/// operations of unknown effect placed greedily where the next one needs
-/// them. `Ok(order)` is a witness that the history satisfies the rules
-/// (the model accepted every step, each within its time window); `None`
-/// says nothing: the full search decides.
-pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Result<Vec<usize>, Stuck> {
-    // Sessions' steps without a hint inherit the previous step's, so they
-    // stay in session order.
-    let mut keys: Vec<(Zxid, u8, u64)> = placed.iter().map(hint_key).collect();
-    let mut last_hint: Vec<Option<Zxid>> = vec![None; model.sessions.len()];
-    for (i, p) in placed.iter().enumerate() {
-        if let Input::Step { session, .. } = p.input {
-            match p.hint {
-                Some(h) => last_hint[session] = Some(h),
-                None => keys[i].0 = last_hint[session].unwrap_or(0),
-            }
-        }
-    }
-    let (mut sure, mut loose): (Vec<usize>, Vec<usize>) =
-        (0..placed.len()).partition(|&i| matches!(placed[i].input, Input::Step { .. }));
-    sure.sort_by_key(|&i| keys[i]);
-    loose.sort_by_key(|&i| placed[i].call_us);
-    let mut state = model.init();
-    let mut order = Vec::with_capacity(placed.len());
-    let mut now: u64 = 0;
-    // Places `i` if its window allows and the model accepts it.
-    let try_place = |i: usize, state: &mut model::State, now: &mut u64| -> bool {
-        let p = &placed[i];
-        let at = (*now).max(p.call_us);
-        if p.ret_us.is_some_and(|r| at > r) {
-            return false;
-        }
-        match model.step(state, &p.input) {
-            Some(next) => {
-                *state = next;
-                *now = at;
-                true
-            }
-            None => false,
-        }
-    };
-    let mut used = vec![false; placed.len()];
-    for &i in &sure {
-        if try_place(i, &mut state, &mut now) {
-            order.push(i);
-            continue;
-        }
-        // Something of unknown effect must have happened first: one of
-        // those already called, tried in call order.
-        let mut placed_one = false;
-        for &j in &loose {
-            if used[j] || placed[j].call_us > placed[i].ret_us.unwrap_or(u64::MAX) {
-                continue;
-            }
-            let saved = (state.clone(), now);
-            if try_place(j, &mut state, &mut now) && try_place(i, &mut state, &mut now) {
-                used[j] = true;
-                order.push(j);
-                order.push(i);
-                placed_one = true;
-                break;
-            }
-            (state, now) = saved;
-        }
-        if !placed_one {
-            return Err(Stuck {
-                at_us: placed[i].ret_us.unwrap_or(u64::MAX),
-            });
-        }
-    }
-    // The rest never happened, or happened after everything seen: place
-    // them last.
-    let mut left: Vec<usize> = loose.into_iter().filter(|&j| !used[j]).collect();
-    while !left.is_empty() {
-        let before = left.len();
-        left.retain(|&j| {
-            let done = try_place(j, &mut state, &mut now);
-            if done {
-                order.push(j);
-            }
-            !done
-        });
-        if left.len() == before {
-            return Err(Stuck { at_us: u64::MAX });
-        }
-    }
-    Ok(order)
 }
 
 /// Each session's view of a recorded history, one [`SessionLog`] per

@@ -224,6 +224,12 @@ impl State {
     pub fn tree(&self) -> &DataTree {
         &self.tree
     }
+
+    /// The index of session `session`'s next step (how many of its steps
+    /// are placed).
+    pub fn next_step(&self, session: usize) -> u32 {
+        self.sessions[session].next_step
+    }
 }
 
 /// The contract's sequential model over a given set of sessions.

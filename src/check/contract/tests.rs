@@ -222,6 +222,42 @@ fn a_correct_history_holds_on_the_fast_path() {
     assert!(r.fast);
 }
 
+/// Session 2 watches /a; session 1 sets it; session 2 gets the event and
+/// loses its connection before session 1's reply arrives, reconnects and
+/// reads the new data. `late_event`: the event arrives after the new data
+/// instead.
+fn disconnect_after_event(late_event: bool) -> H {
+    let mut h = H::new();
+    h.connect(0, 1).connect(0, 2);
+    h.op(1, 2, 1, create("/a"), created("/a"), Some(1));
+    h.op(3, 4, 2, get("/a", true), data(0, 0), Some(1));
+    h.op(5, 8, 1, set("/a"), stat(1, 1), Some(2));
+    if !late_event {
+        h.event(6, 2, EventType::NodeDataChanged, "/a");
+    }
+    h.state(7, 2, SessionEvent::Disconnected);
+    h.connect(9, 2);
+    h.op(10, 11, 2, get("/a", false), data(1, 1), Some(2));
+    if late_event {
+        h.event(12, 2, EventType::NodeDataChanged, "/a");
+    }
+    h
+}
+
+#[test]
+fn a_disconnect_waits_for_the_write_whose_event_it_received() {
+    // The disconnect carries no zxid, and the last write completed before
+    // it is zxid 1: the fast path defers it until the write that triggered
+    // its event (zxid 2, answered later) is placed.
+    let h = disconnect_after_event(false);
+    let r = check(&h.history(), &Budget::UNLIMITED).unwrap();
+    assert_eq!(r.verdict, ContractVerdict::Holds);
+    assert!(r.fast, "decided on the fast path");
+    // Deferring is no licence: the event after the new data still breaks
+    // watch-before-data.
+    assert_eq!(broken(&disconnect_after_event(true)), "watch-before-data");
+}
+
 #[test]
 fn a_stale_read_is_fine_but_going_back_is_not() {
     // Session 2 reads version 0 after the set completed: a lagging server,

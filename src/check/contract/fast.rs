@@ -1,0 +1,462 @@
+//! The fast path: one greedy pass that places the history's operations in
+//! the order their replies' zxids suggest, each one verified by the model
+//! within its time window. A correct ensemble's zxid order is the order
+//! the model needs, so for its histories the pass is the whole check; the
+//! zxids decide nothing, though: an order the model accepts is a witness,
+//! and an operation the model refuses where its zxid puts it is tried
+//! again later (deferred) or after an operation of unknown effect, never
+//! accepted on the zxid's word.
+
+use super::model::State;
+use super::{Input, Placed, StepKind, ZkModel};
+use crate::check::lin::{self, check_partition, Budget, Operation, Outcome, Step, Verdict};
+use crate::proto::Zxid;
+
+/// How many of the next operations in zxid order a local search may
+/// place before a stuck one, and how many steps it may take: enough for
+/// the few operations a zxid order gets wrong, small enough that a search
+/// that cannot succeed costs little (the full search then decides).
+const WINDOW: usize = 48;
+const WINDOW_STEPS: u64 = 20_000;
+
+/// Where the fast path stopped: an operation it could not place by the
+/// time its window closed.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Stuck {
+    /// When the operation it could not place returned (`u64::MAX`: only
+    /// operations of unknown effect were left, at the end).
+    pub at_us: u64,
+    /// The operation it could not place (an index into the placed list).
+    pub op: usize,
+    /// The operations it had placed, in order: a verified prefix.
+    pub order: Vec<usize>,
+}
+
+/// The order the pass tries a session step in: (zxid, reads after the
+/// write of their zxid, call time, step index).
+type Key = (Zxid, u8, u64, u32);
+
+/// Each session step's place in the zxid order. A step whose reply
+/// carries a zxid goes there (a write before the reads that report its
+/// zxid). A step without one (a disconnect, a reconnect) goes after the
+/// last write that had completed anywhere when the client saw it — the
+/// state the ensemble had then — kept between its session's neighbours'
+/// zxids so that the session's own order is kept.
+fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
+    // Completed writes by completion time, with the largest zxid so far.
+    let mut done: Vec<(u64, Zxid)> = placed
+        .iter()
+        .filter_map(|p| match (&p.input, p.hint, p.ret_us) {
+            (
+                Input::Step {
+                    kind: StepKind::Write { .. },
+                    ..
+                },
+                Some(z),
+                Some(r),
+            ) => Some((r, z)),
+            _ => None,
+        })
+        .collect();
+    done.sort_unstable();
+    let mut top = 0;
+    for d in &mut done {
+        top = top.max(d.1);
+        d.1 = top;
+    }
+    let latest = |t: u64| match done.partition_point(|d| d.0 <= t) {
+        0 => 0,
+        n => done[n - 1].1,
+    };
+    // Writes by call time, with the largest zxid so far.
+    let mut called: Vec<(u64, Zxid)> = placed
+        .iter()
+        .filter_map(|p| match (&p.input, p.hint) {
+            (
+                Input::Step {
+                    kind: StepKind::Write { .. },
+                    ..
+                },
+                Some(z),
+            ) => Some((p.call_us, z)),
+            _ => None,
+        })
+        .collect();
+    called.sort_unstable();
+    let mut top = 0;
+    for c in &mut called {
+        top = top.max(c.1);
+        c.1 = top;
+    }
+    let last_called = |t: u64| match called.partition_point(|c| c.0 <= t) {
+        0 => 0,
+        n => called[n - 1].1,
+    };
+    let mut steps: Vec<Vec<usize>> = vec![Vec::new(); model.sessions.len()];
+    for (i, p) in placed.iter().enumerate() {
+        if let Input::Step { session, .. } = p.input {
+            steps[session].push(i);
+        }
+    }
+    let mut keys = vec![(Zxid::MAX, 0, 0, 0); placed.len()];
+    for list in &steps {
+        // The zxid of each step's next hinted step.
+        let mut next = vec![Zxid::MAX; list.len()];
+        let mut ahead = Zxid::MAX;
+        for (j, &i) in list.iter().enumerate().rev() {
+            next[j] = ahead;
+            if let Some(h) = placed[i].hint {
+                ahead = h;
+            }
+        }
+        let mut prev: Zxid = 0;
+        for (j, &i) in list.iter().enumerate() {
+            let p = &placed[i];
+            let Input::Step { k, kind, .. } = &p.input else {
+                continue;
+            };
+            keys[i] = match p.hint {
+                Some(h) => {
+                    prev = prev.max(h);
+                    let read = matches!(kind, StepKind::Read { .. } | StepKind::Sync);
+                    (h, u8::from(read), p.call_us, *k)
+                }
+                None => {
+                    let t = p.ret_us.unwrap_or(u64::MAX);
+                    // A close (whose reply carries no zxid) goes as late
+                    // as its time allows: the reads that still saw its
+                    // session's ephemerals come first, and those that no
+                    // longer did are deferred until it is placed. A
+                    // reconnect or a disconnect goes where the ensemble
+                    // was when the client saw it.
+                    let z = if matches!(kind, StepKind::Close) {
+                        last_called(t)
+                    } else {
+                        latest(t)
+                    }
+                    .max(prev);
+                    if z >= next[j] {
+                        // Just before the session's next step's write.
+                        (next[j], 0, 0, *k)
+                    } else {
+                        // Among the reads of that zxid, by time.
+                        (z, 1, p.ret_us.unwrap_or(u64::MAX), *k)
+                    }
+                }
+            };
+        }
+    }
+    keys
+}
+
+/// The greedy pass's state: the model state, the time reached (the
+/// latest call placed: nothing placed later may have returned before it),
+/// and what is placed.
+struct Pass<'a> {
+    model: &'a ZkModel,
+    placed: &'a [Placed],
+    state: State,
+    now: u64,
+    order: Vec<usize>,
+    used: Vec<bool>,
+    /// Each session's steps, by step index.
+    steps: Vec<Vec<usize>>,
+    /// Each session's trailing-events input, if any.
+    end: Vec<Option<usize>>,
+}
+
+impl Pass<'_> {
+    /// Places `i` if its window allows and the model accepts it.
+    fn place(&mut self, i: usize) -> bool {
+        if self.used[i] {
+            return true;
+        }
+        let p = &self.placed[i];
+        let at = self.now.max(p.call_us);
+        if p.ret_us.is_some_and(|r| at > r) {
+            return false;
+        }
+        match self.model.step(&self.state, &p.input) {
+            Some(next) => {
+                self.state = next;
+                self.now = at;
+                self.order.push(i);
+                self.used[i] = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Places all of `chain` in order, or none of it.
+    fn place_all(&mut self, chain: &[usize]) -> bool {
+        let saved = (self.state.clone(), self.now, self.order.len());
+        for &i in chain {
+            if !self.place(i) {
+                self.state = saved.0;
+                self.now = saved.1;
+                for j in self.order.drain(saved.2..) {
+                    self.used[j] = false;
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Places `i` after one operation of unknown effect (tried in call
+    /// order, only those called before `i` returned): an indeterminate
+    /// write, or a session's end on the servers — which comes after the
+    /// session's remaining steps, placed with it.
+    fn place_after_loose(&mut self, i: usize, loose: &[usize]) -> bool {
+        let deadline = self.placed[i].ret_us.unwrap_or(u64::MAX);
+        for &j in loose.iter().rev() {
+            if self.used[j] || self.placed[j].call_us > deadline {
+                continue;
+            }
+            let mut chain = Vec::new();
+            if let Input::Expire { session } | Input::End { session, .. } = self.placed[j].input {
+                let from = self.state.next_step(session) as usize;
+                chain.extend(self.steps[session][from..].iter().copied());
+                if matches!(self.placed[j].input, Input::Expire { .. }) {
+                    chain.extend(self.end[session]);
+                }
+                if chain.contains(&i) {
+                    continue;
+                }
+            }
+            chain.push(j);
+            chain.push(i);
+            if self.place_all(&chain) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A local search for a way to place `d` from here: the operations
+    /// that returned before `d` was called (they must come first), the
+    /// next [`WINDOW`] operations in zxid order, what was deferred and the
+    /// operations of unknown effect called by then, any of which may come
+    /// first; the model and the time windows decide (the lin engine, from
+    /// this pass's state). On success they are placed in the order found.
+    fn place_by_search(
+        &mut self,
+        d: usize,
+        upcoming: &[usize],
+        deferred: &[usize],
+        loose: &[usize],
+    ) -> bool {
+        let Some(deadline) = self.placed[d].ret_us else {
+            return false;
+        };
+        let mut must = vec![d];
+        let mut may: Vec<usize> = Vec::new();
+        let open = |j: usize, pass: &Pass<'_>| !pass.used[j] && j != d;
+        for &j in upcoming.iter().chain(deferred) {
+            if !open(j, self) || must.contains(&j) || may.contains(&j) {
+                continue;
+            }
+            let p = &self.placed[j];
+            if p.ret_us.is_some_and(|r| r < self.placed[d].call_us) {
+                must.push(j);
+            } else if p.call_us <= deadline && may.len() < 2 * WINDOW {
+                may.push(j);
+            }
+        }
+        for &j in loose {
+            if open(j, self) && self.placed[j].call_us <= deadline {
+                may.push(j);
+            }
+        }
+        let all: Vec<usize> = must.iter().chain(&may).copied().collect();
+        let ops: Vec<Operation<Input, ()>> = all
+            .iter()
+            .enumerate()
+            .map(|(n, &j)| {
+                let p = &self.placed[j];
+                Operation {
+                    client: 0,
+                    input: p.input.clone(),
+                    output: if n < must.len() {
+                        Outcome::Known(())
+                    } else {
+                        Outcome::Unknown
+                    },
+                    call: p.call_us.max(self.now),
+                    ret: p.ret_us,
+                }
+            })
+            .collect();
+        let from = From {
+            model: self.model,
+            start: &self.state,
+        };
+        let budget = Budget {
+            max_steps: WINDOW_STEPS,
+            max_memo_bytes: 16 << 20,
+            stop: None,
+        };
+        let subset: Vec<usize> = (0..ops.len()).collect();
+        let (verdict, _) = check_partition(&from, &ops, &subset, &budget);
+        let Verdict::Linearizable(order) = verdict else {
+            return false;
+        };
+        let chain: Vec<usize> = order.into_iter().map(|n| all[n]).collect();
+        self.place_all(&chain)
+    }
+
+    /// Places what was deferred and now fits, until nothing more does.
+    fn drain(&mut self, deferred: &mut Vec<usize>) {
+        loop {
+            let before = deferred.len();
+            deferred.retain(|&d| !self.place(d));
+            if deferred.len() == before {
+                return;
+            }
+        }
+    }
+}
+
+/// The fast path: the session steps in zxid order ([`keys`]); a step the
+/// model refuses there is tried after an operation of unknown effect, and
+/// else deferred and tried again after each later placement, until its
+/// window would close. The operations of unknown effect not needed on the
+/// way are placed last (or never happen). `Ok(order)` is a witness that
+/// the history satisfies the rules; `Err` says nothing about the history,
+/// only where this pass stopped.
+pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Result<Vec<usize>, Stuck> {
+    let keys = keys(model, placed);
+    // A step the model refuses where its zxid puts it is usually waiting
+    // for an operation of unknown effect (tried at once), or for one that
+    // comes a little later in zxid order (tried by deferring it); each
+    // order of the two remedies decides histories the other does not.
+    pass(model, placed, &keys, true).or_else(|first| {
+        pass(model, placed, &keys, false).map_err(|second| {
+            if second.order.len() > first.order.len() {
+                second
+            } else {
+                first
+            }
+        })
+    })
+}
+
+/// One greedy pass (see [`fast_path`]); `loose_first`: a refused step is
+/// tried after an operation of unknown effect before it is deferred.
+fn pass(
+    model: &ZkModel,
+    placed: &[Placed],
+    keys: &[Key],
+    loose_first: bool,
+) -> Result<Vec<usize>, Stuck> {
+    let (mut sure, mut loose): (Vec<usize>, Vec<usize>) =
+        (0..placed.len()).partition(|&i| matches!(placed[i].input, Input::Step { .. }));
+    sure.sort_by_key(|&i| keys[i]);
+    loose.sort_by_key(|&i| (placed[i].call_us, i));
+    let mut steps = vec![Vec::new(); model.sessions.len()];
+    let mut end = vec![None; model.sessions.len()];
+    for (i, p) in placed.iter().enumerate() {
+        match p.input {
+            Input::Step { session, .. } => steps[session].push(i),
+            Input::End { session, .. } => end[session] = Some(i),
+            _ => {}
+        }
+    }
+    let mut pass = Pass {
+        model,
+        placed,
+        state: model.init(),
+        now: 0,
+        order: Vec::with_capacity(placed.len()),
+        used: vec![false; placed.len()],
+        steps,
+        end,
+    };
+    let mut deferred: Vec<usize> = Vec::new();
+    let stuck = |pass: Pass<'_>, d: usize| Stuck {
+        at_us: placed[d].ret_us.unwrap_or(u64::MAX),
+        op: d,
+        order: pass.order,
+    };
+    for (n, &i) in sure.iter().enumerate() {
+        if pass.used[i] {
+            continue;
+        }
+        // Placing `i` moves time to its call: what was deferred and
+        // returned before then must be placed first, or never can be.
+        while let Some(at) = deferred
+            .iter()
+            .position(|&d| placed[d].ret_us.is_some_and(|r| r < placed[i].call_us))
+        {
+            let d = deferred.remove(at);
+            let upcoming = &sure[n..(n + WINDOW).min(sure.len())];
+            if !pass.place_after_loose(d, &loose)
+                && !pass.place_by_search(d, upcoming, &deferred, &loose)
+            {
+                return Err(stuck(pass, d));
+            }
+            deferred.retain(|&j| !pass.used[j]);
+            pass.drain(&mut deferred);
+        }
+        if pass.used[i] {
+            continue;
+        }
+        if pass.place(i) || (loose_first && pass.place_after_loose(i, &loose)) {
+            pass.drain(&mut deferred);
+        } else {
+            deferred.push(i);
+        }
+    }
+    while !deferred.is_empty() {
+        let d = deferred.remove(0);
+        if !pass.place_after_loose(d, &loose) && !pass.place_by_search(d, &[], &deferred, &loose) {
+            return Err(stuck(pass, d));
+        }
+        deferred.retain(|&j| !pass.used[j]);
+        pass.drain(&mut deferred);
+    }
+    // The rest never happened, or happened after everything seen: place
+    // them last.
+    let mut left: Vec<usize> = loose.into_iter().filter(|&j| !pass.used[j]).collect();
+    while !left.is_empty() {
+        let before = left.len();
+        left.retain(|&j| !pass.place(j));
+        if left.len() == before {
+            return Err(stuck(pass, left[0]));
+        }
+    }
+    Ok(pass.order)
+}
+
+/// The contract's model started from a given state (a local search after
+/// a verified prefix).
+struct From<'a> {
+    model: &'a ZkModel,
+    start: &'a State,
+}
+
+impl lin::Model for From<'_> {
+    type State = State;
+    type Input = Input;
+    type Output = ();
+
+    fn init(&self) -> State {
+        self.start.clone()
+    }
+
+    fn step(&self, state: &State, input: &Input, _: Outcome<&()>) -> Step<State> {
+        match self.model.step(state, input) {
+            Some(next) => Step::To(next),
+            None => Step::Impossible,
+        }
+    }
+
+    fn describe_op(&self, input: &Input, output: Outcome<&()>) -> String {
+        lin::Model::describe_op(self.model, input, output)
+    }
+
+    fn describe_state(&self, state: &State) -> String {
+        lin::Model::describe_state(self.model, state)
+    }
+}
