@@ -61,7 +61,10 @@ fn kv(c: &mut Criterion) {
             assert_eq!(s, Summary::Linearizable);
         })
     });
-    let whole = Kv { partitioned: false };
+    let whole = Kv {
+        partitioned: false,
+        ..Kv::default()
+    };
     let ok10 = load(&whole, "kv/c10-ok.txt");
     g.bench_function("kv-c10-ok-unpartitioned", |b| {
         b.iter(|| {

@@ -176,6 +176,7 @@ fn check_text(args: &LinArgs, text: &[u8], started: Instant) -> Result<FileRepor
         "kv" => check_with(
             &Kv {
                 partitioned: !args.no_partition,
+                ..Kv::default()
             },
             args,
             text,

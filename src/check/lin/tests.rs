@@ -240,8 +240,11 @@ proptest! {
             })
             .collect();
         let expected = brute::linearizable(&Kv::default(), &ops);
-        prop_assert_eq!(engine_says(&Kv { partitioned: true }, &ops), expected);
-        prop_assert_eq!(engine_says(&Kv { partitioned: false }, &ops), expected);
+        prop_assert_eq!(engine_says(&Kv::default(), &ops), expected);
+        prop_assert_eq!(engine_says(&Kv {
+        partitioned: false,
+        ..Kv::default()
+    }, &ops), expected);
     }
 }
 
@@ -343,8 +346,14 @@ fn a_linearizable_history_comes_with_a_witness_order() {
 
 #[test]
 fn the_budget_ends_in_unknown_with_what_was_explored() {
-    let ops = load(&Kv { partitioned: false }, "kv/c10-ok.txt");
-    let kv = Kv { partitioned: false };
+    let ops = load(&Kv {
+        partitioned: false,
+        ..Kv::default()
+    }, "kv/c10-ok.txt");
+    let kv = Kv {
+        partitioned: false,
+        ..Kv::default()
+    };
     let small = Options {
         budget: Budget {
             max_steps: 1000,
