@@ -127,11 +127,38 @@ pub fn check_partition<M: Model>(
     subset: &[usize],
     budget: &Budget<'_>,
 ) -> (Verdict, Explored) {
+    decide(model, ops, subset, budget, true)
+}
+
+/// [`check_partition`], and with `diagnose` false a failure shown by the
+/// coarser model comes with the model's own deepest prefix so far rather
+/// than with a search for the longest (for callers that need only the
+/// verdict).
+pub(super) fn decide<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    subset: &[usize],
+    budget: &Budget<'_>,
+    diagnose: bool,
+) -> (Verdict, Explored) {
+    decide_after(model, ops, subset, budget, diagnose, FIRST_SLICE)
+}
+
+/// [`decide`], the model's own search first taking at most `slice` steps
+/// (tests pass 0 to go to the coarser model at once).
+pub(super) fn decide_after<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    subset: &[usize],
+    budget: &Budget<'_>,
+    diagnose: bool,
+    slice: u64,
+) -> (Verdict, Explored) {
     let mut search = Search::new(model, ops, subset, None);
     let coarser = model.coarser();
     let first = match coarser {
         Some(_) => Budget {
-            max_steps: budget.max_steps.min(FIRST_SLICE),
+            max_steps: (budget.max_steps / 4).min(slice),
             ..*budget
         },
         None => *budget,
@@ -152,6 +179,17 @@ pub fn check_partition<M: Model>(
     let coarse_outcome = coarse.run(&left(used));
     used = used.saturating_add(coarse.steps);
     match coarse_outcome {
+        Ok(false) if !diagnose => {
+            search.stack.clear();
+            let (verdict, explored) = search.finish(Ok(false), 0);
+            (
+                verdict,
+                Explored {
+                    steps: used,
+                    ..explored
+                },
+            )
+        }
         Ok(false) => {
             // Not linearizable. The coarser search's longest prefix is at
             // least as long as any of the model's; the model's search on
@@ -195,9 +233,21 @@ pub fn check_partition<M: Model>(
         }
         Ok(true) => {
             // Linearizable for the coarser model: the model's search again,
-            // trying first what the coarser witness did.
-            let rank = coarse.rank_of(&coarse.stack.iter().map(|&(i, _)| i).collect::<Vec<_>>());
-            let mut again = Search::new(model, ops, subset, Some(rank));
+            // first kept to the coarser witness's stages (usually right,
+            // and fast), then free (trying first what the witness did).
+            let order: Vec<u32> = coarse.stack.iter().map(|&(i, _)| i).collect();
+            let mut staged = Search::new(model, ops, subset, Some(coarse.rank_of(&order)));
+            staged.stage_by_reads();
+            let staged_budget = Budget {
+                max_steps: DIAGNOSIS_STEPS.min(left(used).max_steps),
+                ..*budget
+            };
+            let outcome = staged.run(&staged_budget);
+            used = used.saturating_add(staged.steps);
+            if outcome == Ok(true) {
+                return staged.finish(outcome, used - staged.steps);
+            }
+            let mut again = Search::new(model, ops, subset, Some(coarse.rank_of(&order)));
             let outcome = again.run(&left(used));
             again.finish(outcome, used)
         }
@@ -613,8 +663,7 @@ impl<'a, M: Model> Search<'a, M> {
         self.memo_state.push(state);
         self.memo_hash.push(hash);
         let memo_hash = &self.memo_hash;
-        self.memo
-            .insert_unique(hash, k, |&k| memo_hash[k as usize]);
+        self.memo.insert_unique(hash, k, |&k| memo_hash[k as usize]);
         true
     }
 

@@ -162,11 +162,7 @@ fn lookup<'a, V>(pairs: &'a [(Rc<str>, V)], key: &str) -> Option<&'a V> {
 }
 
 impl Kv {
-    fn step_map(
-        pairs: &[(Rc<str>, Rc<str>)],
-        input: &Op,
-        output: Outcome<&Reply>,
-    ) -> Step<State> {
+    fn step_map(pairs: &[(Rc<str>, Rc<str>)], input: &Op, output: Outcome<&Reply>) -> Step<State> {
         use Outcome::{Known, Unknown};
         let get = |k: &str| lookup(pairs, k).map_or("", |v| &**v);
         let set = |k: &str, v: String| {
@@ -305,7 +301,11 @@ impl Model for Kv {
                 .map(|(k, bag)| {
                     let appended: Vec<String> =
                         bag.appended.iter().map(|a| format!("{a:?}")).collect();
-                    format!("{k:?}: {:?} + any order of [{}]", bag.put, appended.join(", "))
+                    format!(
+                        "{k:?}: {:?} + any order of [{}]",
+                        bag.put,
+                        appended.join(", ")
+                    )
                 })
                 .collect(),
         };

@@ -39,6 +39,9 @@ mod brute;
 #[cfg(test)]
 mod tests;
 
+use engine::decide;
+#[cfg(test)]
+use engine::decide_after;
 pub use engine::{check, check_partition};
 
 /// What an operation returned: a known output, or nothing known (the
