@@ -219,6 +219,7 @@ fn check_text(
         "kv" => check_with(
             &Kv {
                 partitioned: !args.no_partition,
+                ..Kv::default()
             },
             args,
             file,

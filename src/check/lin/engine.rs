@@ -101,34 +101,167 @@ pub fn check<M: Model>(
     Checked { partitions }
 }
 
+/// The steps the model's own search takes on a partition before a coarser
+/// model ([`Model::coarser`]), if there is one, is tried.
+const FIRST_SLICE: u64 = 1 << 16;
+
+/// The steps the search for a diagnosis may take once a coarser model has
+/// shown a partition is not linearizable.
+const DIAGNOSIS_STEPS: u64 = 1 << 20;
+
 /// Checks the operations `subset` (indices into `ops`) as one history,
 /// whatever the model's partitions.
+///
+/// The model's own search runs first. If it is not decided within a first
+/// slice of steps and the model has a coarser version
+/// ([`Model::coarser`]), that one is searched: a history it rejects is
+/// not linearizable (its few states are exhausted quickly where the
+/// model's many are not), and the diagnosis is then found by the model's
+/// search on the coarser search's longest prefix; a history it accepts
+/// comes with a witness order, which the model's search then follows
+/// first (it is right about everything but what the coarser model
+/// forgets).
 pub fn check_partition<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
     subset: &[usize],
     budget: &Budget<'_>,
 ) -> (Verdict, Explored) {
-    let mut search = Search::new(model, ops, subset);
-    let verdict = search.run(budget);
-    let explored = Explored {
-        steps: search.steps,
-        memo_entries: search.memo.len(),
-        states: search.states.len(),
-        deepest: search.deepest.len().max(search.stack.len()),
+    decide(model, ops, subset, budget, true)
+}
+
+/// [`check_partition`], and with `diagnose` false a failure shown by the
+/// coarser model comes with the model's own deepest prefix so far rather
+/// than with a search for the longest (for callers that need only the
+/// verdict).
+pub(super) fn decide<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    subset: &[usize],
+    budget: &Budget<'_>,
+    diagnose: bool,
+) -> (Verdict, Explored) {
+    decide_after(model, ops, subset, budget, diagnose, FIRST_SLICE)
+}
+
+/// [`decide`], the model's own search first taking at most `slice` steps
+/// (tests pass 0 to go to the coarser model at once).
+pub(super) fn decide_after<M: Model>(
+    model: &M,
+    ops: &[Operation<M::Input, M::Output>],
+    subset: &[usize],
+    budget: &Budget<'_>,
+    diagnose: bool,
+    slice: u64,
+) -> (Verdict, Explored) {
+    let mut search = Search::new(model, ops, subset, None);
+    let coarser = model.coarser();
+    let first = match coarser {
+        Some(_) => Budget {
+            max_steps: (budget.max_steps / 4).min(slice),
+            ..*budget
+        },
+        None => *budget,
     };
-    let verdict = match verdict {
-        Ok(true) => Verdict::Linearizable(
-            search
-                .stack
-                .iter()
-                .map(|&(i, _)| subset[i as usize])
-                .collect(),
-        ),
-        Ok(false) => Verdict::NotLinearizable(search.diagnose()),
-        Err(why) => Verdict::Unknown(why),
+    let outcome = search.run(&first);
+    let (Some(coarser), Err(Exhausted::Steps)) = (coarser, outcome) else {
+        return search.finish(outcome, 0);
     };
-    (verdict, explored)
+    if first.max_steps >= budget.max_steps {
+        return search.finish(outcome, 0);
+    }
+    let mut used = search.steps;
+    let left = |used: u64| Budget {
+        max_steps: budget.max_steps.saturating_sub(used),
+        ..*budget
+    };
+    let mut coarse = Search::new(&coarser, ops, subset, None);
+    let coarse_outcome = coarse.run(&left(used));
+    used = used.saturating_add(coarse.steps);
+    match coarse_outcome {
+        Ok(false) if !diagnose => {
+            search.stack.clear();
+            let (verdict, explored) = search.finish(Ok(false), 0);
+            (
+                verdict,
+                Explored {
+                    steps: used,
+                    ..explored
+                },
+            )
+        }
+        Ok(false) => {
+            // Not linearizable. The coarser search's longest prefix is at
+            // least as long as any of the model's; the model's search on
+            // its operations alone orders them, unless the coarser model
+            // forgot what rules that prefix out (then the model's own
+            // deepest prefix so far stands).
+            let prefix: Vec<usize> = coarse.deepest.iter().map(|&i| subset[i as usize]).collect();
+            let rank = (0..prefix.len() as u32).collect();
+            let mut guided = Search::new(model, ops, &prefix, Some(rank));
+            guided.stage_by_reads();
+            let diagnosis_budget = Budget {
+                max_steps: DIAGNOSIS_STEPS.min(left(used).max_steps),
+                ..*budget
+            };
+            let found = guided.run(&diagnosis_budget);
+            used = used.saturating_add(guided.steps);
+            if found == Ok(true) {
+                let position: std::collections::BTreeMap<usize, u32> = subset
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &g)| (g, k as u32))
+                    .collect();
+                let order: Vec<u32> = guided
+                    .stack
+                    .iter()
+                    .map(|&(i, _)| position[&prefix[i as usize]])
+                    .collect();
+                if order.len() >= search.deepest.len() {
+                    search.deepest = order;
+                }
+            }
+            search.stack.clear();
+            let (verdict, explored) = search.finish(Ok(false), 0);
+            let explored = Explored {
+                steps: used,
+                memo_entries: explored.memo_entries.max(coarse.memo.len()),
+                states: explored.states.max(coarse.states.len()),
+                ..explored
+            };
+            (verdict, explored)
+        }
+        Ok(true) => {
+            // Linearizable for the coarser model: the model's search again,
+            // first kept to the coarser witness's stages (usually right,
+            // and fast), then free (trying first what the witness did).
+            let order: Vec<u32> = coarse.stack.iter().map(|&(i, _)| i).collect();
+            let mut staged = Search::new(model, ops, subset, Some(coarse.rank_of(&order)));
+            staged.stage_by_reads();
+            let staged_budget = Budget {
+                max_steps: DIAGNOSIS_STEPS.min(left(used).max_steps),
+                ..*budget
+            };
+            let outcome = staged.run(&staged_budget);
+            used = used.saturating_add(staged.steps);
+            if outcome == Ok(true) {
+                return staged.finish(outcome, used - staged.steps);
+            }
+            let mut again = Search::new(model, ops, subset, Some(coarse.rank_of(&order)));
+            let outcome = again.run(&left(used));
+            again.finish(outcome, used)
+        }
+        Err(why) => {
+            let (verdict, explored) = search.finish(Err(why), 0);
+            (
+                verdict,
+                Explored {
+                    steps: used,
+                    ..explored
+                },
+            )
+        }
+    }
 }
 
 /// One entry of the list: an operation's call or return.
@@ -167,6 +300,9 @@ struct Search<'a, M: Model> {
     memo: HashTable<u32>,
     arena: Vec<u64>,
     memo_state: Vec<u32>,
+    /// Per configuration: its hash (so that growing the table hashes
+    /// nothing again).
+    memo_hash: Vec<u64>,
     /// The undo stack: operations linearized, with the state before each.
     stack: Vec<(u32, u32)>,
     /// Per operation: read-only ([`Model::read_only`]).
@@ -182,10 +318,26 @@ struct Search<'a, M: Model> {
     steps: u64,
     /// The longest linearized prefix met at a dead end.
     deepest: Vec<u32>,
+    /// The order in which candidates are tried: `None`, as the list has
+    /// them (by call; the cursor is then an entry), else by this rank per
+    /// operation (the cursor is then the least rank left to try).
+    rank: Option<Vec<u32>>,
+    /// With a rank, optionally: per operation its stage, and per stage how
+    /// many of its operations with a known outcome are left. Only the
+    /// first stage with some left (and those before it) may go next.
+    stages: Option<(Vec<u32>, Vec<u32>)>,
 }
 
+/// No candidate left to try (a cursor past every entry and every rank).
+const DONE: u32 = u32::MAX;
+
 impl<'a, M: Model> Search<'a, M> {
-    fn new(model: &'a M, ops: &'a [Operation<M::Input, M::Output>], subset: &'a [usize]) -> Self {
+    fn new(
+        model: &'a M,
+        ops: &'a [Operation<M::Input, M::Output>],
+        subset: &'a [usize],
+        rank: Option<Vec<u32>>,
+    ) -> Self {
         let n = subset.len();
         // (time, return?, op): a call sorts before a return at the same
         // time, so equal times count as concurrent (the lenient reading).
@@ -243,6 +395,7 @@ impl<'a, M: Model> Search<'a, M> {
             memo: HashTable::new(),
             arena: Vec::new(),
             memo_state: Vec::new(),
+            memo_hash: Vec::new(),
             stack: Vec::new(),
             read_only: subset
                 .iter()
@@ -254,6 +407,8 @@ impl<'a, M: Model> Search<'a, M> {
             known_done: 0,
             steps: 0,
             deepest: Vec::new(),
+            rank,
+            stages: None,
         };
         search.current = search.intern(model.init());
         search
@@ -261,7 +416,7 @@ impl<'a, M: Model> Search<'a, M> {
 
     /// Ok(true): linearizable (the stack is a witness); Ok(false): not.
     fn run(&mut self, budget: &Budget<'_>) -> Result<bool, Exhausted> {
-        let mut at = self.entries[0].next;
+        let mut at = self.first();
         loop {
             if self.known_done == self.known {
                 return Ok(true);
@@ -279,79 +434,200 @@ impl<'a, M: Model> Search<'a, M> {
                 }
             }
             // The list always holds the return entry of an operation not
-            // yet linearized while one is left, so `NIL` is not met; if it
-            // were, undoing is the safe answer.
-            let entry = if at == NIL {
-                None
-            } else {
-                Some(self.entries[at as usize])
-            };
-            match entry {
-                Some(entry) if entry.call => {
-                    let i = entry.op as usize;
-                    let op = &self.ops[self.subset[i]];
-                    let next = match self.model.step(
-                        &self.states[self.current as usize],
-                        &op.input,
-                        op.output.as_ref(),
-                    ) {
-                        Step::Impossible => {
-                            at = entry.next;
-                            continue;
-                        }
-                        Step::Unchanged => self.current,
-                        Step::To(state) => self.intern(state),
-                    };
-                    self.flip(i);
-                    if self.remember(next) {
-                        self.forced.push(self.read_only[i] && next == self.current);
-                        self.stack.push((i as u32, self.current));
-                        self.current = next;
-                        self.lift(i);
-                        if op.output.is_known() {
-                            self.known_done += 1;
-                        }
-                        at = self.entries[0].next;
-                    } else {
-                        self.flip(i);
-                        // A read that can happen here but was explored
-                        // from here before: this configuration is a dead
-                        // end too (see below); otherwise try the next.
-                        at = if self.read_only[i] && next == self.current {
-                            NIL
-                        } else {
-                            entry.next
-                        };
+            // yet linearized while one is left, so a candidate is tried
+            // or the configuration is a dead end.
+            if let Some(i) = self.candidate(at) {
+                let op = &self.ops[self.subset[i]];
+                let next = match self.model.step(
+                    &self.states[self.current as usize],
+                    &op.input,
+                    op.output.as_ref(),
+                ) {
+                    Step::Impossible => {
+                        at = self.after(i);
+                        continue;
                     }
+                    Step::Unchanged => self.current,
+                    Step::To(state) => self.intern(state),
+                };
+                let known = op.output.is_known();
+                if !known && next == self.current {
+                    // An operation that need not take effect, taking
+                    // effect without effect: the configuration it leads
+                    // to has one fewer choice than this one (where it can
+                    // still come later, or never), so it is not worth a
+                    // visit.
+                    at = self.after(i);
+                    continue;
                 }
-                _ => {
-                    if self.stack.len() > self.deepest.len() {
-                        self.deepest = self.stack.iter().map(|&(i, _)| i).collect();
+                self.flip(i);
+                if self.remember(next) {
+                    self.forced.push(self.read_only[i] && next == self.current);
+                    self.stack.push((i as u32, self.current));
+                    self.current = next;
+                    self.lift(i);
+                    if known {
+                        self.known_done += 1;
+                        if let Some((of, left)) = &mut self.stages {
+                            left[of[i] as usize] -= 1;
+                        }
                     }
-                    // Undo the last choice, and the read-only operations
-                    // linearized right after it were no choice: a read
-                    // that can happen now is as well here as anywhere
-                    // later, so a dead end after it is one without it.
-                    loop {
-                        let Some((i, before)) = self.stack.pop() else {
-                            return Ok(false);
-                        };
-                        let forced = self.forced.pop().unwrap_or(false);
-                        let i = i as usize;
-                        self.flip(i);
-                        self.current = before;
-                        self.unlift(i);
-                        if self.ops[self.subset[i]].output.is_known() {
-                            self.known_done -= 1;
+                    at = self.first();
+                } else {
+                    self.flip(i);
+                    // A read that can happen here but was explored from
+                    // here before: this configuration is a dead end too
+                    // (see below); otherwise try the next.
+                    at = if self.read_only[i] && next == self.current {
+                        DONE
+                    } else {
+                        self.after(i)
+                    };
+                }
+            } else {
+                if self.stack.len() > self.deepest.len() {
+                    self.deepest = self.stack.iter().map(|&(i, _)| i).collect();
+                }
+                // Undo the last choice, and the read-only operations
+                // linearized right after it were no choice: a read that
+                // can happen now is as well here as anywhere later, so a
+                // dead end after it is one without it.
+                loop {
+                    let Some((i, before)) = self.stack.pop() else {
+                        return Ok(false);
+                    };
+                    let forced = self.forced.pop().unwrap_or(false);
+                    let i = i as usize;
+                    self.flip(i);
+                    self.current = before;
+                    self.unlift(i);
+                    if self.ops[self.subset[i]].output.is_known() {
+                        self.known_done -= 1;
+                        if let Some((of, left)) = &mut self.stages {
+                            left[of[i] as usize] += 1;
                         }
-                        if !forced {
-                            at = self.entries[self.call_entry[i] as usize].next;
-                            break;
-                        }
+                    }
+                    if !forced {
+                        at = self.after(i);
+                        break;
                     }
                 }
             }
         }
+    }
+
+    /// The cursor at a configuration just reached: every candidate left.
+    fn first(&self) -> u32 {
+        match self.rank {
+            None => self.entries[0].next,
+            Some(_) => 0,
+        }
+    }
+
+    /// The cursor once operation `i` (in the list) has been tried.
+    fn after(&self, i: usize) -> u32 {
+        match &self.rank {
+            None => self.entries[self.call_entry[i] as usize].next,
+            Some(rank) => rank[i].saturating_add(1),
+        }
+    }
+
+    /// The operation to try at cursor `at`, if any: a call entry before
+    /// the list's first return entry (an operation that may come next),
+    /// the next one in the list, or the one of least rank not below `at`.
+    fn candidate(&self, at: u32) -> Option<usize> {
+        match &self.rank {
+            None => {
+                if at == NIL {
+                    return None;
+                }
+                let entry = self.entries[at as usize];
+                entry.call.then_some(entry.op as usize)
+            }
+            Some(rank) => {
+                if at == DONE {
+                    return None;
+                }
+                let stage = self.stages.as_ref().map(|(of, left)| {
+                    let now = left.iter().position(|&n| n > 0).unwrap_or(left.len());
+                    (of, now as u32)
+                });
+                let mut best: Option<(u32, usize)> = None;
+                let mut e = self.entries[0].next;
+                while e != NIL {
+                    let entry = self.entries[e as usize];
+                    if !entry.call {
+                        break;
+                    }
+                    let r = rank[entry.op as usize];
+                    let staged = stage.is_none_or(|(of, now)| of[entry.op as usize] <= now);
+                    if r >= at && staged && best.is_none_or(|(b, _)| r < b) {
+                        best = Some((r, entry.op as usize));
+                    }
+                    e = entry.next;
+                }
+                best.map(|(_, i)| i)
+            }
+        }
+    }
+
+    /// The verdict and what was explored, from [`Search::run`]'s outcome
+    /// (`extra` steps taken by other searches on the way).
+    fn finish(&self, outcome: Result<bool, Exhausted>, extra: u64) -> (Verdict, Explored) {
+        let explored = Explored {
+            steps: self.steps.saturating_add(extra),
+            memo_entries: self.memo.len(),
+            states: self.states.len(),
+            deepest: self.deepest.len().max(self.stack.len()),
+        };
+        let verdict = match outcome {
+            Ok(true) => Verdict::Linearizable(
+                self.stack
+                    .iter()
+                    .map(|&(i, _)| self.subset[i as usize])
+                    .collect(),
+            ),
+            Ok(false) => Verdict::NotLinearizable(self.diagnose()),
+            Err(why) => Verdict::Unknown(why),
+        };
+        (verdict, explored)
+    }
+
+    /// Cuts the search's operations, in rank order, into stages that each
+    /// end with a read-only operation, and keeps the search to them in
+    /// order: the coarser model's prefix has its reads where they can be,
+    /// and what it may have wrong is the order within a stage. (A
+    /// restriction: it may miss an order the model allows.)
+    fn stage_by_reads(&mut self) {
+        let Some(rank) = &self.rank else {
+            return;
+        };
+        let mut by_rank: Vec<usize> = (0..self.subset.len()).collect();
+        by_rank.sort_by_key(|&i| rank[i]);
+        let mut of = vec![0u32; self.subset.len()];
+        let mut left = vec![0u32];
+        for i in by_rank {
+            let stage = left.len() - 1;
+            of[i] = stage as u32;
+            if self.ops[self.subset[i]].output.is_known() {
+                left[stage] += 1;
+            }
+            if self.read_only[i] {
+                left.push(0);
+            }
+        }
+        self.stages = Some((of, left));
+    }
+
+    /// Ranks for a search on the same operations that tries first what
+    /// `order` did: its operations in its order, then the others.
+    fn rank_of(&self, order: &[u32]) -> Vec<u32> {
+        let n = self.subset.len() as u32;
+        let mut rank: Vec<u32> = (0..n).map(|i| n + i).collect();
+        for (k, &i) in order.iter().enumerate() {
+            rank[i as usize] = k as u32;
+        }
+        rank
     }
 
     /// Adds or removes operation `i` from the linearized set.
@@ -363,11 +639,21 @@ impl<'a, M: Model> Search<'a, M> {
     /// Records (linearized set, `state`); false if it was there already.
     fn remember(&mut self, state: u32) -> bool {
         let hash = mix(self.bits_hash ^ u64::from(state).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let (words, arena, memo_state, bits) =
-            (self.words, &self.arena, &self.memo_state, &self.bits);
+        let (words, arena, memo_state, memo_hash, bits) = (
+            self.words,
+            &self.arena,
+            &self.memo_state,
+            &self.memo_hash,
+            &self.bits,
+        );
         let found = self.memo.find(hash, |&k| {
             let k = k as usize;
-            memo_state[k] == state && arena[k * words..(k + 1) * words] == bits[..]
+            memo_hash[k] == hash
+                && memo_state[k] == state
+                && arena[k * words..(k + 1) * words]
+                    .iter()
+                    .zip(bits)
+                    .all(|(a, b)| a == b)
         });
         if found.is_some() {
             return false;
@@ -375,14 +661,9 @@ impl<'a, M: Model> Search<'a, M> {
         let k = self.memo_state.len() as u32;
         self.arena.extend_from_slice(&self.bits);
         self.memo_state.push(state);
-        let (words, arena, memo_state, zobrist) =
-            (self.words, &self.arena, &self.memo_state, &self.zobrist);
-        self.memo.insert_unique(hash, k, |&k| {
-            let k = k as usize;
-            let set = &arena[k * words..(k + 1) * words];
-            mix(set_hash(set, zobrist)
-                ^ u64::from(memo_state[k]).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        });
+        self.memo_hash.push(hash);
+        let memo_hash = &self.memo_hash;
+        self.memo.insert_unique(hash, k, |&k| memo_hash[k as usize]);
         true
     }
 
@@ -440,6 +721,7 @@ impl<'a, M: Model> Search<'a, M> {
     fn memory(&self) -> usize {
         self.arena.capacity() * 8
             + self.memo_state.capacity() * 4
+            + self.memo_hash.capacity() * 8
             + self.memo.allocation_size()
             + self.state_table.allocation_size()
             + self.states.capacity() * std::mem::size_of::<M::State>()
@@ -488,21 +770,6 @@ impl<'a, M: Model> Search<'a, M> {
             candidates,
         }
     }
-}
-
-/// The hash of a linearized set computed from scratch (when the table
-/// grows), equal to the one kept up to date.
-fn set_hash(set: &[u64], zobrist: &[u64]) -> u64 {
-    let mut h = 0;
-    for (w, &word) in set.iter().enumerate() {
-        let mut word = word;
-        while word != 0 {
-            let b = word.trailing_zeros() as usize;
-            h ^= zobrist[w * 64 + b];
-            word &= word - 1;
-        }
-    }
-    h
 }
 
 fn state_hash<S: Hash>(state: &S) -> u64 {

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{check_partition, Budget, Model, Operation, Verdict};
+use super::{decide, Budget, Model, Operation, Verdict};
 
 /// The steps one test of a read against the writes may take.
 const QUICK_STEPS: u64 = 20_000;
@@ -200,7 +200,7 @@ impl<M: Model> Shrink<'_, '_, M> {
             max_steps: QUICK_STEPS.min(self.budget.max_steps.saturating_sub(self.steps)),
             ..*self.budget
         };
-        let (verdict, explored) = check_partition(self.model, self.ops, subset, &budget);
+        let (verdict, explored) = decide(self.model, self.ops, subset, &budget, false);
         self.steps += explored.steps;
         self.checks += 1;
         match verdict {
@@ -217,7 +217,7 @@ impl<M: Model> Shrink<'_, '_, M> {
             max_steps: self.budget.max_steps.saturating_sub(self.steps),
             ..*self.budget
         };
-        let (verdict, explored) = check_partition(self.model, self.ops, subset, &budget);
+        let (verdict, explored) = decide(self.model, self.ops, subset, &budget, false);
         self.steps += explored.steps;
         self.checks += 1;
         match verdict {

@@ -39,6 +39,9 @@ mod brute;
 #[cfg(test)]
 mod tests;
 
+use engine::decide;
+#[cfg(test)]
+use engine::decide_after;
 pub use engine::{check, check_partition};
 
 /// What an operation returned: a known output, or nothing known (the
@@ -145,6 +148,23 @@ pub trait Model {
     fn read_only(&self, input: &Self::Input, output: Outcome<&Self::Output>) -> bool {
         let _ = (input, output);
         false
+    }
+
+    /// A coarser version of this model, if it has one: fewer states, and
+    /// every history this model accepts it accepts too (mapping each of
+    /// this model's states to one of its own, each step this model allows
+    /// it allows between the mapped states). So a history it rejects is
+    /// not linearizable, and its search says so after a fraction of the
+    /// configurations this model's search would exhaust: e.g. a map that
+    /// forgets the order of appends has a subset of them where this one
+    /// has every order of that subset. The checker tries it on a part its
+    /// own search does not decide quickly ([`check_partition`]). Default:
+    /// none.
+    fn coarser(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
     }
 
     /// Splits a history into independent parts (P-compositionality).

@@ -240,8 +240,170 @@ proptest! {
             })
             .collect();
         let expected = brute::linearizable(&Kv::default(), &ops);
-        prop_assert_eq!(engine_says(&Kv { partitioned: true }, &ops), expected);
-        prop_assert_eq!(engine_says(&Kv { partitioned: false }, &ops), expected);
+        prop_assert_eq!(engine_says(&Kv::default(), &ops), expected);
+        prop_assert_eq!(engine_says(&Kv {
+        partitioned: false,
+        ..Kv::default()
+    }, &ops), expected);
+    }
+}
+
+/// Random map operations on one or two keys with random intervals
+/// (mostly not linearizable, some are).
+fn map_history(raw: &[(u8, u8, u8, u64, u64, bool)]) -> Vec<Operation<KvOp, KvReply>> {
+    raw.iter()
+        .enumerate()
+        .map(|(k, &(kind, key, v, call, len, unknown))| {
+            let key = key.to_string();
+            let v = ["", "x", "xx", "y"][v as usize].to_owned();
+            let (input, output) = match kind {
+                0 => (KvOp::Get(key), KvReply::Value(v)),
+                1 => (KvOp::Put(key, v), KvReply::Ok),
+                _ => (KvOp::Append(key, v), KvReply::Ok),
+            };
+            let output = if unknown {
+                Outcome::Unknown
+            } else {
+                Outcome::Known(output)
+            };
+            op(k as u64, input, output, call, Some(call + len))
+        })
+        .collect()
+}
+
+/// A history of appends whose order only reads tell, plus reads: each
+/// read returns some order of the values appended by then.
+fn appends_read_in_some_order(raw: &[(bool, u64, u64, u8)]) -> Vec<Operation<KvOp, KvReply>> {
+    let mut appended: Vec<String> = Vec::new();
+    raw.iter()
+        .enumerate()
+        .map(|(k, &(read, call, len, rotate))| {
+            // Calls in index order: index order is a linearization for
+            // the order-blind map.
+            let call = k as u64 * 10 + call;
+            if read {
+                let mut seen = appended.clone();
+                if !seen.is_empty() {
+                    let r = rotate as usize % seen.len();
+                    seen.rotate_left(r);
+                }
+                op(
+                    k as u64,
+                    KvOp::Get("k".into()),
+                    Known(KvReply::Value(seen.concat())),
+                    call,
+                    Some(call + len),
+                )
+            } else {
+                let v = format!("<{k}>");
+                appended.push(v.clone());
+                op(
+                    k as u64,
+                    KvOp::Append("k".into(), v),
+                    Known(KvReply::Ok),
+                    call,
+                    Some(call + len),
+                )
+            }
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The coarser model first (no slice of the map's own search): the
+    /// verdicts stay exact, and a diagnosis's prefix is one the map
+    /// allows, in real-time order.
+    #[test]
+    fn going_to_the_coarser_model_at_once_keeps_verdicts_exact(
+        raw in prop::collection::vec((0u8..3, 0u8..2, 0u8..4, 0u64..6, 0u64..6, prop::bool::weighted(0.15)), 1..8)
+    ) {
+        let ops = map_history(&raw);
+        let kv = Kv { partitioned: false, ..Kv::default() };
+        let expected = brute::linearizable(&kv, &ops);
+        let all: Vec<usize> = (0..ops.len()).collect();
+        let (verdict, _) = decide_after(&kv, &ops, &all, &Budget::UNLIMITED, true, 0);
+        match verdict {
+            Verdict::Linearizable(order) => {
+                prop_assert!(expected, "{:?}", ops);
+                prop_assert!(replays(&kv, &ops, &order));
+            }
+            Verdict::NotLinearizable(d) => {
+                prop_assert!(!expected, "{:?}", ops);
+                let prefix: Vec<usize> = d.prefix.iter().map(|l| l.op).collect();
+                prop_assert!(replays(&kv, &ops, &prefix), "{:?} {:?}", ops, prefix);
+            }
+            other => prop_assert!(false, "{:?}", other),
+        }
+    }
+
+    /// The order-blind map accepts every history the map accepts.
+    #[test]
+    fn the_order_blind_map_accepts_what_the_map_accepts(
+        raw in prop::collection::vec((0u8..3, 0u8..2, 0u8..4, 0u64..6, 0u64..6, prop::bool::weighted(0.15)), 1..8)
+    ) {
+        let ops = map_history(&raw);
+        let blind = Kv { partitioned: false, ordered: false };
+        if brute::linearizable(&Kv::default(), &ops) {
+            prop_assert!(brute::linearizable(&blind, &ops), "{:?}", ops);
+        }
+    }
+
+    /// Reads that disagree on the order of appends: the order-blind map
+    /// accepts them, the checker (which tries it) does not.
+    #[test]
+    fn appends_read_in_another_order_are_caught_though_the_coarser_model_accepts(
+        raw in prop::collection::vec((prop::bool::ANY, 0u64..4, 0u64..40, 0u8..4), 1..9)
+    ) {
+        let ops = appends_read_in_some_order(&raw);
+        let blind = Kv { partitioned: false, ordered: false };
+        prop_assert!(brute::linearizable(&blind, &ops), "{:?}", ops);
+        let kv = Kv { partitioned: false, ..Kv::default() };
+        let all: Vec<usize> = (0..ops.len()).collect();
+        let (verdict, _) = decide_after(&kv, &ops, &all, &Budget::UNLIMITED, true, 0);
+        let says = matches!(verdict, Verdict::Linearizable(_));
+        prop_assert_eq!(says, brute::linearizable(&kv, &ops), "{:?}", ops);
+    }
+}
+
+/// Whether `order` (history indices) is a sequence the model allows, in
+/// which no operation comes after one that was called after it returned.
+fn replays<M: Model>(model: &M, ops: &[Operation<M::Input, M::Output>], order: &[usize]) -> bool {
+    let mut state = model.init();
+    for (k, &i) in order.iter().enumerate() {
+        match model.step(&state, &ops[i].input, ops[i].output.as_ref()) {
+            Step::Impossible => return false,
+            Step::Unchanged => {}
+            Step::To(s) => state = s,
+        }
+        let early = order[..k]
+            .iter()
+            .any(|&j| ops[i].output.is_known() && ops[i].ret.is_some_and(|r| r < ops[j].call));
+        if early {
+            return false;
+        }
+    }
+    true
+}
+
+#[test]
+fn every_key_of_the_fifty_client_bad_map_is_decided_and_diagnosed() {
+    // Stale reads behind many appends in flight: every order of those
+    // appends is a state of the map, a set of them one of the order-blind
+    // map, which proves each key not linearizable.
+    let kv = Kv::default();
+    let ops = load(&kv, "kv/c50-bad.txt");
+    let checked = check(&kv, &ops, &Options::default());
+    assert_eq!(checked.failing().count(), 10, "{:?}", checked.summary());
+    for p in checked.failing() {
+        let Verdict::NotLinearizable(d) = &p.verdict else {
+            unreachable!()
+        };
+        let prefix: Vec<usize> = d.prefix.iter().map(|l| l.op).collect();
+        assert!(replays(&kv, &ops, &prefix), "key {}", p.partition.key);
+        assert!(!prefix.contains(&d.deadline));
+        assert!(d.candidates.iter().any(|&(i, _)| i == d.deadline));
     }
 }
 
@@ -343,8 +505,17 @@ fn a_linearizable_history_comes_with_a_witness_order() {
 
 #[test]
 fn the_budget_ends_in_unknown_with_what_was_explored() {
-    let ops = load(&Kv { partitioned: false }, "kv/c10-ok.txt");
-    let kv = Kv { partitioned: false };
+    let ops = load(
+        &Kv {
+            partitioned: false,
+            ..Kv::default()
+        },
+        "kv/c10-ok.txt",
+    );
+    let kv = Kv {
+        partitioned: false,
+        ..Kv::default()
+    };
     let small = Options {
         budget: Budget {
             max_steps: 1000,
