@@ -18,7 +18,9 @@ use std::time::Instant;
 use zoosim::check::contract;
 use zoosim::ensemble::sim::Recorder;
 use zoosim::scenario::files::{load, scenario_files};
-use zoosim::scenario::run::{contract_budget, history_meta, run_seed, run_seed_recording};
+use zoosim::scenario::run::{
+    contract_budget, history_meta, run_seed_recording, run_seed_unrecorded,
+};
 use zoosim::scenario::runner::{run_one, run_scenario, RunOptions};
 use zoosim::scenario::spec::Scenario;
 
@@ -106,7 +108,7 @@ fn contract_cost(runs: u64) {
     let mut undecided = 0;
     for seed in 1..=runs {
         let t = Instant::now();
-        run_seed(&s, seed);
+        run_seed_unrecorded(&s, seed);
         bare.push(t.elapsed().as_secs_f64() * 1000.0);
         let recorder = Recorder::new();
         let t = Instant::now();

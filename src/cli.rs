@@ -327,6 +327,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                     }
                 }
             }
+            let contract = run.contract.as_ref().map(contract_line);
             let out = run.result.map_err(|e| e.to_string())?;
             if trace {
                 println!("faults:");
@@ -339,6 +340,9 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 }
             }
             println!("{}", out.report);
+            if let Some(line) = contract {
+                println!("{line}");
+            }
             println!(
                 "{} seed {seed}: {} simulated s, {} ops, digest {:016x}",
                 s.name,
@@ -422,6 +426,30 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
         Command::History { file, edn, out } => {
             histories::command(&file, edn, out.as_deref())?;
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The contract check's verdict on a seed, in a line.
+#[cfg(madsim)]
+fn contract_line(r: &crate::check::contract::ContractReport) -> String {
+    use crate::check::contract::ContractVerdict;
+    let how = if r.fast {
+        "ordered by the zxid hints".to_owned()
+    } else {
+        format!("{} search steps", r.steps)
+    };
+    match &r.verdict {
+        ContractVerdict::Holds => format!(
+            "ZooKeeper's contract holds: {} sessions, {} operations placed, {how}",
+            r.sessions, r.placed
+        ),
+        ContractVerdict::Broken(b) => format!(
+            "ZooKeeper's contract is BROKEN: {}: {}",
+            b.guarantee.name, b.detail
+        ),
+        ContractVerdict::Unknown(why) => {
+            format!("ZooKeeper's contract: undecided within the search budget ({why})")
         }
     }
 }
@@ -887,6 +915,13 @@ pub fn list(registry: &Registry, dir: &Path) -> Result<String, String> {
     }
     let _ = writeln!(out, "properties of every run:");
     for p in run_properties::ALL {
+        let _ = writeln!(out, "  property {p}");
+    }
+    let _ = writeln!(
+        out,
+        "ZooKeeper's contract, checked on every run's history (docs/CONTRACT.md):"
+    );
+    for p in crate::check::contract::GUARANTEES {
         let _ = writeln!(out, "  property {p}");
     }
     let _ = writeln!(out, "ensemble counters: {}", ENSEMBLE_COUNTERS.join(", "));

@@ -425,7 +425,7 @@ fn lin_checks_a_recorded_history_against_the_zookeeper_contract() {
     let good = format!("{d}/lock-seed-1.jsonl");
     let (code, out, err) = zoosim(&["lin", &good, "--model", "zookeeper"]);
     assert_eq!(code, 0, "{out}{err}");
-    let (code, _, err) = zoosim(&[
+    let (code, out, err) = zoosim(&[
         "replay",
         "tests/data/broken/late-watch-event.toml",
         "--seed",
@@ -433,8 +433,13 @@ fn lin_checks_a_recorded_history_against_the_zookeeper_contract() {
         "--history",
         d,
     ]);
-    // The queue's own oracle does not see this breakage: the run passes.
-    assert_eq!(code, 0, "{err}");
+    // The queue's own oracle does not see this breakage; the contract,
+    // judged in every run, does: the replay fails, naming it.
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("ZooKeeper's contract is BROKEN: watch-before-data"),
+        "{out}"
+    );
     let bad = format!("{d}/late-watch-event-seed-3020701696.jsonl");
     let (code, out, err) = zoosim(&["lin", &bad, "--model", "zookeeper", "--json"]);
     assert_eq!(code, 1, "{out}{err}");

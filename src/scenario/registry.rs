@@ -122,7 +122,10 @@ impl Registry {
         twice(recipe.counters().to_vec(), "counter")?;
         let properties: Vec<&str> = recipe.properties().iter().map(|p| p.name).collect();
         twice(properties.clone(), "property")?;
-        for p in run_properties::ALL {
+        for p in run_properties::ALL
+            .iter()
+            .chain(&crate::check::contract::GUARANTEES)
+        {
             if properties.contains(&p.name) {
                 return Err(err(format!(
                     "property {:?} is every run's own (zoosim list shows them)",

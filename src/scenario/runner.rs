@@ -9,9 +9,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::run::{history_meta, lines, run_seed_recording, SeedOutcome};
+use super::run::{history_meta, judge_contract, lines, run_seed_recording, SeedOutcome};
 use super::spec::Scenario;
 use super::verdict::{run_properties, Violation};
+use crate::check::contract::ContractReport;
 use crate::ensemble::sim::Recorder;
 use crate::history::{Event, History, Record};
 
@@ -189,7 +190,7 @@ pub fn seeds_of(s: &Scenario, o: &RunOptions) -> Vec<u64> {
 }
 
 /// One seed as run: its outcome (or its panic, an `invariants`
-/// violation) and what its clients saw.
+/// violation), what its clients saw, and the contract check's report.
 #[derive(Clone, Debug)]
 pub struct SeedRun {
     /// The seed.
@@ -199,6 +200,10 @@ pub struct SeedRun {
     pub result: Result<SeedOutcome, Violation>,
     /// The client-level history, up to the panic if there was one.
     pub history: History,
+    /// ZooKeeper's contract on the history: None when the run panicked
+    /// (a partial history proves nothing) or the history was unreadable
+    /// (then an `invariants` violation says so).
+    pub contract: Option<ContractReport>,
 }
 
 impl SeedRun {
@@ -208,18 +213,23 @@ impl SeedRun {
     }
 }
 
-/// Runs one seed, recorded (recording costs a few per cent and changes
-/// nothing of the run); a panic in the simulation (an asserted invariant) is a
+/// Runs one seed, recorded and judged by its oracle and by ZooKeeper's
+/// contract ([`judge_contract`]); a panic in the simulation (an asserted invariant) is a
 /// failure like any other: of the `invariants` property.
 pub fn run_one_recorded(s: &Scenario, seed: u64) -> SeedRun {
     let recorder = Recorder::new();
     let run = catch_unwind(AssertUnwindSafe(|| run_seed_recording(s, seed, &recorder)));
     match run {
-        Ok(outcome) => SeedRun {
-            seed,
-            history: recorder.history(history_meta(s, seed, outcome.drawn.servers)),
-            result: Ok(outcome),
-        },
+        Ok(mut outcome) => {
+            let history = recorder.history(history_meta(s, seed, outcome.drawn.servers));
+            let contract = judge_contract(&mut outcome, &history);
+            SeedRun {
+                seed,
+                result: Ok(outcome),
+                history,
+                contract,
+            }
+        }
         Err(p) => {
             let msg = p
                 .downcast_ref::<String>()
@@ -238,6 +248,7 @@ pub fn run_one_recorded(s: &Scenario, seed: u64) -> SeedRun {
                     meta: history_meta(s, seed, servers),
                     records,
                 },
+                contract: None,
             }
         }
     }

@@ -31,8 +31,11 @@ pub mod run_properties {
     pub const ALL: [Property; 3] = [INVARIANTS, ENSEMBLE_LIVENESS, DECLARED_NAMES];
 }
 
-/// Counters every run reports, from the ensemble's servers.
-pub const ENSEMBLE_COUNTERS: [&str; 9] = [
+/// Counters every run reports: from the ensemble's servers, and from
+/// ZooKeeper's contract checked on what the clients saw (runs it decided
+/// held; runs its search could not decide within its budget; runs the
+/// zxid-ordered fast path decided without a search).
+pub const ENSEMBLE_COUNTERS: [&str; 12] = [
     "elections-won",
     "session-expiries",
     "setwatches-replayed",
@@ -42,6 +45,9 @@ pub const ENSEMBLE_COUNTERS: [&str; 9] = [
     "reconnect-closes",
     "role-change-drops",
     "breakage-hits",
+    "contract-held",
+    "contract-undecided",
+    "contract-fast",
 ];
 
 /// What a judge found: the run passed when `violations` is empty. The
