@@ -793,7 +793,8 @@ fn real_failing_seeds_reports_written_by_the_command_show_their_failure_in_a_bro
     let red = [0xd6, 0x28, 0x28];
 
     // A broken ensemble (a follower answering writes itself): the write
-    // that cannot be placed in any order is the failing operation.
+    // that cannot be placed in any order is the failing operation, and
+    // the contract, judged in every run, fails the replay (exit 1).
     let out = zoosim(
         &[
             "replay",
@@ -803,7 +804,7 @@ fn real_failing_seeds_reports_written_by_the_command_show_their_failure_in_a_bro
             "--report",
             &d,
         ],
-        0,
+        1,
     );
     let broken = linked(&out, "report:");
     let summary: Value =
