@@ -115,10 +115,22 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedOutcome {
 /// the run, its digest included).
 pub fn run_seed_recorded(scenario: &Scenario, seed: u64) -> (SeedOutcome, History) {
     let recorder = Recorder::new();
-    let mut outcome = run_seed_recording(scenario, seed, &recorder);
-    let history = recorder.history(history_meta(scenario, seed, outcome.drawn.servers));
-    judge_contract(&mut outcome, &history);
+    let outcome = run_seed_recording(scenario, seed, &recorder);
+    let (outcome, history, _) = judged(scenario, seed, outcome, &recorder);
     (outcome, history)
+}
+
+/// A finished run's history, taken from its recorder, and the run judged
+/// by ZooKeeper's contract on it ([`judge_contract`]).
+pub fn judged(
+    scenario: &Scenario,
+    seed: u64,
+    mut outcome: SeedOutcome,
+    recorder: &Recorder,
+) -> (SeedOutcome, History, Option<ContractReport>) {
+    let history = recorder.history(history_meta(scenario, seed, outcome.drawn.servers));
+    let contract = judge_contract(&mut outcome, &history);
+    (outcome, history, contract)
 }
 
 /// Runs `seed` of `scenario`, recording into `recorder`, which keeps what
@@ -126,19 +138,21 @@ pub fn run_seed_recorded(scenario: &Scenario, seed: u64) -> (SeedOutcome, Histor
 /// by the recipe's oracle only: [`judge_contract`] is the caller's, on
 /// the recorder's history.
 pub fn run_seed_recording(scenario: &Scenario, seed: u64, recorder: &Recorder) -> SeedOutcome {
-    let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
-    let owned = scenario.clone();
-    let r = recorder.clone();
-    runtime.block_on(async move { run(&owned, seed, Some(r)).await })
+    simulate(scenario, seed, Some(recorder.clone()))
 }
 
 /// Runs `seed` of `scenario` unrecorded, judged by the recipe's oracle
 /// alone: the baseline against which the cost of recording and of the
 /// contract check is measured (benches/scenarios.rs).
 pub fn run_seed_unrecorded(scenario: &Scenario, seed: u64) -> SeedOutcome {
+    simulate(scenario, seed, None)
+}
+
+/// `seed` of `scenario` in a fresh simulation, recorded or not.
+fn simulate(scenario: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let owned = scenario.clone();
-    runtime.block_on(async move { run(&owned, seed, None).await })
+    runtime.block_on(async move { run(&owned, seed, recorder).await })
 }
 
 /// The contract check's budget for a seed's history: steps and bytes,

@@ -9,7 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::run::{history_meta, judge_contract, lines, run_seed_recording, SeedOutcome};
+use super::run::{history_meta, judged, lines, run_seed_recording, SeedOutcome};
 use super::spec::Scenario;
 use super::verdict::{run_properties, Violation};
 use crate::check::contract::ContractReport;
@@ -214,15 +214,14 @@ impl SeedRun {
 }
 
 /// Runs one seed, recorded and judged by its oracle and by ZooKeeper's
-/// contract ([`judge_contract`]); a panic in the simulation (an asserted invariant) is a
+/// contract ([`judged`]); a panic in the simulation (an asserted invariant) is a
 /// failure like any other: of the `invariants` property.
 pub fn run_one_recorded(s: &Scenario, seed: u64) -> SeedRun {
     let recorder = Recorder::new();
     let run = catch_unwind(AssertUnwindSafe(|| run_seed_recording(s, seed, &recorder)));
     match run {
-        Ok(mut outcome) => {
-            let history = recorder.history(history_meta(s, seed, outcome.drawn.servers));
-            let contract = judge_contract(&mut outcome, &history);
+        Ok(outcome) => {
+            let (outcome, history, contract) = judged(s, seed, outcome, &recorder);
             SeedRun {
                 seed,
                 result: Ok(outcome),
