@@ -130,6 +130,45 @@ pub struct Applied {
     pub triggers: Vec<WatchEvent>,
 }
 
+/// What [`DataTree::apply_undoable`] changed, to take it back with
+/// [`DataTree::undo`]: a model that tries a step in place keeps this
+/// instead of a copy of the whole tree (the contract check tries thousands
+/// of steps on trees of hundreds of nodes; copying them was most of its
+/// cost).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Undo {
+    last_zxid: Zxid,
+    /// The inverse changes, in the order they were made (undone in
+    /// reverse).
+    steps: Vec<UndoStep>,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+enum UndoStep {
+    /// A node was created at this path.
+    Created(String),
+    /// This node was deleted.
+    Deleted(String, Node),
+    /// A parent's counters before a child create or delete.
+    Counters {
+        path: String,
+        child_creates: i32,
+        pzxid: Zxid,
+    },
+    /// A node's data fields before a setData.
+    Data {
+        path: String,
+        data: Vec<u8>,
+        version: i32,
+        mzxid: Zxid,
+        mtime: i64,
+    },
+    /// A session was created.
+    SessionCreated(SessionId),
+    /// A session with this timeout was closed.
+    SessionClosed(SessionId, u64),
+}
+
 /// The replicated data tree. `Clone + Eq + Hash`: models hold it as state.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct DataTree {
@@ -264,6 +303,107 @@ impl DataTree {
     /// Applies a txn decided by [`DataTree::prepare`] (or its session
     /// variants). zxids must strictly increase.
     pub fn apply(&mut self, txn: &Txn) -> Applied {
+        self.apply_journaled(txn, None)
+    }
+
+    /// [`DataTree::apply`], also returning what takes the change back
+    /// ([`DataTree::undo`]).
+    pub fn apply_undoable(&mut self, txn: &Txn) -> (Applied, Undo) {
+        let mut undo = Undo {
+            last_zxid: self.last_zxid,
+            steps: Vec::new(),
+        };
+        let applied = self.apply_journaled(txn, Some(&mut undo.steps));
+        (applied, undo)
+    }
+
+    /// Takes back the txn that returned `undo`, which must be the last
+    /// one applied: the tree is then equal to what it was before it.
+    pub fn undo(&mut self, undo: Undo) {
+        for step in undo.steps.into_iter().rev() {
+            match step {
+                UndoStep::Created(path) => {
+                    let node = self
+                        .nodes
+                        .remove(&path)
+                        .unwrap_or_else(|| panic!("undo create {path}: missing"));
+                    assert!(node.children.is_empty(), "undo create {path}: has children");
+                    if let Owner::Ephemeral(s) = node.owner {
+                        self.unindex_ephemeral(s, &path);
+                    }
+                    let parent = self
+                        .nodes
+                        .get_mut(parent(&path))
+                        .unwrap_or_else(|| panic!("undo create {path}: parent missing"));
+                    parent.children.remove(basename(&path));
+                }
+                UndoStep::Deleted(path, node) => {
+                    if let Owner::Ephemeral(s) = node.owner {
+                        self.ephemerals.entry(s).or_default().insert(path.clone());
+                    }
+                    let parent = self
+                        .nodes
+                        .get_mut(parent(&path))
+                        .unwrap_or_else(|| panic!("undo delete {path}: parent missing"));
+                    parent.children.insert(basename(&path).to_owned());
+                    self.nodes.insert(path, node);
+                }
+                UndoStep::Counters {
+                    path,
+                    child_creates,
+                    pzxid,
+                } => {
+                    let n = self
+                        .nodes
+                        .get_mut(&path)
+                        .unwrap_or_else(|| panic!("undo counters of {path}: missing"));
+                    n.child_creates = child_creates;
+                    n.pzxid = pzxid;
+                }
+                UndoStep::Data {
+                    path,
+                    data,
+                    version,
+                    mzxid,
+                    mtime,
+                } => {
+                    let n = self
+                        .nodes
+                        .get_mut(&path)
+                        .unwrap_or_else(|| panic!("undo setData {path}: missing"));
+                    n.data = data;
+                    n.version = version;
+                    n.mzxid = mzxid;
+                    n.mtime = mtime;
+                }
+                UndoStep::SessionCreated(s) => {
+                    self.sessions.remove(&s);
+                }
+                UndoStep::SessionClosed(s, timeout_ms) => {
+                    self.sessions.insert(s, timeout_ms);
+                }
+            }
+        }
+        self.last_zxid = undo.last_zxid;
+    }
+
+    /// Removes `path` from `session`'s ephemerals, leaving no empty set
+    /// (equal trees must compare and hash equal).
+    fn unindex_ephemeral(&mut self, session: SessionId, path: &str) {
+        let set = self
+            .ephemerals
+            .get_mut(&session)
+            .unwrap_or_else(|| panic!("ephemeral {path}: session {session} not indexed"));
+        let known = set.remove(path);
+        assert!(known, "ephemeral {path} missing from its session's index");
+        if set.is_empty() {
+            self.ephemerals.remove(&session);
+        }
+    }
+
+    /// [`DataTree::apply`], recording the inverse of each change in
+    /// `journal` when there is one.
+    fn apply_journaled(&mut self, txn: &Txn, mut journal: Option<&mut Vec<UndoStep>>) -> Applied {
         assert!(
             txn.zxid > self.last_zxid,
             "txn zxid {:#x} not after last applied {:#x}",
@@ -276,14 +416,21 @@ impl DataTree {
             TxnBody::CreateSession { timeout_ms } => {
                 let fresh = self.sessions.insert(txn.session, *timeout_ms).is_none();
                 assert!(fresh, "session {} created twice", txn.session);
+                if let Some(j) = journal.as_deref_mut() {
+                    j.push(UndoStep::SessionCreated(txn.session));
+                }
                 None
             }
             TxnBody::CloseSession { ephemerals } => {
                 for path in ephemerals {
                     let op = TxnOp::Delete { path: path.clone() };
-                    self.apply_op(txn, &op, &mut triggers);
+                    self.apply_op(txn, &op, &mut triggers, journal.as_deref_mut());
                 }
-                self.sessions.remove(&txn.session);
+                if let Some(timeout_ms) = self.sessions.remove(&txn.session) {
+                    if let Some(j) = journal.as_deref_mut() {
+                        j.push(UndoStep::SessionClosed(txn.session, timeout_ms));
+                    }
+                }
                 let left = self.ephemerals.remove(&txn.session);
                 assert!(
                     left.is_none(),
@@ -292,7 +439,7 @@ impl DataTree {
                 );
                 None
             }
-            TxnBody::Op(op) => Some(Ok(match self.apply_op(txn, op, &mut triggers) {
+            TxnBody::Op(op) => Some(Ok(match self.apply_op(txn, op, &mut triggers, journal) {
                 MultiResult::Create {
                     path,
                     stat: Some(stat),
@@ -304,7 +451,11 @@ impl DataTree {
             TxnBody::Multi(ops) => {
                 let results = ops
                     .iter()
-                    .map(|op| match (op, self.apply_op(txn, op, &mut triggers)) {
+                    .map(|op| {
+                        let result = self.apply_op(txn, op, &mut triggers, journal.as_deref_mut());
+                        (op, result)
+                    })
+                    .map(|r| match r {
                         // A 3.8 server answers a plain create in a multi with
                         // its name only; container and TTL creates (their own
                         // opcodes) keep their Stat. Found by conformance.
@@ -329,7 +480,13 @@ impl DataTree {
     /// Applies one decided change (its result in multi form). Prep
     /// guaranteed it is valid here; a violation means replicas diverged, so
     /// it panics.
-    fn apply_op(&mut self, txn: &Txn, op: &TxnOp, triggers: &mut Vec<WatchEvent>) -> MultiResult {
+    fn apply_op(
+        &mut self,
+        txn: &Txn,
+        op: &TxnOp,
+        triggers: &mut Vec<WatchEvent>,
+        journal: Option<&mut Vec<UndoStep>>,
+    ) -> MultiResult {
         match op {
             TxnOp::Create {
                 path,
@@ -348,6 +505,14 @@ impl DataTree {
                 );
                 let fresh = parent.children.insert(basename(path).to_owned());
                 assert!(fresh, "create {path}: already a child at apply");
+                if let Some(j) = journal {
+                    j.push(UndoStep::Counters {
+                        path: parent_path.to_owned(),
+                        child_creates: parent.child_creates,
+                        pzxid: parent.pzxid,
+                    });
+                    j.push(UndoStep::Created(path.clone()));
+                }
                 // DataTree.createNode: counter and pzxid move only forward.
                 if *parent_cversion > parent.child_creates {
                     parent.child_creates = *parent_cversion;
@@ -378,16 +543,7 @@ impl DataTree {
                     .unwrap_or_else(|| panic!("delete {path}: missing at apply"));
                 assert!(node.children.is_empty(), "delete {path}: has children");
                 if let Owner::Ephemeral(s) = node.owner {
-                    let set = self
-                        .ephemerals
-                        .get_mut(&s)
-                        .unwrap_or_else(|| panic!("ephemeral {path}: session {s} not indexed"));
-                    let known = set.remove(path);
-                    assert!(known, "ephemeral {path} missing from its session's index");
-                    // No empty sets: equal trees must compare (and hash) equal.
-                    if set.is_empty() {
-                        self.ephemerals.remove(&s);
-                    }
+                    self.unindex_ephemeral(s, path);
                 }
                 let parent_path = parent(path);
                 let parent = self
@@ -396,6 +552,14 @@ impl DataTree {
                     .unwrap_or_else(|| panic!("delete {path}: parent missing at apply"));
                 let was_child = parent.children.remove(basename(path));
                 assert!(was_child, "delete {path}: not its parent's child");
+                if let Some(j) = journal {
+                    j.push(UndoStep::Deleted(path.clone(), node));
+                    j.push(UndoStep::Counters {
+                        path: parent_path.to_owned(),
+                        child_creates: parent.child_creates,
+                        pzxid: parent.pzxid,
+                    });
+                }
                 // A delete moves pzxid only forward (DataTree.deleteNode).
                 parent.pzxid = parent.pzxid.max(txn.zxid);
                 triggers.push(event(EventType::NodeDeleted, path));
@@ -416,6 +580,15 @@ impl DataTree {
                     node.version.wrapping_add(1),
                     "setData {path}: version skew"
                 );
+                if let Some(j) = journal {
+                    j.push(UndoStep::Data {
+                        path: path.clone(),
+                        data: std::mem::take(&mut node.data),
+                        version: node.version,
+                        mzxid: node.mzxid,
+                        mtime: node.mtime,
+                    });
+                }
                 node.data.clone_from(data);
                 node.version = *version;
                 node.mzxid = txn.zxid;

@@ -693,3 +693,104 @@ fn the_invariant_check_names_the_invariant_broken() {
         Invariant::EphemeralIndex
     );
 }
+
+mod undo {
+    //! `apply_undoable` then `undo` gives back the tree it started from,
+    //! whatever the txn (the contract check's model steps in place and
+    //! relies on it), and applies exactly what `apply` does.
+    use super::*;
+    use proptest::prelude::*;
+
+    const PATHS: [&str; 5] = ["/a", "/a/b", "/a/c", "/s", "/s/n-"];
+
+    fn path() -> impl Strategy<Value = String> {
+        prop::sample::select(&PATHS[..]).prop_map(str::to_owned)
+    }
+
+    fn mode() -> impl Strategy<Value = CreateMode> {
+        prop::sample::select(
+            &[
+                CreateMode::Persistent,
+                CreateMode::Ephemeral,
+                CreateMode::PersistentSequential,
+                CreateMode::EphemeralSequential,
+            ][..],
+        )
+    }
+
+    fn multi_op() -> impl Strategy<Value = MultiOp> {
+        prop_oneof![
+            (path(), mode()).prop_map(|(path, mode)| MultiOp::Create {
+                path,
+                data: b"m".to_vec(),
+                mode
+            }),
+            path().prop_map(|path| MultiOp::Delete { path, version: -1 }),
+            path().prop_map(|path| MultiOp::SetData {
+                path,
+                data: b"x".to_vec(),
+                version: -1
+            }),
+            path().prop_map(|path| MultiOp::Check { path, version: -1 }),
+        ]
+    }
+
+    /// A write of session S1 or S2, or the close of one of them.
+    #[derive(Clone, Debug)]
+    enum Write {
+        Op(bool, Op),
+        Close(bool),
+    }
+
+    fn write() -> impl Strategy<Value = Write> {
+        let op = prop_oneof![
+            3 => (path(), mode()).prop_map(|(path, mode)| Op::Create {
+                path,
+                data: b"d".to_vec(),
+                mode
+            }),
+            2 => path().prop_map(|path| Op::Delete { path, version: -1 }),
+            2 => (path(), any::<u8>()).prop_map(|(path, d)| Op::SetData {
+                path,
+                data: vec![d],
+                version: -1
+            }),
+            1 => prop::collection::vec(multi_op(), 1..4).prop_map(Op::Multi),
+        ];
+        prop_oneof![
+            12 => (any::<bool>(), op).prop_map(|(s, op)| Write::Op(s, op)),
+            1 => any::<bool>().prop_map(Write::Close),
+        ]
+    }
+
+    fn txn(t: &DataTree, w: &Write) -> Option<Txn> {
+        match w {
+            Write::Op(s1, op) => Some(t.prepare(t.next_zxid(), 5, if *s1 { S1 } else { S2 }, op)),
+            Write::Close(s1) => {
+                let s = if *s1 { S1 } else { S2 };
+                t.has_session(s)
+                    .then(|| t.prepare_close_session(t.next_zxid(), 5, s))
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn undo_gives_back_the_tree(writes in prop::collection::vec(write(), 1..40)) {
+            let mut t = tree();
+            for w in &writes {
+                let Some(txn) = txn(&t, w) else { continue };
+                let before = t.clone();
+                let mut plain = t.clone();
+                let expected = plain.apply(&txn);
+                let (applied, undo) = t.apply_undoable(&txn);
+                prop_assert_eq!(&applied, &expected);
+                prop_assert_eq!(&t, &plain);
+                t.undo(undo);
+                prop_assert_eq!(&t, &before);
+                t.check_invariants().unwrap();
+                t = plain;
+            }
+        }
+    }
+}

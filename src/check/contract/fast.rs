@@ -19,6 +19,11 @@ use crate::proto::Zxid;
 const WINDOW: usize = 48;
 const WINDOW_STEPS: u64 = 20_000;
 
+/// How many remaining steps of a session a local search may place before
+/// that session's end: a session that ends on the servers while its
+/// client is cut off has a few left (a Disconnected, a close).
+const ENDING_STEPS: usize = 4;
+
 /// Where the fast path stopped: an operation it could not place by the
 /// time its window closed.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -68,7 +73,7 @@ fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
         0 => 0,
         n => done[n - 1].1,
     };
-    // Writes by call time, with the largest zxid so far.
+    // Writes by call time.
     let mut called: Vec<(u64, Zxid)> = placed
         .iter()
         .filter_map(|p| match (&p.input, p.hint) {
@@ -83,15 +88,13 @@ fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
         })
         .collect();
     called.sort_unstable();
-    let mut top = 0;
-    for c in &mut called {
-        top = top.max(c.1);
-        c.1 = top;
+    // The smallest zxid of the writes called after each: a write called
+    // after another returned comes after it in zxid order.
+    let mut first_after = vec![Zxid::MAX; called.len() + 1];
+    for (n, c) in called.iter().enumerate().rev() {
+        first_after[n] = first_after[n + 1].min(c.1);
     }
-    let last_called = |t: u64| match called.partition_point(|c| c.0 <= t) {
-        0 => 0,
-        n => called[n - 1].1,
-    };
+    let before_next_called = |t: u64| first_after[called.partition_point(|c| c.0 <= t)];
     let mut steps: Vec<Vec<usize>> = vec![Vec::new(); model.sessions.len()];
     for (i, p) in placed.iter().enumerate() {
         if let Input::Step { session, .. } = p.input {
@@ -129,8 +132,17 @@ fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
                     // longer did are deferred until it is placed. A
                     // reconnect or a disconnect goes where the ensemble
                     // was when the client saw it.
-                    let z = if matches!(kind, StepKind::Close) {
-                        last_called(t)
+                    let close = matches!(kind, StepKind::Close);
+                    let z = if close {
+                        // Just before the first write called after it
+                        // returned (its zxid is below that one's): placed
+                        // too early, a close cannot be taken back, while
+                        // the reads that no longer saw its ephemerals are
+                        // deferred until it is placed, or a local search
+                        // places it before them (seed 3901816832 of
+                        // mix-expiries-under-contention: a read returned
+                        // after the close did and still saw them).
+                        before_next_called(t).saturating_sub(1)
                     } else {
                         latest(t)
                     }
@@ -138,6 +150,9 @@ fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
                     if z >= next[j] {
                         // Just before the session's next step's write.
                         (next[j], 0, 0, *k)
+                    } else if close {
+                        // After the reads of that zxid too.
+                        (z, 2, p.ret_us.unwrap_or(u64::MAX), *k)
                     } else {
                         // Among the reads of that zxid, by time.
                         (z, 1, p.ret_us.unwrap_or(u64::MAX), *k)
@@ -176,16 +191,13 @@ impl Pass<'_> {
         if p.ret_us.is_some_and(|r| at > r) {
             return false;
         }
-        match self.model.step(&self.state, &p.input) {
-            Some(next) => {
-                self.state = next;
-                self.now = at;
-                self.order.push(i);
-                self.used[i] = true;
-                true
-            }
-            None => false,
+        if !self.model.step_in_place(&mut self.state, &p.input) {
+            return false;
         }
+        self.now = at;
+        self.order.push(i);
+        self.used[i] = true;
+        true
     }
 
     /// Places all of `chain` in order, or none of it.
@@ -265,9 +277,25 @@ impl Pass<'_> {
             }
         }
         for &j in loose {
-            if open(j, self) && self.placed[j].call_us <= deadline {
-                may.push(j);
+            if !open(j, self) || self.placed[j].call_us > deadline {
+                continue;
             }
+            // A session's end comes after its remaining steps (a
+            // Disconnected it saw long after, say, has no zxid to put it
+            // near): they may come first too.
+            if let Input::Expire { session } | Input::End { session, .. } = self.placed[j].input {
+                let from = self.state.next_step(session) as usize;
+                let rest = &self.steps[session][from..];
+                if rest.len() > ENDING_STEPS || rest.contains(&d) {
+                    continue;
+                }
+                for &k in rest {
+                    if !must.contains(&k) && !may.contains(&k) {
+                        may.push(k);
+                    }
+                }
+            }
+            may.push(j);
         }
         let all: Vec<usize> = must.iter().chain(&may).copied().collect();
         let ops: Vec<Operation<Input, ()>> = all

@@ -269,6 +269,16 @@ impl ZkModel {
     /// Places `input` in `state`: the next state, or `None` if it cannot
     /// happen here.
     pub fn step(&self, state: &State, input: &Input) -> Option<State> {
+        let mut next = state.clone();
+        self.step_in_place(&mut next, input).then_some(next)
+    }
+
+    /// Places `input` in `st` itself: `true` if it can happen here (`st`
+    /// is then the next state); `false` if not, and `st` is unchanged (a
+    /// refused write is taken back with the tree's undo journal). The fast
+    /// path steps this way: copying the state at every step was most of
+    /// the check's cost.
+    pub fn step_in_place(&self, st: &mut State, input: &Input) -> bool {
         match input {
             Input::Step {
                 session,
@@ -276,73 +286,73 @@ impl ZkModel {
                 kind,
                 events,
             } => {
-                let s = &state.sessions[*session];
+                let s = &st.sessions[*session];
                 if s.next_step != *k || s.closed {
-                    return None;
+                    return false;
                 }
-                let mut next = state.clone();
-                self.session_step(&mut next, *session, kind, events)?;
-                next.sessions[*session].next_step += 1;
-                Some(next)
+                if !self.session_step(st, *session, kind, events) {
+                    return false;
+                }
+                st.sessions[*session].next_step += 1;
+                true
             }
             Input::Indeterminate { session, op } => {
-                if state.sessions[*session].closed {
-                    // Never happened: the session's end came first.
-                    return Some(state.clone());
+                // A closed session's: never happened (its end came first).
+                if !st.sessions[*session].closed {
+                    // Its outcome is unknown: any reply will do.
+                    let _ = self.write(st, *session, op);
                 }
-                let mut next = state.clone();
-                // Its outcome is unknown: any reply will do.
-                let _ = self.write(&mut next, *session, op);
-                Some(next)
+                true
             }
             Input::Expire { session } => {
-                let s = &state.sessions[*session];
+                let s = &st.sessions[*session];
                 if s.closed {
-                    return Some(state.clone());
+                    return true;
                 }
                 let spec = &self.sessions[*session];
                 // Events it received came before its end.
                 if s.next_step != spec.steps || (spec.trailing && !s.ended) {
-                    return None;
+                    return false;
                 }
-                let mut next = state.clone();
-                self.close(&mut next, *session);
-                Some(next)
+                self.close(st, *session);
+                true
             }
             Input::End { session, events } => {
-                let s = &state.sessions[*session];
+                let s = &mut st.sessions[*session];
                 if s.next_step != self.sessions[*session].steps || s.ended {
-                    return None;
+                    return false;
                 }
-                let mut next = state.clone();
-                let s = &mut next.sessions[*session];
-                if self.rules.events {
-                    take_received(s, events, self.rules.event_order, false)?;
+                if self.rules.events && !take_received(s, events, self.rules.event_order, false) {
+                    return false;
                 }
                 s.ended = true;
                 s.pending.clear();
-                Some(next)
+                true
             }
         }
     }
 
+    /// One session step, in place; `false` (and `st` unchanged) if it
+    /// cannot happen here.
     fn session_step(
         &self,
         st: &mut State,
         i: usize,
         kind: &StepKind,
         events: &[WatchEvent],
-    ) -> Option<()> {
+    ) -> bool {
         let rules = self.rules;
         match kind {
             StepKind::Read { op, reply } => {
                 let (model, watch) = st.tree.read(op);
-                if normalize(&model) != normalize(reply) {
-                    return None;
+                if !same_reply(&model, reply) {
+                    return false;
                 }
                 let s = &mut st.sessions[i];
                 if rules.events {
-                    take_received(s, events, rules.event_order, true)?;
+                    if !take_received(s, events, rules.event_order, true) {
+                        return false;
+                    }
                     if watch.is_some() && reply.is_ok() {
                         let table = match (op, reply) {
                             (Op::Exists { .. }, Ok(Reply::Exists(None))) => &mut s.watches.exist,
@@ -356,33 +366,52 @@ impl ZkModel {
             }
             StepKind::Sync => {
                 let s = &mut st.sessions[i];
-                if rules.events {
-                    take_received(s, events, rules.event_order, true)?;
+                if rules.events && !take_received(s, events, rules.event_order, true) {
+                    return false;
                 }
                 s.seen = s.seen.max(st.tree.last_zxid());
             }
             StepKind::Write { op, reply } => {
-                let model = self.write(st, i, op);
-                if normalize(&model) != normalize(reply) {
-                    return None;
+                let txn = st
+                    .tree
+                    .prepare(st.tree.next_zxid(), 0, self.sessions[i].id, op);
+                let (applied, undo) = st.tree.apply_undoable(&txn);
+                let model = applied.reply.expect("a client write's txn carries a reply");
+                if !same_reply(&model, reply) {
+                    st.tree.undo(undo);
+                    return false;
+                }
+                if rules.events {
+                    let fired = self.fire(st, &applied.triggers);
+                    if !take_received(&mut st.sessions[i], events, rules.event_order, true) {
+                        // Take back what the write queued, newest first.
+                        for &(j, t, c) in fired.iter().rev() {
+                            let s = &mut st.sessions[j];
+                            s.pending.pop_back();
+                            s.watches.restore(&applied.triggers[t].path, c);
+                        }
+                        st.tree.undo(undo);
+                        return false;
+                    }
                 }
                 let last = st.tree.last_zxid();
                 let s = &mut st.sessions[i];
-                if rules.events {
-                    take_received(s, events, rules.event_order, true)?;
-                }
                 s.seen = s.seen.max(last);
             }
             StepKind::Close => {
-                if rules.events {
-                    take_received(&mut st.sessions[i], events, rules.event_order, false)?;
+                if rules.events
+                    && !take_received(&mut st.sessions[i], events, rules.event_order, false)
+                {
+                    return false;
                 }
                 self.close(st, i);
             }
             StepKind::Disconnected => {
                 let s = &mut st.sessions[i];
                 if rules.events {
-                    take_received(s, events, rules.event_order, false)?;
+                    if !take_received(s, events, rules.event_order, false) {
+                        return false;
+                    }
                     // What was triggered but never arrived: the client
                     // still holds those watches and will send them again.
                     for (e, c) in std::mem::take(&mut s.pending) {
@@ -395,7 +424,9 @@ impl ZkModel {
                 let tree = &st.tree;
                 let s = &mut st.sessions[i];
                 if rules.events {
-                    take_received(s, events, rules.event_order, true)?;
+                    if !take_received(s, events, rules.event_order, true) {
+                        return false;
+                    }
                     // The server replays the client's watches against its
                     // state (SetWatches with the client's lastZxid).
                     for e in replay(&s.watches, tree, s.seen) {
@@ -407,7 +438,7 @@ impl ZkModel {
                 s.connected = true;
             }
         }
-        Some(())
+        true
     }
 
     /// Applies a write of session `i` at the next model zxid, fires its
@@ -430,21 +461,26 @@ impl ZkModel {
         self.fire(st, &triggers);
     }
 
-    /// Queues each trigger for every connected session it reaches.
-    fn fire(&self, st: &mut State, triggers: &[WatchEvent]) {
+    /// Queues each trigger for every connected session it reaches; returns
+    /// what it queued, in order (session, trigger index, the watches the
+    /// event consumed), so that a refused step can take it back.
+    fn fire(&self, st: &mut State, triggers: &[WatchEvent]) -> Vec<(usize, usize, Consumed)> {
+        let mut fired = Vec::new();
         if !self.rules.events {
-            return;
+            return fired;
         }
-        for s in st.sessions.iter_mut() {
+        for (j, s) in st.sessions.iter_mut().enumerate() {
             if s.closed || s.ended || !s.connected {
                 continue;
             }
-            for t in triggers {
-                if let Some(c) = s.watches.fire(t) {
-                    s.pending.push_back((t.clone(), c));
+            for (t, e) in triggers.iter().enumerate() {
+                if let Some(c) = s.watches.fire(e) {
+                    s.pending.push_back((e.clone(), c));
+                    fired.push((j, t, c));
                 }
             }
         }
+        fired
     }
 }
 
@@ -572,32 +608,42 @@ pub fn describe_tree(tree: &DataTree) -> String {
 /// The events a client received before a step must be exactly what was
 /// triggered for it and not yet received (`exact`), or a prefix of it
 /// (before a disconnect, a close or the end, the rest may never arrive).
-fn take_received(
-    s: &mut Session,
-    received: &[WatchEvent],
-    ordered: bool,
-    exact: bool,
-) -> Option<()> {
+/// Takes them off the session's pending events; `false` (and nothing
+/// taken) if they do not match.
+fn take_received(s: &mut Session, received: &[WatchEvent], ordered: bool, exact: bool) -> bool {
     if exact && received.len() != s.pending.len() {
-        return None;
+        return false;
     }
     if received.len() > s.pending.len() {
-        return None;
+        return false;
     }
     if ordered {
-        for (r, (p, _)) in received.iter().zip(&s.pending) {
-            if r != p {
-                return None;
-            }
+        if !received.iter().zip(&s.pending).all(|(r, (p, _))| r == p) {
+            return false;
         }
         s.pending.drain(..received.len());
     } else {
+        // Match every received event to a distinct pending one first, so
+        // that a mismatch leaves the session as it was.
+        let mut taken = vec![false; s.pending.len()];
         for r in received {
-            let at = s.pending.iter().position(|(p, _)| p == r)?;
-            s.pending.remove(at);
+            let free = s
+                .pending
+                .iter()
+                .zip(&taken)
+                .position(|((p, _), used)| !used && p == r);
+            match free {
+                Some(at) => taken[at] = true,
+                None => return false,
+            }
         }
+        let mut at = 0;
+        s.pending.retain(|_| {
+            at += 1;
+            !taken[at - 1]
+        });
     }
-    Some(())
+    true
 }
 
 /// The server's SetWatches replay of the client's watches against `tree`
@@ -625,6 +671,75 @@ fn op_path(op: &Op) -> &str {
         | Op::GetChildren { path, .. }
         | Op::Sync { path } => path,
         Op::Multi(_) => "",
+    }
+}
+
+/// Whether two replies are the same as the model compares them (what
+/// [`normalize`] keeps), without building either normalized copy: the fast
+/// path compares a reply at every step it tries.
+pub fn same_reply(a: &Result<Reply, ZkError>, b: &Result<Reply, ZkError>) -> bool {
+    let stat = |x: &Stat, y: &Stat| {
+        x.version == y.version
+            && x.cversion == y.cversion
+            && x.aversion == y.aversion
+            && x.ephemeral_owner == y.ephemeral_owner
+            && x.data_length == y.data_length
+            && x.num_children == y.num_children
+    };
+    let opt_stat = |x: &Option<Stat>, y: &Option<Stat>| match (x, y) {
+        (Some(x), Some(y)) => stat(x, y),
+        (None, None) => true,
+        _ => false,
+    };
+    match (a, b) {
+        (Err(x), Err(y)) => x == y,
+        (Ok(x), Ok(y)) => match (x, y) {
+            (Reply::Create { path: p, stat: s }, Reply::Create { path: q, stat: t }) => {
+                p == q && stat(s, t)
+            }
+            (Reply::Delete, Reply::Delete) | (Reply::Sync, Reply::Sync) => true,
+            (Reply::Exists(s), Reply::Exists(t)) => opt_stat(s, t),
+            (Reply::GetData { data: d, stat: s }, Reply::GetData { data: e, stat: t }) => {
+                d == e && stat(s, t)
+            }
+            (Reply::SetData(s), Reply::SetData(t)) => stat(s, t),
+            (
+                Reply::GetChildren {
+                    children: c,
+                    stat: s,
+                },
+                Reply::GetChildren {
+                    children: d,
+                    stat: t,
+                },
+            ) => {
+                // The same names in any order (sorted copies only when the
+                // orders differ).
+                stat(s, t)
+                    && c.len() == d.len()
+                    && (c == d || {
+                        let (mut c, mut d) = (c.clone(), d.clone());
+                        c.sort_unstable();
+                        d.sort_unstable();
+                        c == d
+                    })
+            }
+            (Reply::Multi(r), Reply::Multi(q)) => {
+                r.len() == q.len()
+                    && r.iter().zip(q).all(|(x, y)| match (x, y) {
+                        (
+                            MultiResult::Create { path: p, stat: s },
+                            MultiResult::Create { path: q, stat: t },
+                        ) => p == q && opt_stat(s, t),
+                        (MultiResult::SetData { stat: s }, MultiResult::SetData { stat: t }) => {
+                            stat(s, t)
+                        }
+                        (x, y) => x == y,
+                    })
+            }
+            _ => false,
+        },
+        _ => false,
     }
 }
 
@@ -847,6 +962,78 @@ mod tests {
         );
     }
 
+    /// A write whose reply fits but whose events do not is refused, and
+    /// everything it did is taken back: the tree, the events it queued
+    /// for every session, the watches they consumed.
+    #[test]
+    fn a_refused_write_is_taken_back_in_place() {
+        let m = model(2);
+        let made = reply_of(&m, &[], 0, &create("/a"));
+        let mut prefix = vec![
+            step(0, 0, StepKind::Connected, vec![]),
+            step(1, 0, StepKind::Connected, vec![]),
+            step(
+                0,
+                1,
+                StepKind::Write {
+                    op: create("/a"),
+                    reply: made,
+                },
+                vec![],
+            ),
+        ];
+        let watch = Op::GetData {
+            path: "/a".into(),
+            watch: true,
+        };
+        let (seen, _) = run(&m, &prefix).unwrap().tree.read(&watch);
+        for (session, k) in [(0, 2), (1, 1)] {
+            prefix.push(step(
+                session,
+                k,
+                StepKind::Read {
+                    op: watch.clone(),
+                    reply: seen.clone(),
+                },
+                vec![],
+            ));
+        }
+        let set = Op::SetData {
+            path: "/a".into(),
+            data: b"y".to_vec(),
+            version: -1,
+        };
+        let set_reply = reply_of(&m, &prefix, 0, &set);
+        let before = run(&m, &prefix).unwrap();
+        let write = |events| {
+            step(
+                0,
+                3,
+                StepKind::Write {
+                    op: set.clone(),
+                    reply: set_reply.clone(),
+                },
+                events,
+            )
+        };
+        // Session 0's own watch fires before its reply: without the event
+        // the step cannot happen, and nothing of it may stay behind.
+        let mut tried = before.clone();
+        assert!(!m.step_in_place(&mut tried, &write(vec![])));
+        assert_eq!(tried, before);
+        let mut tried = before.clone();
+        assert!(m.step_in_place(&mut tried, &write(vec![changed("/a")])));
+        assert_eq!(
+            tried.sessions[1].pending.len(),
+            1,
+            "session 1's event queued"
+        );
+        assert!(
+            tried.sessions[1].watches.data.is_empty(),
+            "its watch consumed"
+        );
+    }
+
     #[test]
     fn a_lost_event_is_replayed_on_reconnect() {
         let m = model(2);
@@ -963,5 +1150,67 @@ mod tests {
             stat: Stat { version: 3, ..stat },
         });
         assert_ne!(normalize(&a), normalize(&c));
+        assert!(same_reply(&a, &b));
+        assert!(!same_reply(&a, &c));
+    }
+
+    mod same_reply_agrees {
+        //! `same_reply` (the fast path's comparison) says exactly what
+        //! comparing [`normalize`]d copies says.
+        use super::super::{normalize, same_reply};
+        use crate::proto::{MultiResult, Reply, Stat, ZkError};
+        use proptest::prelude::*;
+
+        fn stat() -> impl Strategy<Value = Stat> {
+            (0..2i64, 0..2i64, 0..2i32, 0..2i32, 0..2i64, 0..2i32).prop_map(
+                |(czxid, mtime, version, cversion, ephemeral_owner, num_children)| Stat {
+                    czxid,
+                    mtime,
+                    version,
+                    cversion,
+                    ephemeral_owner,
+                    num_children,
+                    ..Stat::default()
+                },
+            )
+        }
+
+        fn reply() -> impl Strategy<Value = Result<Reply, ZkError>> {
+            let names = prop::collection::vec(prop::sample::select(&["a", "b", "c"][..]), 0..3)
+                .prop_map(|v| v.into_iter().map(str::to_owned).collect::<Vec<_>>());
+            let path = prop::sample::select(&["/a", "/b"][..]).prop_map(str::to_owned);
+            prop_oneof![
+                Just(Err(ZkError::NoNode)),
+                Just(Err(ZkError::NodeExists)),
+                Just(Ok(Reply::Delete)),
+                Just(Ok(Reply::Sync)),
+                (path.clone(), stat()).prop_map(|(path, stat)| Ok(Reply::Create { path, stat })),
+                prop::option::of(stat()).prop_map(|s| Ok(Reply::Exists(s))),
+                (prop::collection::vec(0..2u8, 0..2), stat())
+                    .prop_map(|(data, stat)| Ok(Reply::GetData { data, stat })),
+                stat().prop_map(|s| Ok(Reply::SetData(s))),
+                (names, stat())
+                    .prop_map(|(children, stat)| Ok(Reply::GetChildren { children, stat })),
+                prop::collection::vec(
+                    prop_oneof![
+                        (path, prop::option::of(stat()))
+                            .prop_map(|(path, stat)| MultiResult::Create { path, stat }),
+                        stat().prop_map(|stat| MultiResult::SetData { stat }),
+                        Just(MultiResult::Check),
+                        Just(MultiResult::Failed(ZkError::BadVersion)),
+                    ],
+                    0..3
+                )
+                .prop_map(|r| Ok(Reply::Multi(r))),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn as_normalize_says(a in reply(), b in reply()) {
+                prop_assert_eq!(same_reply(&a, &b), normalize(&a) == normalize(&b));
+                prop_assert!(same_reply(&a, &a));
+            }
+        }
     }
 }
