@@ -460,6 +460,10 @@ impl<'a, M: Model> Search<'a, M> {
                     at = self.after(i);
                     continue;
                 }
+                if self.erases_unknown(i, next) {
+                    at = self.after(i);
+                    continue;
+                }
                 self.flip(i);
                 if self.remember(next) {
                     self.forced.push(self.read_only[i] && next == self.current);
@@ -513,6 +517,33 @@ impl<'a, M: Model> Search<'a, M> {
                     }
                 }
             }
+        }
+    }
+
+    /// Whether operation `i`, leading to state `next`, would follow an
+    /// operation of unknown outcome (the last linearized) whose effect it
+    /// erases: it leads to `next` from the state before that one too. Then
+    /// the configuration it leads to is subsumed by the one reached by
+    /// placing `i` first and the unknown one later or never (the same
+    /// state and known operations, one fewer choice spent), which the
+    /// search explores from the configuration before: so operations of
+    /// unknown outcome are placed only where what follows needs them, and
+    /// a run of them (each erasing the one before) is never tried.
+    fn erases_unknown(&self, i: usize, next: u32) -> bool {
+        let Some(&(top, before)) = self.stack.last() else {
+            return false;
+        };
+        if self.ops[self.subset[top as usize]].output.is_known() {
+            return false;
+        }
+        let op = &self.ops[self.subset[i]];
+        match self
+            .model
+            .step(&self.states[before as usize], &op.input, op.output.as_ref())
+        {
+            Step::Impossible => false,
+            Step::Unchanged => before == next,
+            Step::To(state) => self.states[next as usize] == state,
         }
     }
 
