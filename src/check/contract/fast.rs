@@ -103,13 +103,14 @@ fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
     }
     let mut keys = vec![(Zxid::MAX, 0, 0, 0); placed.len()];
     for list in &steps {
-        // The zxid of each step's next hinted step.
-        let mut next = vec![Zxid::MAX; list.len()];
-        let mut ahead = Zxid::MAX;
+        // The key of each step's next hinted step: its zxid, and 1 for a
+        // read (which comes after the write of its zxid), 0 for a write.
+        let mut next = vec![(Zxid::MAX, 0); list.len()];
+        let mut ahead = (Zxid::MAX, 0);
         for (j, &i) in list.iter().enumerate().rev() {
             next[j] = ahead;
-            if let Some(h) = placed[i].hint {
-                ahead = h;
+            if let (Some(h), Input::Step { kind, .. }) = (placed[i].hint, &placed[i].input) {
+                ahead = (h, u8::from(matches!(kind, StepKind::Read { .. } | StepKind::Sync)));
             }
         }
         let mut prev: Zxid = 0;
@@ -147,9 +148,12 @@ fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
                         latest(t)
                     }
                     .max(prev);
-                    if z >= next[j] {
-                        // Just before the session's next step's write.
-                        (next[j], 0, 0, *k)
+                    if z >= next[j].0 {
+                        // Just before the session's next step: after the
+                        // write of its zxid if that step is a read (seed
+                        // 1309409284 of revocable-lock: a reconnect whose
+                        // watch replay saw a delete of that zxid).
+                        (next[j].0, next[j].1, 0, *k)
                     } else if close {
                         // After the reads of that zxid too.
                         (z, 2, p.ret_us.unwrap_or(u64::MAX), *k)
@@ -359,24 +363,44 @@ pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Result<Vec<usize>, Stuck
     // for an operation of unknown effect (tried at once), or for one that
     // comes a little later in zxid order (tried by deferring it); each
     // order of the two remedies decides histories the other does not.
-    pass(model, placed, &keys, true).or_else(|first| {
-        pass(model, placed, &keys, false).map_err(|second| {
-            if second.order.len() > first.order.len() {
-                second
-            } else {
-                first
+    // A third waits as long as it can: a deferred step is tried after an
+    // operation of unknown effect only before a write is placed (which
+    // may change what the step needs: seed 1309409292 of revocable-lock,
+    // a read of a version an unanswered setData made, then a delete).
+    let mut best: Option<Stuck> = None;
+    for remedy in [Remedy::LooseFirst, Remedy::Defer, Remedy::DeferUntilWrite] {
+        match pass(model, placed, &keys, remedy) {
+            Ok(order) => return Ok(order),
+            Err(s) => {
+                if best.as_ref().is_none_or(|b| s.order.len() > b.order.len()) {
+                    best = Some(s);
+                }
             }
-        })
-    })
+        }
+    }
+    Err(best.expect("three passes ran"))
 }
 
-/// One greedy pass (see [`fast_path`]); `loose_first`: a refused step is
-/// tried after an operation of unknown effect before it is deferred.
+/// What a pass does first with a step the model refuses where its zxid
+/// puts it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Remedy {
+    /// Try it after an operation of unknown effect, else defer it.
+    LooseFirst,
+    /// Defer it; after an operation of unknown effect only when its
+    /// window closes.
+    Defer,
+    /// Defer it; after an operation of unknown effect before the next
+    /// write is placed, or when its window closes.
+    DeferUntilWrite,
+}
+
+/// One greedy pass (see [`fast_path`]) with the given remedy.
 fn pass(
     model: &ZkModel,
     placed: &[Placed],
     keys: &[Key],
-    loose_first: bool,
+    remedy: Remedy,
 ) -> Result<Vec<usize>, Stuck> {
     let (mut sure, mut loose): (Vec<usize>, Vec<usize>) =
         (0..placed.len()).partition(|&i| matches!(placed[i].input, Input::Step { .. }));
@@ -430,6 +454,27 @@ fn pass(
         if pass.used[i] {
             continue;
         }
+        if remedy == Remedy::DeferUntilWrite
+            && !deferred.is_empty()
+            && matches!(
+                placed[i].input,
+                Input::Step {
+                    kind: StepKind::Write { .. } | StepKind::Close,
+                    ..
+                }
+            )
+        {
+            for d in std::mem::take(&mut deferred) {
+                if !pass.used[d] && !pass.place_after_loose(d, &loose) {
+                    deferred.push(d);
+                }
+            }
+            pass.drain(&mut deferred);
+        }
+        if pass.used[i] {
+            continue;
+        }
+        let loose_first = remedy == Remedy::LooseFirst;
         if pass.place(i) || (loose_first && pass.place_after_loose(i, &loose)) {
             pass.drain(&mut deferred);
         } else {
