@@ -74,6 +74,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// What the timelines' time axis measures.
+    fn unit(&self) -> &'static str {
+        match self.r.file.as_ref().and_then(|f| f.time.as_ref()) {
+            Some(_) => "file line (1 s = 1 line)",
+            None => "simulated time",
+        }
+    }
+
     fn lane_label(&self, id: OpId) -> &str {
         self.ops
             .get(&id)
@@ -142,12 +150,25 @@ impl<'a> Ctx<'a> {
     fn header(&self, b: &mut String) {
         let r = self.r;
         let _ = write!(b, "<h1>{}</h1><p class=\"sub\">", Esc(&r.title));
-        let _ = write!(
-            b,
-            "scenario <b>{}</b> · seed <b>{}</b>",
-            Esc(&r.scenario),
-            r.seed
-        );
+        match &r.file {
+            Some(f) => {
+                let _ = write!(
+                    b,
+                    "history file <b>{}</b> · format <b>{}</b> · model <b>{}</b>",
+                    Esc(&f.path),
+                    Esc(&f.format),
+                    Esc(&f.model)
+                );
+            }
+            None => {
+                let _ = write!(
+                    b,
+                    "scenario <b>{}</b> · seed <b>{}</b>",
+                    Esc(&r.scenario),
+                    r.seed
+                );
+            }
+        }
         if let Some(c) = &r.commit {
             let _ = write!(b, " · commit <code>{}</code>", Esc(c));
         }
@@ -155,12 +176,24 @@ impl<'a> Ctx<'a> {
         if !r.digest.is_empty() {
             let _ = write!(b, " · digest <code>{}</code>", Esc(&r.digest));
         }
-        let _ = write!(
-            b,
-            " · {} simulated · {} operations</p>",
-            duration(r.sim_ms.saturating_mul(1000)),
-            self.ops.len()
-        );
+        match r.file.as_ref().and_then(|f| f.time.as_ref()) {
+            Some(time) => {
+                let _ = write!(
+                    b,
+                    " · {} operations · time on the timeline: {}</p>",
+                    self.ops.len(),
+                    Esc(time)
+                );
+            }
+            None => {
+                let _ = write!(
+                    b,
+                    " · {} simulated · {} operations</p>",
+                    duration(r.sim_ms.saturating_mul(1000)),
+                    self.ops.len()
+                );
+            }
+        }
 
         let failed_checks: Vec<_> = r.verdicts.iter().filter(|v| !v.passed).collect();
         let not_lin: Vec<&LinSection> = r
@@ -214,9 +247,14 @@ impl<'a> Ctx<'a> {
         b.push_str("</div></div>");
         let _ = write!(
             b,
-            "<div class=\"replay\"><label for=\"replay\">Replay:</label>\
+            "<div class=\"replay\"><label for=\"replay\">{}:</label>\
              <input id=\"replay\" readonly value=\"{}\">\
              <button class=\"copy\" data-for=\"replay\">copy</button></div>",
+            if r.file.is_some() {
+                "Check again"
+            } else {
+                "Replay"
+            },
             Esc(&r.replay_command)
         );
         if !r.params.is_empty() {
@@ -343,6 +381,7 @@ impl<'a> Ctx<'a> {
                 start_on_focus: false,
                 spacious: true,
                 tip: &tip,
+                unit: self.unit(),
             }
             .render(b);
         }
@@ -387,8 +426,12 @@ impl<'a> Ctx<'a> {
             .any(|l| l.verdict == LinVerdict::NotLinearizable && !l.minimal.is_empty());
         let _ = write!(
             b,
-            "<p class=\"note\">Simulated time. One lane per client{}; hover a bar for its details and the model's state, \
+            "<p class=\"note\">{}. One lane per client{}; hover a bar for its details and the model's state, \
              click it for its row in the table. Zoom with the buttons or Ctrl + wheel; scroll sideways.</p>",
+            match r.file.as_ref().and_then(|f| f.time.as_ref()) {
+                Some(t) => format!("Time is {}", Esc(t)),
+                None => "Simulated time".to_owned(),
+            },
             if r.lanes.iter().any(|l| l.kind == super::model::LaneKind::Server) {
                 " and per server"
             } else {
@@ -414,6 +457,7 @@ impl<'a> Ctx<'a> {
             start_on_focus: self.ops.len() > FOCUS_ABOVE_OPS,
             spacious: false,
             tip: &tip,
+            unit: self.unit(),
         }
         .render(b);
     }
