@@ -460,6 +460,19 @@ fn json(s: &str) -> Value {
 }
 
 #[test]
+fn a_minimal_history_of_one_operation_says_what_that_does_and_does_not_show() {
+    let mut r = sample::lock_failure();
+    let words = "One operation alone.";
+    assert!(!render_seed(&r).contains(words));
+    r.lin[0].minimal = vec![9];
+    let html = render_seed(&r);
+    let minimal =
+        &html[html.find("id=\"minimal\"").unwrap()..html.find("id=\"timeline\"").unwrap()];
+    assert!(minimal.contains(words), "{minimal}");
+    assert!(minimal.contains("Before concluding that nothing wrote the value"));
+}
+
+#[test]
 fn the_seed_summary_names_the_failure_and_the_minimal_sub_history() {
     let r = sample::lock_failure();
     let v = json(&seed_summary_json(&r));

@@ -326,6 +326,17 @@ impl<'a> Ctx<'a> {
                 partition_words(l),
                 Esc(&l.model)
             );
+            if ops.len() == 1 {
+                // A lone read reads as "nothing wrote this value", which
+                // the search does not prove: say what it does show.
+                b.push_str(
+                    "<p class=\"note\"><b>One operation alone.</b> Its reply is impossible from the model's \
+                     initial state, so on its own it is not linearizable. The search keeps a read alone only when \
+                     it could not show, within a quick test's budget, that the history's writes explain the value \
+                     it returned; with many concurrent writes that test can give up. Before concluding that nothing \
+                     wrote the value, look for it among the writes of this partition in the table below.</p>",
+                );
+            }
             if i >= MAX_MINIMAL_TIMELINES {
                 let ids: Vec<String> = l.minimal.iter().map(|id| op_link(*id)).collect();
                 let _ = write!(b, "<p class=\"note\">operations {}</p>", ids.join(", "));
