@@ -460,6 +460,19 @@ fn json(s: &str) -> Value {
 }
 
 #[test]
+fn a_minimal_history_of_one_operation_says_what_that_does_and_does_not_show() {
+    let mut r = sample::lock_failure();
+    let words = "One operation alone.";
+    assert!(!render_seed(&r).contains(words));
+    r.lin[0].minimal = vec![9];
+    let html = render_seed(&r);
+    let minimal =
+        &html[html.find("id=\"minimal\"").unwrap()..html.find("id=\"timeline\"").unwrap()];
+    assert!(minimal.contains(words), "{minimal}");
+    assert!(minimal.contains("Before concluding that nothing wrote the value"));
+}
+
+#[test]
 fn the_seed_summary_names_the_failure_and_the_minimal_sub_history() {
     let r = sample::lock_failure();
     let v = json(&seed_summary_json(&r));
@@ -876,5 +889,149 @@ fn real_failing_seeds_reports_written_by_the_command_show_their_failure_in_a_bro
         std::fs::copy(&shot, format!("{keep}.real-broken.png")).unwrap();
         std::fs::copy(&index_png, format!("{keep}.real-index.png")).unwrap();
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `<g class="op …" data-id="ID">` element of operation `id` in a
+/// page: its classes and its hover text.
+fn bar(html: &str, id: u64) -> (String, String) {
+    let key = format!("\" data-id=\"{id}\"><title>");
+    let at = html.find(&key).unwrap_or_else(|| panic!("no bar #{id}"));
+    let class_at = html[..at].rfind("class=\"").unwrap() + 7;
+    let title = &html[at + key.len()..];
+    (
+        html[class_at..at].to_owned(),
+        title[..title.find("</title>").unwrap()].to_owned(),
+    )
+}
+
+#[test]
+fn an_oracle_failure_outlines_the_operations_it_rests_on() {
+    // Mutual exclusion broken (a lock that sorts its nodes by full name):
+    // the check names the two holders' acquisitions, and the page outlines
+    // the operation each acted on, in the holders' own lanes.
+    let dir = std::env::temp_dir().join(format!("zoosim-report-oracle-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = zoosim(
+        &[
+            "replay",
+            "scenarios/bug-lock-sort-by-full-name.toml",
+            "--seed",
+            "281280512",
+            "--report",
+            &dir.display().to_string(),
+        ],
+        1,
+    );
+    let page = linked(&out, "report:");
+    let summary = json(&std::fs::read_to_string(page.with_extension("json")).unwrap());
+    let failed = summary["failed"].as_array().unwrap();
+    let holders = failed
+        .iter()
+        .find(|f| f["property"] == "stale-beliefs-only-after-loss")
+        .expect("the two holders");
+    let detail = holders["detail"].as_str().unwrap();
+    assert!(detail.starts_with("two holders: client 4"), "{detail}");
+    let ops: Vec<u64> = holders["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(ops.len(), 2, "one operation per holder: {ops:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let lanes: Vec<String> = ops
+        .iter()
+        .map(|&id| {
+            let (class, tip) = bar(&html, id);
+            assert!(class.contains("involved"), "#{id}: {class}");
+            assert!(
+                tip.contains("involved in the failure of stale-beliefs-only-after-loss"),
+                "{tip}"
+            );
+            tip.lines().next().unwrap().to_owned()
+        })
+        .collect();
+    assert!(
+        lanes[0].contains(" client 4 ") && lanes[1].contains(" client 1 "),
+        "{lanes:?}"
+    );
+    // The herd it also shows: every woken waiter's operation.
+    let herd = failed.iter().find(|f| f["property"] == "no-herd").unwrap();
+    assert_eq!(herd["ops"].as_array().unwrap().len(), 2, "{herd}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_broken_contracts_page_shows_the_model_states_around_the_failure() {
+    let dir = std::env::temp_dir().join(format!("zoosim-report-states-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = zoosim(
+        &[
+            "replay",
+            "tests/data/broken/follower-local-write.toml",
+            "--seed",
+            &0xb40c0000u64.to_string(),
+            "--report",
+            &dir.display().to_string(),
+        ],
+        1,
+    );
+    let page = linked(&out, "report:");
+    let summary = json(&std::fs::read_to_string(page.with_extension("json")).unwrap());
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The operations none of which can come next: the tree they could
+    // not be applied to, and no state after.
+    for id in summary["lin"][0]["cannot_linearize_next"]
+        .as_array()
+        .unwrap()
+    {
+        let (_, tip) = bar(&html, id.as_u64().unwrap());
+        assert!(tip.contains("state before: /"), "{tip}");
+        assert!(!tip.contains("state after:"), "{tip}");
+    }
+    // The prefix's last operations: the tree before and after each; the
+    // first ones none (the page stays small).
+    let prefix_len = summary["lin"][0]["longest_prefix"].as_u64().unwrap();
+    assert!(prefix_len > 8, "{prefix_len}");
+    let with_states = html.matches("state after:  ").count();
+    assert_eq!(with_states, 8, "hover states on the last 8 prefix steps");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_history_files_page_says_it_is_a_file_not_a_seed() {
+    let dir = std::env::temp_dir().join(format!("zoosim-report-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    zoosim(
+        &[
+            "lin",
+            "tests/data/histories/etcd/etcd_000.log",
+            "--model",
+            "cas-register",
+            "--report",
+            &dir.display().to_string(),
+        ],
+        1,
+    );
+    let html = std::fs::read_to_string(dir.join("etcd_000.log.html")).unwrap();
+    let header = &html[html.find("<p class=\"sub\">").unwrap()..];
+    let header = &header[..header.find("</p>").unwrap()];
+    assert!(
+        header.contains("history file <b>tests/data/histories/etcd/etcd_000.log</b>")
+            && header.contains("format <b>Jepsen log")
+            && header.contains("model <b>cas-register</b>")
+            && header.contains("the file&#39;s line numbers"),
+        "{header}"
+    );
+    assert!(
+        !header.contains("seed") && !header.contains("simulated"),
+        "{header}"
+    );
+    assert!(html.contains("<label for=\"replay\">Check again:</label>"));
+    assert!(html.contains("file line (1 s = 1 line)"));
     let _ = std::fs::remove_dir_all(&dir);
 }

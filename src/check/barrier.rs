@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::{Entry, Liveness, Property, Violation};
+use super::{Entry, Liveness, Moment, Property, Violation};
 
 /// What one barrier client saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -148,13 +148,16 @@ fn check_barrier_safety(
         };
         match remove_called.get(&round) {
             Some(&t) if t <= e.at_ms => {}
-            _ => r.violations.push(Violation::new(
-                BARRIER_SAFETY,
-                format!(
-                    "client {} passed round {round} at {} ms before its barrier was removed",
-                    e.client, e.at_ms
-                ),
-            )),
+            _ => r.violations.push(
+                Violation::new(
+                    BARRIER_SAFETY,
+                    format!(
+                        "client {} passed round {round} at {} ms before its barrier was removed",
+                        e.client, e.at_ms
+                    ),
+                )
+                .at([e.moment()]),
+            ),
         }
     }
 }
@@ -173,14 +176,20 @@ fn check_liveness(
         };
         let deadline = since.max(gone).max(l.from_ms) + l.bound_ms;
         if l.missed(deadline, done) {
-            r.violations.push(Violation::new(
-                LIVENESS,
-                format!(
+            r.violations.push(
+                Violation::new(
+                    LIVENESS,
+                    format!(
                     "client {c} waited on round {round} from {since} ms (removed at {gone} ms) \
                      and passed {}",
                     done.map_or("never".to_owned(), |t| format!("at {t} ms"))
                 ),
-            ));
+                )
+                .at([Moment {
+                    client: c,
+                    at_ms: since,
+                }]),
+            );
         }
     };
     // Per waiter: the round it waits on, since when.

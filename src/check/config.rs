@@ -159,14 +159,17 @@ fn check_no_lost_update(log: &[Entry<ConfigEvent>], r: &mut ConfigReport) {
     for e in log {
         if let ConfigEvent::Value { version, count } = e.event {
             if i64::from(version) != count {
-                r.violations.push(Violation::new(
-                    NO_LOST_UPDATE,
-                    format!(
-                        "client {} read count {count} in version {version} at {} ms: an \
+                r.violations.push(
+                    Violation::new(
+                        NO_LOST_UPDATE,
+                        format!(
+                            "client {} read count {count} in version {version} at {} ms: an \
                          update was lost",
-                        e.client, e.at_ms
-                    ),
-                ));
+                            e.client, e.at_ms
+                        ),
+                    )
+                    .at([e.moment()]),
+                );
             }
         }
     }
@@ -197,13 +200,16 @@ fn session_reads<'a>(
 fn check_monotonic_reads(log: &[Entry<ConfigEvent>], r: &mut ConfigReport) {
     session_reads(log, |e, version, prev| {
         if let Some(prev) = prev.filter(|&p| version < p) {
-            r.violations.push(Violation::new(
-                MONOTONIC_READS,
-                format!(
-                    "client {} read version {version} after {prev} in one session (at {} ms)",
-                    e.client, e.at_ms
-                ),
-            ));
+            r.violations.push(
+                Violation::new(
+                    MONOTONIC_READS,
+                    format!(
+                        "client {} read version {version} after {prev} in one session (at {} ms)",
+                        e.client, e.at_ms
+                    ),
+                )
+                .at([e.moment()]),
+            );
         }
     });
 }

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::{Entry, Liveness, Property, Violation};
+use super::{Entry, Liveness, Moment, Property, Violation};
 
 /// What one double-barrier client saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -158,14 +158,17 @@ fn check_enter_safety(
             Entered { round } => {
                 let n = asked.get(&round).map_or(0, BTreeSet::len);
                 if n < threshold {
-                    r.violations.push(Violation::new(
-                        ENTER_SAFETY,
-                        format!(
-                            "client {} entered round {round} at {} ms with only {n} of \
+                    r.violations.push(
+                        Violation::new(
+                            ENTER_SAFETY,
+                            format!(
+                                "client {} entered round {round} at {} ms with only {n} of \
                              {threshold} processes there",
-                            e.client, e.at_ms
-                        ),
-                    ));
+                                e.client, e.at_ms
+                            ),
+                        )
+                        .at([e.moment()]),
+                    );
                 }
             }
             _ => {}
@@ -233,13 +236,19 @@ fn check_leave_safety(log: &[Entry<DoubleBarrierEvent>], r: &mut DoubleBarrierRe
     }
     for (round, c, other, at) in early {
         if !lost_inside.contains(&(round, other)) {
-            r.violations.push(Violation::new(
-                LEAVE_SAFETY,
-                format!(
-                    "client {c} left round {round} at {at} ms before client {other} asked to \
+            r.violations.push(
+                Violation::new(
+                    LEAVE_SAFETY,
+                    format!(
+                        "client {c} left round {round} at {at} ms before client {other} asked to \
                      leave"
-                ),
-            ));
+                    ),
+                )
+                .at([Moment {
+                    client: c,
+                    at_ms: at,
+                }]),
+            );
         }
     }
 }
@@ -251,10 +260,16 @@ fn check_liveness(log: &[Entry<DoubleBarrierEvent>], l: Liveness, r: &mut Double
     let mut judge = |c: usize, what: &str, since: u64, done: Option<u64>| {
         let deadline = since.max(l.from_ms) + l.bound_ms;
         if l.missed(deadline, done) {
-            r.violations.push(Violation::new(
-                LIVENESS,
-                format!("client {c}'s {what} from {since} ms did not end in time ({done:?})"),
-            ));
+            r.violations.push(
+                Violation::new(
+                    LIVENESS,
+                    format!("client {c}'s {what} from {since} ms did not end in time ({done:?})"),
+                )
+                .at([Moment {
+                    client: c,
+                    at_ms: since,
+                }]),
+            );
         }
     };
     // Per client: what it is waiting for, since when.

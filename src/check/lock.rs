@@ -35,7 +35,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::{Entry, Liveness, Property, Violation};
+use super::{Entry, Liveness, Moment, Property, Violation};
 
 /// What one lock, shared-lock or election client saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -287,14 +287,17 @@ fn check_unique_tokens(log: &[Entry<LockEvent>], report: &mut LockReport) {
     for e in log {
         if let LockEvent::Acquired { token } = e.event {
             report.acquisitions += 1;
-            if let Some(other) = tokens.insert(token, e.client) {
-                report.violations.push(Violation::new(
-                    UNIQUE_TOKENS,
-                    format!(
-                        "token {token} handed out twice (clients {other} and {}, at {} ms)",
-                        e.client, e.at_ms
-                    ),
-                ));
+            if let Some(other) = tokens.insert(token, e.moment()) {
+                report.violations.push(
+                    Violation::new(
+                        UNIQUE_TOKENS,
+                        format!(
+                            "token {token} handed out twice (clients {} and {}, at {} ms)",
+                            other.client, e.client, e.at_ms
+                        ),
+                    )
+                    .at([other, e.moment()]),
+                );
             }
         }
     }
@@ -322,13 +325,16 @@ fn check_fenced_exclusion(log: &[Entry<LockEvent>], beliefs: &[Belief], report: 
         };
         report.accesses_accepted += 1;
         if let Some(h) = highest.filter(|&h| token < h) {
-            report.violations.push(Violation::new(
-                FENCED_EXCLUSION,
-                format!(
-                    "the resource accepted token {token} after {h} (client {}, at {} ms)",
-                    e.client, e.at_ms
-                ),
-            ));
+            report.violations.push(
+                Violation::new(
+                    FENCED_EXCLUSION,
+                    format!(
+                        "the resource accepted token {token} after {h} (client {}, at {} ms)",
+                        e.client, e.at_ms
+                    ),
+                )
+                .at([e.moment()]),
+            );
         }
         if !reader.get(&e.client).copied().unwrap_or(false) {
             highest = highest.max(Some(token));
@@ -337,13 +343,16 @@ fn check_fenced_exclusion(log: &[Entry<LockEvent>], beliefs: &[Belief], report: 
             b.client == e.client && b.token == token && b.from <= e.at_ms && e.at_ms <= b.to
         });
         if !held {
-            report.violations.push(Violation::new(
-                FENCED_EXCLUSION,
-                format!(
-                    "client {} acted with token {token} at {} ms without holding the lock",
-                    e.client, e.at_ms
-                ),
-            ));
+            report.violations.push(
+                Violation::new(
+                    FENCED_EXCLUSION,
+                    format!(
+                        "client {} acted with token {token} at {} ms without holding the lock",
+                        e.client, e.at_ms
+                    ),
+                )
+                .at([e.moment()]),
+            );
         }
     }
 }
@@ -371,20 +380,27 @@ fn check_stale_beliefs(beliefs: &[Belief], report: &mut LockReport) {
             if stale {
                 report.stale_beliefs += 1;
             } else {
-                report.violations.push(Violation::new(
-                    STALE_BELIEFS,
-                    format!(
-                        "two holders: client {} (token {}, from {} ms, {:?}) and client {} \
-                         (token {}, from {} ms) while both sessions were intact",
-                        older.client,
-                        older.token,
-                        older.from,
-                        older.end,
-                        newer.client,
-                        newer.token,
-                        newer.from
-                    ),
-                ));
+                report.violations.push(
+                    Violation::new(
+                        STALE_BELIEFS,
+                        format!(
+                            "two holders: client {} (token {}, from {} ms, {:?}) and client {} \
+                             (token {}, from {} ms) while both sessions were intact",
+                            older.client,
+                            older.token,
+                            older.from,
+                            older.end,
+                            newer.client,
+                            newer.token,
+                            newer.from
+                        ),
+                    )
+                    // Where each came to believe it held.
+                    .at([older, newer].map(|b| Moment {
+                        client: b.client,
+                        at_ms: b.from,
+                    })),
+                );
             }
         }
     }
@@ -403,14 +419,17 @@ fn check_told_is_told(log: &[Entry<LockEvent>], report: &mut LockReport) {
                 ended.remove(&e.client);
             }
             LockEvent::Access { token, .. } if ended.contains(&e.client) => {
-                report.violations.push(Violation::new(
-                    TOLD_IS_TOLD,
-                    format!(
-                        "client {} acted with token {token} at {} ms after it was told its \
-                         session had ended",
-                        e.client, e.at_ms
-                    ),
-                ));
+                report.violations.push(
+                    Violation::new(
+                        TOLD_IS_TOLD,
+                        format!(
+                            "client {} acted with token {token} at {} ms after it was told its \
+                             session had ended",
+                            e.client, e.at_ms
+                        ),
+                    )
+                    .at([e.moment()]),
+                );
             }
             _ => {}
         }
@@ -419,7 +438,9 @@ fn check_told_is_told(log: &[Entry<LockEvent>], report: &mut LockReport) {
 
 /// Clients woken per deleted path: several readers may be, one writer.
 fn check_no_herd(log: &[Entry<LockEvent>], report: &mut LockReport) {
-    let mut woken: BTreeMap<&str, BTreeSet<(usize, bool)>> = BTreeMap::new();
+    // Per deleted path, each woken client (and whether a reader) with the
+    // moment of its first wake-up by it.
+    let mut woken: BTreeMap<&str, BTreeMap<(usize, bool), Moment>> = BTreeMap::new();
     let mut reader: BTreeMap<usize, bool> = BTreeMap::new();
     for e in log {
         match &e.event {
@@ -429,16 +450,23 @@ fn check_no_herd(log: &[Entry<LockEvent>], report: &mut LockReport) {
             LockEvent::Woken { path } => {
                 let is_reader = reader.get(&e.client).copied().unwrap_or(false);
                 if is_reader && path.contains("-read-") {
-                    report.violations.push(Violation::new(
-                        NO_HERD,
-                        format!(
-                            "reader {} waited on a reader's node {path} (readers wait on \
-                             writers)",
-                            e.client
-                        ),
-                    ));
+                    report.violations.push(
+                        Violation::new(
+                            NO_HERD,
+                            format!(
+                                "reader {} waited on a reader's node {path} (readers wait on \
+                                 writers)",
+                                e.client
+                            ),
+                        )
+                        .at([e.moment()]),
+                    );
                 }
-                woken.entry(path).or_default().insert((e.client, is_reader));
+                woken
+                    .entry(path)
+                    .or_default()
+                    .entry((e.client, is_reader))
+                    .or_insert(e.moment());
             }
             _ => {}
         }
@@ -447,12 +475,16 @@ fn check_no_herd(log: &[Entry<LockEvent>], report: &mut LockReport) {
     for (path, clients) in &woken {
         let n = clients.len() as u64;
         report.max_woken_per_deletion = report.max_woken_per_deletion.max(n);
-        if n > 1 && clients.iter().any(|&(_, is_reader)| !is_reader) {
-            let clients: Vec<usize> = clients.iter().map(|c| c.0).collect();
-            report.violations.push(Violation::new(
-                NO_HERD,
-                format!("the deletion of {path} woke {n} clients {clients:?}"),
-            ));
+        if n > 1 && clients.keys().any(|&(_, is_reader)| !is_reader) {
+            let moments = clients.values().copied();
+            let clients: Vec<usize> = clients.keys().map(|c| c.0).collect();
+            report.violations.push(
+                Violation::new(
+                    NO_HERD,
+                    format!("the deletion of {path} woke {n} clients {clients:?}"),
+                )
+                .at(moments),
+            );
         }
     }
 }
@@ -480,14 +512,24 @@ fn check_revocation_honoured(
                 if let Some(l) = liveness {
                     let deadline = e.at_ms.max(l.from_ms) + l.bound_ms;
                     if l.missed(deadline, Some(b.to)) {
-                        report.violations.push(Violation::new(
-                            REVOCATION_HONOURED,
-                            format!(
-                                "client {} held token {token} past {deadline} ms, asked to let \
-                                 go at {} ms",
-                                b.client, e.at_ms
-                            ),
-                        ));
+                        report.violations.push(
+                            Violation::new(
+                                REVOCATION_HONOURED,
+                                format!(
+                                    "client {} held token {token} past {deadline} ms, asked to \
+                                     let go at {} ms",
+                                    b.client, e.at_ms
+                                ),
+                            )
+                            // The holder's acquisition and the request.
+                            .at([
+                                Moment {
+                                    client: b.client,
+                                    at_ms: b.from,
+                                },
+                                e.moment(),
+                            ]),
+                        );
                     }
                 }
             }
@@ -589,15 +631,21 @@ fn check_liveness(log: &[Entry<LockEvent>], l: Liveness, report: &mut LockReport
     let mut judge = |client: usize, what: &str, since: u64, done_at: Option<u64>| {
         let deadline = since.max(l.from_ms) + l.bound_ms;
         if l.missed(deadline, done_at) {
-            report.violations.push(Violation::new(
-                LIVENESS,
-                format!(
-                    "client {client}'s {what} from {since} ms was not done within {} ms of the \
-                     quiet phase ({})",
-                    l.bound_ms,
-                    done_at.map_or("never done".to_owned(), |t| format!("done at {t} ms")),
-                ),
-            ));
+            report.violations.push(
+                Violation::new(
+                    LIVENESS,
+                    format!(
+                        "client {client}'s {what} from {since} ms was not done within {} ms of \
+                         the quiet phase ({})",
+                        l.bound_ms,
+                        done_at.map_or("never done".to_owned(), |t| format!("done at {t} ms")),
+                    ),
+                )
+                .at([Moment {
+                    client,
+                    at_ms: since,
+                }]),
+            );
         }
     };
     for e in log {
@@ -720,6 +768,9 @@ mod tests {
         let r = check_lock(&l, None);
         assert_eq!(named(&r), [STALE_BELIEFS.name], "{r}");
         assert!(r.violations[0].detail.starts_with("two holders"), "{r}");
+        // The two acquisitions, for a report to point at.
+        let m = |client, at_ms| Moment { client, at_ms };
+        assert_eq!(r.violations[0].at, [m(0, 5), m(1, 6)]);
     }
 
     #[test]
@@ -1018,6 +1069,9 @@ mod tests {
         assert!(r.violations[0]
             .detail
             .contains("/l/x woke 2 clients [1, 2]"));
+        // Each woken waiter's wake-up.
+        let m = |client, at_ms| Moment { client, at_ms };
+        assert_eq!(r.violations[0].at, [m(1, 1), m(2, 1)]);
     }
 
     #[test]

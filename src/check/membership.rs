@@ -188,13 +188,16 @@ fn check_no_invented_member(
             }
             MembershipEvent::View { members } => {
                 for m in members.iter().filter(|m| !called.contains(*m)) {
-                    r.violations.push(Violation::new(
-                        NO_INVENTED_MEMBER,
-                        format!(
-                            "client {} saw member {m} that never joined (at {} ms)",
-                            e.client, e.at_ms
-                        ),
-                    ));
+                    r.violations.push(
+                        Violation::new(
+                            NO_INVENTED_MEMBER,
+                            format!(
+                                "client {} saw member {m} that never joined (at {} ms)",
+                                e.client, e.at_ms
+                            ),
+                        )
+                        .at([e.moment()]),
+                    );
                 }
             }
             _ => {}

@@ -80,6 +80,20 @@ pub struct Violation {
     pub property: &'static str,
     /// The evidence: which clients, rounds or items, and when.
     pub detail: String,
+    /// The log's events the evidence rests on (e.g. the two holders'
+    /// acquisitions, each woken waiter's wake-up), so that a report can
+    /// point at them rather than only quote `detail`. Empty when the
+    /// oracle names none.
+    pub at: Vec<Moment>,
+}
+
+/// A client's event that a [`Violation`] names: who, and when.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct Moment {
+    /// The client (process) index, as in [`Entry::client`].
+    pub client: usize,
+    /// The event's simulated time, in milliseconds ([`Entry::at_ms`]).
+    pub at_ms: u64,
 }
 
 impl Violation {
@@ -88,6 +102,23 @@ impl Violation {
         Violation {
             property: property.name,
             detail: detail.into(),
+            at: Vec::new(),
+        }
+    }
+
+    /// The same, naming the events it rests on (see [`Violation::at`]).
+    pub fn at(mut self, moments: impl IntoIterator<Item = Moment>) -> Violation {
+        self.at.extend(moments);
+        self
+    }
+}
+
+impl<E> Entry<E> {
+    /// This event as a [`Moment`] a violation can name.
+    pub fn moment(&self) -> Moment {
+        Moment {
+            client: self.client,
+            at_ms: self.at_ms,
         }
     }
 }
@@ -113,9 +144,12 @@ fn recipe_failures<'a, E: 'a>(
 ) -> impl Iterator<Item = Violation> + 'a {
     log.iter().filter_map(move |e| {
         let error = failed(&e.event)?;
-        Some(Violation::new(
-            NO_RECIPE_FAILURE,
-            format!("client {} failed at {} ms: {error}", e.client, e.at_ms),
-        ))
+        Some(
+            Violation::new(
+                NO_RECIPE_FAILURE,
+                format!("client {} failed at {} ms: {error}", e.client, e.at_ms),
+            )
+            .at([e.moment()]),
+        )
     })
 }

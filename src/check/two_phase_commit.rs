@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::{Entry, Liveness, Property, Violation};
+use super::{Entry, Liveness, Moment, Property, Violation};
 
 /// What one two-phase-commit site saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -148,13 +148,16 @@ fn check_agreement(log: &[Entry<TpcEvent>], r: &mut TpcReport) {
             continue;
         };
         match decided.get(&tx) {
-            Some(&d) if d != commit => r.violations.push(Violation::new(
-                AGREEMENT,
-                format!(
-                    "transaction {tx}: client {} decided {commit} at {} ms, another {d}",
-                    e.client, e.at_ms
-                ),
-            )),
+            Some(&d) if d != commit => r.violations.push(
+                Violation::new(
+                    AGREEMENT,
+                    format!(
+                        "transaction {tx}: client {} decided {commit} at {} ms, another {d}",
+                        e.client, e.at_ms
+                    ),
+                )
+                .at([e.moment()]),
+            ),
             _ => {
                 decided.insert(tx, commit);
             }
@@ -175,14 +178,17 @@ fn check_validity(log: &[Entry<TpcEvent>], sites: &[usize], r: &mut TpcReport) {
                 let v = votes.get(&tx).cloned().unwrap_or_default();
                 let all = sites.iter().all(|s| v.get(s) == Some(&true));
                 if !all {
-                    r.violations.push(Violation::new(
-                        VALIDITY,
-                        format!(
-                            "transaction {tx} committed (client {}) without every site voting \
+                    r.violations.push(
+                        Violation::new(
+                            VALIDITY,
+                            format!(
+                                "transaction {tx} committed (client {}) without every site voting \
                              commit: {v:?}",
-                            e.client
-                        ),
-                    ));
+                                e.client
+                            ),
+                        )
+                        .at([e.moment()]),
+                    );
                 }
             }
             _ => {}
@@ -234,13 +240,19 @@ fn check_liveness(log: &[Entry<TpcEvent>], l: Liveness, r: &mut TpcReport) {
     for (tx, c, since, done) in waits {
         let deadline = since.max(l.from_ms) + l.bound_ms;
         if l.missed(deadline, done) && !blocked(tx) {
-            r.violations.push(Violation::new(
-                LIVENESS,
-                format!(
-                    "client {c} voted in transaction {tx} at {since} ms and decided {}",
-                    done.map_or("never".to_owned(), |t| format!("at {t} ms"))
-                ),
-            ));
+            r.violations.push(
+                Violation::new(
+                    LIVENESS,
+                    format!(
+                        "client {c} voted in transaction {tx} at {since} ms and decided {}",
+                        done.map_or("never".to_owned(), |t| format!("at {t} ms"))
+                    ),
+                )
+                .at([Moment {
+                    client: c,
+                    at_ms: since,
+                }]),
+            );
         }
     }
 }

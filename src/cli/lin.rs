@@ -242,7 +242,8 @@ fn check_with<M: FromJepsen>(
     text: &[u8],
     started: Instant,
 ) -> Result<FileReport, ParseError> {
-    let events = Format::detect(text).parse(text)?;
+    let format = Format::detect(text);
+    let events = format.parse(text)?;
     let ops = history(model, &events)?;
     let deadline = args.budget_ms.map(|ms| started + Duration::from_millis(ms));
     let stop = move || deadline.is_some_and(|d| Instant::now() >= d);
@@ -294,6 +295,10 @@ fn check_with<M: FromJepsen>(
     if let Some(file) = args.report.as_ref().and(file) {
         report.page = Some(super::reports::lin_report(
             &file.display().to_string(),
+            match format {
+                Format::Log => "Jepsen log (jepsen.util lines)",
+                Format::Edn => "Jepsen EDN maps, one per line",
+            },
             &args.model,
             model,
             &ops,

@@ -14,9 +14,9 @@ use crate::check::contract::{self, ContractReport, ContractVerdict};
 use crate::check::lin::{Checked, Model, Operation, Outcome as LinOutcome, Step, Verdict};
 use crate::history::{Event, FaultRecord, History, Outcome, Role};
 use crate::report::{
-    self, CheckVerdict, Counter, IndexReport, Lane, LaneKind, LinSection, LinVerdict, OpBar,
-    OpStatus, Point, PointKind, PrefixStep, ScenarioRow, SeedLink, SeedReport, Span, SpanKind,
-    VerdictRow,
+    self, CheckVerdict, Counter, HistoryFile, IndexReport, Lane, LaneKind, LinSection, LinVerdict,
+    OpBar, OpStatus, Point, PointKind, PrefixStep, ScenarioRow, SeedLink, SeedReport, Span,
+    SpanKind, VerdictRow,
 };
 
 /// Refuses a `--report` directory that is missing, not a directory or not
@@ -467,6 +467,48 @@ pub(super) fn contract_parts(c: &ContractReport) -> (Vec<CheckVerdict>, LinSecti
     (verdicts, section)
 }
 
+/// How many of the contract's longest prefix's last operations show the
+/// model's states (the data tree before and after them) on their hover and
+/// in the prefix's table: what the stuck operations could not follow. The
+/// whole prefix's states would repeat the tree thousands of times on a
+/// long run's page.
+const CONTRACT_STATES_SHOWN: usize = 8;
+
+/// Puts the contract's model states on the operations that explain a
+/// broken guarantee: the last [`CONTRACT_STATES_SHOWN`] of the longest
+/// prefix (before and after each, in the order found) and the operations
+/// none of which can come next (the state they could not be placed in).
+pub(super) fn contract_states(c: &ContractReport, lanes: &mut [Lane], section: &mut LinSection) {
+    let ContractVerdict::Broken(b) = &c.verdict else {
+        return;
+    };
+    let mut states: BTreeMap<u64, (String, Option<String>)> = BTreeMap::new();
+    if b.prefix_states.len() == b.prefix.len() {
+        let from = b.prefix.len().saturating_sub(CONTRACT_STATES_SHOWN);
+        for (i, (&op, (before, after))) in b.prefix.iter().zip(&b.prefix_states).enumerate() {
+            if i >= from {
+                states.insert(op as u64, (before.clone(), Some(after.clone())));
+                if let Some(step) = section.longest_prefix.get_mut(i) {
+                    step.state_after = after.clone();
+                }
+            }
+        }
+    }
+    if let Some(stuck) = &b.stuck_state {
+        for &op in &b.ops {
+            states
+                .entry(op as u64)
+                .or_insert_with(|| (stuck.clone(), None));
+        }
+    }
+    for o in lanes.iter_mut().flat_map(|l| l.ops.iter_mut()) {
+        if let Some((before, after)) = states.remove(&o.id) {
+            o.state_before = Some(before);
+            o.state_after = after;
+        }
+    }
+}
+
 /// A recorded zoosim history checked against the contract alone (`zoosim
 /// lin --model zookeeper`): its timeline and the contract's verdicts.
 pub(super) fn history_report(
@@ -475,8 +517,9 @@ pub(super) fn history_report(
     c: &ContractReport,
     replay: String,
 ) -> SeedReport {
-    let (lanes, spans) = timeline(h);
-    let (verdicts, section) = contract_parts(c);
+    let (mut lanes, spans) = timeline(h);
+    let (verdicts, mut section) = contract_parts(c);
+    contract_states(c, &mut lanes, &mut section);
     let m = &h.meta;
     SeedReport {
         title: format!("{file}: {} seed {}", m.scenario, m.seed),
@@ -487,7 +530,14 @@ pub(super) fn history_report(
         digest: String::new(),
         sim_ms: h.records.last().map_or(0, |r| r.at_ns / 1_000_000),
         params: vec![
-            ("history".to_owned(), file.to_owned()),
+            (
+                "recorded from".to_owned(),
+                format!(
+                    "{} seed {}",
+                    m.file.as_deref().unwrap_or(&m.scenario),
+                    m.seed
+                ),
+            ),
             ("servers".to_owned(), m.servers.to_string()),
             (
                 "session timeout".to_owned(),
@@ -500,6 +550,12 @@ pub(super) fn history_report(
         lanes,
         spans,
         lin: vec![section],
+        file: Some(HistoryFile {
+            path: file.to_owned(),
+            format: "zoosim history (JSON lines)".to_owned(),
+            model: "zookeeper (ZooKeeper's contract)".to_owned(),
+            time: None,
+        }),
     }
 }
 
@@ -524,7 +580,8 @@ pub(super) fn seed_report(
     };
     let (contract_verdicts, section) = match contract {
         Some(c) => {
-            let (v, s) = contract_parts(c);
+            let (v, mut s) = contract_parts(c);
+            contract_states(c, &mut lanes, &mut s);
             (v, Some(s))
         }
         None => (Vec::new(), None),
@@ -541,6 +598,15 @@ pub(super) fn seed_report(
         .properties()
         .iter()
         .chain(run_properties::ALL.iter());
+    // The operations a failed property's first violation names (the one
+    // its detail quotes; a buggy recipe can break one hundreds of times),
+    // through the moments the oracle gave (typed, never read from text).
+    let ops_of = |name: &str| -> Vec<u64> {
+        violations
+            .iter()
+            .find(|v| v.property == name)
+            .map_or_else(Vec::new, |v| moment_ops(&run.history, &v.at))
+    };
     for p in declared {
         let failed: Vec<&&crate::check::Violation> =
             violations.iter().filter(|v| v.property == p.name).collect();
@@ -562,7 +628,7 @@ pub(super) fn seed_report(
                     p.name
                 ),
             },
-            ops: Vec::new(),
+            ops: ops_of(p.name),
         });
     }
     for v in &violations {
@@ -571,7 +637,7 @@ pub(super) fn seed_report(
                 name: v.property.to_owned(),
                 passed: false,
                 detail: v.detail.clone(),
-                ops: Vec::new(),
+                ops: moment_ops(&run.history, &v.at),
             });
         }
     }
@@ -665,6 +731,7 @@ pub(super) fn seed_report(
         lanes,
         spans,
         lin: section.into_iter().collect(),
+        file: None,
     }
 }
 
@@ -683,6 +750,46 @@ pub(super) fn write_seed_run(
     // whose history the check cannot take says so among its violations.
     let r = seed_report(scenario, run, run.contract.as_ref(), replay);
     write_seed(dir, &seed_href(&scenario.name, run.seed), &r)
+}
+
+/// The operations behind the moments an oracle's violation names (a
+/// holder's acquisition, a waiter's wake-up): per moment, the client's
+/// operation whose reply it had last received by then — what it acted
+/// on — or, if none had returned yet, the last one it had called. Sorted,
+/// without duplicates; a moment of a client with no operations names none.
+#[cfg_attr(not(madsim), allow(dead_code))]
+fn moment_ops(h: &History, at: &[crate::check::Moment]) -> Vec<u64> {
+    if at.is_empty() {
+        return Vec::new();
+    }
+    let by_client = h.ops_by_client();
+    let mut out = BTreeSet::new();
+    for m in at {
+        let Some(ops) = u32::try_from(m.client)
+            .ok()
+            .and_then(|c| by_client.get(&Some(c)))
+        else {
+            continue;
+        };
+        // The moment's millisecond, whole: the recipe logs the event at
+        // the instant the reply arrives, in ms.
+        let by_ns = (m.at_ms.saturating_add(1)).saturating_mul(1_000_000);
+        let replied = ops
+            .iter()
+            .filter_map(|p| p.complete.map(|(at, _)| (at, p.invoke.id.0)))
+            .filter(|&(at, _)| at < by_ns)
+            .max();
+        let called = || {
+            ops.iter()
+                .filter(|p| p.invoked_ns < by_ns)
+                .map(|p| (p.invoked_ns, p.invoke.id.0))
+                .max()
+        };
+        if let Some((_, id)) = replied.or_else(called) {
+            out.insert(id);
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// An outcome-log line (`<at> ms  client <c>  <event>`) split into the
@@ -731,8 +838,10 @@ const LINE_US: u64 = 1_000_000;
 /// longest linearizable prefix with the model's states, the operations
 /// none of which can come next, and the minimal failing sub-history
 /// (`minimal`: indices into `ops`, of the first failing partition).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn lin_report<M: Model>(
     file: &str,
+    format: &str,
     model_name: &str,
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
@@ -869,23 +978,21 @@ pub(super) fn lin_report<M: Model>(
         replay_command: command,
         digest: String::new(),
         sim_ms: last.saturating_mul(LINE_US) / 1000,
-        params: vec![
-            ("model".to_owned(), model_name.to_owned()),
-            (
-                "time".to_owned(),
-                "the file's line numbers (1 s on the timeline = 1 line)".to_owned(),
-            ),
-            ("operations".to_owned(), ops.len().to_string()),
-            (
-                "partitions".to_owned(),
-                checked.partitions.len().to_string(),
-            ),
-        ],
+        params: vec![(
+            "partitions".to_owned(),
+            checked.partitions.len().to_string(),
+        )],
         verdicts: Vec::new(),
         counters: Vec::new(),
         lanes: lanes.into_values().collect(),
         spans: Vec::new(),
         lin: sections,
+        file: Some(HistoryFile {
+            path: file.to_owned(),
+            format: format.to_owned(),
+            model: model_name.to_owned(),
+            time: Some("the file's line numbers (1 s on the timeline = 1 line)".to_owned()),
+        }),
     }
 }
 

@@ -27,9 +27,9 @@ mod timeline;
 pub use escape::{escape, show_bytes};
 pub use index::render_index;
 pub use model::{
-    CheckVerdict, Counter, IndexReport, Lane, LaneKind, LinSection, LinVerdict, OpBar, OpId,
-    OpStatus, Point, PointKind, PrefixStep, ScenarioRow, SeedLink, SeedReport, Span, SpanKind,
-    VerdictRow,
+    CheckVerdict, Counter, HistoryFile, IndexReport, Lane, LaneKind, LinSection, LinVerdict, OpBar,
+    OpId, OpStatus, Point, PointKind, PrefixStep, ScenarioRow, SeedLink, SeedReport, Span,
+    SpanKind, VerdictRow,
 };
 pub use seed::render_seed;
 pub use summary::{index_summary_json, seed_summary_json};

@@ -46,6 +46,26 @@ pub struct SeedReport {
     /// The linearizability checker's findings, one section per partition
     /// of the history it checked (one when the model does not partition).
     pub lin: Vec<LinSection>,
+    /// Set when the page is about a history file checked on its own
+    /// (`zoosim lin`), not a seed run: the header names the file, its
+    /// format and model instead of a scenario and seed.
+    #[serde(default)]
+    pub file: Option<HistoryFile>,
+}
+
+/// A history file checked on its own: what its page says it is.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryFile {
+    /// Its path, as given on the command line.
+    pub path: String,
+    /// Its format, in words (e.g. "Jepsen EDN maps, one per line").
+    pub format: String,
+    /// The model it was checked against (e.g. "kv").
+    pub model: String,
+    /// What the timeline's time stands for when it is not the run's
+    /// simulated time, e.g. "the file's line numbers (1 s = 1 line)";
+    /// `None`: a recorded run's simulated time.
+    pub time: Option<String>,
 }
 
 /// One oracle's or contract guarantee's verdict.

@@ -74,6 +74,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// What the timelines' time axis measures.
+    fn unit(&self) -> &'static str {
+        match self.r.file.as_ref().and_then(|f| f.time.as_ref()) {
+            Some(_) => "file line (1 s = 1 line)",
+            None => "simulated time",
+        }
+    }
+
     fn lane_label(&self, id: OpId) -> &str {
         self.ops
             .get(&id)
@@ -142,12 +150,25 @@ impl<'a> Ctx<'a> {
     fn header(&self, b: &mut String) {
         let r = self.r;
         let _ = write!(b, "<h1>{}</h1><p class=\"sub\">", Esc(&r.title));
-        let _ = write!(
-            b,
-            "scenario <b>{}</b> · seed <b>{}</b>",
-            Esc(&r.scenario),
-            r.seed
-        );
+        match &r.file {
+            Some(f) => {
+                let _ = write!(
+                    b,
+                    "history file <b>{}</b> · format <b>{}</b> · model <b>{}</b>",
+                    Esc(&f.path),
+                    Esc(&f.format),
+                    Esc(&f.model)
+                );
+            }
+            None => {
+                let _ = write!(
+                    b,
+                    "scenario <b>{}</b> · seed <b>{}</b>",
+                    Esc(&r.scenario),
+                    r.seed
+                );
+            }
+        }
         if let Some(c) = &r.commit {
             let _ = write!(b, " · commit <code>{}</code>", Esc(c));
         }
@@ -155,12 +176,24 @@ impl<'a> Ctx<'a> {
         if !r.digest.is_empty() {
             let _ = write!(b, " · digest <code>{}</code>", Esc(&r.digest));
         }
-        let _ = write!(
-            b,
-            " · {} simulated · {} operations</p>",
-            duration(r.sim_ms.saturating_mul(1000)),
-            self.ops.len()
-        );
+        match r.file.as_ref().and_then(|f| f.time.as_ref()) {
+            Some(time) => {
+                let _ = write!(
+                    b,
+                    " · {} operations · time on the timeline: {}</p>",
+                    self.ops.len(),
+                    Esc(time)
+                );
+            }
+            None => {
+                let _ = write!(
+                    b,
+                    " · {} simulated · {} operations</p>",
+                    duration(r.sim_ms.saturating_mul(1000)),
+                    self.ops.len()
+                );
+            }
+        }
 
         let failed_checks: Vec<_> = r.verdicts.iter().filter(|v| !v.passed).collect();
         let not_lin: Vec<&LinSection> = r
@@ -214,9 +247,14 @@ impl<'a> Ctx<'a> {
         b.push_str("</div></div>");
         let _ = write!(
             b,
-            "<div class=\"replay\"><label for=\"replay\">Replay:</label>\
+            "<div class=\"replay\"><label for=\"replay\">{}:</label>\
              <input id=\"replay\" readonly value=\"{}\">\
              <button class=\"copy\" data-for=\"replay\">copy</button></div>",
+            if r.file.is_some() {
+                "Check again"
+            } else {
+                "Replay"
+            },
             Esc(&r.replay_command)
         );
         if !r.params.is_empty() {
@@ -288,6 +326,17 @@ impl<'a> Ctx<'a> {
                 partition_words(l),
                 Esc(&l.model)
             );
+            if ops.len() == 1 {
+                // A lone read reads as "nothing wrote this value", which
+                // the search does not prove: say what it does show.
+                b.push_str(
+                    "<p class=\"note\"><b>One operation alone.</b> Its reply is impossible from the model's \
+                     initial state, so on its own it is not linearizable. The search keeps a read alone only when \
+                     it could not show, within a quick test's budget, that the history's writes explain the value \
+                     it returned; with many concurrent writes that test can give up. Before concluding that nothing \
+                     wrote the value, look for it among the writes of this partition in the table below.</p>",
+                );
+            }
             if i >= MAX_MINIMAL_TIMELINES {
                 let ids: Vec<String> = l.minimal.iter().map(|id| op_link(*id)).collect();
                 let _ = write!(b, "<p class=\"note\">operations {}</p>", ids.join(", "));
@@ -343,6 +392,7 @@ impl<'a> Ctx<'a> {
                 start_on_focus: false,
                 spacious: true,
                 tip: &tip,
+                unit: self.unit(),
             }
             .render(b);
         }
@@ -387,8 +437,12 @@ impl<'a> Ctx<'a> {
             .any(|l| l.verdict == LinVerdict::NotLinearizable && !l.minimal.is_empty());
         let _ = write!(
             b,
-            "<p class=\"note\">Simulated time. One lane per client{}; hover a bar for its details and the model's state, \
+            "<p class=\"note\">{}. One lane per client{}; hover a bar for its details and the model's state, \
              click it for its row in the table. Zoom with the buttons or Ctrl + wheel; scroll sideways.</p>",
+            match r.file.as_ref().and_then(|f| f.time.as_ref()) {
+                Some(t) => format!("Time is {}", Esc(t)),
+                None => "Simulated time".to_owned(),
+            },
             if r.lanes.iter().any(|l| l.kind == super::model::LaneKind::Server) {
                 " and per server"
             } else {
@@ -414,6 +468,7 @@ impl<'a> Ctx<'a> {
             start_on_focus: self.ops.len() > FOCUS_ABOVE_OPS,
             spacious: false,
             tip: &tip,
+            unit: self.unit(),
         }
         .render(b);
     }

@@ -154,6 +154,8 @@ pub(crate) struct Timeline<'a> {
     pub spacious: bool,
     /// Each op's hover text.
     pub tip: &'a dyn Fn(&OpBar) -> String,
+    /// What the time axis measures, in words ("simulated time").
+    pub unit: &'a str,
 }
 
 /// An op placed: virtual start and end, row, and the virtual position up
@@ -227,11 +229,11 @@ impl Timeline<'_> {
             } else {
                 ""
             },
-            unit = if sc.steps.is_some() {
-                "simulated time (compressed)"
+            unit = Esc(&if sc.steps.is_some() {
+                format!("{} (compressed)", self.unit)
             } else {
-                "simulated time"
-            },
+                self.unit.to_owned()
+            }),
         );
         if strip_h > 0 {
             let _ = write!(

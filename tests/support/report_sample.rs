@@ -408,6 +408,7 @@ pub fn lock_failure() -> SeedReport {
             cannot_linearize_next: vec![9],
             minimal: vec![1, 10, 9],
         }],
+        file: None,
     }
 }
 

@@ -552,6 +552,13 @@ pub struct Broken {
     /// The longest prefix of the history that the search could order
     /// (history op ids, in that order; steps without an id are left out).
     pub prefix: Vec<usize>,
+    /// The model's state (the data tree, in words) before and after each
+    /// operation of `prefix`, in step with it; empty when the check gave
+    /// no prefix. For reports: the states on an operation's hover.
+    pub prefix_states: Vec<(String, String)>,
+    /// The model's state after the whole prefix: the state in which none
+    /// of `ops` can be placed (`None` when the check gave no prefix).
+    pub stuck_state: Option<String>,
 }
 
 /// The contract check's result and what it cost.
@@ -668,6 +675,8 @@ pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
                     detail: f.detail,
                     ops: f.ops,
                     prefix: f.prefix,
+                    prefix_states: f.prefix_states,
+                    stuck_state: f.stuck_state,
                 });
                 return report;
             }
@@ -706,6 +715,8 @@ fn fifo(logs: &[SessionLog]) -> Option<Broken> {
                             ),
                             ops: vec![prev, *id],
                             prefix: Vec::new(),
+                            prefix_states: Vec::new(),
+                            stuck_state: None,
                         });
                     }
                 }
@@ -721,6 +732,8 @@ struct Failure {
     detail: String,
     ops: Vec<usize>,
     prefix: Vec<usize>,
+    prefix_states: Vec<(String, String)>,
+    stuck_state: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -832,6 +845,17 @@ fn decide_once(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decisi
                 ),
                 ops,
                 prefix: d.prefix.iter().filter_map(|l| id(l.op)).collect(),
+                prefix_states: d
+                    .prefix
+                    .iter()
+                    .filter(|l| id(l.op).is_some())
+                    .map(|l| (l.before.clone(), l.after.clone()))
+                    .collect(),
+                stuck_state: Some(
+                    d.prefix
+                        .last()
+                        .map_or_else(|| model.describe_state(&model.init()), |l| l.after.clone()),
+                ),
             })
         }
     };
