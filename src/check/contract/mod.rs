@@ -27,7 +27,7 @@ use crate::check::lin::{
 };
 use crate::check::{Property, Violation};
 use crate::history::{Event, HistOp, History, OpId, Outcome as HistOutcome};
-use crate::proto::{Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid};
+use crate::proto::{MultiOp, Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid};
 use quotient::Quotient;
 
 pub use fast::{fast_path, Stuck};
@@ -333,7 +333,11 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
             }
         }
         placed.append(&mut free);
-        if !closed_by_reply {
+        // Without events, a session's end changes only its ephemerals (its
+        // writes still unknown then never happen, as they may anyway): a
+        // session that never asked for one ends unseen, a choice fewer.
+        let seen_end = rules.events || log.seen.iter().any(asks_for_ephemeral);
+        if !closed_by_reply && seen_end {
             placed.push(Placed {
                 input: Input::Expire { session: i },
                 call_us: floor,
@@ -369,6 +373,20 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
         },
         placed,
     )
+}
+
+/// Whether a request may create an ephemeral node (alone or in a multi).
+fn asks_for_ephemeral(seen: &Seen) -> bool {
+    let Seen::Request { op: Some(op), .. } = seen else {
+        return false;
+    };
+    match op {
+        Op::Create { mode, .. } => mode.is_ephemeral(),
+        Op::Multi(ops) => ops
+            .iter()
+            .any(|o| matches!(o, MultiOp::Create { mode, .. } if mode.is_ephemeral())),
+        _ => false,
+    }
 }
 
 /// The history as it stood at `t_us`: what completed later is unknown
