@@ -406,3 +406,469 @@ fn replies_out_of_issue_order_break_fifo() {
     h.complete(11, 2, a, data(1, 1), Some(2), Some(0));
     assert_eq!(broken(&h), "session-fifo");
 }
+
+// The rungs without events: searched over classes of states, with the
+// stuck session's reads alone, or truncated. Each must refute only what
+// the whole rung refutes, and refute what the plain search cannot.
+
+use crate::check::lin::{Step as LinStep, Verdict as EngineVerdict};
+use crate::tree::DataTree;
+use model::{normalize, State};
+use std::hash::{Hash, Hasher};
+
+const WRITES: Rules = LADDER[0].1;
+const READS: Rules = LADDER[1].1;
+const SYNC: Rules = LADDER[2].1;
+
+/// The run's budget (src/scenario/run.rs): what a seed's check may spend.
+fn in_run_budget() -> Budget<'static> {
+    Budget {
+        max_steps: 100_000,
+        max_memo_bytes: 32 << 20,
+        stop: None,
+    }
+}
+
+/// The engine alone on the logs under `rules`, over states or over
+/// classes (`quotient`): `Some(holds)`, `None` when out of budget.
+fn engine(logs: &[SessionLog], rules: Rules, quotient: bool, budget: &Budget<'_>) -> Option<bool> {
+    let (model, placed) = build(logs, rules);
+    let ops = operations(&placed);
+    let all: Vec<usize> = (0..ops.len()).collect();
+    let (verdict, _) = if quotient {
+        let q = Quotient::new(&model).expect("rules without events");
+        check_partition(&q, &ops, &all, budget)
+    } else {
+        check_partition(&model, &ops, &all, budget)
+    };
+    match verdict {
+        EngineVerdict::Linearizable(_) => Some(true),
+        EngineVerdict::NotLinearizable(_) => Some(false),
+        _ => None,
+    }
+}
+
+fn hash_of<T: Hash>(t: &T) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    t.hash(&mut h);
+    h.finish()
+}
+
+#[test]
+fn commuting_writes_make_two_states_but_one_class() {
+    let model = ZkModel {
+        sessions: vec![SessionSpec {
+            id: SessionId(1),
+            timeout_ms: 10_000,
+            steps: 0,
+            trailing: false,
+        }],
+        rules: WRITES,
+    };
+    let q = Quotient::new(&model).expect("no events: a quotient");
+    let write = |op: Op| Input::Indeterminate { session: 0, op };
+    let states = |inputs: &[Input]| {
+        let mut s = model.init();
+        let mut c = q.init();
+        for i in inputs {
+            s = model.step(&s, i).expect("a write of unknown outcome");
+            c = match q.step(&c, i, LinOutcome::Unknown) {
+                LinStep::To(next) => next,
+                _ => panic!("the quotient refused what the model took"),
+            };
+        }
+        (s, c)
+    };
+    let (s_ab, c_ab) = states(&[write(create("/a")), write(create("/b"))]);
+    let (s_ba, c_ba) = states(&[write(create("/b")), write(create("/a"))]);
+    assert_ne!(s_ab, s_ba, "the creates' zxids differ");
+    assert!(c_ab == c_ba, "one class");
+    assert_eq!(hash_of(&c_ab), hash_of(&c_ba));
+    // What a read or a write can see sets classes apart: a version.
+    let (_, c_set) = states(&[write(create("/a")), write(create("/b")), write(set("/a"))]);
+    assert!(c_set != c_ab);
+    // With events, zxids decide the reconnect's replay: no quotient.
+    let events = ZkModel {
+        rules: Rules::ALL,
+        ..model.clone()
+    };
+    assert!(Quotient::new(&events).is_none());
+}
+
+/// SplitMix64: the same cases on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+/// A small random history: requests in a random order executed on a tree
+/// give their true replies, each window around its request's place; then
+/// some reads are answered from an older tree (a lagging server, or going
+/// back), some writes as if earlier (wrong), some writes end with
+/// ConnectionLoss (applied or not). Some histories hold, some do not.
+fn random_history(rng: &mut Rng) -> H {
+    let n = 2 + rng.below(2) as i64;
+    let mut h = H::new();
+    let mut tree = DataTree::default();
+    for s in 1..=n {
+        tree.create_session(0, SessionId(s), 10_000);
+        h.connect(0, s);
+    }
+    let mut past = vec![tree.clone()];
+    let mut free_at = vec![0u64; n as usize + 1];
+    for k in 1..=10u64 {
+        let t = 10 * k;
+        let s = 1 + rng.below(n as u64) as i64;
+        if free_at[s as usize] >= t {
+            continue;
+        }
+        let call = (t - rng.below(8)).max(free_at[s as usize] + 1);
+        let ret = t + rng.below(8);
+        free_at[s as usize] = ret;
+        let p = ["/a", "/b"][rng.below(2) as usize];
+        let op = match rng.below(10) {
+            0 => create(p),
+            1 => Op::Create {
+                path: "/s".into(),
+                data: vec![],
+                mode: CreateMode::PersistentSequential,
+            },
+            2 => Op::Create {
+                path: format!("{p}e"),
+                data: vec![],
+                mode: CreateMode::Ephemeral,
+            },
+            3 => Op::Delete {
+                path: p.into(),
+                version: -1,
+            },
+            4 => set(p),
+            5 => Op::SetData {
+                path: p.into(),
+                data: vec![2],
+                version: 0,
+            },
+            6 => get(p, false),
+            7 => Op::Exists {
+                path: p.into(),
+                watch: false,
+            },
+            8 => Op::Sync { path: p.into() },
+            _ => Op::GetChildren {
+                path: "/".into(),
+                watch: false,
+            },
+        };
+        if let Op::Sync { .. } = op {
+            h.op(call, ret, s, op, Ok(Reply::Sync), Some(tree.last_zxid()));
+        } else if op.is_write() {
+            let before = tree.clone();
+            let reply = tree.execute(0, SessionId(s), &op).reply.expect("a reply");
+            match rng.below(10) {
+                0 => {
+                    if rng.below(2) == 0 {
+                        tree = before;
+                    }
+                    let id = h.invoke(call, s, op);
+                    h.complete(ret, s, id, Err(ZkError::ConnectionLoss), None, None);
+                }
+                1 => {
+                    let mut old = past[past.len().saturating_sub(2)].clone();
+                    let wrong = old.execute(0, SessionId(s), &op).reply.expect("a reply");
+                    h.op(call, ret, s, op, wrong, Some(tree.last_zxid()));
+                }
+                _ => {
+                    h.op(call, ret, s, op, reply, Some(tree.last_zxid()));
+                }
+            }
+            past.push(tree.clone());
+        } else {
+            let back = if rng.below(4) == 0 {
+                1 + rng.below(past.len().min(3) as u64) as usize
+            } else {
+                1
+            };
+            let from = &past[past.len() - back];
+            let (reply, _) = from.read(&op);
+            h.op(call, ret, s, op, reply, Some(from.last_zxid()));
+        }
+    }
+    h
+}
+
+/// The quotient is exact: on random histories, searching over classes
+/// decides every rung without events as searching over states does.
+#[test]
+fn the_quotient_decides_as_the_model_does() {
+    let mut rng = Rng(14);
+    let (mut holds, mut fails) = (0, 0);
+    for case in 0..300 {
+        let logs = session_logs(&random_history(&mut rng).history()).unwrap();
+        for rules in [WRITES, READS, SYNC] {
+            let plain = engine(&logs, rules, false, &Budget::UNLIMITED).expect("decided");
+            let classes = engine(&logs, rules, true, &Budget::UNLIMITED).expect("decided");
+            assert_eq!(plain, classes, "case {case}, {rules:?}");
+            if plain {
+                holds += 1;
+            } else {
+                fails += 1;
+            }
+        }
+    }
+    assert!(holds > 150 && fails > 50, "holds {holds}, fails {fails}");
+}
+
+/// A class that forgets too much (here the sequence counter and the
+/// versions) merges states that accept different steps: the comparison
+/// above catches it.
+#[test]
+fn a_quotient_that_forgets_too_much_is_caught() {
+    struct Coarse(State);
+    impl PartialEq for Coarse {
+        fn eq(&self, other: &Coarse) -> bool {
+            let names = |s: &State| {
+                let mut v = Vec::new();
+                let mut stack = vec!["/".to_owned()];
+                while let Some(p) = stack.pop() {
+                    let node = s.tree().node(&p).expect("listed");
+                    v.push((p.clone(), node.data.clone()));
+                    for c in &node.children {
+                        stack.push(crate::path::join(&p, c));
+                    }
+                }
+                v
+            };
+            names(&self.0) == names(&other.0)
+        }
+    }
+    impl Eq for Coarse {}
+    impl Hash for Coarse {
+        fn hash<H: Hasher>(&self, h: &mut H) {
+            self.0.tree().node_count().hash(h);
+        }
+    }
+    struct TooCoarse<'a>(&'a ZkModel);
+    impl Model for TooCoarse<'_> {
+        type State = Coarse;
+        type Input = Input;
+        type Output = ();
+        fn init(&self) -> Coarse {
+            Coarse(self.0.init())
+        }
+        fn step(&self, c: &Coarse, input: &Input, _: LinOutcome<&()>) -> LinStep<Coarse> {
+            match self.0.step(&c.0, input) {
+                Some(s) => LinStep::To(Coarse(s)),
+                None => LinStep::Impossible,
+            }
+        }
+        fn describe_op(&self, _: &Input, _: LinOutcome<&()>) -> String {
+            String::new()
+        }
+        fn describe_state(&self, _: &Coarse) -> String {
+            String::new()
+        }
+    }
+    let mut rng = Rng(14);
+    let mut differ = 0;
+    for _ in 0..300 {
+        let logs = session_logs(&random_history(&mut rng).history()).unwrap();
+        let (model, placed) = build(&logs, READS);
+        let ops = operations(&placed);
+        let all: Vec<usize> = (0..ops.len()).collect();
+        let plain = check_partition(&model, &ops, &all, &Budget::UNLIMITED).0;
+        let coarse = check_partition(&TooCoarse(&model), &ops, &all, &Budget::UNLIMITED).0;
+        if matches!(plain, EngineVerdict::Linearizable(_))
+            != matches!(coarse, EngineVerdict::Linearizable(_))
+        {
+            differ += 1;
+        }
+    }
+    assert!(
+        differ > 0,
+        "the random histories never tell a wrong quotient"
+    );
+}
+
+/// The smaller problems tried when a rung is undecided are weaker: on
+/// random histories, each holds whenever the whole does; and some fail
+/// with the whole (they still catch something).
+#[test]
+fn a_weaker_history_holds_whenever_the_whole_does() {
+    let mut rng = Rng(41);
+    let mut caught = 0;
+    for case in 0..200 {
+        let logs = session_logs(&random_history(&mut rng).history()).unwrap();
+        for rules in [READS, SYNC] {
+            let whole = engine(&logs, rules, true, &Budget::UNLIMITED).expect("decided");
+            for i in 0..logs.len() {
+                let one = engine(&reads_of(&logs, i), rules, true, &Budget::UNLIMITED);
+                assert!(!whole || one == Some(true), "case {case}, session {i}");
+                caught += usize::from(one == Some(false));
+            }
+            for t in (0..120).step_by(15) {
+                let early = engine(&truncate(&logs, t * 1_000), rules, true, &Budget::UNLIMITED);
+                assert!(!whole || early == Some(true), "case {case}, up to {t} ms");
+            }
+        }
+    }
+    assert!(caught > 50, "the weaker histories caught {caught}");
+}
+
+/// `n` sessions that each create a node of their own, all at once
+/// (every order of the creates fits), with their true zxids; and the
+/// tree they leave.
+fn crowd(n: i64) -> (H, DataTree) {
+    let mut h = H::new();
+    let mut tree = DataTree::default();
+    for s in 1..=n {
+        h.connect(0, s);
+        let path = format!("/n{s}");
+        h.op(1, 50, s, create(&path), created(&path), Some(s as Zxid));
+        tree.create_session(0, SessionId(s), 10_000);
+        let made = tree.execute(0, SessionId(s), &create(&path)).reply;
+        assert_eq!(
+            made.map(|r| normalize(&r)),
+            Some(normalize(&created(&path)))
+        );
+    }
+    (h, tree)
+}
+
+fn children(path: &str) -> Op {
+    Op::GetChildren {
+        path: path.into(),
+        watch: false,
+    }
+}
+
+#[test]
+fn a_write_lost_in_a_crowd_is_named_where_the_plain_search_gives_up() {
+    let n = 10;
+    let twice = |second: Result<Reply, ZkError>| {
+        let (mut h, _) = crowd(n);
+        h.op(60, 61, 1, create("/x"), created("/x"), Some(n as Zxid + 1));
+        h.op(70, 71, 2, create("/x"), second, Some(n as Zxid + 2));
+        h
+    };
+    let lost = twice(created("/x"));
+    let logs = session_logs(&lost.history()).unwrap();
+    // Ten creates in any order: ten factorial states, few classes.
+    assert_eq!(engine(&logs, WRITES, false, &in_run_budget()), None);
+    let r = check(&lost.history(), &in_run_budget()).unwrap();
+    match r.verdict {
+        ContractVerdict::Broken(b) => assert_eq!(b.guarantee.name, "writes-linearizable"),
+        other => panic!("expected writes-linearizable, got {other:?}"),
+    }
+    // The second create failing is what a correct ensemble answers.
+    let ok = twice(Err(ZkError::NodeExists));
+    assert_eq!(
+        check(&ok.history(), &in_run_budget()).unwrap().verdict,
+        ContractVerdict::Holds
+    );
+}
+
+/// What session 1's second list of the crowd shows.
+#[derive(Clone, Copy, PartialEq)]
+enum Second {
+    /// All of them again.
+    Same,
+    /// Its own node alone: the tree went back.
+    Back,
+    /// All but one that another session deleted in between (not going
+    /// back: a rule that counted children would wrongly call it so).
+    AfterDelete,
+}
+
+/// Session 1 lists the crowd's nodes, then lists them again.
+fn listed_twice(n: i64, second: Second) -> H {
+    let (mut h, mut tree) = crowd(n);
+    let (all, _) = tree.read(&children("/"));
+    h.op(100, 101, 1, children("/"), all.clone(), Some(n as Zxid));
+    let reply = match second {
+        Second::Same => all,
+        Second::Back => {
+            let mut fewer = DataTree::default();
+            fewer.create_session(0, SessionId(1), 10_000);
+            fewer.execute(0, SessionId(1), &create("/n1"));
+            fewer.read(&children("/")).0
+        }
+        Second::AfterDelete => {
+            let gone = Op::Delete {
+                path: "/n2".into(),
+                version: -1,
+            };
+            let reply = tree.execute(0, SessionId(2), &gone).reply.unwrap();
+            h.op(102, 103, 2, gone, reply, Some(n as Zxid + 1));
+            tree.read(&children("/")).0
+        }
+    };
+    h.op(110, 111, 1, children("/"), reply, Some(n as Zxid + 1));
+    h
+}
+
+#[test]
+fn a_read_going_back_in_a_crowd_is_named() {
+    let back = listed_twice(10, Second::Back);
+    let logs = session_logs(&back.history()).unwrap();
+    assert_eq!(engine(&logs, READS, false, &in_run_budget()), None);
+    assert_eq!(
+        match check(&back.history(), &in_run_budget()).unwrap().verdict {
+            ContractVerdict::Broken(b) => b.guarantee.name,
+            other => panic!("expected a broken guarantee, got {other:?}"),
+        },
+        "sequential-consistency"
+    );
+    for fine in [Second::Same, Second::AfterDelete] {
+        assert_eq!(
+            check(&listed_twice(10, fine).history(), &in_run_budget())
+                .unwrap()
+                .verdict,
+            ContractVerdict::Holds
+        );
+    }
+}
+
+#[test]
+fn the_stuck_sessions_reads_alone_refute_what_every_sessions_reads_cannot() {
+    // Every other session of the crowd also checks its neighbour's node,
+    // from a server that may lag: each such read floats among the
+    // creates, and together they make the rung's search too big.
+    let n = 9;
+    let with_neighbours = |second: Second| {
+        let mut h = listed_twice(n, second);
+        for s in 2..=n {
+            // In zxid order the neighbour is not there yet, but for the last.
+            let seen = Ok(Reply::Exists((s == n).then(Stat::default)));
+            let op = Op::Exists {
+                path: format!("/n{}", s % n + 1),
+                watch: false,
+            };
+            h.op(55, 60, s, op, seen, Some(s as Zxid));
+        }
+        h
+    };
+    let back = with_neighbours(Second::Back);
+    let logs = session_logs(&back.history()).unwrap();
+    let rung = share(READS, &in_run_budget());
+    assert_eq!(engine(&logs, READS, true, &rung), None);
+    match check(&back.history(), &in_run_budget()).unwrap().verdict {
+        ContractVerdict::Broken(b) => {
+            assert_eq!(b.guarantee.name, "sequential-consistency");
+            assert!(b.detail.contains("reads of session"), "{}", b.detail);
+        }
+        other => panic!("expected sequential-consistency, got {other:?}"),
+    }
+    assert_eq!(
+        check(&with_neighbours(Second::Same).history(), &in_run_budget())
+            .unwrap()
+            .verdict,
+        ContractVerdict::Holds
+    );
+}
