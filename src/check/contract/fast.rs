@@ -110,7 +110,10 @@ fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
         for (j, &i) in list.iter().enumerate().rev() {
             next[j] = ahead;
             if let (Some(h), Input::Step { kind, .. }) = (placed[i].hint, &placed[i].input) {
-                ahead = (h, u8::from(matches!(kind, StepKind::Read { .. } | StepKind::Sync)));
+                ahead = (
+                    h,
+                    u8::from(matches!(kind, StepKind::Read { .. } | StepKind::Sync)),
+                );
             }
         }
         let mut prev: Zxid = 0;
