@@ -379,7 +379,7 @@ fn outcome_words(o: &Outcome) -> String {
         Outcome::Ok(None) => "ok".to_owned(),
         Outcome::Ok(Some(r)) => match r.multi_error() {
             Some(e) => format!("{e:?}"),
-            None => contract::model::describe_reply(&Ok(r.clone())),
+            None => contract::model::describe_reply(Ok(r)),
         },
         Outcome::Err(e) => format!("{e:?}"),
     }

@@ -169,6 +169,47 @@ enum UndoStep {
     SessionClosed(SessionId, u64),
 }
 
+/// A read's answer borrowed from the tree ([`DataTree::read_ref`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ReadRef<'t> {
+    /// exists: the node's stat, if it exists.
+    Exists(Option<Stat>),
+    /// getData.
+    Data {
+        /// The node's data.
+        data: &'t [u8],
+        /// Its stat.
+        stat: Stat,
+    },
+    /// getChildren: the names, in the tree's (sorted) order.
+    Children {
+        /// The children's names.
+        children: &'t BTreeSet<String>,
+        /// The parent's stat.
+        stat: Stat,
+    },
+    /// sync.
+    Sync,
+}
+
+impl ReadRef<'_> {
+    /// The reply a server sends for it.
+    pub fn to_reply(self) -> Reply {
+        match self {
+            ReadRef::Exists(stat) => Reply::Exists(stat),
+            ReadRef::Data { data, stat } => Reply::GetData {
+                data: data.to_vec(),
+                stat,
+            },
+            ReadRef::Children { children, stat } => Reply::GetChildren {
+                children: children.iter().cloned().collect(),
+                stat,
+            },
+            ReadRef::Sync => Reply::Sync,
+        }
+    }
+}
+
 /// The replicated data tree. `Clone + Eq + Hash`: models hold it as state.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct DataTree {
@@ -265,35 +306,41 @@ impl DataTree {
     /// "Setting and firing watches").
     /// Children come in name order; the simulator shuffles them.
     pub fn read(&self, op: &Op) -> (Result<Reply, ZkError>, Option<(WatchKind, String)>) {
-        match op {
-            Op::Exists { path, watch } => {
-                let stat = self.nodes.get(path).map(Node::stat);
-                // An exist watch on a missing node sits in the data table.
-                let w = watch.then(|| (WatchKind::Data, path.clone()));
-                (Ok(Reply::Exists(stat)), w)
+        let reply = self.read_ref(op).map(|r| r.to_reply());
+        let watch = match (op, &reply) {
+            // An exist watch on a missing node sits in the data table.
+            (Op::Exists { path, watch: true }, _) => Some((WatchKind::Data, path.clone())),
+            (Op::GetData { path, watch: true }, Ok(_)) => Some((WatchKind::Data, path.clone())),
+            (Op::GetChildren { path, watch: true }, Ok(_)) => {
+                Some((WatchKind::Child, path.clone()))
             }
-            Op::GetData { path, watch } => match self.nodes.get(path) {
-                Some(n) => (
-                    Ok(Reply::GetData {
-                        data: n.data.clone(),
-                        stat: n.stat(),
-                    }),
-                    watch.then(|| (WatchKind::Data, path.clone())),
-                ),
-                None => (Err(ZkError::NoNode), None),
+            _ => None,
+        };
+        (reply, watch)
+    }
+
+    /// What the read `op` sees, borrowed from the tree: [`DataTree::read`]
+    /// without copying data or children (a checker compares it with a
+    /// recorded reply at every step it tries).
+    pub fn read_ref(&self, op: &Op) -> Result<ReadRef<'_>, ZkError> {
+        match op {
+            Op::Exists { path, .. } => Ok(ReadRef::Exists(self.nodes.get(path).map(Node::stat))),
+            Op::GetData { path, .. } => match self.nodes.get(path) {
+                Some(n) => Ok(ReadRef::Data {
+                    data: &n.data,
+                    stat: n.stat(),
+                }),
+                None => Err(ZkError::NoNode),
             },
-            Op::GetChildren { path, watch } => match self.nodes.get(path) {
-                Some(n) => (
-                    Ok(Reply::GetChildren {
-                        children: n.children.iter().cloned().collect(),
-                        stat: n.stat(),
-                    }),
-                    watch.then(|| (WatchKind::Child, path.clone())),
-                ),
-                None => (Err(ZkError::NoNode), None),
+            Op::GetChildren { path, .. } => match self.nodes.get(path) {
+                Some(n) => Ok(ReadRef::Children {
+                    children: &n.children,
+                    stat: n.stat(),
+                }),
+                None => Err(ZkError::NoNode),
             },
             // On a standalone server (or the leader) sync is an ordered no-op.
-            Op::Sync { .. } => (Ok(Reply::Sync), None),
+            Op::Sync { .. } => Ok(ReadRef::Sync),
             Op::Create { .. } | Op::Delete { .. } | Op::SetData { .. } | Op::Multi(_) => {
                 panic!("read() takes reads only, got {}", op.name())
             }

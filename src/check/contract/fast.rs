@@ -175,8 +175,8 @@ fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
 /// latest call placed: nothing placed later may have returned before it),
 /// and what is placed.
 struct Pass<'a> {
-    model: &'a ZkModel,
-    placed: &'a [Placed],
+    model: &'a ZkModel<'a>,
+    placed: &'a [Placed<'a>],
     state: State,
     now: u64,
     order: Vec<usize>,
@@ -508,13 +508,13 @@ fn pass(
 /// The contract's model started from a given state (a local search after
 /// a verified prefix).
 struct From<'a> {
-    model: &'a ZkModel,
+    model: &'a ZkModel<'a>,
     start: &'a State,
 }
 
-impl lin::Model for From<'_> {
+impl<'a> lin::Model for From<'a> {
     type State = State;
-    type Input = Input;
+    type Input = Input<'a>;
     type Output = ();
 
     fn init(&self) -> State {

@@ -82,16 +82,17 @@ pub const GUARANTEES: [Property; 6] = [
     guarantees::EVENT_ORDER,
 ];
 
-/// How a request ended, as its client saw it.
+/// How a request ended, as its client saw it (its reply borrowed from the
+/// history, `'h`).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Done {
+pub enum Done<'h> {
     /// The server answered (success or a definite error) at `at_us`, with
     /// the reply header's zxid where the client sees one.
     Answered {
         /// When the reply arrived.
         at_us: u64,
         /// The reply or the server's error.
-        result: Result<Reply, ZkError>,
+        result: Result<&'h Reply, ZkError>,
         /// The reply's zxid (a hint only).
         zxid: Option<Zxid>,
     },
@@ -105,26 +106,27 @@ pub enum Done {
     },
 }
 
-/// One thing a session's client saw, in the order it saw them.
+/// One thing a session's client saw, in the order it saw them (borrowed
+/// from the history, `'h`: the check copies none of its data).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Seen {
+pub enum Seen<'h> {
     /// A request: `id` is its name in the history (for reports).
     Request {
         /// The history's id of the operation.
         id: usize,
         /// The request (`None`: close()).
-        op: Option<Op>,
+        op: Option<&'h Op>,
         /// When it was issued.
         call_us: u64,
         /// How it ended.
-        done: Done,
+        done: Done<'h>,
     },
     /// A watch event delivered to the client.
     Event {
         /// When.
         at_us: u64,
         /// The event.
-        event: WatchEvent,
+        event: &'h WatchEvent,
     },
     /// A change of the session's state.
     State {
@@ -137,21 +139,21 @@ pub enum Seen {
 
 /// One session's view: everything its client saw, in order.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct SessionLog {
+pub struct SessionLog<'h> {
     /// The session.
     pub id: SessionId,
     /// Its negotiated timeout.
     pub timeout_ms: u64,
     /// What it saw, in the order it saw it (requests at their completion;
     /// requests that never completed last).
-    pub seen: Vec<Seen>,
+    pub seen: Vec<Seen<'h>>,
 }
 
 /// One operation as the search places it.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Placed {
+pub struct Placed<'h> {
     /// What the model steps on.
-    pub input: Input,
+    pub input: Input<'h>,
     /// The earliest time it may take effect.
     pub call_us: u64,
     /// The latest (`None`: any time later, or never).
@@ -176,7 +178,7 @@ impl std::error::Error for ContractError {}
 
 /// Builds the model and what it places from the sessions' logs, under
 /// `rules`.
-pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
+pub fn build<'h>(logs: &[SessionLog<'h>], rules: Rules) -> (ZkModel<'h>, Vec<Placed<'h>>) {
     let mut specs = Vec::new();
     let mut placed = Vec::new();
     for (i, log) in logs.iter().enumerate() {
@@ -185,15 +187,15 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
         // step, which a read may precede in time (a lagging server), but a
         // write, sync or close may not (they are placed after their call).
         let mut floor: u64 = 0;
-        let mut events: Vec<WatchEvent> = Vec::new();
+        let mut events: Vec<&'h WatchEvent> = Vec::new();
         let mut closed_by_reply = false;
         let mut free = Vec::new();
-        let mut step = |kind: StepKind,
+        let mut step = |kind: StepKind<'h>,
                         call_us: u64,
                         ret_us: u64,
                         hint: Option<Zxid>,
                         id: Option<usize>,
-                        events: &mut Vec<WatchEvent>,
+                        events: &mut Vec<&'h WatchEvent>,
                         k: &mut u32| {
             placed.push(Placed {
                 input: Input::Step {
@@ -213,7 +215,7 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
             match seen {
                 Seen::Event { event, .. } => {
                     if rules.events {
-                        events.push(event.clone());
+                        events.push(*event);
                     }
                 }
                 Seen::State { at_us, event } => {
@@ -260,10 +262,7 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
                             zxid,
                         },
                     ) if op.is_write() => {
-                        let kind = StepKind::Write {
-                            op: op.clone(),
-                            reply: result.clone(),
-                        };
+                        let kind = StepKind::Write { op, reply: *result };
                         step(
                             kind,
                             *call_us,
@@ -277,10 +276,7 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
                     }
                     (Some(op), Done::Unknown { .. }) if op.is_write() => {
                         free.push(Placed {
-                            input: Input::Indeterminate {
-                                session: i,
-                                op: op.clone(),
-                            },
+                            input: Input::Indeterminate { session: i, op },
                             call_us: *call_us,
                             ret_us: None,
                             hint: None,
@@ -321,10 +317,7 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
                         if !rules.reads || matches!(op, Op::Sync { .. }) {
                             continue;
                         }
-                        let kind = StepKind::Read {
-                            op: op.clone(),
-                            reply: result.clone(),
-                        };
+                        let kind = StepKind::Read { op, reply: *result };
                         step(kind, floor, *at_us, *zxid, Some(*id), &mut events, &mut k);
                     }
                     // A read that failed locally saw nothing.
@@ -366,13 +359,7 @@ pub fn build(logs: &[SessionLog], rules: Rules) -> (ZkModel, Vec<Placed>) {
             trailing,
         });
     }
-    (
-        ZkModel {
-            sessions: specs,
-            rules,
-        },
-        placed,
-    )
+    (ZkModel::new(specs, rules), placed)
 }
 
 /// Whether a request may create an ephemeral node (alone or in a multi).
@@ -393,7 +380,7 @@ fn asks_for_ephemeral(seen: &Seen) -> bool {
 /// (a write's effect) or unseen (a read, an event). Any history that
 /// satisfies the contract has truncations that do, so a truncation that
 /// breaks it proves the whole history does: a smaller search.
-pub fn truncate(logs: &[SessionLog], t_us: u64) -> Vec<SessionLog> {
+pub fn truncate<'h>(logs: &[SessionLog<'h>], t_us: u64) -> Vec<SessionLog<'h>> {
     logs.iter()
         .map(|log| SessionLog {
             id: log.id,
@@ -421,7 +408,7 @@ pub fn truncate(logs: &[SessionLog], t_us: u64) -> Vec<SessionLog> {
                         Some(if late {
                             Seen::Request {
                                 id: *id,
-                                op: op.clone(),
+                                op: *op,
                                 call_us: *call_us,
                                 done: Done::Unknown {
                                     at_us: None,
@@ -443,13 +430,13 @@ pub fn truncate(logs: &[SessionLog], t_us: u64) -> Vec<SessionLog> {
 /// that failed before reaching a server (bad arguments) are left out:
 /// they had no effect. Requests still open when the history ends are
 /// indeterminate.
-pub fn session_logs(h: &History) -> Result<Vec<SessionLog>, ContractError> {
-    struct Building {
+pub fn session_logs(h: &History) -> Result<Vec<SessionLog<'_>>, ContractError> {
+    struct Building<'h> {
         id: Option<SessionId>,
-        seen: Vec<Seen>,
-        open: BTreeMap<OpId, (u64, HistOp)>,
+        seen: Vec<Seen<'h>>,
+        open: BTreeMap<OpId, (u64, &'h HistOp)>,
     }
-    let mut by: BTreeMap<u32, Building> = BTreeMap::new();
+    let mut by: BTreeMap<u32, Building<'_>> = BTreeMap::new();
     let us = |ns: u64| ns / 1_000;
     for r in &h.records {
         let (handle, session) = match &r.event {
@@ -477,7 +464,7 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog>, ContractError> {
         }
         match &r.event {
             Event::Invoke(i) => {
-                b.open.insert(i.id, (us(r.at_ns), i.op.clone()));
+                b.open.insert(i.id, (us(r.at_ns), &i.op));
             }
             Event::Complete(c) => {
                 let Some((call_us, op)) = b.open.remove(&c.id) else {
@@ -498,8 +485,8 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog>, ContractError> {
                     Done::Answered {
                         at_us,
                         result: match &c.outcome {
-                            HistOutcome::Ok(Some(reply)) => Ok(reply.clone()),
-                            HistOutcome::Ok(None) => Ok(Reply::Sync),
+                            HistOutcome::Ok(Some(reply)) => Ok(reply),
+                            HistOutcome::Ok(None) => Ok(&Reply::Sync),
                             HistOutcome::Err(e) => Err(*e),
                         },
                         zxid: c.zxid,
@@ -517,7 +504,7 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog>, ContractError> {
             }
             Event::Watch(w) => b.seen.push(Seen::Event {
                 at_us: us(r.at_ns),
-                event: w.event.clone(),
+                event: &w.event,
             }),
             Event::Session(s) => b.seen.push(Seen::State {
                 at_us: us(r.at_ns),
@@ -876,7 +863,7 @@ fn decide(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
 /// (their requests' effects, closes and events stay). For rules without
 /// events, every order that satisfies the whole logs satisfies these:
 /// such a read or sync only checks its reply and advances its session.
-fn reads_of(logs: &[SessionLog], keep: usize) -> Vec<SessionLog> {
+fn reads_of<'h>(logs: &[SessionLog<'h>], keep: usize) -> Vec<SessionLog<'h>> {
     logs.iter()
         .enumerate()
         .map(|(i, log)| SessionLog {
@@ -896,7 +883,7 @@ fn reads_of(logs: &[SessionLog], keep: usize) -> Vec<SessionLog> {
 }
 
 /// What the engine searches: each placed operation with its window.
-fn operations(placed: &[Placed]) -> Vec<Operation<Input, ()>> {
+fn operations<'h>(placed: &[Placed<'h>]) -> Vec<Operation<Input<'h>, ()>> {
     // A time far beyond any history: a step that must happen (a session's
     // trailing events) is placed before it.
     const LATE: u64 = u64::MAX / 2;

@@ -30,10 +30,11 @@
 //! and a reply's zxid is only a hint for the search's order.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::marker::PhantomData;
 
 use crate::check::lin::{self, Outcome, Step};
 use crate::proto::{EventType, MultiResult, Op, Reply, SessionId, Stat, WatchEvent, ZkError, Zxid};
-use crate::tree::{DataTree, WatchTable};
+use crate::tree::{DataTree, ReadRef, WatchTable};
 
 /// Which rules the model enforces: all of them for the contract; fewer to
 /// find which guarantee a failing history breaks first.
@@ -61,23 +62,26 @@ impl Rules {
 }
 
 /// One of a session's steps, in the order the client saw them complete.
+///
+/// It borrows the op and the reply from the history it was read from
+/// (`'h`): the check copies none of a history's data.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum StepKind {
+pub enum StepKind<'h> {
     /// exists / getData / getChildren with the reply the client got.
     Read {
         /// The read.
-        op: Op,
+        op: &'h Op,
         /// Its reply.
-        reply: Result<Reply, ZkError>,
+        reply: Result<&'h Reply, ZkError>,
     },
     /// A sync that completed.
     Sync,
     /// A write with the server's definite answer (success or error).
     Write {
         /// The write.
-        op: Op,
+        op: &'h Op,
         /// Its reply.
-        reply: Result<Reply, ZkError>,
+        reply: Result<&'h Reply, ZkError>,
     },
     /// close() answered by the server: the session's ephemerals go.
     Close,
@@ -90,7 +94,7 @@ pub enum StepKind {
 /// What the search places: a session's step, or an effect at an unknown
 /// time.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Input {
+pub enum Input<'h> {
     /// The `k`th step of session `session`; `events` are the watch events
     /// the client received after the previous step and before this one.
     Step {
@@ -99,9 +103,9 @@ pub enum Input {
         /// The step's index within the session.
         k: u32,
         /// What the step is.
-        kind: StepKind,
+        kind: StepKind<'h>,
         /// Events received just before it, in order.
-        events: Vec<WatchEvent>,
+        events: Vec<&'h WatchEvent>,
     },
     /// A write whose outcome the client never learned: applied here, or
     /// (placed last, or after its session ended) never.
@@ -109,7 +113,7 @@ pub enum Input {
         /// The session's index.
         session: usize,
         /// The write.
-        op: Op,
+        op: &'h Op,
     },
     /// The session's end on the servers (expiry, or a close whose answer
     /// was lost): its ephemerals go; may also never happen.
@@ -123,7 +127,7 @@ pub enum Input {
         /// The session's index.
         session: usize,
         /// Events received after the last step, in order.
-        events: Vec<WatchEvent>,
+        events: Vec<&'h WatchEvent>,
     },
 }
 
@@ -232,16 +236,27 @@ impl State {
     }
 }
 
-/// The contract's sequential model over a given set of sessions.
+/// The contract's sequential model over a given set of sessions; it
+/// places [`Input`]s that borrow from a history (`'h`).
 #[derive(Clone, Debug)]
-pub struct ZkModel {
+pub struct ZkModel<'h> {
     /// The sessions, by index.
     pub sessions: Vec<SessionSpec>,
     /// Which rules hold.
     pub rules: Rules,
+    history: PhantomData<&'h ()>,
 }
 
-impl ZkModel {
+impl<'h> ZkModel<'h> {
+    /// The model of `sessions` under `rules`.
+    pub fn new(sessions: Vec<SessionSpec>, rules: Rules) -> ZkModel<'h> {
+        ZkModel {
+            sessions,
+            rules,
+            history: PhantomData,
+        }
+    }
+
     /// The initial state: a fresh tree with every session created.
     pub fn init(&self) -> State {
         let mut tree = DataTree::default();
@@ -268,7 +283,7 @@ impl ZkModel {
 
     /// Places `input` in `state`: the next state, or `None` if it cannot
     /// happen here.
-    pub fn step(&self, state: &State, input: &Input) -> Option<State> {
+    pub fn step(&self, state: &State, input: &Input<'h>) -> Option<State> {
         let mut next = state.clone();
         self.step_in_place(&mut next, input).then_some(next)
     }
@@ -278,7 +293,7 @@ impl ZkModel {
     /// refused write is taken back with the tree's undo journal). The fast
     /// path steps this way: copying the state at every step was most of
     /// the check's cost.
-    pub fn step_in_place(&self, st: &mut State, input: &Input) -> bool {
+    pub fn step_in_place(&self, st: &mut State, input: &Input<'h>) -> bool {
         match input {
             Input::Step {
                 session,
@@ -338,22 +353,27 @@ impl ZkModel {
         &self,
         st: &mut State,
         i: usize,
-        kind: &StepKind,
-        events: &[WatchEvent],
+        kind: &StepKind<'h>,
+        events: &[&'h WatchEvent],
     ) -> bool {
         let rules = self.rules;
         match kind {
             StepKind::Read { op, reply } => {
-                let (model, watch) = st.tree.read(op);
-                if !same_reply(&model, reply) {
+                if !same_read(st.tree.read_ref(op), *reply) {
                     return false;
                 }
+                let watch = matches!(
+                    op,
+                    Op::Exists { watch: true, .. }
+                        | Op::GetData { watch: true, .. }
+                        | Op::GetChildren { watch: true, .. }
+                );
                 let s = &mut st.sessions[i];
                 if rules.events {
                     if !take_received(s, events, rules.event_order, true) {
                         return false;
                     }
-                    if watch.is_some() && reply.is_ok() {
+                    if watch && reply.is_ok() {
                         let table = match (op, reply) {
                             (Op::Exists { .. }, Ok(Reply::Exists(None))) => &mut s.watches.exist,
                             (Op::GetChildren { .. }, _) => &mut s.watches.child,
@@ -377,7 +397,7 @@ impl ZkModel {
                     .prepare(st.tree.next_zxid(), 0, self.sessions[i].id, op);
                 let (applied, undo) = st.tree.apply_undoable(&txn);
                 let model = applied.reply.expect("a client write's txn carries a reply");
-                if !same_reply(&model, reply) {
+                if !same_reply(model.as_ref().map_err(|e| *e), *reply) {
                     st.tree.undo(undo);
                     return false;
                 }
@@ -484,23 +504,23 @@ impl ZkModel {
     }
 }
 
-impl lin::Model for ZkModel {
+impl<'h> lin::Model for ZkModel<'h> {
     type State = State;
-    type Input = Input;
+    type Input = Input<'h>;
     type Output = ();
 
     fn init(&self) -> State {
         ZkModel::init(self)
     }
 
-    fn step(&self, state: &State, input: &Input, _: Outcome<&()>) -> Step<State> {
+    fn step(&self, state: &State, input: &Input<'h>, _: Outcome<&()>) -> Step<State> {
         match ZkModel::step(self, state, input) {
             Some(next) => Step::To(next),
             None => Step::Impossible,
         }
     }
 
-    fn describe_op(&self, input: &Input, _: Outcome<&()>) -> String {
+    fn describe_op(&self, input: &Input<'h>, _: Outcome<&()>) -> String {
         let who = |i: usize| format!("session {}", self.sessions[i].id);
         match input {
             Input::Step {
@@ -508,7 +528,7 @@ impl lin::Model for ZkModel {
             } => {
                 let what = match kind {
                     StepKind::Read { op, reply } | StepKind::Write { op, reply } => {
-                        format!("{} -> {}", describe(op), describe_reply(reply))
+                        format!("{} -> {}", describe(op), describe_reply(*reply))
                     }
                     StepKind::Sync => "sync".to_owned(),
                     StepKind::Close => "close".to_owned(),
@@ -553,7 +573,7 @@ pub fn describe(op: &Op) -> String {
 }
 
 /// A reply in words, short.
-pub fn describe_reply(r: &Result<Reply, ZkError>) -> String {
+pub fn describe_reply(r: Result<&Reply, ZkError>) -> String {
     match r {
         Err(e) => format!("{e:?}"),
         Ok(Reply::Create { path, .. }) => path.clone(),
@@ -610,7 +630,7 @@ pub fn describe_tree(tree: &DataTree) -> String {
 /// (before a disconnect, a close or the end, the rest may never arrive).
 /// Takes them off the session's pending events; `false` (and nothing
 /// taken) if they do not match.
-fn take_received(s: &mut Session, received: &[WatchEvent], ordered: bool, exact: bool) -> bool {
+fn take_received(s: &mut Session, received: &[&WatchEvent], ordered: bool, exact: bool) -> bool {
     if exact && received.len() != s.pending.len() {
         return false;
     }
@@ -618,7 +638,7 @@ fn take_received(s: &mut Session, received: &[WatchEvent], ordered: bool, exact:
         return false;
     }
     if ordered {
-        if !received.iter().zip(&s.pending).all(|(r, (p, _))| r == p) {
+        if !received.iter().zip(&s.pending).all(|(r, (p, _))| *r == p) {
             return false;
         }
         s.pending.drain(..received.len());
@@ -631,7 +651,7 @@ fn take_received(s: &mut Session, received: &[WatchEvent], ordered: bool, exact:
                 .pending
                 .iter()
                 .zip(&taken)
-                .position(|((p, _), used)| !used && p == r);
+                .position(|((p, _), used)| !used && p == *r);
             match free {
                 Some(at) => taken[at] = true,
                 None => return false,
@@ -674,18 +694,61 @@ fn op_path(op: &Op) -> &str {
     }
 }
 
+/// Whether two stats are the same as the model compares them: the fields
+/// that carry zxids or the leader's clock are left out.
+fn same_stat(x: &Stat, y: &Stat) -> bool {
+    x.version == y.version
+        && x.cversion == y.cversion
+        && x.aversion == y.aversion
+        && x.ephemeral_owner == y.ephemeral_owner
+        && x.data_length == y.data_length
+        && x.num_children == y.num_children
+}
+
+/// Whether what the tree's read sees is the recorded reply `seen`, as
+/// [`same_reply`] compares them, without building the tree's reply: the
+/// fast path compares one at every read it tries.
+pub fn same_read(tree: Result<ReadRef<'_>, ZkError>, seen: Result<&Reply, ZkError>) -> bool {
+    match (tree, seen) {
+        (Err(x), Err(y)) => x == y,
+        (Ok(ReadRef::Exists(s)), Ok(Reply::Exists(t))) => match (s, t) {
+            (Some(s), Some(t)) => same_stat(&s, t),
+            (None, None) => true,
+            _ => false,
+        },
+        (Ok(ReadRef::Data { data, stat }), Ok(Reply::GetData { data: d, stat: t })) => {
+            data == d.as_slice() && same_stat(&stat, t)
+        }
+        (
+            Ok(ReadRef::Children { children, stat }),
+            Ok(Reply::GetChildren {
+                children: c,
+                stat: t,
+            }),
+        ) => {
+            // The same names in any order: a sorted reply is compared in
+            // step with the tree's sorted set, any other sorted by
+            // reference (the names themselves are never copied).
+            same_stat(&stat, t)
+                && children.len() == c.len()
+                && if c.windows(2).all(|w| w[0] < w[1]) {
+                    children.iter().zip(c).all(|(x, y)| x == y)
+                } else {
+                    let mut sorted: Vec<&String> = c.iter().collect();
+                    sorted.sort_unstable();
+                    children.iter().zip(sorted).all(|(x, y)| x == y)
+                }
+        }
+        (Ok(ReadRef::Sync), Ok(Reply::Sync)) => true,
+        _ => false,
+    }
+}
+
 /// Whether two replies are the same as the model compares them (what
 /// [`normalize`] keeps), without building either normalized copy: the fast
 /// path compares a reply at every step it tries.
-pub fn same_reply(a: &Result<Reply, ZkError>, b: &Result<Reply, ZkError>) -> bool {
-    let stat = |x: &Stat, y: &Stat| {
-        x.version == y.version
-            && x.cversion == y.cversion
-            && x.aversion == y.aversion
-            && x.ephemeral_owner == y.ephemeral_owner
-            && x.data_length == y.data_length
-            && x.num_children == y.num_children
-    };
+pub fn same_reply(a: Result<&Reply, ZkError>, b: Result<&Reply, ZkError>) -> bool {
+    let stat = same_stat;
     let opt_stat = |x: &Option<Stat>, y: &Option<Stat>| match (x, y) {
         (Some(x), Some(y)) => stat(x, y),
         (None, None) => true,
@@ -796,9 +859,23 @@ mod tests {
     use super::*;
     use crate::proto::CreateMode;
 
-    fn model(n: usize) -> ZkModel {
-        ZkModel {
-            sessions: (0..n)
+    /// The inputs borrow their ops, replies and events from a history; a
+    /// test's few are leaked so that they live as long as the test.
+    fn leak<T>(t: T) -> &'static T {
+        Box::leak(Box::new(t))
+    }
+
+    fn owned(r: Result<Reply, ZkError>) -> Result<&'static Reply, ZkError> {
+        r.map(|x| &*leak(x))
+    }
+
+    fn leaked_changed(path: &str) -> &'static WatchEvent {
+        leak(changed(path))
+    }
+
+    fn model(n: usize) -> ZkModel<'static> {
+        ZkModel::new(
+            (0..n)
                 .map(|i| SessionSpec {
                     id: SessionId(i as i64 + 1),
                     timeout_ms: 10_000,
@@ -806,8 +883,8 @@ mod tests {
                     trailing: false,
                 })
                 .collect(),
-            rules: Rules::ALL,
-        }
+            Rules::ALL,
+        )
     }
 
     fn create(path: &str) -> Op {
@@ -818,7 +895,12 @@ mod tests {
         }
     }
 
-    fn step(session: usize, k: u32, kind: StepKind, events: Vec<WatchEvent>) -> Input {
+    fn step(
+        session: usize,
+        k: u32,
+        kind: StepKind<'static>,
+        events: Vec<&'static WatchEvent>,
+    ) -> Input<'static> {
         Input::Step {
             session,
             k,
@@ -829,7 +911,7 @@ mod tests {
 
     /// Runs `inputs` in order, returning the state or the index of the first
     /// that cannot happen.
-    fn run(m: &ZkModel, inputs: &[Input]) -> Result<State, usize> {
+    fn run(m: &ZkModel<'static>, inputs: &[Input<'static>]) -> Result<State, usize> {
         let mut s = m.init();
         for (i, input) in inputs.iter().enumerate() {
             s = m.step(&s, input).ok_or(i)?;
@@ -837,7 +919,12 @@ mod tests {
         Ok(s)
     }
 
-    fn reply_of(m: &ZkModel, before: &[Input], session: usize, op: &Op) -> Result<Reply, ZkError> {
+    fn reply_of(
+        m: &ZkModel<'static>,
+        before: &[Input<'static>],
+        session: usize,
+        op: &Op,
+    ) -> Result<Reply, ZkError> {
         let mut s = run(m, before).expect("prefix runs");
         m.write(&mut s, session, op)
     }
@@ -858,8 +945,8 @@ mod tests {
             0,
             1,
             StepKind::Write {
-                op: create("/a"),
-                reply: ok.clone(),
+                op: leak(create("/a")),
+                reply: owned(ok.clone()),
             },
             vec![],
         );
@@ -868,8 +955,8 @@ mod tests {
             0,
             1,
             StepKind::Write {
-                op: create("/a"),
-                reply: Err(ZkError::NodeExists),
+                op: leak(create("/a")),
+                reply: owned(Err(ZkError::NodeExists)),
             },
             vec![],
         );
@@ -899,8 +986,8 @@ mod tests {
                 0,
                 1,
                 StepKind::Write {
-                    op: create("/a"),
-                    reply: made,
+                    op: leak(create("/a")),
+                    reply: owned(made),
                 },
                 vec![],
             ),
@@ -914,8 +1001,8 @@ mod tests {
             1,
             1,
             StepKind::Read {
-                op: read,
-                reply: seen,
+                op: leak(read),
+                reply: owned(seen),
             },
             vec![],
         ));
@@ -924,8 +1011,8 @@ mod tests {
             0,
             2,
             StepKind::Write {
-                op: set,
-                reply: set_reply,
+                op: leak(set),
+                reply: owned(set_reply),
             },
             vec![],
         ));
@@ -939,8 +1026,8 @@ mod tests {
                 1,
                 2,
                 StepKind::Read {
-                    op: read_again.clone(),
-                    reply: now.clone(),
+                    op: leak(read_again.clone()),
+                    reply: owned(now.clone()),
                 },
                 events,
             )
@@ -948,7 +1035,7 @@ mod tests {
         // The event came first: fine. Missing, or for another path: not.
         assert!(run(
             &m,
-            &[prefix.clone(), vec![after(vec![changed("/a")])]].concat()
+            &[prefix.clone(), vec![after(vec![leaked_changed("/a")])]].concat()
         )
         .is_ok());
         let n = prefix.len();
@@ -957,7 +1044,11 @@ mod tests {
             Some(n)
         );
         assert_eq!(
-            run(&m, &[prefix, vec![after(vec![changed("/b")])]].concat()).err(),
+            run(
+                &m,
+                &[prefix, vec![after(vec![leaked_changed("/b")])]].concat()
+            )
+            .err(),
             Some(n)
         );
     }
@@ -976,8 +1067,8 @@ mod tests {
                 0,
                 1,
                 StepKind::Write {
-                    op: create("/a"),
-                    reply: made,
+                    op: leak(create("/a")),
+                    reply: owned(made),
                 },
                 vec![],
             ),
@@ -992,8 +1083,8 @@ mod tests {
                 session,
                 k,
                 StepKind::Read {
-                    op: watch.clone(),
-                    reply: seen.clone(),
+                    op: leak(watch.clone()),
+                    reply: owned(seen.clone()),
                 },
                 vec![],
             ));
@@ -1010,8 +1101,8 @@ mod tests {
                 0,
                 3,
                 StepKind::Write {
-                    op: set.clone(),
-                    reply: set_reply.clone(),
+                    op: leak(set.clone()),
+                    reply: owned(set_reply.clone()),
                 },
                 events,
             )
@@ -1022,7 +1113,7 @@ mod tests {
         assert!(!m.step_in_place(&mut tried, &write(vec![])));
         assert_eq!(tried, before);
         let mut tried = before.clone();
-        assert!(m.step_in_place(&mut tried, &write(vec![changed("/a")])));
+        assert!(m.step_in_place(&mut tried, &write(vec![leaked_changed("/a")])));
         assert_eq!(
             tried.sessions[1].pending.len(),
             1,
@@ -1045,8 +1136,8 @@ mod tests {
                 0,
                 1,
                 StepKind::Write {
-                    op: create("/a"),
-                    reply: made,
+                    op: leak(create("/a")),
+                    reply: owned(made),
                 },
                 vec![],
             ),
@@ -1060,8 +1151,8 @@ mod tests {
             1,
             1,
             StepKind::Read {
-                op: watch,
-                reply: seen,
+                op: leak(watch),
+                reply: owned(seen),
             },
             vec![],
         ));
@@ -1071,7 +1162,15 @@ mod tests {
             version: -1,
         };
         let r = reply_of(&m, &prefix, 0, &set);
-        prefix.push(step(0, 2, StepKind::Write { op: set, reply: r }, vec![]));
+        prefix.push(step(
+            0,
+            2,
+            StepKind::Write {
+                op: leak(set),
+                reply: owned(r),
+            },
+            vec![],
+        ));
         // Session 1 never got the event: it disconnects, reconnects, and the
         // server's replay gives it the event after Connected.
         prefix.push(step(1, 2, StepKind::Disconnected, vec![]));
@@ -1079,7 +1178,7 @@ mod tests {
         let sync = |events| step(1, 4, StepKind::Sync, events);
         assert!(run(
             &m,
-            &[prefix.clone(), vec![sync(vec![changed("/a")])]].concat()
+            &[prefix.clone(), vec![sync(vec![leaked_changed("/a")])]].concat()
         )
         .is_ok());
         let n = prefix.len();
@@ -1104,8 +1203,8 @@ mod tests {
                 0,
                 1,
                 StepKind::Write {
-                    op: eph,
-                    reply: made,
+                    op: leak(eph),
+                    reply: owned(made),
                 },
                 vec![],
             ),
@@ -1119,7 +1218,7 @@ mod tests {
         // about did not happen; one it got a reply for cannot come after.
         let late = Input::Indeterminate {
             session: 0,
-            op: create("/late"),
+            op: leak(create("/late")),
         };
         let s2 = m.step(&s, &late).unwrap();
         assert!(s2.tree.node("/late").is_none());
@@ -1150,15 +1249,24 @@ mod tests {
             stat: Stat { version: 3, ..stat },
         });
         assert_ne!(normalize(&a), normalize(&c));
-        assert!(same_reply(&a, &b));
-        assert!(!same_reply(&a, &c));
+        assert!(same_reply(
+            a.as_ref().map_err(|e| *e),
+            b.as_ref().map_err(|e| *e)
+        ));
+        assert!(!same_reply(
+            a.as_ref().map_err(|e| *e),
+            c.as_ref().map_err(|e| *e)
+        ));
     }
 
     mod same_reply_agrees {
         //! `same_reply` (the fast path's comparison) says exactly what
         //! comparing [`normalize`]d copies says.
-        use super::super::{normalize, same_reply};
+        use std::collections::BTreeSet;
+
+        use super::super::{normalize, same_read, same_reply};
         use crate::proto::{MultiResult, Reply, Stat, ZkError};
+        use crate::tree::ReadRef;
         use proptest::prelude::*;
 
         fn stat() -> impl Strategy<Value = Stat> {
@@ -1208,8 +1316,40 @@ mod tests {
         proptest! {
             #[test]
             fn as_normalize_says(a in reply(), b in reply()) {
-                prop_assert_eq!(same_reply(&a, &b), normalize(&a) == normalize(&b));
-                prop_assert!(same_reply(&a, &a));
+                let (x, y) = (a.as_ref().map_err(|e| *e), b.as_ref().map_err(|e| *e));
+                prop_assert_eq!(same_reply(x, y), normalize(&a) == normalize(&b));
+                prop_assert!(same_reply(x, x));
+            }
+
+            /// `same_read` (the tree's read, borrowed) says what comparing
+            /// the reply the tree would build says.
+            #[test]
+            fn same_read_as_the_built_reply_says(
+                which in 0..5u8,
+                data in prop::collection::vec(0..2u8, 0..2),
+                names in prop::collection::btree_set(
+                    prop::sample::select(&["a", "b", "c"][..]).prop_map(str::to_owned),
+                    0..3,
+                ),
+                s in stat(),
+                exists in any::<bool>(),
+                b in reply(),
+            ) {
+                let children: BTreeSet<String> = names;
+                let tree = match which {
+                    0 => Err(ZkError::NoNode),
+                    1 => Ok(ReadRef::Exists(exists.then_some(s))),
+                    2 => Ok(ReadRef::Data { data: &data, stat: s }),
+                    3 => Ok(ReadRef::Children { children: &children, stat: s }),
+                    _ => Ok(ReadRef::Sync),
+                };
+                let built = tree.map(ReadRef::to_reply);
+                let y = b.as_ref().map_err(|e| *e);
+                prop_assert_eq!(
+                    same_read(tree, y),
+                    same_reply(built.as_ref().map_err(|e| *e), y)
+                );
+                prop_assert!(same_read(tree, built.as_ref().map_err(|e| *e)));
             }
         }
     }

@@ -29,12 +29,12 @@ use crate::tree::{DataTree, Node};
 /// [`ZkModel`] searched over [`Class`]es; only for rules without events
 /// (where the forgotten fields decide nothing).
 pub(super) struct Quotient<'a> {
-    model: &'a ZkModel,
+    model: &'a ZkModel<'a>,
 }
 
 impl<'a> Quotient<'a> {
     /// The quotient of `model`, if its rules allow one (no events).
-    pub(super) fn new(model: &'a ZkModel) -> Option<Quotient<'a>> {
+    pub(super) fn new(model: &'a ZkModel<'a>) -> Option<Quotient<'a>> {
         (!model.rules.events).then_some(Quotient { model })
     }
 }
@@ -126,9 +126,9 @@ impl Hash for Class {
     }
 }
 
-impl lin::Model for Quotient<'_> {
+impl<'a> lin::Model for Quotient<'a> {
     type State = Class;
-    type Input = Input;
+    type Input = Input<'a>;
     type Output = ();
 
     fn init(&self) -> Class {

@@ -456,17 +456,19 @@ fn hash_of<T: Hash>(t: &T) -> u64 {
 
 #[test]
 fn commuting_writes_make_two_states_but_one_class() {
-    let model = ZkModel {
-        sessions: vec![SessionSpec {
-            id: SessionId(1),
-            timeout_ms: 10_000,
-            steps: 0,
-            trailing: false,
-        }],
-        rules: WRITES,
-    };
+    let sessions = vec![SessionSpec {
+        id: SessionId(1),
+        timeout_ms: 10_000,
+        steps: 0,
+        trailing: false,
+    }];
+    let model = ZkModel::new(sessions.clone(), WRITES);
     let q = Quotient::new(&model).expect("no events: a quotient");
-    let write = |op: Op| Input::Indeterminate { session: 0, op };
+    // Inputs borrow their ops from a history; these few live for the test.
+    let write = |op: Op| Input::Indeterminate {
+        session: 0,
+        op: Box::leak(Box::new(op)),
+    };
     let states = |inputs: &[Input]| {
         let mut s = model.init();
         let mut c = q.init();
@@ -488,10 +490,7 @@ fn commuting_writes_make_two_states_but_one_class() {
     let (_, c_set) = states(&[write(create("/a")), write(create("/b")), write(set("/a"))]);
     assert!(c_set != c_ab);
     // With events, zxids decide the reconnect's replay: no quotient.
-    let events = ZkModel {
-        rules: Rules::ALL,
-        ..model.clone()
-    };
+    let events = ZkModel::new(sessions, Rules::ALL);
     assert!(Quotient::new(&events).is_none());
 }
 
@@ -610,7 +609,8 @@ fn the_quotient_decides_as_the_model_does() {
     let mut rng = Rng(14);
     let (mut holds, mut fails) = (0, 0);
     for case in 0..300 {
-        let logs = session_logs(&random_history(&mut rng).history()).unwrap();
+        let history = random_history(&mut rng).history();
+        let logs = session_logs(&history).unwrap();
         for rules in [WRITES, READS, SYNC] {
             let plain = engine(&logs, rules, false, &Budget::UNLIMITED).expect("decided");
             let classes = engine(&logs, rules, true, &Budget::UNLIMITED).expect("decided");
@@ -654,10 +654,10 @@ fn a_quotient_that_forgets_too_much_is_caught() {
             self.0.tree().node_count().hash(h);
         }
     }
-    struct TooCoarse<'a>(&'a ZkModel);
-    impl Model for TooCoarse<'_> {
+    struct TooCoarse<'a>(&'a ZkModel<'a>);
+    impl<'a> Model for TooCoarse<'a> {
         type State = Coarse;
-        type Input = Input;
+        type Input = Input<'a>;
         type Output = ();
         fn init(&self) -> Coarse {
             Coarse(self.0.init())
@@ -678,7 +678,8 @@ fn a_quotient_that_forgets_too_much_is_caught() {
     let mut rng = Rng(14);
     let mut differ = 0;
     for _ in 0..300 {
-        let logs = session_logs(&random_history(&mut rng).history()).unwrap();
+        let history = random_history(&mut rng).history();
+        let logs = session_logs(&history).unwrap();
         let (model, placed) = build(&logs, READS);
         let ops = operations(&placed);
         let all: Vec<usize> = (0..ops.len()).collect();
@@ -704,7 +705,8 @@ fn a_weaker_history_holds_whenever_the_whole_does() {
     let mut rng = Rng(41);
     let mut caught = 0;
     for case in 0..200 {
-        let logs = session_logs(&random_history(&mut rng).history()).unwrap();
+        let history = random_history(&mut rng).history();
+        let logs = session_logs(&history).unwrap();
         for rules in [READS, SYNC] {
             let whole = engine(&logs, rules, true, &Budget::UNLIMITED).expect("decided");
             for i in 0..logs.len() {
@@ -758,7 +760,8 @@ fn a_write_lost_in_a_crowd_is_named_where_the_plain_search_gives_up() {
         h
     };
     let lost = twice(created("/x"));
-    let logs = session_logs(&lost.history()).unwrap();
+    let history = lost.history();
+    let logs = session_logs(&history).unwrap();
     // Ten creates in any order: ten factorial states, few classes.
     assert_eq!(engine(&logs, WRITES, false, &in_run_budget()), None);
     let r = check(&lost.history(), &in_run_budget()).unwrap();
@@ -816,7 +819,8 @@ fn listed_twice(n: i64, second: Second) -> H {
 #[test]
 fn a_read_going_back_in_a_crowd_is_named() {
     let back = listed_twice(10, Second::Back);
-    let logs = session_logs(&back.history()).unwrap();
+    let history = back.history();
+    let logs = session_logs(&history).unwrap();
     assert_eq!(engine(&logs, READS, false, &in_run_budget()), None);
     assert_eq!(
         match check(&back.history(), &in_run_budget()).unwrap().verdict {
@@ -855,7 +859,8 @@ fn the_stuck_sessions_reads_alone_refute_what_every_sessions_reads_cannot() {
         h
     };
     let back = with_neighbours(Second::Back);
-    let logs = session_logs(&back.history()).unwrap();
+    let history = back.history();
+    let logs = session_logs(&history).unwrap();
     let rung = share(READS, &in_run_budget());
     assert_eq!(engine(&logs, READS, true, &rung), None);
     match check(&back.history(), &in_run_budget()).unwrap().verdict {
