@@ -24,6 +24,27 @@ const WINDOW_STEPS: u64 = 20_000;
 /// client is cut off has a few left (a Disconnected, a close).
 const ENDING_STEPS: usize = 4;
 
+/// How often (in operations placed) the pass keeps its state, and how
+/// many of those states it keeps: a step that is stuck where an earlier
+/// choice of the pass went wrong (an operation of unknown effect placed
+/// to explain an event that a later write explains: seed 274137095 of
+/// mix-lost-replies) is searched again from an earlier kept state, with
+/// everything placed since taken back.
+const CHECKPOINT_EVERY: usize = 24;
+const CHECKPOINTS: usize = 4;
+/// The steps the searches from kept states may take in all, over the
+/// three passes: a correct run's stuck step is placed in a few thousand;
+/// a broken run's cannot be, and this bounds what the attempt costs it.
+const RESTART_STEPS: u64 = 40_000;
+
+/// A kept state of the pass: how many operations were placed, the model
+/// state and the time then.
+struct Checkpoint {
+    placed: usize,
+    state: State,
+    now: u64,
+}
+
 /// Where the fast path stopped: an operation it could not place by the
 /// time its window closed.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -185,6 +206,11 @@ struct Pass<'a> {
     steps: Vec<Vec<usize>>,
     /// Each session's trailing-events input, if any.
     end: Vec<Option<usize>>,
+    /// The last few kept states, oldest first.
+    checkpoints: Vec<Checkpoint>,
+    /// The steps left for searches from kept states (shared by the
+    /// passes).
+    restart_steps: &'a mut u64,
 }
 
 impl Pass<'_> {
@@ -266,11 +292,73 @@ impl Pass<'_> {
         deferred: &[usize],
         loose: &[usize],
     ) -> bool {
+        let mut steps = WINDOW_STEPS;
+        self.search_from_here(d, upcoming, deferred, loose, &[], &mut steps)
+    }
+
+    /// [`Pass::place_by_search`] from an earlier kept state: everything
+    /// placed since is taken back and searched again with the rest (its
+    /// session steps must be placed again, its operations of unknown
+    /// effect may). The most recent kept state is tried first; on failure
+    /// the pass is as it was.
+    fn place_by_restart(
+        &mut self,
+        d: usize,
+        upcoming: &[usize],
+        deferred: &[usize],
+        loose: &[usize],
+    ) -> bool {
+        let (state, now, order) = (self.state.clone(), self.now, self.order.clone());
+        for c in (0..self.checkpoints.len()).rev() {
+            let from = self.checkpoints[c].placed;
+            let redo: Vec<usize> = self.order.split_off(from);
+            for &j in &redo {
+                self.used[j] = false;
+            }
+            self.state = self.checkpoints[c].state.clone();
+            self.now = self.checkpoints[c].now;
+            if *self.restart_steps > 0 {
+                let mut steps = *self.restart_steps;
+                let placed = self.search_from_here(d, upcoming, deferred, loose, &redo, &mut steps);
+                *self.restart_steps = steps;
+                if placed {
+                    return true;
+                }
+            }
+            self.state = state.clone();
+            self.now = now;
+            self.order = order.clone();
+            for &j in &redo {
+                self.used[j] = true;
+            }
+        }
+        false
+    }
+
+    /// The search of [`Pass::place_by_search`], with `redo` (taken back
+    /// from the order) to place again, within `steps` (less what it took,
+    /// on return).
+    fn search_from_here(
+        &mut self,
+        d: usize,
+        upcoming: &[usize],
+        deferred: &[usize],
+        loose: &[usize],
+        redo: &[usize],
+        steps: &mut u64,
+    ) -> bool {
         let Some(deadline) = self.placed[d].ret_us else {
             return false;
         };
         let mut must = vec![d];
         let mut may: Vec<usize> = Vec::new();
+        for &j in redo {
+            if matches!(self.placed[j].input, Input::Step { .. }) {
+                must.push(j);
+            } else {
+                may.push(j);
+            }
+        }
         let open = |j: usize, pass: &Pass<'_>| !pass.used[j] && j != d;
         for &j in upcoming.iter().chain(deferred) {
             if !open(j, self) || must.contains(&j) || may.contains(&j) {
@@ -284,7 +372,7 @@ impl Pass<'_> {
             }
         }
         for &j in loose {
-            if !open(j, self) || self.placed[j].call_us > deadline {
+            if !open(j, self) || self.placed[j].call_us > deadline || may.contains(&j) {
                 continue;
             }
             // A session's end comes after its remaining steps (a
@@ -328,12 +416,13 @@ impl Pass<'_> {
             start: &self.state,
         };
         let budget = Budget {
-            max_steps: WINDOW_STEPS,
+            max_steps: *steps,
             max_memo_bytes: 16 << 20,
             stop: None,
         };
         let subset: Vec<usize> = (0..ops.len()).collect();
-        let (verdict, _) = check_partition(&from, &ops, &subset, &budget);
+        let (verdict, explored) = check_partition(&from, &ops, &subset, &budget);
+        *steps = steps.saturating_sub(explored.steps);
         let Verdict::Linearizable(order) = verdict else {
             return false;
         };
@@ -371,8 +460,9 @@ pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Result<Vec<usize>, Stuck
     // may change what the step needs: seed 1309409292 of revocable-lock,
     // a read of a version an unanswered setData made, then a delete).
     let mut best: Option<Stuck> = None;
+    let mut restart_steps = RESTART_STEPS;
     for remedy in [Remedy::LooseFirst, Remedy::Defer, Remedy::DeferUntilWrite] {
-        match pass(model, placed, &keys, remedy) {
+        match pass(model, placed, &keys, remedy, &mut restart_steps) {
             Ok(order) => return Ok(order),
             Err(s) => {
                 if best.as_ref().is_none_or(|b| s.order.len() > b.order.len()) {
@@ -404,6 +494,7 @@ fn pass(
     placed: &[Placed],
     keys: &[Key],
     remedy: Remedy,
+    restart_steps: &mut u64,
 ) -> Result<Vec<usize>, Stuck> {
     let (mut sure, mut loose): (Vec<usize>, Vec<usize>) =
         (0..placed.len()).partition(|&i| matches!(placed[i].input, Input::Step { .. }));
@@ -427,6 +518,8 @@ fn pass(
         used: vec![false; placed.len()],
         steps,
         end,
+        checkpoints: Vec::new(),
+        restart_steps,
     };
     let mut deferred: Vec<usize> = Vec::new();
     let stuck = |pass: Pass<'_>, d: usize| Stuck {
@@ -438,6 +531,16 @@ fn pass(
         if pass.used[i] {
             continue;
         }
+        if pass.checkpoints.last().map_or(0, |c| c.placed) + CHECKPOINT_EVERY <= pass.order.len() {
+            if pass.checkpoints.len() == CHECKPOINTS {
+                pass.checkpoints.remove(0);
+            }
+            pass.checkpoints.push(Checkpoint {
+                placed: pass.order.len(),
+                state: pass.state.clone(),
+                now: pass.now,
+            });
+        }
         // Placing `i` moves time to its call: what was deferred and
         // returned before then must be placed first, or never can be.
         while let Some(at) = deferred
@@ -448,6 +551,7 @@ fn pass(
             let upcoming = &sure[n..(n + WINDOW).min(sure.len())];
             if !pass.place_after_loose(d, &loose)
                 && !pass.place_by_search(d, upcoming, &deferred, &loose)
+                && !pass.place_by_restart(d, upcoming, &deferred, &loose)
             {
                 return Err(stuck(pass, d));
             }
@@ -486,7 +590,10 @@ fn pass(
     }
     while !deferred.is_empty() {
         let d = deferred.remove(0);
-        if !pass.place_after_loose(d, &loose) && !pass.place_by_search(d, &[], &deferred, &loose) {
+        if !pass.place_after_loose(d, &loose)
+            && !pass.place_by_search(d, &[], &deferred, &loose)
+            && !pass.place_by_restart(d, &[], &deferred, &loose)
+        {
             return Err(stuck(pass, d));
         }
         deferred.retain(|&j| !pass.used[j]);

@@ -866,7 +866,7 @@ mod tests {
     }
 
     fn owned(r: Result<Reply, ZkError>) -> Result<&'static Reply, ZkError> {
-        r.map(|x| leak(x))
+        r.map(leak)
     }
 
     fn leaked_changed(path: &str) -> &'static WatchEvent {
