@@ -297,7 +297,10 @@ where
             Footing::Explained
         } else {
             let wide = self.anywhere[&o];
-            match (in_time, self.verdict(&with(&writes, o, wide), FOOTING_STEPS)) {
+            match (
+                in_time,
+                self.verdict(&with(&writes, o, wide), FOOTING_STEPS),
+            ) {
                 (_, Some(false)) => Footing::Unwritten,
                 // Not produced by those writes is undecided, but not
                 // explained by them is decided: whatever the candidate's
