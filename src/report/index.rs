@@ -55,7 +55,8 @@ pub fn render_index(r: &IndexReport) -> String {
         let _ = write!(b, "<code>{}</code>", Esc(c));
     }
     if let Some(c) = &r.commit {
-        let _ = write!(b, " · commit <code>{}</code>", Esc(c));
+        let sep = if r.command.is_some() { " · " } else { "" };
+        let _ = write!(b, "{sep}commit <code>{}</code>", Esc(c));
     }
     b.push_str("</p>");
     let ok = t.not_as_expected == 0 && t.goals_missed == 0;
