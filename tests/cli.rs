@@ -655,13 +655,16 @@ fn lin_report_writes_a_page_per_file_and_an_index_with_bad_input_named() {
     assert_eq!(code, 2, "{out}{err}");
     // Standard output stays one JSON object per file.
     assert_eq!(out.lines().count(), 3, "{out}");
-    assert!(out
+    let objects: Vec<serde_json::Value> = out
         .lines()
-        .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+        .map(|l| serde_json::from_str(l).expect("a JSON object"))
+        .collect();
+    // Each page's link in its file's object.
     assert_eq!(
-        printed_page(&err, "report: file://").file_name().unwrap(),
-        "etcd_002.log.html"
+        objects[0]["report"],
+        format!("file://{}", dir.join("etcd_002.log.html").display())
     );
+    assert_eq!(objects[2]["report"], serde_json::Value::Null);
     let page = std::fs::read_to_string(dir.join("etcd_000.log.html")).unwrap();
     // The minimal failing sub-history first, then the whole history.
     let minimal = page.find("id=\"minimal\"").expect("a minimal sub-history");

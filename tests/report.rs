@@ -164,6 +164,11 @@ fn a_large_history_opens_on_the_failure_and_keeps_every_op_in_the_table() {
     let full_at = html.find("id=\"tl-full\"").unwrap();
     let full_tag = &html[full_at..full_at + 300];
     assert!(full_tag.contains("data-start=\"focus\""), "{full_tag}");
+    // Laid out at the zoom it opens at: the page's script moves nothing
+    // on load.
+    let z0 = &full_tag[full_tag.find("data-z0=\"").unwrap() + 9..];
+    let z0: f64 = z0[..z0.find('"').unwrap()].parse().unwrap();
+    assert!(z0 > 2.0, "{full_tag}");
     let (a, b) = (r.lin[0].minimal[0], *r.lin[0].minimal.last().unwrap());
     let find = |id| r.ops().find(|(_, o)| o.id == id).unwrap().1.clone();
     assert!(full_tag.contains(&format!(
@@ -171,10 +176,10 @@ fn a_large_history_opens_on_the_failure_and_keeps_every_op_in_the_table() {
         find(a).start_us.min(find(b).start_us)
     )));
     assert_eq!(html.matches("<tr id=\"op-").count(), 10_000);
-    // Labels are drawn only where they fit: at the whole-run scale most
-    // do not.
+    // Labels are drawn only where they fit: even at the zoom it opens at,
+    // many do not.
     let hidden = html.matches("display=\"none\">setData").count();
-    assert!(hidden > 9_000, "{hidden}");
+    assert!(hidden > 2_500, "{hidden}");
     // The small history fits the view and opens on the whole run.
     let small = render_seed(&sample::lock_failure());
     assert!(!small.contains("data-start=\"focus\""));
@@ -469,7 +474,61 @@ fn a_minimal_history_of_one_operation_says_what_that_does_and_does_not_show() {
     let minimal =
         &html[html.find("id=\"minimal\"").unwrap()..html.find("id=\"timeline\"").unwrap()];
     assert!(minimal.contains(words), "{minimal}");
-    assert!(minimal.contains("Before concluding that nothing wrote the value"));
+    assert!(minimal.contains("no order of this history's writes produces the state it needs"));
+}
+
+#[test]
+fn a_failure_without_a_confirmed_minimal_history_says_so_where_it_would_be() {
+    let mut r = sample::lock_failure();
+    r.lin[0].minimal.clear();
+    r.lin[0].minimal_note = Some("none confirmed: shrinking ran out of its budget".into());
+    let html = render_seed(&r);
+    let minimal =
+        &html[html.find("id=\"minimal\"").unwrap()..html.find("id=\"timeline\"").unwrap()];
+    assert!(minimal.contains("none confirmed: shrinking ran out of its budget"));
+    assert!(
+        !minimal.contains("id=\"tl-min-0\""),
+        "no timeline of nothing"
+    );
+    let lin = &html[html.find("id=\"lin\"").unwrap()..];
+    assert!(lin.contains("<b>Minimal failing sub-history:</b> none confirmed"));
+}
+
+#[test]
+fn many_faults_keep_the_strip_a_few_rows_high_with_every_label_on_hover() {
+    let strip_h = |html: &str| -> u32 {
+        let at = html.find("class=\"strip-label\" style=\"height:").unwrap() + 34;
+        html[at..at + 6]
+            .split("px")
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let mut r = sample::lock_failure();
+    let few = strip_h(&render_seed(&r));
+    // Forty short faults close together: each label would need a row.
+    for i in 0..40u64 {
+        r.spans.push(Span {
+            start_us: 1_000_000 + i * 20_000,
+            end_us: Some(1_000_000 + i * 20_000 + 5_000),
+            label: format!("link-delay server {} → {} +{i} ms", i % 3, (i + 1) % 3),
+            kind: SpanKind::Network,
+        });
+    }
+    let html = render_seed(&r);
+    // As many rows as faults overlap (four, in the sample), not one per
+    // label.
+    assert!(
+        strip_h(&html) <= 4 * 18 + 4,
+        "{} px (was {few} px)",
+        strip_h(&html)
+    );
+    // Each fault keeps its label (shown where it fits, else on hover).
+    for i in 0..40 {
+        assert!(html.contains(&format!("+{i} ms\n")), "fault {i}");
+    }
+    assert!(html.contains("class=\"chip-l\" data-a="));
 }
 
 #[test]
@@ -1006,7 +1065,7 @@ fn a_history_files_page_says_it_is_a_file_not_a_seed() {
     let dir = std::env::temp_dir().join(format!("zoosim-report-file-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    zoosim(
+    let out = zoosim(
         &[
             "lin",
             "tests/data/histories/etcd/etcd_000.log",
@@ -1017,6 +1076,9 @@ fn a_history_files_page_says_it_is_a_file_not_a_seed() {
         ],
         1,
     );
+    // The links on standard output, as `run` and `replay` print theirs.
+    assert_eq!(linked(&out, "report:"), dir.join("etcd_000.log.html"));
+    assert_eq!(linked(&out, "report index:"), dir.join("index.html"));
     let html = std::fs::read_to_string(dir.join("etcd_000.log.html")).unwrap();
     let header = &html[html.find("<p class=\"sub\">").unwrap()..];
     let header = &header[..header.find("</p>").unwrap()];
@@ -1032,6 +1094,19 @@ fn a_history_files_page_says_it_is_a_file_not_a_seed() {
         "{header}"
     );
     assert!(html.contains("<label for=\"replay\">Check again:</label>"));
-    assert!(html.contains("file line (1 s = 1 line)"));
+    // Time is lines, and said so: the axis, the hover, the tables.
+    assert!(html.contains(">line of the file</div>"));
+    assert!(html.contains("called line 85, returned line 86 (1 line)"));
+    assert!(
+        html.contains(">line 85</text>"),
+        "the minimal timeline's ticks"
+    );
+    assert!(!html.contains("85.000000 s") && !html.contains("85.000 s"));
+    // The index speaks of files, not seeds.
+    let index = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(index.contains("1 history file checked"));
+    assert!(index.contains("<a href=\"etcd_000.log.html\">etcd_000.log.html</a>"));
+    let body = &index[index.find("<body>").unwrap()..index.find("<script>").unwrap()];
+    assert!(!body.to_lowercase().contains("seed"), "{body}");
     let _ = std::fs::remove_dir_all(&dir);
 }

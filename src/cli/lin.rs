@@ -37,9 +37,13 @@ pub(crate) const MODELS: &[(&str, &str)] = &[
 
 const MIB: u64 = 1 << 20;
 
-/// The steps a minimal sub-history's search may take (on top of the time
-/// budget, if any): it runs the engine many times over.
-const MINIMAL_STEPS: u64 = 50_000_000;
+/// The steps the search for a minimal sub-history may take over all
+/// failing partitions (on top of the time budget, if any): it runs the
+/// engine many times over.
+const MINIMAL_STEPS: u64 = 20_000_000;
+
+/// The steps it may take on one failing partition.
+const MINIMAL_STEPS_PER_PART: u64 = 10_000_000;
 
 /// `zoosim lin`'s arguments.
 #[derive(clap::Args)]
@@ -95,6 +99,8 @@ struct FileReport {
     /// The minimal failing sub-history's operations, described, and
     /// whether it is 1-minimal.
     minimal: Option<(Vec<String>, bool)>,
+    /// Why a failing history has no minimal failing sub-history.
+    minimal_note: Option<String>,
     /// The file's report, when `--report` asks for one.
     page: Option<crate::report::SeedReport>,
 }
@@ -134,20 +140,28 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
                     }
                     _ => None,
                 };
+                // The page's link on standard output, as `run` and
+                // `replay` print theirs: in the file's JSON object with
+                // --json (one object per file), else after its text.
+                let url = match &written {
+                    Some(Ok(path)) => Some(super::reports::file_url(path)),
+                    _ => None,
+                };
                 if args.json {
-                    println!("{}", json_line(file, &report, millis));
+                    let mut line = json_line(file, &report, millis);
+                    if let Some(url) = &url {
+                        line["report"] = serde_json::Value::from(url.as_str());
+                    }
+                    println!("{line}");
                 } else {
                     print!("{}", text_report(file, &report, millis));
-                }
-                // On standard error: standard output stays one JSON object
-                // per file with --json.
-                match written {
-                    Some(Ok(path)) => eprintln!("  report: {}", super::reports::file_url(&path)),
-                    Some(Err(e)) => {
-                        eprintln!("error: {e}");
-                        worst = 2;
+                    if let Some(url) = &url {
+                        println!("  report: {url}");
                     }
-                    None => {}
+                }
+                if let Some(Err(e)) = written {
+                    eprintln!("error: {e}");
+                    worst = 2;
                 }
             }
             Err(e) => {
@@ -167,7 +181,12 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
     }
     if let Some(dir) = &args.report {
         match pages.write_index(dir, &args.model) {
-            Ok(path) => eprintln!("report index: {}", super::reports::file_url(&path)),
+            // With --json standard output is one object per file: the
+            // index's link goes to standard error there.
+            Ok(path) if args.json => {
+                eprintln!("report index: {}", super::reports::file_url(&path))
+            }
+            Ok(path) => println!("report index: {}", super::reports::file_url(&path)),
             Err(e) => {
                 eprintln!("error: {e}");
                 worst = 2;
@@ -241,7 +260,11 @@ fn check_with<M: FromJepsen>(
     file: Option<&Path>,
     text: &[u8],
     started: Instant,
-) -> Result<FileReport, ParseError> {
+) -> Result<FileReport, ParseError>
+where
+    M::Input: Clone,
+    M::Output: Clone,
+{
     let format = Format::detect(text);
     let events = format.parse(text)?;
     let ops = history(model, &events)?;
@@ -276,20 +299,42 @@ fn check_with<M: FromJepsen>(
         steps: checked.steps(),
         diagnosis: diagnose(model, &ops, &checked),
         minimal: None,
+        minimal_note: None,
         page: None,
     };
     let mut minimal_ops = None;
     if !args.no_minimal {
-        if let Some(failing) = checked.failing().next() {
+        // The smallest failing partitions first (they shrink fastest),
+        // until one shrinks below its whole within the budget.
+        let mut failing: Vec<_> = checked.failing().collect();
+        failing.sort_by_key(|p| p.partition.ops.len());
+        let mut left = MINIMAL_STEPS;
+        let mut tried = 0;
+        for p in failing {
+            if left == 0 {
+                break;
+            }
+            tried += 1;
+            let cap = left.min(MINIMAL_STEPS_PER_PART);
             let budget = Budget {
-                max_steps: MINIMAL_STEPS,
+                max_steps: cap,
                 ..budget
             };
-            report.minimal = minimal(model, &ops, &failing.partition.ops, &budget).map(|m| {
+            let m = minimal(model, &ops, &p.partition.ops, &budget);
+            left = left.saturating_sub(m.as_ref().map_or(cap, |m| m.steps));
+            if let Some(m) = m.filter(|m| m.ops.len() < p.partition.ops.len()) {
                 let described = m.ops.iter().map(|&i| describe(model, &ops[i])).collect();
+                report.minimal = Some((described, m.one_minimal));
                 minimal_ops = Some(m.ops);
-                (described, m.one_minimal)
-            });
+                break;
+            }
+        }
+        if minimal_ops.is_none() && tried > 0 {
+            report.minimal_note = Some(format!(
+                "none confirmed: shrinking found no failing sub-history smaller than the whole \
+                 partition within its budget ({tried} failing partition{} tried)",
+                if tried == 1 { "" } else { "s" }
+            ));
         }
     }
     if let Some(file) = args.report.as_ref().and(file) {
@@ -304,6 +349,7 @@ fn check_with<M: FromJepsen>(
             &ops,
             &checked,
             minimal_ops.as_deref(),
+            report.minimal_note.as_deref(),
             format!("zoosim lin {} --model {}", file.display(), args.model),
         ));
     }
@@ -347,6 +393,7 @@ fn check_contract(
         steps: r.steps,
         diagnosis: Vec::new(),
         minimal: None,
+        minimal_note: None,
         page: None,
     };
     if let Some(file) = args.report.as_ref().and(file) {
@@ -500,6 +547,9 @@ fn text_report(file: &Path, r: &FileReport, millis: f64) -> String {
     for line in &r.diagnosis {
         let _ = writeln!(out, "  {line}");
     }
+    if let Some(note) = &r.minimal_note {
+        let _ = writeln!(out, "  minimal failing sub-history: {note}");
+    }
     if let Some((ops, one_minimal)) = &r.minimal {
         let _ = writeln!(
             out,
@@ -519,7 +569,7 @@ fn text_report(file: &Path, r: &FileReport, millis: f64) -> String {
     out
 }
 
-fn json_line(file: &Path, r: &FileReport, millis: f64) -> String {
+fn json_line(file: &Path, r: &FileReport, millis: f64) -> serde_json::Value {
     serde_json::json!({
         "file": file.display().to_string(),
         "verdict": verdict_word(r.summary),
@@ -533,6 +583,6 @@ fn json_line(file: &Path, r: &FileReport, millis: f64) -> String {
         "minimal_ops": r.minimal.as_ref().map(|(ops, _)| ops.len()),
         "minimal": r.minimal.as_ref().map(|(ops, _)| ops),
         "minimal_is_one_minimal": r.minimal.as_ref().map(|(_, one)| one),
+        "minimal_note": r.minimal_note,
     })
-    .to_string()
 }

@@ -847,6 +847,7 @@ pub(super) fn lin_report<M: Model>(
     ops: &[Operation<M::Input, M::Output>],
     checked: &Checked,
     minimal: Option<&[usize]>,
+    minimal_note: Option<&str>,
     command: String,
 ) -> SeedReport {
     let id = |i: usize| ops[i].call;
@@ -937,6 +938,7 @@ pub(super) fn lin_report<M: Model>(
                 if let Some(m) = minimal.filter(|m| m.iter().all(|i| p.partition.ops.contains(i))) {
                     section.minimal = m.iter().map(|&i| id(i)).collect();
                 }
+                section.minimal_note = minimal_note.map(str::to_owned);
             }
             Verdict::Unknown(why) => {
                 section.verdict = LinVerdict::Unknown;
@@ -991,7 +993,7 @@ pub(super) fn lin_report<M: Model>(
             path: file.to_owned(),
             format: format.to_owned(),
             model: model_name.to_owned(),
-            time: Some("the file's line numbers (1 s on the timeline = 1 line)".to_owned()),
+            time: Some("the file's line numbers".to_owned()),
         }),
     }
 }
@@ -1067,10 +1069,15 @@ impl LinPages {
     /// Writes the index of every file checked.
     pub(super) fn write_index(self, dir: &Path, model: &str) -> Result<PathBuf, String> {
         let index = IndexReport {
-            title: format!("zoosim lin --model {model}: {} files", self.rows.len()),
+            title: format!(
+                "zoosim lin --model {model}: {} file{}",
+                self.rows.len(),
+                if self.rows.len() == 1 { "" } else { "s" }
+            ),
             command: None,
             commit: crate::scenario::sweep::this_build().1,
             scenarios: self.rows,
+            files: true,
         };
         write_index(dir, &index)
     }
@@ -1168,6 +1175,7 @@ pub(super) fn index_report(
         command,
         commit: sweep.commit.clone(),
         scenarios: rows,
+        files: false,
     }
 }
 

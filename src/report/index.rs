@@ -55,16 +55,33 @@ pub fn render_index(r: &IndexReport) -> String {
         let _ = write!(b, "<code>{}</code>", Esc(c));
     }
     if let Some(c) = &r.commit {
-        let _ = write!(b, " · commit <code>{}</code>", Esc(c));
+        let sep = if r.command.is_some() { " · " } else { "" };
+        let _ = write!(b, "{sep}commit <code>{}</code>", Esc(c));
     }
     b.push_str("</p>");
     let ok = t.not_as_expected == 0 && t.goals_missed == 0;
-    let _ = write!(
-        b,
-        "<div class=\"verdict {}\" id=\"verdict\"><span class=\"badge\">{}</span><div><p style=\"margin:4px 0\">\
-         {} scenario{}, {} seeds run, {} failing seed{}; {} scenario{} not as expected; {} coverage goal{} missed.</p></div></div>",
+    let badge = format!(
+        "<div class=\"verdict {}\" id=\"verdict\"><span class=\"badge\">{}</span><div><p style=\"margin:4px 0\">",
         if ok { "pass" } else { "fail" },
         if ok { "PASS" } else { "FAIL" },
+    );
+    b.push_str(&badge);
+    if r.files {
+        files(&mut b, r, &t);
+    } else {
+        scenarios(&mut b, r, &t);
+    }
+    if r.scenarios.iter().any(|s| !s.coverage.is_empty()) {
+        coverage(&mut b, r);
+    }
+    document(&r.title, &b)
+}
+
+/// A run's rows: per scenario, its verdicts and their seeds.
+fn scenarios(b: &mut String, r: &IndexReport, t: &Totals) {
+    let _ = write!(
+        b,
+        "{} scenario{}, {} seeds run, {} failing seed{}; {} scenario{} not as expected; {} coverage goal{} missed.</p></div></div>",
         t.scenarios,
         plural(t.scenarios),
         t.seeds_run,
@@ -75,7 +92,6 @@ pub fn render_index(r: &IndexReport) -> String {
         t.goals_missed,
         plural(t.goals_missed),
     );
-
     b.push_str(
         "<h2>Scenarios</h2><p class=\"note\">A failing seed links to its report where one was written.</p>\
          <table><tr><th>scenario</th><th>expected</th><th>seeds run</th><th>verdict</th><th>seeds</th></tr>",
@@ -115,7 +131,43 @@ pub fn render_index(r: &IndexReport) -> String {
         }
     }
     b.push_str("</table>");
+}
 
+/// `zoosim lin`'s rows: per history file, its verdict and its page.
+fn files(b: &mut String, r: &IndexReport, t: &Totals) {
+    let _ = write!(
+        b,
+        "{} history file{} checked; {} not linearizable, undecided or unreadable.</p></div></div>",
+        t.scenarios,
+        plural(t.scenarios),
+        t.not_as_expected,
+    );
+    b.push_str(
+        "<h2>History files</h2><p class=\"note\">Each file links to its report where one was written.</p>\
+         <table><tr><th>file</th><th>verdict</th><th>report</th></tr>",
+    );
+    for s in &r.scenarios {
+        for v in &s.verdicts {
+            let link = v.seeds.iter().find_map(|l| l.safe_href()).map_or_else(
+                || "<span class=\"note\">none written</span>".to_owned(),
+                |h| format!("<a href=\"{}\">{}</a>", Esc(h), Esc(h)),
+            );
+            let _ = write!(
+                b,
+                "<tr class=\"{}\"><td><b>{}</b></td><td class=\"prop\" style=\"color:var(--{})\">{}</td><td>{}</td></tr>",
+                if s.as_expected { "good" } else { "bad" },
+                Esc(&s.scenario),
+                if v.passed { "ok" } else { "bad" },
+                Esc(&v.verdict),
+                link,
+            );
+        }
+    }
+    b.push_str("</table>");
+}
+
+/// Each scenario's coverage counters, with their goals.
+fn coverage(b: &mut String, r: &IndexReport) {
     b.push_str("<h2>Coverage</h2>");
     for s in r.scenarios.iter().filter(|s| !s.coverage.is_empty()) {
         let _ = write!(
@@ -141,7 +193,6 @@ pub fn render_index(r: &IndexReport) -> String {
         }
         b.push_str("</table>");
     }
-    document(&r.title, &b)
 }
 
 /// Seeds as links where they have a safe one, runs of consecutive

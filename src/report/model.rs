@@ -262,6 +262,11 @@ pub struct LinSection {
     /// A small subset of the operations that is still not linearizable
     /// (the minimal failing sub-history); shown first on the page.
     pub minimal: Vec<OpId>,
+    /// Why a history that is not linearizable has no minimal failing
+    /// sub-history (e.g. shrinking could not confirm one within its
+    /// budget): said where it would be.
+    #[serde(default)]
+    pub minimal_note: Option<String>,
 }
 
 /// A whole run's index page: per scenario, its verdicts and their seeds,
@@ -276,6 +281,11 @@ pub struct IndexReport {
     pub commit: Option<String>,
     /// One row group per scenario, in the order to show them.
     pub scenarios: Vec<ScenarioRow>,
+    /// The rows are history files checked on their own (`zoosim lin`),
+    /// one page each, not scenarios run over seeds: the page speaks of
+    /// files and their reports, and shows no seed numbers.
+    #[serde(default)]
+    pub files: bool,
 }
 
 /// One scenario's results in a run.

@@ -170,17 +170,22 @@ const JS: &str = r#"
         e.setAttribute("transform", "translate(" + a.toFixed(1) + "," + e.dataset.y + ")");
       }
     });
+    var lines = tl.dataset.lines !== undefined;
     var axis = tl.querySelector("g.axis"), h = axis.dataset.h, step = tickStep(k), r0 = +tl.dataset.r0;
+    if (lines) step = Math.max(step, 1e6);
     if (axis.dataset.fixed === undefined) axis.querySelectorAll("line, text").forEach(function (e) { e.remove(); });
     for (var t = Math.ceil(t0 / step) * step; axis.dataset.fixed === undefined && t <= t1; t += step) {
       var x = X(t), l = document.createElementNS(NS, "line"), s = document.createElementNS(NS, "text");
       l.setAttribute("x1", x.toFixed(1)); l.setAttribute("x2", x.toFixed(1));
       l.setAttribute("y1", "18"); l.setAttribute("y2", h);
-      s.setAttribute("x", (x + 2).toFixed(1)); s.setAttribute("y", "15"); s.textContent = tickLabel(r0 + t, step);
+      s.setAttribute("x", (x + 2).toFixed(1)); s.setAttribute("y", "15"); s.textContent = lines ? "line " + Math.round((r0 + t) / 1e6) : tickLabel(r0 + t, step);
       axis.appendChild(l); axis.appendChild(s);
     }
+    showZoom(tl);
+  }
+  function showZoom(tl) {
     var info = tl.querySelector(".z-info");
-    if (info) info.textContent = "zoom ×" + (zoom < 10 ? zoom.toFixed(2) : Math.round(zoom));
+    if (info) info.textContent = "zoom ×" + (tl.zoom < 10 ? tl.zoom.toFixed(2) : Math.round(tl.zoom));
   }
   function zoomAround(tl, zoom, tCenter) {
     var sc = tl.querySelector(".tl-scroll");
@@ -197,7 +202,14 @@ const JS: &str = r#"
     zoomAround(tl, zoom, (a + b) / 2);
   }
   document.querySelectorAll(".tl").forEach(function (tl) {
-    if (tl.dataset.start === "focus" && tl.dataset.fa !== undefined) focus(tl); else lay(tl, 1);
+    // The page comes laid out at this zoom (on the failure, for a large
+    // history): only the view is scrolled to it, nothing is moved.
+    tl.zoom = +tl.dataset.z0 || 1;
+    showZoom(tl);
+    if (tl.dataset.start === "focus" && tl.dataset.fa !== undefined) {
+      var sc = tl.querySelector(".tl-scroll"), mid = (+tl.dataset.fa + +tl.dataset.fb) / 2;
+      sc.scrollLeft = Math.max(0, +tl.dataset.px + (mid - +tl.dataset.t0) * +tl.dataset.k * tl.zoom - sc.clientWidth / 2);
+    }
     tl.querySelector(".z-in").addEventListener("click", function () { zoomAround(tl, tl.zoom * 2); });
     tl.querySelector(".z-out").addEventListener("click", function () { zoomAround(tl, tl.zoom / 2); });
     tl.querySelector(".z-fit").addEventListener("click", function () { lay(tl, 1); tl.querySelector(".tl-scroll").scrollLeft = 0; });

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::escape::Esc;
 use super::model::{LinSection, LinVerdict, OpBar, OpId, OpStatus, SeedReport};
 use super::page::document;
-use super::timeline::{label_px, secs, Roles, Scale, Timeline};
+use super::timeline::{label_px, line, secs, Roles, Scale, Timeline, LINE_US};
 
 /// A full timeline with more operations than this opens on the failure
 /// rather than on the whole run, where bars would be slivers.
@@ -74,11 +74,37 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Whether time is a history file's line numbers (one line per
+    /// second on the timeline) rather than a run's simulated time.
+    fn lines(&self) -> bool {
+        self.r.file.as_ref().is_some_and(|f| f.time.is_some())
+    }
+
     /// What the timelines' time axis measures.
     fn unit(&self) -> &'static str {
-        match self.r.file.as_ref().and_then(|f| f.time.as_ref()) {
-            Some(_) => "file line (1 s = 1 line)",
-            None => "simulated time",
+        if self.lines() {
+            "line of the file"
+        } else {
+            "simulated time"
+        }
+    }
+
+    /// A moment, in the page's unit: "1.000042 s" or "line 85".
+    fn at(&self, us: u64) -> String {
+        if self.lines() {
+            line(us)
+        } else {
+            secs(us)
+        }
+    }
+
+    /// A length of time, in the page's unit: "11.0 ms" or "11 lines".
+    fn took(&self, us: u64) -> String {
+        if self.lines() {
+            let n = us / LINE_US;
+            format!("{n} line{}", if n == 1 { "" } else { "s" })
+        } else {
+            duration(us)
         }
     }
 
@@ -95,11 +121,11 @@ impl<'a> Ctx<'a> {
             Some(e) => writeln!(
                 t,
                 "called {}, returned {} ({})",
-                secs(o.start_us),
-                secs(e),
-                duration(e.saturating_sub(o.start_us))
+                self.at(o.start_us),
+                self.at(e),
+                self.took(e.saturating_sub(o.start_us))
             ),
-            None => writeln!(t, "called {}, never returned", secs(o.start_us)),
+            None => writeln!(t, "called {}, never returned", self.at(o.start_us)),
         };
         let _ = write!(t, "status: {}", status_words(o.status));
         if let Some(s) = &o.server {
@@ -302,14 +328,31 @@ impl<'a> Ctx<'a> {
             .filter(|l| l.verdict == LinVerdict::NotLinearizable && !l.minimal.is_empty())
             .collect();
         if sections.is_empty() {
+            // A failure without one: say why where it would be.
+            let notes: Vec<&LinSection> = self
+                .r
+                .lin
+                .iter()
+                .filter(|l| l.verdict == LinVerdict::NotLinearizable && l.minimal_note.is_some())
+                .collect();
+            if let Some(l) = notes.first() {
+                let _ = write!(
+                    b,
+                    "<h2 id=\"minimal\">Minimal failing sub-history</h2><p class=\"note\">{}. \
+                     The longest linearizable prefix and the operations that cannot follow it are below.</p>",
+                    Esc(l.minimal_note.as_deref().unwrap_or(""))
+                );
+            }
             return;
         }
         b.push_str("<h2 id=\"minimal\">Minimal failing sub-history</h2>");
         let _ = write!(
             b,
             "<p class=\"note\">The fewest operations found that still cannot be put in any order that explains every reply. \
-             Start here; the whole run follows below. Its time axis is compressed: equal steps between successive \
-             calls and replies, each tick labelled with its simulated time.</p>"
+             Start here; the whole {} follows below. Its time axis is compressed: equal steps between successive \
+             calls and replies, each tick labelled with its {}.</p>",
+            if self.lines() { "history" } else { "run" },
+            if self.lines() { "line of the file" } else { "simulated time" },
         );
         self.legend(b);
         for (i, l) in sections.iter().enumerate() {
@@ -327,14 +370,13 @@ impl<'a> Ctx<'a> {
                 Esc(&l.model)
             );
             if ops.len() == 1 {
-                // A lone read reads as "nothing wrote this value", which
-                // the search does not prove: say what it does show.
+                // A lone operation could read as "its writes were
+                // dropped": say what the search checked.
                 b.push_str(
                     "<p class=\"note\"><b>One operation alone.</b> Its reply is impossible from the model's \
-                     initial state, so on its own it is not linearizable. The search keeps a read alone only when \
-                     it could not show, within a quick test's budget, that the history's writes explain the value \
-                     it returned; with many concurrent writes that test can give up. Before concluding that nothing \
-                     wrote the value, look for it among the writes of this partition in the table below.</p>",
+                     initial state, and no order of this history's writes produces the state it needs (the \
+                     search keeps an operation alone only when the checker decides that): nothing in the \
+                     history wrote what it saw.</p>",
                 );
             }
             if i >= MAX_MINIMAL_TIMELINES {
@@ -393,6 +435,7 @@ impl<'a> Ctx<'a> {
                 spacious: true,
                 tip: &tip,
                 unit: self.unit(),
+                lines: self.lines(),
             }
             .render(b);
         }
@@ -469,6 +512,7 @@ impl<'a> Ctx<'a> {
             spacious: false,
             tip: &tip,
             unit: self.unit(),
+            lines: self.lines(),
         }
         .render(b);
     }
@@ -526,6 +570,16 @@ impl<'a> Ctx<'a> {
             if !l.minimal.is_empty() {
                 b.push_str("<p><b>Minimal failing sub-history:</b></p>");
                 self.op_list(b, &l.minimal);
+            } else if let Some(note) = l
+                .minimal_note
+                .as_deref()
+                .filter(|_| l.verdict == LinVerdict::NotLinearizable)
+            {
+                let _ = write!(
+                    b,
+                    "<p><b>Minimal failing sub-history:</b> {}.</p>",
+                    Esc(note)
+                );
             }
         }
     }
@@ -537,8 +591,8 @@ impl<'a> Ctx<'a> {
             let (label, start, end) = match self.ops.get(&id) {
                 Some((_, o)) => (
                     o.label.as_str(),
-                    secs(o.start_us),
-                    o.end_us.map_or("never".into(), secs),
+                    self.at(o.start_us),
+                    o.end_us.map_or("never".into(), |e| self.at(e)),
                 ),
                 None => ("(no such operation)", String::new(), String::new()),
             };
@@ -646,11 +700,11 @@ impl<'a> Ctx<'a> {
                 id = o.id,
                 class = if bad { " class=\"bad\"" } else { "" },
                 lane = Esc(&self.r.lanes[lane].label),
-                start = secs(o.start_us),
-                end = o.end_us.map_or("never".into(), secs),
+                start = self.at(o.start_us),
+                end = o.end_us.map_or("never".into(), |e| self.at(e)),
                 took = o
                     .end_us
-                    .map_or(String::new(), |e| duration(e.saturating_sub(o.start_us))),
+                    .map_or(String::new(), |e| self.took(e.saturating_sub(o.start_us))),
                 status = status_words(o.status),
                 server = Esc(o.server.as_deref().unwrap_or("")),
                 zxid = o.zxid.map_or(String::new(), zxid),

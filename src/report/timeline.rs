@@ -24,6 +24,9 @@ const PAD_X: f64 = 8.0;
 const PAD_R: f64 = 36.0;
 const AXIS_H: u32 = 24;
 const STRIP_ROW: u32 = 18;
+/// The most rows the faults strip takes to give every label room of its
+/// own; past it labels are drawn only where they fit.
+const MAX_STRIP_ROWS: usize = 3;
 const ROW: u32 = 22;
 const BAR_H: u32 = 14;
 const POINT_ROW: u32 = 14;
@@ -61,6 +64,8 @@ pub(crate) struct Scale {
     v1: u64,
     /// Pixels per virtual unit at zoom 1.
     pub k: f64,
+    /// The zoom it is laid out at (1: fitted to the view).
+    zoom: f64,
 }
 
 /// Virtual units per step of a compressed scale.
@@ -76,6 +81,7 @@ impl Scale {
             steps: None,
             v1: t1 - t0,
             k: (VIEW_W - 2.0 * PAD_X) / (t1 - t0) as f64,
+            zoom: 1.0,
         }
     }
 
@@ -96,6 +102,7 @@ impl Scale {
             k: ((VIEW_W - 2.0 * PAD_X - reserve_px.clamp(0.0, VIEW_W / 2.0)) / v1 as f64)
                 .min(220.0 / STEP as f64),
             steps: Some(times),
+            zoom: 1.0,
         }
     }
 
@@ -129,9 +136,16 @@ impl Scale {
         self.v1
     }
 
-    /// x (px, zoom 1) of a virtual position.
+    /// x (px, at the zoom it is laid out at) of a virtual position.
     pub fn xv(&self, v: u64) -> f64 {
-        PAD_X + v as f64 * self.k
+        PAD_X + v as f64 * self.k * self.zoom
+    }
+
+    /// The zoom that shows virtual `[a, b]` with some margin across the
+    /// view, as the page's script computes it for "show the failure".
+    fn zoom_on(&self, a: u64, b: u64) -> f64 {
+        let span = (b.saturating_sub(a)).max(1) as f64 * 1.3;
+        ((VIEW_W - 2.0 * PAD_X) / (span * self.k)).clamp(1.0, 1e6)
     }
 }
 
@@ -156,6 +170,9 @@ pub(crate) struct Timeline<'a> {
     pub tip: &'a dyn Fn(&OpBar) -> String,
     /// What the time axis measures, in words ("simulated time").
     pub unit: &'a str,
+    /// Time is a history file's line numbers ([`LINE_US`] per line): the
+    /// axis is labelled in lines, never finer than one.
+    pub lines: bool,
 }
 
 /// An op placed: virtual start and end, row, and the virtual position up
@@ -170,10 +187,23 @@ struct Placed<'a> {
 
 impl Timeline<'_> {
     /// The timeline's HTML: its controls, the label column and the SVG.
-    pub fn render(&self, out: &mut String) {
+    ///
+    /// A timeline that opens on its focus is laid out here at the zoom
+    /// the script would pick for it, so that the page opens without the
+    /// script moving every element once (seconds, on a large history).
+    pub fn render(mut self, out: &mut String) {
+        if self.start_on_focus {
+            if let Some((a, b)) = self.focus {
+                self.scale.zoom = self.scale.zoom_on(self.scale.v(a), self.scale.v(b));
+            }
+        }
         let sc = &self.scale;
         let spans = self.span_rows();
-        let strip_rows = spans.iter().map(|(_, r)| *r as u32 + 1).max().unwrap_or(0);
+        let strip_rows = spans
+            .iter()
+            .map(|(_, r, _)| *r as u32 + 1)
+            .max()
+            .unwrap_or(0);
         let strip_h = strip_rows * STRIP_ROW + if strip_rows > 0 { 4 } else { 0 };
         let lanes_top = AXIS_H + strip_h;
         // Lay the lanes out: each op's row, rows per lane.
@@ -208,7 +238,7 @@ impl Timeline<'_> {
         };
         let _ = write!(
             out,
-            "<div class=\"tl\" id=\"{id}\" data-t0=\"0\" data-t1=\"{v1}\" data-r0=\"{r0}\" data-k=\"{k}\" data-px=\"{PAD_X}\" data-extra=\"{extra}\"{focus_attrs}{start}>\
+            "<div class=\"tl\" id=\"{id}\"{lines} data-t0=\"0\" data-t1=\"{v1}\" data-r0=\"{r0}\" data-k=\"{k}\" data-z0=\"{z0}\" data-px=\"{PAD_X}\" data-extra=\"{extra}\"{focus_attrs}{start}>\
              <div class=\"tl-ctl\"><button class=\"z-out\" title=\"zoom out\">−</button>\
              <button class=\"z-in\" title=\"zoom in\">+</button>\
              <button class=\"z-fit\">{fit}</button>{fbtn}\
@@ -218,6 +248,8 @@ impl Timeline<'_> {
             v1 = sc.v1(),
             r0 = sc.t0,
             k = sc.k,
+            z0 = sc.zoom,
+            lines = if self.lines { " data-lines=\"1\"" } else { "" },
             start = if self.start_on_focus && self.focus.is_some() {
                 " data-start=\"focus\""
             } else {
@@ -267,8 +299,8 @@ impl Timeline<'_> {
                 odd = if i % 2 == 1 { " odd" } else { "" },
             );
         }
-        for (span, row) in &spans {
-            self.span(out, span, *row, lanes_top, height);
+        for &span in &spans {
+            self.span(out, span, lanes_top, height);
         }
         self.axis(out, height);
         for ((lane, _, points), (y, _, point_h, placed)) in self.lanes.iter().zip(&lane_rows) {
@@ -334,26 +366,64 @@ impl Timeline<'_> {
         placed
     }
 
-    /// Spans in time order with the strip row their label goes on.
-    fn span_rows(&self) -> Vec<(&Span, usize)> {
+    /// Spans in time order, each with its strip row and, when labels do
+    /// not each get room of their own, the virtual position up to which
+    /// its row is free after it. Labels get room of their own when that
+    /// takes at most [`MAX_STRIP_ROWS`] rows; else the rows are packed by
+    /// the spans alone (a strip a few rows high, however many faults) and
+    /// a label is drawn only where it fits, the rest on hover.
+    fn span_rows(&self) -> Vec<(&Span, usize, Option<u64>)> {
         let mut spans: Vec<&Span> = self.spans.clone();
         spans.sort_by_key(|s| (s.start_us, s.end_us));
         let sc = &self.scale;
-        let label_v = |s: &Span| ((label_px(&s.label) + 8.0) / sc.k) as u64;
-        let rows = pack(spans.iter().map(|s| {
+        let k = sc.k * sc.zoom;
+        let label_v = |s: &Span| ((label_px(&s.label) + 8.0) / k) as u64;
+        let extent = |s: &Span| {
             let a = sc.v(s.start_us);
             let b = s.end_us.map_or(sc.v1(), |e| sc.v(e.max(s.start_us)));
+            (a, b.max(a))
+        };
+        let rows = pack(spans.iter().map(|s| {
+            let (a, b) = extent(s);
             (a, b.max(a + label_v(s)))
         }));
-        spans.into_iter().zip(rows).collect()
+        if rows.iter().all(|&r| r < MAX_STRIP_ROWS) {
+            return spans
+                .into_iter()
+                .zip(rows)
+                .map(|(s, r)| (s, r, None))
+                .collect();
+        }
+        let rows = pack(spans.iter().map(|s| extent(s)));
+        let mut next_start: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut room = vec![sc.v1(); spans.len()];
+        for i in (0..spans.len()).rev() {
+            if let Some(&n) = next_start.get(&rows[i]) {
+                room[i] = n;
+            }
+            next_start.insert(rows[i], extent(spans[i]).0);
+        }
+        spans
+            .into_iter()
+            .zip(rows)
+            .zip(room)
+            .map(|((s, r), room)| (s, r, Some(room)))
+            .collect()
     }
 
-    fn span(&self, out: &mut String, s: &Span, row: usize, lanes_top: u32, height: u32) {
+    fn span(
+        &self,
+        out: &mut String,
+        (s, row, room): (&Span, usize, Option<u64>),
+        lanes_top: u32,
+        height: u32,
+    ) {
         let sc = &self.scale;
         let a = sc.v(s.start_us);
         let b = s.end_us.map_or(sc.v1(), |e| sc.v(e.max(s.start_us)));
         let x = sc.xv(a);
-        let w = (sc.xv(b) - x).max(MIN_W);
+        let xb = sc.xv(b);
+        let w = (xb - x).max(MIN_W);
         let kind = span_kind(s.kind);
         let y = AXIS_H + row as u32 * STRIP_ROW;
         let when = match s.end_us {
@@ -364,14 +434,41 @@ impl Timeline<'_> {
             out,
             "<g class=\"span {kind}\"><title>{kind}: {l}\n{when}</title>\
              <rect class=\"band\" data-a=\"{a}\" data-b=\"{b}\" x=\"{x:.1}\" y=\"{lanes_top}\" width=\"{w:.1}\" height=\"{bh}\"/>\
-             <rect class=\"chip\" data-a=\"{a}\" data-b=\"{b}\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{ch}\"/>\
-             <text class=\"chip-l\" data-a=\"{a}\" data-dx=\"3\" x=\"{tx:.1}\" y=\"{ty}\">{l}</text></g>",
+             <rect class=\"chip\" data-a=\"{a}\" data-b=\"{b}\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{ch}\"/>",
             l = Esc(&s.label),
             bh = height - lanes_top,
             ch = STRIP_ROW - 2,
-            tx = x + 3.0,
-            ty = y + STRIP_ROW - 6,
         );
+        let ty = y + STRIP_ROW - 6;
+        match room {
+            None => {
+                let _ = write!(
+                    out,
+                    "<text class=\"chip-l\" data-a=\"{a}\" data-dx=\"3\" x=\"{tx:.1}\" y=\"{ty}\">{l}</text></g>",
+                    tx = x + 3.0,
+                    l = Esc(&s.label),
+                );
+            }
+            // Inside the chip if it fits, else after it if its row has
+            // room, else on hover only (the script decides again on zoom,
+            // as for an operation's label).
+            Some(room) => {
+                let label_w = label_px(&s.label);
+                let (lx, hide) = if xb - x >= label_w {
+                    (x + 3.0, false)
+                } else if sc.xv(room) - xb >= label_w + 6.0 {
+                    (xb + 4.0, false)
+                } else {
+                    (x + 3.0, true)
+                };
+                let _ = write!(
+                    out,
+                    "<text class=\"chip-l\" data-a=\"{a}\" data-b=\"{b}\" data-r=\"{room}\" data-w=\"{label_w:.0}\" x=\"{lx:.1}\" y=\"{ty}\"{hide}>{l}</text></g>",
+                    hide = if hide { " display=\"none\"" } else { "" },
+                    l = Esc(&s.label),
+                );
+            }
+        }
     }
 
     fn axis(&self, out: &mut String, height: u32) {
@@ -401,13 +498,20 @@ impl Timeline<'_> {
                             out,
                             "<text data-a=\"{v}\" data-dx=\"2\" x=\"{tx:.1}\" y=\"15\">{l}</text>",
                             tx = x + 2.0,
-                            l = format_args!("{:.3} s", t as f64 / 1e6),
+                            l = if self.lines {
+                                line(t)
+                            } else {
+                                format!("{:.3} s", t as f64 / 1e6)
+                            },
                         );
                     }
                 }
             }
             None => {
-                let step = tick_step(sc.k);
+                let mut step = tick_step(sc.k * sc.zoom);
+                if self.lines {
+                    step = step.max(LINE_US);
+                }
                 let mut v = 0;
                 while v <= sc.v1() {
                     let x = sc.xv(v);
@@ -415,7 +519,11 @@ impl Timeline<'_> {
                         out,
                         "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{y1}\" y2=\"{height}\"/><text x=\"{tx:.1}\" y=\"15\">{l}</text>",
                         tx = x + 2.0,
-                        l = tick_label(sc.t0 + v, step),
+                        l = if self.lines {
+                            line(sc.t0 + v)
+                        } else {
+                            tick_label(sc.t0 + v, step)
+                        },
                     );
                     v += step;
                 }
@@ -604,6 +712,15 @@ fn tick_label(t: u64, step: u64) -> String {
         _ => 6,
     };
     format!("{:.*} s", decimals, t as f64 / 1e6)
+}
+
+/// One line of a history file, on a timeline whose time is the file's
+/// line numbers.
+pub(crate) const LINE_US: u64 = 1_000_000;
+
+/// A time on such a timeline, as the line it stands for.
+pub(crate) fn line(us: u64) -> String {
+    format!("line {}", us / LINE_US)
 }
 
 /// Simulated µs as seconds, to the µs.

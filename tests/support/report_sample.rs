@@ -407,6 +407,7 @@ pub fn lock_failure() -> SeedReport {
                 .collect(),
             cannot_linearize_next: vec![9],
             minimal: vec![1, 10, 9],
+            minimal_note: None,
         }],
         file: None,
     }
@@ -525,6 +526,7 @@ pub fn index() -> IndexReport {
         title: "zoosim run scenarios/".into(),
         command: Some("zoosim run scenarios/ --seeds 100 --report reports/".into()),
         commit: Some("e80eb16".into()),
+        files: false,
         scenarios: vec![
             ScenarioRow {
                 scenario: "scenarios/lock.toml".into(),

@@ -74,6 +74,10 @@ impl Model for CasRegister {
         )
     }
 
+    fn unconditional(&self, input: &Op, _output: Outcome<&Reply>) -> bool {
+        matches!(input, Op::Write(_))
+    }
+
     fn describe_op(&self, input: &Op, output: Outcome<&Reply>) -> String {
         let out = match output {
             Outcome::Known(Reply::Read(v)) => show(*v),

@@ -253,6 +253,10 @@ impl Model for Kv {
         matches!(input, Op::Get(_))
     }
 
+    fn unconditional(&self, input: &Op, _output: Outcome<&Reply>) -> bool {
+        matches!(input, Op::Put(..) | Op::Append(..))
+    }
+
     fn coarser(&self) -> Option<Kv> {
         self.ordered.then_some(Kv {
             ordered: false,

@@ -150,6 +150,18 @@ pub trait Model {
         false
     }
 
+    /// Whether this operation, with this outcome, can happen in every
+    /// state (a write that does not look at the state: a register's
+    /// write, a map's put or append). The minimal failing sub-history
+    /// ([`minimal`]) keeps every other operation (a read, a successful
+    /// cas) only with writes that give it the state it needs, so that
+    /// one is never shown failing only because its writes were dropped.
+    /// Default: no (every operation is held to that).
+    fn unconditional(&self, input: &Self::Input, output: Outcome<&Self::Output>) -> bool {
+        let _ = (input, output);
+        false
+    }
+
     /// A coarser version of this model, if it has one: fewer states, and
     /// every history this model accepts it accepts too (mapping each of
     /// this model's states to one of its own, each step this model allows
