@@ -15,8 +15,12 @@ use zoosim::models::{check, Faults, Options, World};
 use zoosim::recipes::lock::LockVariant;
 
 fn world(clients: usize) -> World<LockModel> {
-    World::new(LockModel::new(LockVariant::Correct), clients, Faults::ONE_EACH)
-        .expect("a valid size")
+    World::new(
+        LockModel::new(LockVariant::Correct),
+        clients,
+        Faults::ONE_EACH,
+    )
+    .expect("a valid size")
 }
 
 fn models(c: &mut Criterion) {

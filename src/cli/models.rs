@@ -176,7 +176,9 @@ pub(crate) fn list() -> String {
     let _ = writeln!(
         out,
         "  model faults (`--faults`): {}",
-        crate::models::Fault::ALL.map(crate::models::Fault::name).join(", ")
+        crate::models::Fault::ALL
+            .map(crate::models::Fault::name)
+            .join(", ")
     );
     out
 }

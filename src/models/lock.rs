@@ -195,7 +195,13 @@ where
         )
     }
 
-    fn command(&self, app: &mut App, shared: &mut Shared, live: bool, log: &mut Log) -> LockCommand {
+    fn command(
+        &self,
+        app: &mut App,
+        shared: &mut Shared,
+        live: bool,
+        log: &mut Log,
+    ) -> LockCommand {
         match *app {
             App::Holding { token, .. } => {
                 // The critical section: one fenced access, then release.
@@ -298,12 +304,15 @@ where
             ));
         }
         if faults.disconnect > 0 {
-            p.push(Property::sometimes("holder-resumed", |_, s: &State<Self>| {
-                s.shared.resumed
-            }));
+            p.push(Property::sometimes(
+                "holder-resumed",
+                |_, s: &State<Self>| s.shared.resumed,
+            ));
         }
         if faults.expiry > 0 {
-            p.push(Property::sometimes("lock-lost", |_, s: &State<Self>| s.shared.lost));
+            p.push(Property::sometimes("lock-lost", |_, s: &State<Self>| {
+                s.shared.lost
+            }));
         }
         p
     }

@@ -91,8 +91,7 @@ use std::hash::Hash;
 use stateright::{Model, Property};
 
 use crate::proto::{
-    CreateMode, EventType, Op, Reply, SessionEvent, SessionId, WatchEvent, WatchKind, ZkError,
-    Zxid,
+    CreateMode, EventType, Op, Reply, SessionEvent, SessionId, WatchEvent, WatchKind, ZkError, Zxid,
 };
 use crate::recipes::{Input, Machine, OpId, Output};
 use crate::tree::{DataTree, TreeConfig, WatchTable};
@@ -474,15 +473,15 @@ impl<R: Recipe> World<R> {
                 continue;
             }
             p.push(match f {
-                Fault::LostReply => Property::sometimes(f.property(), |_, s: &State<R>| {
-                    s.used.lost_reply > 0
-                }),
-                Fault::LostRequest => Property::sometimes(f.property(), |_, s: &State<R>| {
-                    s.used.lost_request > 0
-                }),
-                Fault::Disconnect => Property::sometimes(f.property(), |_, s: &State<R>| {
-                    s.used.disconnect > 0
-                }),
+                Fault::LostReply => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.lost_reply > 0)
+                }
+                Fault::LostRequest => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.lost_request > 0)
+                }
+                Fault::Disconnect => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.disconnect > 0)
+                }
                 Fault::Expiry => {
                     Property::sometimes(f.property(), |_, s: &State<R>| s.used.expiry > 0)
                 }
@@ -526,9 +525,7 @@ impl<R: Recipe> World<R> {
                 let State {
                     clients, shared, ..
                 } = s;
-                let cmd = self
-                    .recipe
-                    .command(&mut clients[c].app, shared, live, log);
+                let cmd = self.recipe.command(&mut clients[c].app, shared, live, log);
                 log.note(|| format!("client {c}'s application: {cmd:?}"));
                 s.clients[c].machine.handle(Input::Command(cmd));
                 s.drain(&self.recipe, c, log);
@@ -586,7 +583,9 @@ impl<R: Recipe> World<R> {
                         s.break_connection(&self.recipe, c, log);
                     }
                     Fault::Expiry => {
-                        log.note(|| format!("FAULT expiry: the server expires client {c}'s session"));
+                        log.note(|| {
+                            format!("FAULT expiry: the server expires client {c}'s session")
+                        });
                         if s.clients[c].connected {
                             // Noticed or not, as any break (the holder
                             // that does not know yet is the fence's case).
@@ -613,7 +612,9 @@ impl<R: Recipe> World<R> {
         match f {
             // A lost reply to a read is a lost request (the read changed
             // nothing but a watch, which the break removes): only writes.
-            Fault::LostReply => serving && client.outbox.front().is_some_and(|(_, op)| !is_read(op)),
+            Fault::LostReply => {
+                serving && client.outbox.front().is_some_and(|(_, op)| !is_read(op))
+            }
             Fault::LostRequest => serving,
             // With a request queued, a break is the lost-request fault
             // (the same state): a plain disconnect has nothing in flight.
@@ -636,7 +637,13 @@ fn is_read(op: &Op) -> bool {
 
 impl<R: Recipe> State<R> {
     /// Hands `input` to client `c`'s machine and drains it.
-    fn hand(&mut self, recipe: &R, c: usize, input: Input<<R::Machine as Machine>::Command>, log: &mut Log) {
+    fn hand(
+        &mut self,
+        recipe: &R,
+        c: usize,
+        input: Input<<R::Machine as Machine>::Command>,
+        log: &mut Log,
+    ) {
         self.clients[c].machine.handle(input);
         self.drain(recipe, c, log);
     }
@@ -767,14 +774,14 @@ impl<R: Recipe> State<R> {
             )
         });
         for id in lost {
-            self.hand(recipe, c, Input::Reply(id, Err(ZkError::ConnectionLoss)), log);
+            self.hand(
+                recipe,
+                c,
+                Input::Reply(id, Err(ZkError::ConnectionLoss)),
+                log,
+            );
         }
-        self.hand(
-            recipe,
-            c,
-            Input::Session(SessionEvent::Disconnected),
-            log,
-        );
+        self.hand(recipe, c, Input::Session(SessionEvent::Disconnected), log);
     }
 
     /// The client library reconnects client `c`: with its session, the
@@ -788,7 +795,12 @@ impl<R: Recipe> State<R> {
             let queued: Vec<OpId> = client.outbox.drain(..).map(|(id, _)| id).collect();
             client.kept.clear();
             for id in queued {
-                self.hand(recipe, c, Input::Reply(id, Err(ZkError::SessionExpired)), log);
+                self.hand(
+                    recipe,
+                    c,
+                    Input::Reply(id, Err(ZkError::SessionExpired)),
+                    log,
+                );
             }
             self.hand(recipe, c, Input::Session(SessionEvent::Expired), log);
             return;
@@ -803,14 +815,9 @@ impl<R: Recipe> State<R> {
                 .collect()
         };
         let (data, exist, child) = (list(Kept::Data), list(Kept::Exist), list(Kept::Child));
-        let events = self.watches.set_watches(
-            c as u8,
-            &self.tree,
-            client.last_zxid,
-            &data,
-            &exist,
-            &child,
-        );
+        let events =
+            self.watches
+                .set_watches(c as u8, &self.tree, client.last_zxid, &data, &exist, &child);
         log.note(|| format!("client {c} reconnects with its session (SetWatches)"));
         self.clients[c].connected = true;
         self.hand(recipe, c, Input::Session(SessionEvent::Connected), log);

@@ -96,12 +96,22 @@ pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
         Search::Bfs => {
             let run = builder.spawn_bfs().join();
             let d: Vec<&'static str> = run.discoveries().into_keys().collect();
-            (d, run.state_count(), run.unique_state_count(), run.max_depth())
+            (
+                d,
+                run.state_count(),
+                run.unique_state_count(),
+                run.max_depth(),
+            )
         }
         Search::Dfs => {
             let run = builder.spawn_dfs().join();
             let d: Vec<&'static str> = run.discoveries().into_keys().collect();
-            (d, run.state_count(), run.unique_state_count(), run.max_depth())
+            (
+                d,
+                run.state_count(),
+                run.unique_state_count(),
+                run.max_depth(),
+            )
         }
     };
     let mut verdicts = Vec::new();
@@ -152,7 +162,10 @@ pub fn render_path<R: Recipe>(world: &World<R>, actions: &[Action]) -> String {
         }
         let lines = log.lines();
         let mut lines = lines.iter();
-        let first = lines.next().cloned().unwrap_or_else(|| format!("{action:?}"));
+        let first = lines
+            .next()
+            .cloned()
+            .unwrap_or_else(|| format!("{action:?}"));
         let _ = writeln!(out, "{:>3}. {first}", n + 1);
         for l in lines {
             let _ = writeln!(out, "       {}", l.trim_start());
