@@ -1,6 +1,7 @@
 //! The `zoosim` command: run scenario files over many seeds, replay one
 //! seed, shrink a failing one, list what scenarios may name, check
-//! histories for linearizability (`zoosim lin`). It lives in
+//! histories for linearizability (`zoosim lin`), check a recipe's model
+//! (`zoosim check`). It lives in
 //! the library so that a crate with its own recipes gets the whole
 //! command with them: its `main` is
 //!
@@ -31,6 +32,7 @@ use crate::scenario::verdict::{run_properties, ENSEMBLE_COUNTERS};
 
 mod histories;
 mod lin;
+mod models;
 mod reports;
 
 #[derive(Parser)]
@@ -155,6 +157,10 @@ enum Command {
     /// Check history files for linearizability against a model
     /// (Jepsen's log format or EDN maps): a verdict per file.
     Lin(lin::LinArgs),
+    /// Check a stateright model of a recipe over every interleaving of a
+    /// few clients: states, each property's verdict, shortest
+    /// counterexamples.
+    Check(models::CheckArgs),
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {
@@ -423,6 +429,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Lin(args) => lin::run(&args),
+        Command::Check(args) => models::run(&args),
         Command::History { file, edn, out } => {
             histories::command(&file, edn, out.as_deref())?;
             Ok(ExitCode::SUCCESS)
@@ -876,6 +883,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Lin(args) => lin::run(&args),
+        Command::Check(args) => models::run(&args),
         Command::History { file, edn, out } => {
             histories::command(&file, edn, out.as_deref())?;
             Ok(ExitCode::SUCCESS)
@@ -925,6 +933,7 @@ pub fn list(registry: &Registry, dir: &Path) -> Result<String, String> {
         let _ = writeln!(out, "  property {p}");
     }
     let _ = writeln!(out, "ensemble counters: {}", ENSEMBLE_COUNTERS.join(", "));
+    out.push_str(&models::list());
     let _ = writeln!(
         out,
         "faults (`faults.kinds`, `[[faults.at]] fault = ...`, coverage `fault:<name>`):"

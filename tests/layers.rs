@@ -1,13 +1,13 @@
 //! The crate's architecture, checked on its source text.
 //!
 //! 1. **The pure core** — `src/proto.rs`, `src/path.rs`, `src/tree/`,
-//!    `src/recipes/`, `src/check/`, `src/report/` — names no runtime, clock, file, socket,
-//!    thread or process: not `tokio`, `madsim`, `std::fs`, `std::net`,
-//!    `std::thread`, `std::time::Instant`, `std::time::SystemTime` or
-//!    `std::process`, in a `use` or in a path in code (comments, doc
-//!    comments and string literals do not count). So the same recipe and
-//!    tree code runs in the simulator, against a real server and, later,
-//!    inside a model checker.
+//!    `src/recipes/`, `src/check/`, `src/report/`, `src/models/` — names no
+//!    runtime, clock, file, socket, thread or process: not `tokio`,
+//!    `madsim`, `std::fs`, `std::net`, `std::thread`, `std::time::Instant`,
+//!    `std::time::SystemTime` or `std::process`, in a `use` or in a path in
+//!    code (comments, doc comments and string literals do not count). So
+//!    the same recipe and tree code runs in the simulator, against a real
+//!    server and inside the model checker.
 //! 2. **The layers** ([`LAYERS`]): a top-level module (`src/<m>.rs` or
 //!    `src/<m>/**`) may use only modules of a lower layer, so no two
 //!    top-level modules use each other. Edges are every `crate::…`,
@@ -54,6 +54,10 @@ use std::path::{Path, PathBuf};
 /// * `scenario` puts recipes, workloads, oracles and the ensemble together;
 ///   `trace` (the log subscriber's install) sits beside it, because
 ///   installing a process-wide subscriber is for the program's edge only;
+///   `models` (stateright models: the recipes' machines against `tree`,
+///   every interleaving) sits there too, pure like the core (the checker
+///   is run, and timed, by `cli` and the tests), and needs nothing of the
+///   ensemble or the scenarios;
 /// * `prelude` (what a recipe author imports) and `testing` (a user's
 ///   scenario files under `cargo test`) gather what is below for users;
 /// * `cli` is the command, and `main` (src/main.rs, the binary, which
@@ -70,6 +74,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("recipes", 5),
     ("real_server", 5),
     ("scenario", 6),
+    ("models", 6),
     ("trace", 6),
     ("cli", 7),
     ("prelude", 8),
@@ -92,6 +97,7 @@ const PURE_CORE: &[&str] = &[
     "src/check/",
     "src/history/",
     "src/report/",
+    "src/models/",
 ];
 
 /// What the pure core must never name: a path is forbidden when it starts

@@ -1,0 +1,332 @@
+//! The lock's model: each client asks for the lock at once, makes one
+//! access to a resource fenced by the lock's token while it holds it, and
+//! releases it (recipes page, "Locks", with the guid for a create whose
+//! reply was lost). The machine is [`crate::recipes::lock::Lock`], correct
+//! or one of its [`LockVariant`]s — or any machine with the lock's
+//! commands and outcomes ([`LockModel::with_machine`], for a deliberately
+//! broken copy).
+//!
+//! Properties (each a named value below):
+//!
+//! * always [`MUTUAL_EXCLUSION`]: no two clients hold the lock while both
+//!   their sessions are alive on the server (a holder whose session has
+//!   expired without it knowing yet is ZooKeeper's known window, which the
+//!   fence is for);
+//! * always [`FENCED_EXCLUSION`]: the fenced resource never refuses the
+//!   access of a holder whose session is alive (its token is below one
+//!   the resource has already accepted: the lock went to someone newer
+//!   while this holder's node still stood);
+//! * always [`NO_HERD`]: one write's watch events reach at most one
+//!   connection;
+//! * always [`NO_RECIPE_FAILURE`]: the machine never refuses a command nor
+//!   meets an answer it has no way forward from;
+//! * always [`NO_ORPHANS`]: once every client is settled (done, crashed
+//!   and expired, or told its session ended) no node is left under the
+//!   lock's directory;
+//! * eventually [`EVERY_LIVE_CLIENT_ACQUIRES`]: every client whose
+//!   process and session live acquires and releases. Fairness: every run
+//!   of the model is finite (faults are bounded, every step moves a
+//!   machine or the server on), and a run ends only when no action is
+//!   enabled, so no action that stays enabled is ignored for ever (weak
+//!   fairness); the server always expires a crashed client's session and
+//!   a disconnected client always reconnects;
+//! * sometimes: the resource is accessed, a waiter is woken, the guid
+//!   search finds a node whose create reply was lost, a suspended holder
+//!   resumes, a lock is lost, a client finishes — and every fault in the
+//!   budget is taken (see [`super::Fault::property`]) — so that nothing
+//!   above passes for lack of reaching it.
+
+use stateright::Property;
+
+use super::{settled, Faults, Log, Recipe, State, World};
+use crate::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
+use crate::recipes::Machine;
+
+/// The directory the clients lock.
+pub const DIR: &str = "/lock";
+
+/// No two clients hold while both their sessions are alive.
+pub const MUTUAL_EXCLUSION: &str = "mutual-exclusion";
+/// No access by a holder whose session is alive is refused by the fence.
+pub const FENCED_EXCLUSION: &str = "fenced-exclusion";
+/// A write's watch events reach at most one connection.
+pub const NO_HERD: &str = "no-herd";
+/// No refused command, no answer the machine cannot go on from.
+pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
+/// Once all clients are settled, no node is left under [`DIR`].
+pub const NO_ORPHANS: &str = "no-orphans";
+/// Every live client acquires and releases.
+pub const EVERY_LIVE_CLIENT_ACQUIRES: &str = "every-live-client-acquires";
+
+/// Makes a client's machine: `(dir, guid, variant)`.
+pub type MakeMachine<M> = fn(&str, &str, LockVariant) -> M;
+
+/// The lock as a model, running `variant` of machine `M`.
+#[derive(Clone, Debug)]
+pub struct LockModel<M = Lock> {
+    /// The machine's variant.
+    pub variant: LockVariant,
+    make: MakeMachine<M>,
+}
+
+// Compared and hashed by variant: the machine's maker is a function
+// pointer, whose address says nothing reliable (and states never hold the
+// recipe; the bounds are the state's derives').
+impl<M> PartialEq for LockModel<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.variant == other.variant
+    }
+}
+
+impl<M> Eq for LockModel<M> {}
+
+impl<M> std::hash::Hash for LockModel<M> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.variant.hash(state);
+    }
+}
+
+impl LockModel<Lock> {
+    /// The lock's model for `variant` of [`Lock`].
+    pub fn new(variant: LockVariant) -> LockModel<Lock> {
+        LockModel {
+            variant,
+            make: Lock::with_variant,
+        }
+    }
+}
+
+impl<M> LockModel<M> {
+    /// The lock's model over another machine with the lock's commands and
+    /// outcomes, made by `make` (e.g. a deliberately broken copy).
+    pub fn with_machine(variant: LockVariant, make: MakeMachine<M>) -> LockModel<M> {
+        LockModel { variant, make }
+    }
+}
+
+/// The lock's buggy variants the model knows (the exclusive lock's; the
+/// shared lock's reader variant needs the shared lock's model).
+pub const VARIANTS: [LockVariant; 5] = [
+    LockVariant::Correct,
+    LockVariant::BlindRetry,
+    LockVariant::Herd,
+    LockVariant::SortByFullName,
+    LockVariant::StallOnVanishedPredecessor,
+];
+
+/// Where one client's application is.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum App {
+    /// About to ask for the lock.
+    Start,
+    /// Asked; waiting for it.
+    Waiting,
+    /// Holds it with `token` (its access is fenced by it); `suspended`
+    /// while its machine says its connection is broken (it must not act).
+    Holding {
+        /// The fencing token.
+        token: u64,
+        /// The connection broke; not acting.
+        suspended: bool,
+    },
+    /// Asked to release it.
+    Releasing,
+    /// Released: done.
+    Done,
+    /// The lock was lost (the session ended or the node vanished).
+    Lost,
+}
+
+/// What the clients share: the fence's highest token, and sticky flags
+/// for the properties (no counts, no logs: see the module's reductions).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Shared {
+    /// The highest token the fenced resource accepted.
+    pub fence: Option<u64>,
+    /// The fence accepted an access.
+    pub accessed: bool,
+    /// The fence refused a holder whose session was alive.
+    pub live_refused: bool,
+    /// The machine refused a command or failed.
+    pub failed: bool,
+    /// A guid search after a lost create found the node.
+    pub recovered: bool,
+    /// A waiter was woken by a deletion.
+    pub woken: bool,
+    /// A suspended holder resumed.
+    pub resumed: bool,
+    /// A lock was lost.
+    pub lost: bool,
+    /// A client released the lock.
+    pub released: bool,
+}
+
+impl<M> Recipe for LockModel<M>
+where
+    M: Machine<Command = LockCommand, Outcome = LockOutcome> + Send + Sync + 'static,
+{
+    type Machine = M;
+    type App = App;
+    type Shared = Shared;
+
+    fn name(&self) -> &'static str {
+        "lock"
+    }
+
+    fn dirs(&self) -> Vec<String> {
+        vec![DIR.to_owned()]
+    }
+
+    fn client(&self, i: usize) -> (M, App) {
+        // Guids that do not sort like the clients' order of creation, as
+        // random ones would not (the sort-by-full-name bug needs it).
+        let guid = format!("g{}", 9 - i);
+        ((self.make)(DIR, &guid, self.variant), App::Start)
+    }
+
+    fn wants(&self, app: &App) -> bool {
+        matches!(
+            app,
+            App::Start
+                | App::Holding {
+                    suspended: false,
+                    ..
+                }
+        )
+    }
+
+    fn command(
+        &self,
+        app: &mut App,
+        shared: &mut Shared,
+        live: bool,
+        log: &mut Log,
+    ) -> LockCommand {
+        match *app {
+            App::Holding { token, .. } => {
+                // The critical section: one fenced access, then release.
+                // A holder whose session has expired (it does not know
+                // yet) is what the fence is for: its access may be
+                // refused. A live holder's must not be.
+                let accepted = shared.fence.is_none_or(|h| token >= h);
+                log.note(|| {
+                    format!(
+                        "the holder accesses the resource with token {token}: {}",
+                        if accepted { "accepted" } else { "REFUSED" }
+                    )
+                });
+                if accepted {
+                    shared.fence = Some(token);
+                    shared.accessed = true;
+                } else if live {
+                    shared.live_refused = true;
+                }
+                *app = App::Releasing;
+                LockCommand::Release
+            }
+            _ => {
+                *app = App::Waiting;
+                LockCommand::Acquire
+            }
+        }
+    }
+
+    fn outcome(&self, app: &mut App, shared: &mut Shared, outcome: &LockOutcome) {
+        match outcome {
+            LockOutcome::Acquired { token, .. } => {
+                *app = App::Holding {
+                    token: *token,
+                    suspended: false,
+                };
+            }
+            LockOutcome::Suspended => {
+                if let App::Holding { suspended, .. } = app {
+                    *suspended = true;
+                }
+            }
+            LockOutcome::Resumed => {
+                if let App::Holding { suspended, .. } = app {
+                    *suspended = false;
+                    shared.resumed = true;
+                }
+            }
+            LockOutcome::Released => {
+                shared.released = true;
+                *app = App::Done;
+            }
+            LockOutcome::Lost { .. } => {
+                shared.lost = true;
+                *app = App::Lost;
+            }
+            LockOutcome::Recovered { found } => shared.recovered |= *found,
+            LockOutcome::Woken { .. } => shared.woken = true,
+            LockOutcome::RevokeAsked => {}
+            LockOutcome::Refused { .. } | LockOutcome::Failed(_) => shared.failed = true,
+        }
+    }
+
+    fn finished(&self, app: &App) -> bool {
+        matches!(app, App::Done | App::Lost)
+    }
+
+    fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
+        let mut p = vec![
+            Property::always(MUTUAL_EXCLUSION, |_, s: &State<Self>| holders(s) <= 1),
+            Property::always(FENCED_EXCLUSION, |_, s: &State<Self>| {
+                !s.shared.live_refused
+            }),
+            Property::always(NO_HERD, |_, s: &State<Self>| !s.herd),
+            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
+            Property::always(NO_ORPHANS, |w, s: &State<Self>| {
+                !settled(w, s) || s.tree.node(DIR).is_none_or(|d| d.children.is_empty())
+            }),
+            // Monotone along every run (a finished application, a crash
+            // and an expired session are for good), so the checker's
+            // "held somewhere on the path" is the same on every path into
+            // a state: the joins of the state graph lose nothing.
+            Property::eventually(EVERY_LIVE_CLIENT_ACQUIRES, |_, s: &State<Self>| {
+                s.clients
+                    .iter()
+                    .all(|c| c.app == App::Done || c.crashed || !c.session)
+            }),
+            Property::sometimes("resource-accessed", |_, s: &State<Self>| s.shared.accessed),
+            Property::sometimes("released", |_, s: &State<Self>| s.shared.released),
+        ];
+        // The phases only faults lead to, where their faults are in the
+        // budget (a waiter is woken in any run of two clients or more).
+        p.push(Property::sometimes("waiter-woken", |w, s: &State<Self>| {
+            s.shared.woken || w.clients < 2
+        }));
+        if faults.lost_reply > 0 {
+            p.push(Property::sometimes(
+                "guid-search-found-node",
+                |_, s: &State<Self>| s.shared.recovered,
+            ));
+        }
+        if faults.disconnect > 0 {
+            p.push(Property::sometimes(
+                "holder-resumed",
+                |_, s: &State<Self>| s.shared.resumed,
+            ));
+        }
+        if faults.expiry > 0 {
+            p.push(Property::sometimes("lock-lost", |_, s: &State<Self>| {
+                s.shared.lost
+            }));
+        }
+        p
+    }
+}
+
+/// Clients that hold the lock with their session alive on the server
+/// (suspended or not, crashed or not: their node stands, so nobody else
+/// may hold).
+fn holders<M>(s: &State<LockModel<M>>) -> usize
+where
+    M: Machine<Command = LockCommand, Outcome = LockOutcome> + Send + Sync + 'static,
+{
+    s.clients
+        .iter()
+        .filter(|c| c.session && matches!(c.app, App::Holding { .. }))
+        .count()
+}

@@ -1,0 +1,1065 @@
+//! stateright models: the recipes' own state machines ([`crate::recipes`])
+//! against an abstract ZooKeeper built on [`crate::tree`], every
+//! interleaving of a few clients, with faults as actions.
+//!
+//! The server is one [`DataTree`] and one [`WatchTable`]; each client is a
+//! recipe machine, its application (what the simulation's workload does:
+//! acquire, hold, release; enter, leave, ...), and one session with one
+//! connection: a FIFO of requests to the server, replies and watch events
+//! back in the order the server sent them. The actions are: the server
+//! serves a client's next request; an application gives its machine a
+//! command; a client notices that its connection broke, or reconnects; the
+//! server expires a crashed client's session; and the faults, each bounded
+//! per run ([`Faults`], counted in the state so that the state graph stays
+//! acyclic, which the checker's `eventually` needs):
+//!
+//! * `lost-reply`: the server applies the request, the reply (and any
+//!   event for that client in the same breath) is lost and the connection
+//!   breaks: the client gets ConnectionLoss;
+//! * `lost-request`: the request is lost and the connection breaks;
+//! * `disconnect`: the connection breaks; the client later reconnects with
+//!   its session intact (its watches restored by SetWatches, with the
+//!   events it missed), or learns that the session expired;
+//! * `expiry`: the server expires a client's session (its ephemerals
+//!   deleted, watches fired); a connected client's connection breaks at
+//!   that moment (the server expires only a session it lost touch with:
+//!   the break and the expiry as one step is the same as a break whose
+//!   expiry comes later, since the cut-off client does nothing at the
+//!   server meanwhile; a break followed later by an expiry is still
+//!   explored when a break fault came first);
+//! * `crash`: the client process dies; its session lives on until the
+//!   server expires it (which it always eventually does: that expiry is
+//!   not a budgeted fault, so that liveness can be stated).
+//!
+//! Faults hit clients while they use the recipe (not once their
+//! application is finished).
+//!
+//! # Reductions, and why each is sound
+//!
+//! Exploring every interleaving of every message is what makes naive
+//! models blow up; these cut the state space without losing a behaviour a
+//! property can tell apart:
+//!
+//! * **Messages on a live connection are taken when they arrive.** A reply
+//!   or watch event reaching a connected client is handed to its machine
+//!   in the same step that produced it (the serve of the request, or the
+//!   write that fired the watch). Taking a message only changes that
+//!   client's machine and application, and queues its next request, which
+//!   the server still serves as a separate step: it commutes with every
+//!   other client's action. The interleavings it drops are those where the
+//!   message is still in flight when something happens to that same
+//!   client: a reply in flight when the connection breaks is the
+//!   `lost-reply` fault (kept); an event in flight when it breaks is lost
+//!   and SetWatches replays it on reconnect — exactly what the client sees
+//!   when the break comes just before the write, which is kept; a message
+//!   in flight when the process crashes is lost with it, and a crashed
+//!   client's machine no longer matters (it is reset, so the two orders
+//!   are one state). The holder's window between acquiring and releasing,
+//!   where a second holder would show, is an application step and stays.
+//! * **A break is noticed at once unless the application could act.** A
+//!   client whose connection broke takes the ConnectionLoss replies and
+//!   the Disconnected event as one step, kept separate only while its
+//!   application has a command to give (a holder that does not know yet
+//!   that it is cut off, and may touch the protected resource meanwhile:
+//!   the window the fencing token is for). Otherwise noticing commutes
+//!   with every other action (nothing reaches a broken connection) and is
+//!   folded into the break.
+//! * **Applications start at once.** The commands an application gives in
+//!   the initial state (ask for the lock, ...) are given before the first
+//!   step: they only queue a request, and the server's serving it is the
+//!   step that interleaves.
+//! * **No history in the state.** A recipe's shared record keeps only what
+//!   its properties read (the fence's highest token, sticky flags), not
+//!   logs or counters, so that runs that differ only in the past meet.
+//!
+//! A recipe's model ([`Recipe`]) says how its application drives the
+//! machine and what it records, and states its properties beside it (one
+//! file per recipe: [`lock`]).
+//!
+//! Pure: no clock, thread or file. The checker is run by the command
+//! (`zoosim check`) and the tests.
+
+pub mod lock;
+mod render;
+
+pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
+
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt::{self, Debug};
+use std::hash::Hash;
+
+use stateright::{Model, Property};
+
+use crate::proto::{
+    CreateMode, EventType, Op, Reply, SessionEvent, SessionId, WatchEvent, WatchKind, ZkError, Zxid,
+};
+use crate::recipes::{Input, Machine, OpId, Output};
+use crate::tree::{DataTree, TreeConfig, WatchTable};
+
+/// How many of each fault a run may take (0: never).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Faults {
+    /// A request applied whose reply is lost (the connection breaks).
+    pub lost_reply: u8,
+    /// A request lost before the server (the connection breaks).
+    pub lost_request: u8,
+    /// A connection that breaks, then reconnects or learns of an expiry.
+    pub disconnect: u8,
+    /// A client's session expired by the server (its connection broken).
+    pub expiry: u8,
+    /// A client process that dies (its session expires later).
+    pub crash: u8,
+}
+
+impl Faults {
+    /// No fault at all.
+    pub const NONE: Faults = Faults {
+        lost_reply: 0,
+        lost_request: 0,
+        disconnect: 0,
+        expiry: 0,
+        crash: 0,
+    };
+
+    /// One of each.
+    pub const ONE_EACH: Faults = Faults {
+        lost_reply: 1,
+        lost_request: 1,
+        disconnect: 1,
+        expiry: 1,
+        crash: 1,
+    };
+
+    /// Parses `--faults`: `all`, `none`, or a comma-separated list of
+    /// fault names ([`Fault::ALL`]), each optionally `=N` (default 1).
+    pub fn parse(list: &str) -> Result<Faults, String> {
+        match list.trim() {
+            "all" => return Ok(Faults::ONE_EACH),
+            "none" | "" => return Ok(Faults::NONE),
+            _ => {}
+        }
+        let mut faults = Faults::NONE;
+        for item in list.split(',') {
+            let item = item.trim();
+            let (name, n) = match item.split_once('=') {
+                Some((name, n)) => {
+                    let n: u8 = n.trim().parse().ok().filter(|n| *n <= 3).ok_or_else(|| {
+                        format!("fault {item:?}: the count after '=' must be 0 to 3")
+                    })?;
+                    (name.trim(), n)
+                }
+                None => (item, 1),
+            };
+            let Some(f) = Fault::ALL.into_iter().find(|f| f.name() == name) else {
+                return Err(format!(
+                    "unknown fault {name:?}; the faults are {}, or `all` / `none`",
+                    Fault::ALL.map(Fault::name).join(", ")
+                ));
+            };
+            *faults.of_mut(f) = n;
+        }
+        Ok(faults)
+    }
+
+    /// How many of fault `f` a run may take.
+    pub fn of(&self, f: Fault) -> u8 {
+        match f {
+            Fault::LostReply => self.lost_reply,
+            Fault::LostRequest => self.lost_request,
+            Fault::Disconnect => self.disconnect,
+            Fault::Expiry => self.expiry,
+            Fault::Crash => self.crash,
+        }
+    }
+
+    /// Faults of every kind together.
+    pub fn total(&self) -> u32 {
+        Fault::ALL.iter().map(|f| u32::from(self.of(*f))).sum()
+    }
+
+    fn of_mut(&mut self, f: Fault) -> &mut u8 {
+        match f {
+            Fault::LostReply => &mut self.lost_reply,
+            Fault::LostRequest => &mut self.lost_request,
+            Fault::Disconnect => &mut self.disconnect,
+            Fault::Expiry => &mut self.expiry,
+            Fault::Crash => &mut self.crash,
+        }
+    }
+}
+
+impl fmt::Display for Faults {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let on: Vec<String> = Fault::ALL
+            .into_iter()
+            .filter(|x| self.of(*x) > 0)
+            .map(|x| format!("{}={}", x.name(), self.of(x)))
+            .collect();
+        if on.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&on.join(","))
+        }
+    }
+}
+
+/// A fault action.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Fault {
+    /// See [`Faults::lost_reply`].
+    LostReply,
+    /// See [`Faults::lost_request`].
+    LostRequest,
+    /// See [`Faults::disconnect`].
+    Disconnect,
+    /// See [`Faults::expiry`].
+    Expiry,
+    /// See [`Faults::crash`].
+    Crash,
+}
+
+impl Fault {
+    /// Every fault.
+    pub const ALL: [Fault; 5] = [
+        Fault::LostReply,
+        Fault::LostRequest,
+        Fault::Disconnect,
+        Fault::Expiry,
+        Fault::Crash,
+    ];
+
+    /// The fault's name, as `--faults` takes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Fault::LostReply => "lost-reply",
+            Fault::LostRequest => "lost-request",
+            Fault::Disconnect => "disconnect",
+            Fault::Expiry => "expiry",
+            Fault::Crash => "crash",
+        }
+    }
+
+    /// The name of the "sometimes" property that this fault was taken.
+    pub const fn property(self) -> &'static str {
+        match self {
+            Fault::LostReply => "fault-lost-reply-taken",
+            Fault::LostRequest => "fault-lost-request-taken",
+            Fault::Disconnect => "fault-disconnect-taken",
+            Fault::Expiry => "fault-expiry-taken",
+            Fault::Crash => "fault-crash-taken",
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one step did, in words, for a counterexample's step list; off
+/// (nothing built) while the checker explores.
+#[derive(Debug, Default)]
+pub struct Log(Option<Vec<String>>);
+
+impl Log {
+    /// A log that records.
+    pub fn on() -> Log {
+        Log(Some(Vec::new()))
+    }
+
+    /// A log that records nothing.
+    pub fn off() -> Log {
+        Log(None)
+    }
+
+    /// Records `what()` if recording.
+    pub fn note(&mut self, what: impl FnOnce() -> String) {
+        if let Some(v) = &mut self.0 {
+            v.push(what());
+        }
+    }
+
+    /// What was recorded.
+    pub fn lines(self) -> Vec<String> {
+        self.0.unwrap_or_default()
+    }
+}
+
+/// A recipe as a model: how its application drives one machine per
+/// client, what the applications record, and the properties over it.
+pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
+    /// The recipe's machine.
+    type Machine: Machine + Send + Sync;
+    /// One client's application: what it has done and will do.
+    type App: Clone + Eq + Hash + Debug + Send + Sync;
+    /// What the clients' applications share (a fenced resource, flags the
+    /// properties read). Only what the properties need: see the module's
+    /// "No history in the state".
+    type Shared: Clone + Eq + Hash + Debug + Default + Send + Sync;
+
+    /// The model's name (`zoosim check NAME`).
+    fn name(&self) -> &'static str;
+    /// Persistent nodes that exist before the run (the recipe's directory).
+    fn dirs(&self) -> Vec<String>;
+    /// Client `i`'s machine and application, at the start.
+    fn client(&self, i: usize) -> (Self::Machine, Self::App);
+    /// Whether the application has a command to give now.
+    fn wants(&self, app: &Self::App) -> bool;
+    /// The application gives its command (only when [`Recipe::wants`]):
+    /// what it does first (e.g. an access to a fenced resource) goes into
+    /// `shared`; `live` says whether its session is alive on the server.
+    fn command(
+        &self,
+        app: &mut Self::App,
+        shared: &mut Self::Shared,
+        live: bool,
+        log: &mut Log,
+    ) -> <Self::Machine as Machine>::Command;
+    /// The application takes an outcome of its machine.
+    fn outcome(
+        &self,
+        app: &mut Self::App,
+        shared: &mut Self::Shared,
+        outcome: &<Self::Machine as Machine>::Outcome,
+    );
+    /// The application has done all it set out to do.
+    fn finished(&self, app: &Self::App) -> bool;
+    /// The recipe's properties, over the whole world; `faults` is the
+    /// run's budget (a phase only a fault leads to is not expected to be
+    /// reached without it).
+    fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>>;
+}
+
+/// A watch the client library keeps, to restore after a reconnect
+/// (SetWatches' three lists).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Kept {
+    /// A data watch (getData, or exists on a node that exists).
+    Data,
+    /// An exist watch on a node that does not exist.
+    Exist,
+    /// A child watch.
+    Child,
+}
+
+/// One client: its machine, application and connection.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Client<R: Recipe> {
+    /// The recipe's machine.
+    pub machine: R::Machine,
+    /// The application.
+    pub app: R::App,
+    /// The connection is up.
+    pub connected: bool,
+    /// The session lives on the server.
+    pub session: bool,
+    /// The client has learned that its session ended.
+    pub told_ended: bool,
+    /// The process died.
+    pub crashed: bool,
+    /// Requests sent, not yet served, in order.
+    outbox: VecDeque<(OpId, Op)>,
+    /// After a break the client has not noticed yet: the requests that
+    /// will get ConnectionLoss (then comes Disconnected).
+    unnoticed: Option<Vec<OpId>>,
+    /// The highest zxid a reply has shown the client.
+    last_zxid: Zxid,
+    /// The watches the client library holds (set by a reply, used up by
+    /// an event), by kind and path.
+    kept: BTreeSet<(Kept, String)>,
+}
+
+impl<R: Recipe> Client<R> {
+    /// Finished with the recipe: its application is done, or its session
+    /// is over for it (it crashed, or learned that the session ended).
+    fn finished(&self, recipe: &R) -> bool {
+        self.crashed || self.told_ended || recipe.finished(&self.app)
+    }
+}
+
+/// The model's state: the server and the clients.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct State<R: Recipe> {
+    /// The server's tree.
+    pub tree: DataTree,
+    watches: WatchTable<u8>,
+    /// The clients.
+    pub clients: Vec<Client<R>>,
+    /// What the applications share.
+    pub shared: R::Shared,
+    /// Faults taken so far.
+    pub used: Faults,
+    /// Sticky: one write's watch events reached more than one connection
+    /// (a herd, for a recipe that promises none).
+    pub herd: bool,
+}
+
+/// An action of the model.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Action {
+    /// The server serves client `c`'s next request.
+    Serve(u8),
+    /// Client `c`'s application gives its machine its next command.
+    Command(u8),
+    /// Client `c` notices its broken connection (ConnectionLoss for what
+    /// was in flight, then Disconnected).
+    Notice(u8),
+    /// Client `c`'s library reconnects: with its session (SetWatches), or
+    /// to learn that it expired.
+    Reconnect(u8),
+    /// A fault, on client `c`.
+    Fault(Fault, u8),
+    /// The server expires crashed client `c`'s session (it always
+    /// eventually does: not a budgeted fault).
+    ExpireCrashed(u8),
+}
+
+/// A recipe with `clients` clients and a fault budget: the model.
+#[derive(Clone, Debug)]
+pub struct World<R: Recipe> {
+    /// The recipe.
+    pub recipe: R,
+    /// How many clients.
+    pub clients: usize,
+    /// How many of each fault a run may take.
+    pub faults: Faults,
+    /// How many faults one run may take in all (of any kinds, each within
+    /// its own budget): what keeps runs with every kind enabled small.
+    pub max_faults: u8,
+    /// Check only this property (for a shortest counterexample: one
+    /// property per breadth-first run); all when None.
+    pub only: Option<&'static str>,
+}
+
+/// How many faults one run takes in all unless told otherwise.
+pub const DEFAULT_MAX_FAULTS: u8 = 1;
+
+/// The most clients a model takes.
+pub const MAX_CLIENTS: usize = 8;
+
+fn session(c: usize) -> SessionId {
+    SessionId(0x100 + c as i64)
+}
+
+impl<R: Recipe> World<R> {
+    /// The model of `recipe` with `clients` clients (1 to [`MAX_CLIENTS`])
+    /// and `faults`.
+    pub fn new(recipe: R, clients: usize, faults: Faults) -> Result<World<R>, String> {
+        if !(1..=MAX_CLIENTS).contains(&clients) {
+            return Err(format!(
+                "a model takes 1 to {MAX_CLIENTS} clients, not {clients}"
+            ));
+        }
+        Ok(World {
+            recipe,
+            clients,
+            faults,
+            max_faults: DEFAULT_MAX_FAULTS,
+            only: None,
+        })
+    }
+
+    /// Every property's name, in order (recipe's, then the faults').
+    pub fn property_names(&self) -> Vec<&'static str> {
+        self.all_properties().iter().map(|p| p.name).collect()
+    }
+
+    fn all_properties(&self) -> Vec<Property<Self>> {
+        let mut p = self.recipe.properties(&self.faults);
+        for f in Fault::ALL {
+            if self.faults.of(f) == 0 || self.max_faults == 0 {
+                // A budget of zero makes its "sometimes" unreachable by design.
+                continue;
+            }
+            p.push(match f {
+                Fault::LostReply => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.lost_reply > 0)
+                }
+                Fault::LostRequest => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.lost_request > 0)
+                }
+                Fault::Disconnect => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.disconnect > 0)
+                }
+                Fault::Expiry => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.expiry > 0)
+                }
+                Fault::Crash => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.crash > 0)
+                }
+            });
+        }
+        p
+    }
+
+    fn may(&self, s: &State<R>, f: Fault) -> bool {
+        s.used.of(f) < self.faults.of(f) && s.used.total() < u32::from(self.max_faults)
+    }
+
+    /// The same model with at most `n` faults in one run.
+    pub fn with_max_faults(mut self, n: u8) -> World<R> {
+        self.max_faults = n;
+        self
+    }
+
+    /// Takes `action` in `s`, recording what happened in `log`; None if
+    /// it is not enabled.
+    pub fn step(&self, s: &mut State<R>, action: Action, log: &mut Log) -> Option<()> {
+        match action {
+            Action::Serve(c) => {
+                let c = usize::from(c);
+                let client = &s.clients[c];
+                if !(client.connected && client.session && !client.outbox.is_empty()) {
+                    return None;
+                }
+                s.serve(&self.recipe, c, false, log);
+            }
+            Action::Command(c) => {
+                let c = usize::from(c);
+                let client = &s.clients[c];
+                if client.crashed || client.told_ended || !self.recipe.wants(&client.app) {
+                    return None;
+                }
+                let live = client.session;
+                let State {
+                    clients, shared, ..
+                } = s;
+                let cmd = self.recipe.command(&mut clients[c].app, shared, live, log);
+                log.note(|| format!("client {c}'s application: {cmd:?}"));
+                s.clients[c].machine.handle(Input::Command(cmd));
+                s.drain(&self.recipe, c, log);
+            }
+            Action::Notice(c) => {
+                let c = usize::from(c);
+                s.clients[c].unnoticed.as_ref()?;
+                s.notice(&self.recipe, c, log);
+            }
+            Action::Reconnect(c) => {
+                let c = usize::from(c);
+                let client = &s.clients[c];
+                if client.connected
+                    || client.crashed
+                    || client.told_ended
+                    || client.unnoticed.is_some()
+                {
+                    return None;
+                }
+                s.reconnect(&self.recipe, c, log);
+            }
+            Action::ExpireCrashed(c) => {
+                let c = usize::from(c);
+                if !(s.clients[c].crashed && s.clients[c].session) {
+                    return None;
+                }
+                log.note(|| format!("the server expires crashed client {c}'s session"));
+                s.expire(&self.recipe, c, log);
+            }
+            Action::Fault(f, c) => {
+                let c = usize::from(c);
+                if !self.may(s, f) || !self.fault_enabled(s, f, c) {
+                    return None;
+                }
+                *s.used.of_mut(f) += 1;
+                match f {
+                    Fault::LostReply => {
+                        log.note(|| format!("FAULT lost-reply on client {c}:"));
+                        s.serve(&self.recipe, c, true, log);
+                        s.break_connection(&self.recipe, c, log);
+                    }
+                    Fault::LostRequest => {
+                        let (id, op) = s.clients[c].outbox.pop_front()?;
+                        log.note(|| {
+                            format!(
+                                "FAULT lost-request on client {c}: {} never reaches the server",
+                                op_text(&op)
+                            )
+                        });
+                        // The lost request gets its ConnectionLoss too.
+                        s.break_connection_with(&self.recipe, c, vec![id], log);
+                    }
+                    Fault::Disconnect => {
+                        log.note(|| format!("FAULT disconnect on client {c}"));
+                        s.break_connection(&self.recipe, c, log);
+                    }
+                    Fault::Expiry => {
+                        log.note(|| {
+                            format!("FAULT expiry: the server expires client {c}'s session")
+                        });
+                        if s.clients[c].connected {
+                            // Noticed or not, as any break (the holder
+                            // that does not know yet is the fence's case).
+                            s.break_connection(&self.recipe, c, log);
+                        }
+                        s.expire(&self.recipe, c, log);
+                    }
+                    Fault::Crash => {
+                        log.note(|| format!("FAULT crash: client {c}'s process dies"));
+                        s.crash(&self.recipe, c);
+                    }
+                }
+            }
+        }
+        Some(())
+    }
+
+    fn fault_enabled(&self, s: &State<R>, f: Fault, c: usize) -> bool {
+        let client = &s.clients[c];
+        if client.finished(&self.recipe) {
+            return false;
+        }
+        let serving = client.connected && client.session && !client.outbox.is_empty();
+        match f {
+            // A lost reply to a read is a lost request (the read changed
+            // nothing but a watch, which the break removes): only writes.
+            Fault::LostReply => {
+                serving && client.outbox.front().is_some_and(|(_, op)| !is_read(op))
+            }
+            Fault::LostRequest => serving,
+            // With a request queued, a break is the lost-request fault
+            // (the same state): a plain disconnect has nothing in flight.
+            Fault::Disconnect => client.connected && client.outbox.is_empty(),
+            // A connected client's connection breaks first: the server
+            // expires only sessions it has lost touch with.
+            Fault::Expiry => client.session,
+            Fault::Crash => true,
+        }
+    }
+}
+
+/// Whether a request is a read (served without a txn).
+fn is_read(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Exists { .. } | Op::GetData { .. } | Op::GetChildren { .. } | Op::Sync { .. }
+    )
+}
+
+impl<R: Recipe> State<R> {
+    /// Hands `input` to client `c`'s machine and drains it.
+    fn hand(
+        &mut self,
+        recipe: &R,
+        c: usize,
+        input: Input<<R::Machine as Machine>::Command>,
+        log: &mut Log,
+    ) {
+        self.clients[c].machine.handle(input);
+        self.drain(recipe, c, log);
+    }
+
+    /// A watch event reaches connected client `c`: the watches it used up
+    /// leave the library's list; an event matching none is dropped (the
+    /// library delivers a path's event once, see
+    /// [`WatchTable::set_watches`]).
+    fn event(&mut self, recipe: &R, c: usize, event: WatchEvent, log: &mut Log) {
+        let used: &[Kept] = match event.event_type {
+            EventType::NodeChildrenChanged => &[Kept::Child],
+            EventType::NodeDeleted => &[Kept::Data, Kept::Exist, Kept::Child],
+            EventType::NodeCreated | EventType::NodeDataChanged => &[Kept::Data, Kept::Exist],
+        };
+        let client = &mut self.clients[c];
+        let mut matched = false;
+        for k in used {
+            matched |= client.kept.remove(&(*k, event.path.clone()));
+        }
+        if !matched {
+            return;
+        }
+        log.note(|| format!("client {c} gets {:?} {}", event.event_type, event.path));
+        self.hand(recipe, c, Input::Watch(event), log);
+    }
+
+    /// The server serves client `c`'s next request. Watch events go to
+    /// their connections and are taken at once; so is the reply, unless
+    /// `lose_reply` (then the events for `c` itself are lost too: the
+    /// connection breaks right after).
+    fn serve(&mut self, recipe: &R, c: usize, lose_reply: bool, log: &mut Log) {
+        let Some((id, op)) = self.clients[c].outbox.pop_front() else {
+            return;
+        };
+        let (reply, kept) = if is_read(&op) {
+            let (reply, watch) = self.tree.read(&op);
+            let kept = watch.map(|(kind, path)| {
+                self.watches.register(c as u8, kind, &path);
+                let kept = match (&op, kind) {
+                    (Op::Exists { .. }, _) if matches!(reply, Ok(Reply::Exists(None))) => {
+                        Kept::Exist
+                    }
+                    (_, WatchKind::Data) => Kept::Data,
+                    (_, WatchKind::Child) => Kept::Child,
+                };
+                (kept, path)
+            });
+            (reply, kept)
+        } else {
+            let applied = self.tree.execute(0, session(c), &op);
+            let fired = self.watches.fire_all(&applied.triggers);
+            // ZooKeeper applies the txn (its watches fire, their events
+            // go out) before it sends the reply.
+            let reached: BTreeSet<u8> = fired.iter().map(|(x, _)| *x).collect();
+            self.herd |= reached.len() > 1;
+            log.note(|| {
+                format!(
+                    "the server serves client {c}'s {} → {}",
+                    op_text(&op),
+                    applied.reply.as_ref().map_or_else(String::new, reply_text)
+                )
+            });
+            for (x, event) in fired {
+                let x = usize::from(x);
+                if x == c && lose_reply {
+                    continue;
+                }
+                self.event(recipe, x, event, log);
+            }
+            let reply = applied.reply.expect("a client's txn has a reply");
+            if lose_reply {
+                log.note(|| "  the reply is lost and the connection breaks".into());
+                // The request is answered ConnectionLoss by the break.
+                self.clients[c].outbox.push_front((id, op));
+                return;
+            }
+            self.clients[c].last_zxid = self.tree.last_zxid();
+            self.hand(recipe, c, Input::Reply(id, reply), log);
+            return;
+        };
+        log.note(|| {
+            format!(
+                "the server serves client {c}'s {} → {}",
+                op_text(&op),
+                reply_text(&reply)
+            )
+        });
+        if lose_reply {
+            // The watch was set on the server, but the library never
+            // learns of it (the reply is lost): it is not restored.
+            log.note(|| "  the reply is lost and the connection breaks".into());
+            self.clients[c].outbox.push_front((id, op));
+            return;
+        }
+        let client = &mut self.clients[c];
+        client.last_zxid = client.last_zxid.max(self.tree.last_zxid());
+        client.kept.extend(kept);
+        self.hand(recipe, c, Input::Reply(id, reply), log);
+    }
+
+    /// Client `c`'s connection breaks: every request not yet answered will
+    /// get ConnectionLoss. Its watches leave the server (they come back
+    /// with SetWatches on reconnect).
+    fn break_connection(&mut self, recipe: &R, c: usize, log: &mut Log) {
+        self.break_connection_with(recipe, c, Vec::new(), log);
+    }
+
+    fn break_connection_with(&mut self, recipe: &R, c: usize, mut lost: Vec<OpId>, log: &mut Log) {
+        self.watches.remove_connection(c as u8);
+        let client = &mut self.clients[c];
+        client.connected = false;
+        lost.extend(client.outbox.drain(..).map(|(id, _)| id));
+        client.unnoticed = Some(lost);
+        // Noticing is folded into the break unless the application could
+        // act first (see the module's "Reductions").
+        if !recipe.wants(&self.clients[c].app) {
+            self.notice(recipe, c, log);
+        }
+    }
+
+    /// Client `c` notices its broken connection.
+    fn notice(&mut self, recipe: &R, c: usize, log: &mut Log) {
+        let lost = self.clients[c].unnoticed.take().unwrap_or_default();
+        log.note(|| {
+            format!(
+                "client {c} gets ConnectionLoss for {} request(s), then Disconnected",
+                lost.len()
+            )
+        });
+        for id in lost {
+            self.hand(
+                recipe,
+                c,
+                Input::Reply(id, Err(ZkError::ConnectionLoss)),
+                log,
+            );
+        }
+        self.hand(recipe, c, Input::Session(SessionEvent::Disconnected), log);
+    }
+
+    /// The client library reconnects client `c`: with its session, the
+    /// watches it kept are set again (the events it missed come now);
+    /// without, it learns of the expiry.
+    fn reconnect(&mut self, recipe: &R, c: usize, log: &mut Log) {
+        if !self.clients[c].session {
+            log.note(|| format!("client {c} reconnects: its session has expired"));
+            let client = &mut self.clients[c];
+            client.told_ended = true;
+            let queued: Vec<OpId> = client.outbox.drain(..).map(|(id, _)| id).collect();
+            client.kept.clear();
+            for id in queued {
+                self.hand(
+                    recipe,
+                    c,
+                    Input::Reply(id, Err(ZkError::SessionExpired)),
+                    log,
+                );
+            }
+            self.hand(recipe, c, Input::Session(SessionEvent::Expired), log);
+            return;
+        }
+        let client = &self.clients[c];
+        let list = |k: Kept| -> Vec<String> {
+            client
+                .kept
+                .iter()
+                .filter(|(kind, _)| *kind == k)
+                .map(|(_, p)| p.clone())
+                .collect()
+        };
+        let (data, exist, child) = (list(Kept::Data), list(Kept::Exist), list(Kept::Child));
+        let events =
+            self.watches
+                .set_watches(c as u8, &self.tree, client.last_zxid, &data, &exist, &child);
+        log.note(|| format!("client {c} reconnects with its session (SetWatches)"));
+        self.clients[c].connected = true;
+        self.hand(recipe, c, Input::Session(SessionEvent::Connected), log);
+        for e in events {
+            self.event(recipe, c, e, log);
+        }
+    }
+
+    /// The server ends client `c`'s session: ephemerals deleted, watches
+    /// fired for the others.
+    fn expire(&mut self, recipe: &R, c: usize, log: &mut Log) {
+        self.watches.remove_connection(c as u8);
+        let triggers = self.tree.close_session(0, session(c));
+        let fired = self.watches.fire_all(&triggers);
+        let reached: BTreeSet<u8> = fired.iter().map(|(x, _)| *x).collect();
+        self.herd |= reached.len() > 1;
+        self.clients[c].session = false;
+        for (x, event) in fired {
+            self.event(recipe, usize::from(x), event, log);
+        }
+    }
+
+    /// Client `c`'s process dies. What it was is reset to one canonical
+    /// dead client (only its application and session still matter), so
+    /// that the orders of a crash and what the dead client would have
+    /// taken meet in one state.
+    fn crash(&mut self, recipe: &R, c: usize) {
+        if self.clients[c].connected {
+            self.watches.remove_connection(c as u8);
+        }
+        let (machine, _) = recipe.client(c);
+        let client = &mut self.clients[c];
+        client.machine = machine;
+        client.crashed = true;
+        client.connected = false;
+        client.outbox.clear();
+        client.unnoticed = None;
+        client.kept.clear();
+        client.last_zxid = 0;
+    }
+
+    /// Drains client `c`'s machine: requests go out, outcomes to the
+    /// application.
+    fn drain(&mut self, recipe: &R, c: usize, log: &mut Log) {
+        while let Some(out) = self.clients[c].machine.poll() {
+            match out {
+                Output::Send(id, op) => {
+                    let client = &mut self.clients[c];
+                    if client.told_ended {
+                        // The library answers at once for a session it
+                        // knows is gone.
+                        client
+                            .machine
+                            .handle(Input::Reply(id, Err(ZkError::SessionExpired)));
+                    } else {
+                        // On a broken connection the library holds the
+                        // request until it reconnects (Java's outgoing
+                        // queue).
+                        log.note(|| format!("  client {c} sends {}", op_text(&op)));
+                        client.outbox.push_back((id, op));
+                    }
+                }
+                Output::Outcome(o) => {
+                    log.note(|| format!("  client {c}: {o:?}"));
+                    let State {
+                        clients, shared, ..
+                    } = self;
+                    recipe.outcome(&mut clients[c].app, shared, &o);
+                }
+            }
+        }
+    }
+}
+
+impl<R: Recipe> Model for World<R> {
+    type State = State<R>;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State<R>> {
+        let mut tree = DataTree::new(TreeConfig::default());
+        for c in 0..self.clients {
+            tree.create_session(0, session(c), 10_000);
+        }
+        // The recipe's directories, made by the first session before the
+        // run (persistent: they belong to nobody).
+        for dir in self.recipe.dirs() {
+            let applied = tree.execute(
+                0,
+                session(0),
+                &Op::Create {
+                    path: dir.clone(),
+                    data: vec![],
+                    mode: CreateMode::Persistent,
+                },
+            );
+            assert!(
+                matches!(applied.reply, Some(Ok(_))),
+                "the model's directory {dir} could not be created: {:?}",
+                applied.reply
+            );
+        }
+        let clients = (0..self.clients)
+            .map(|i| {
+                let (machine, app) = self.recipe.client(i);
+                Client {
+                    machine,
+                    app,
+                    connected: true,
+                    session: true,
+                    told_ended: false,
+                    crashed: false,
+                    outbox: VecDeque::new(),
+                    unnoticed: None,
+                    last_zxid: 0,
+                    kept: BTreeSet::new(),
+                }
+            })
+            .collect();
+        let mut s = State {
+            tree,
+            watches: WatchTable::new(),
+            clients,
+            shared: R::Shared::default(),
+            used: Faults::NONE,
+            herd: false,
+        };
+        // Applications start at once (see the module's "Reductions").
+        // One command each: an application that wants another at once
+        // gives it as a step of its own.
+        for c in 0..self.clients {
+            if self.recipe.wants(&s.clients[c].app) {
+                self.step(&mut s, Action::Command(c as u8), &mut Log::off())
+                    .expect("a wanted command is enabled");
+            }
+        }
+        vec![s]
+    }
+
+    fn actions(&self, s: &State<R>, actions: &mut Vec<Action>) {
+        for (i, c) in s.clients.iter().enumerate() {
+            let i8 = i as u8;
+            if c.crashed {
+                if c.session {
+                    actions.push(Action::ExpireCrashed(i8));
+                }
+                continue;
+            }
+            if c.connected && c.session && !c.outbox.is_empty() {
+                actions.push(Action::Serve(i8));
+            }
+            if !c.told_ended && self.recipe.wants(&c.app) {
+                actions.push(Action::Command(i8));
+            }
+            if c.unnoticed.is_some() {
+                actions.push(Action::Notice(i8));
+            } else if !c.connected && !c.told_ended {
+                actions.push(Action::Reconnect(i8));
+            }
+            for f in Fault::ALL {
+                if self.may(s, f) && self.fault_enabled(s, f, i) {
+                    actions.push(Action::Fault(f, i8));
+                }
+            }
+        }
+    }
+
+    fn next_state(&self, last: &State<R>, action: Action) -> Option<State<R>> {
+        let mut s = last.clone();
+        self.step(&mut s, action, &mut Log::off())?;
+        Some(s)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let mut p = self.all_properties();
+        if let Some(only) = self.only {
+            p.retain(|x| x.name == only);
+        }
+        p
+    }
+
+    fn format_action(&self, action: &Action) -> String {
+        match action {
+            Action::Serve(c) => format!("server serves client {c}'s next request"),
+            Action::Command(c) => format!("client {c}'s application gives a command"),
+            Action::Notice(c) => format!("client {c} notices its connection broke"),
+            Action::Reconnect(c) => format!("client {c} reconnects"),
+            Action::Fault(f, c) => format!("FAULT {f} on client {c}"),
+            Action::ExpireCrashed(c) => format!("server expires crashed client {c}'s session"),
+        }
+    }
+}
+
+/// Every client is settled: finished with the recipe (done, crashed, or
+/// told that its session ended), a crashed client's session expired, and
+/// nothing of it in flight.
+pub fn settled<R: Recipe>(w: &World<R>, s: &State<R>) -> bool {
+    s.clients.iter().all(|c| {
+        if c.crashed {
+            !c.session
+        } else {
+            c.finished(&w.recipe) && c.outbox.is_empty() && c.unnoticed.is_none()
+        }
+    })
+}
+
+/// A request in words.
+pub fn op_text(op: &Op) -> String {
+    match op {
+        Op::Create { path, mode, .. } => {
+            let mode = match mode {
+                CreateMode::EphemeralSequential => " (ephemeral sequential)",
+                CreateMode::Ephemeral => " (ephemeral)",
+                CreateMode::PersistentSequential => " (sequential)",
+                _ => "",
+            };
+            format!("create {path}{mode}")
+        }
+        Op::Exists { path, watch: true } => format!("exists {path} +watch"),
+        Op::GetData { path, watch: true } => format!("get_data {path} +watch"),
+        Op::GetChildren { path, watch: true } => format!("get_children {path} +watch"),
+        Op::Delete { path, .. }
+        | Op::Exists { path, .. }
+        | Op::GetData { path, .. }
+        | Op::SetData { path, .. }
+        | Op::GetChildren { path, .. }
+        | Op::Sync { path } => format!("{} {path}", op.name()),
+        Op::Multi(ops) => format!("multi of {}", ops.len()),
+    }
+}
+
+/// A reply in words.
+pub fn reply_text(reply: &Result<Reply, ZkError>) -> String {
+    match reply {
+        Err(e) => format!("{e:?}"),
+        Ok(Reply::Create { path, .. }) => format!("created {path}"),
+        Ok(Reply::Delete) => "deleted".into(),
+        Ok(Reply::Exists(Some(_))) => "exists".into(),
+        Ok(Reply::Exists(None)) => "does not exist".into(),
+        Ok(Reply::GetData { data, .. }) => format!("data {:?}", String::from_utf8_lossy(data)),
+        Ok(Reply::SetData(_)) => "set".into(),
+        Ok(Reply::GetChildren { children, .. }) => format!("children [{}]", children.join(", ")),
+        Ok(Reply::Sync) => "synced".into(),
+        Ok(Reply::Multi(r)) => format!("multi: {} results", r.len()),
+    }
+}

@@ -1,0 +1,175 @@
+//! Running a model's checker and reading its answer: every property's
+//! verdict, and for each one that fails a shortest counterexample as a
+//! step list in words.
+
+use std::fmt::Write as _;
+
+use stateright::{Checker, Expectation, Model};
+
+use super::{Action, Log, Recipe, World};
+
+/// How the state space is searched.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Search {
+    /// Breadth-first (the default): a counterexample is a shortest one.
+    #[default]
+    Bfs,
+    /// Depth-first: less memory; counterexamples are still re-found
+    /// breadth-first so that they are shortest.
+    Dfs,
+}
+
+/// How to check a model.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Options {
+    /// Breadth- or depth-first.
+    pub search: Search,
+    /// Worker threads for the exhaustive run (counterexamples are always
+    /// re-found on one thread, where breadth-first order is exact).
+    pub threads: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            search: Search::Bfs,
+            threads: 1,
+        }
+    }
+}
+
+/// One property's verdict.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    /// The property's name.
+    pub name: &'static str,
+    /// `always`, `eventually` or `sometimes`.
+    pub kind: &'static str,
+    /// It holds: an always/eventually property with no counterexample, a
+    /// sometimes property with an example.
+    pub holds: bool,
+    /// For an always/eventually property that fails: a shortest
+    /// counterexample (breadth-first, this property alone, one thread).
+    pub counterexample: Option<Vec<Action>>,
+}
+
+/// What a check found.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// States generated (with repeats).
+    pub states: usize,
+    /// Distinct states.
+    pub unique: usize,
+    /// The deepest path explored.
+    pub depth: usize,
+    /// Every property's verdict, in the model's order.
+    pub verdicts: Vec<Verdict>,
+}
+
+impl Checked {
+    /// Every property holds (and every sometimes property was reached).
+    pub fn all_hold(&self) -> bool {
+        self.verdicts.iter().all(|v| v.holds)
+    }
+
+    /// The verdict of the property `name`.
+    pub fn verdict(&self, name: &str) -> Option<&Verdict> {
+        self.verdicts.iter().find(|v| v.name == name)
+    }
+}
+
+fn kind(e: &Expectation) -> &'static str {
+    match e {
+        Expectation::Always => "always",
+        Expectation::Eventually => "eventually",
+        Expectation::Sometimes => "sometimes",
+    }
+}
+
+/// Checks `world` exhaustively, then re-finds each failing property's
+/// counterexample alone, breadth-first on one thread: with several
+/// properties in one run the checker's discoveries are not shortest.
+pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
+    let builder = world.clone().checker().threads(options.threads.max(1));
+    // The two searches' checkers are different types: read each alike.
+    let (discoveries, states, unique, depth) = match options.search {
+        Search::Bfs => {
+            let run = builder.spawn_bfs().join();
+            let d: Vec<&'static str> = run.discoveries().into_keys().collect();
+            (
+                d,
+                run.state_count(),
+                run.unique_state_count(),
+                run.max_depth(),
+            )
+        }
+        Search::Dfs => {
+            let run = builder.spawn_dfs().join();
+            let d: Vec<&'static str> = run.discoveries().into_keys().collect();
+            (
+                d,
+                run.state_count(),
+                run.unique_state_count(),
+                run.max_depth(),
+            )
+        }
+    };
+    let mut verdicts = Vec::new();
+    for p in world.properties() {
+        let found = discoveries.contains(&p.name);
+        let holds = match p.expectation {
+            Expectation::Sometimes => found,
+            Expectation::Always | Expectation::Eventually => !found,
+        };
+        let counterexample = (!holds && p.expectation != Expectation::Sometimes)
+            .then(|| shortest(world, p.name))
+            .flatten();
+        verdicts.push(Verdict {
+            name: p.name,
+            kind: kind(&p.expectation),
+            holds,
+            counterexample,
+        });
+    }
+    Checked {
+        states,
+        unique,
+        depth,
+        verdicts,
+    }
+}
+
+/// A shortest path to a counterexample of the property `name` alone.
+pub fn shortest<R: Recipe>(world: &World<R>, name: &'static str) -> Option<Vec<Action>> {
+    let mut one = world.clone();
+    one.only = Some(name);
+    let run = one.checker().threads(1).spawn_bfs().join();
+    run.discovery(name).map(|path| path.into_actions())
+}
+
+/// `actions`, taken from the model's initial state, as a numbered step
+/// list in words: who did what, the server's reply, what it led to.
+pub fn render_path<R: Recipe>(world: &World<R>, actions: &[Action]) -> String {
+    let mut out = String::new();
+    let Some(mut s) = world.init_states().into_iter().next() else {
+        return out;
+    };
+    for (n, action) in actions.iter().enumerate() {
+        let mut log = Log::on();
+        if world.step(&mut s, *action, &mut log).is_none() {
+            let _ = writeln!(out, "{:>3}. ({action:?} is not enabled here)", n + 1);
+            break;
+        }
+        let lines = log.lines();
+        let mut lines = lines.iter();
+        let first = lines
+            .next()
+            .cloned()
+            .unwrap_or_else(|| format!("{action:?}"));
+        let _ = writeln!(out, "{:>3}. {first}", n + 1);
+        for l in lines {
+            let _ = writeln!(out, "       {}", l.trim_start());
+        }
+    }
+    out
+}
