@@ -367,5 +367,5 @@ fn queue_sizes_are_checked() {
     );
     assert!(QueueModel::plain().with_sizes(0, 1).is_err());
     let m = QueueModel::plain().with_sizes(2, 2).expect("4 items");
-    assert_eq!((m.producers, m.items), (2, 2));
+    assert_eq!((m.producers(), m.items()), (2, 2));
 }

@@ -109,9 +109,9 @@ pub struct QueueModel<C = Consumer> {
     /// The priority queue rather than the plain one.
     pub priority: bool,
     /// Clients `0..producers` produce; the others consume.
-    pub producers: usize,
+    producers: usize,
     /// Items each producer enqueues.
-    pub items: usize,
+    items: usize,
     /// The world's no-herd property is among the properties.
     pub herd: bool,
     make: MakeConsumer<C>,
@@ -179,6 +179,16 @@ impl<C> QueueModel<C> {
         self.producers = producers;
         self.items = items;
         Ok(self)
+    }
+
+    /// How many producers (clients `0..producers`; the others consume).
+    pub fn producers(&self) -> usize {
+        self.producers
+    }
+
+    /// How many items each producer enqueues.
+    pub fn items(&self) -> usize {
+        self.items
     }
 
     /// Producer `c`'s priority (as the workload gives it), if a priority
