@@ -79,7 +79,9 @@
 //! Pure: no clock, thread or file. The checker is run by the command
 //! (`zoosim check`) and the tests.
 
+pub mod config;
 pub mod lock;
+pub mod queue;
 mod render;
 
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
