@@ -114,14 +114,17 @@
 //!
 //! A recipe's model ([`Recipe`]) says how its application drives the
 //! machine and what it records, and states its properties beside it (one
-//! file per recipe: [`lock`]).
+//! file per recipe: [`lock`], [`barrier`]).
 //!
 //! Pure: no clock, thread or file. The checker is run by the command
 //! (`zoosim check`) and the tests.
 
+pub mod barrier;
+mod catalog;
 pub mod lock;
 mod render;
 
+pub use catalog::{catalog, entry, find, loopback, Listed, Report, Spec};
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
 
 use std::collections::{BTreeSet, VecDeque};
@@ -359,6 +362,29 @@ pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     fn client(&self, i: usize) -> (Self::Machine, Self::App);
     /// Whether the application has a command to give now.
     fn wants(&self, app: &Self::App) -> bool;
+    /// Whether the application has a command to give now, given what the
+    /// applications share (e.g. a barrier's waiter starts once the
+    /// coordinator has told it the barrier is up): [`Recipe::wants`]
+    /// unless a recipe says otherwise. The world asks this one. A break
+    /// is noticed at once when the application does not want to act at
+    /// that moment (see "Reductions"); a recipe whose applications come
+    /// to want on another's news must keep that news to what the machine
+    /// cannot tell from a broken connection (a command only queues a
+    /// request, which the library holds until it reconnects).
+    fn wants_now(&self, app: &Self::App, shared: &Self::Shared) -> bool {
+        let _ = shared;
+        self.wants(app)
+    }
+    /// Why the clients' symmetry may not be used to reduce the model
+    /// (`--symmetry`). The world renames no client: a client's index is
+    /// in its session id (ephemeral owners in the tree), in the server's
+    /// watch table and, for most recipes, in the names of the nodes its
+    /// machine makes; a reduction would have to rename all of them
+    /// consistently, and it is not built.
+    fn symmetry_refused(&self) -> &'static str {
+        "the model has no symmetry reduction: a client's index is in its session id, the \
+         server's watch table and the nodes it names, and the world does not rename clients"
+    }
     /// The application gives its command (only when [`Recipe::wants`]):
     /// what it does first (e.g. an access to a fenced resource) goes into
     /// `shared`; `live` says whether its session is alive on the server.
@@ -642,7 +668,7 @@ impl<R: Recipe> World<R> {
             Action::Command(c) => {
                 let c = usize::from(c);
                 let client = &s.clients[c];
-                if client.crashed || client.told_ended || !self.recipe.wants(&client.app) {
+                if client.crashed || client.told_ended || !self.recipe.wants_now(&client.app, &s.shared) {
                     return None;
                 }
                 let live = client.session;
@@ -973,7 +999,7 @@ impl<R: Recipe> State<R> {
         client.unnoticed = Some(lost);
         // Noticing is folded into the break unless the application could
         // act first (see the module's "Reductions").
-        if !recipe.wants(&self.clients[c].app) {
+        if !recipe.wants_now(&self.clients[c].app, &self.shared) {
             self.notice(recipe, c, log);
         }
     }
@@ -1163,7 +1189,7 @@ impl<R: Recipe> Model for World<R> {
         // One command each: an application that wants another at once
         // gives it as a step of its own.
         for c in 0..self.clients {
-            if self.recipe.wants(&s.clients[c].app) {
+            if self.recipe.wants_now(&s.clients[c].app, &s.shared) {
                 self.step(&mut s, Action::Command(c as u8), &mut Log::off())
                     .expect("a wanted command is enabled");
             }
@@ -1183,7 +1209,7 @@ impl<R: Recipe> Model for World<R> {
             if c.connected && c.session && !c.outbox.is_empty() {
                 actions.push(Action::Serve(i8));
             }
-            if !c.told_ended && self.recipe.wants(&c.app) {
+            if !c.told_ended && self.recipe.wants_now(&c.app, &s.shared) {
                 actions.push(Action::Command(i8));
             }
             if c.unnoticed.is_some() {
