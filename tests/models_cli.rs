@@ -49,7 +49,10 @@ fn the_no_sync_barrier_is_caught_from_the_command_line() {
         "stale-read",
     ]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("barrier-safety                   FAILS"), "{out}");
+    assert!(
+        out.contains("barrier-safety                   FAILS"),
+        "{out}"
+    );
     assert!(
         out.contains("counterexample to barrier-safety (3 steps, shortest):"),
         "{out}"
@@ -80,7 +83,10 @@ fn bad_models_variants_sizes_and_addresses_are_refused() {
             &["check", "lock", "--serve", "0.0.0.0:0"][..],
             "0.0.0.0 is not a loopback address",
         ),
-        (&["check", "lock", "--serve", "nonsense"][..], "not an address"),
+        (
+            &["check", "lock", "--serve", "nonsense"][..],
+            "not an address",
+        ),
     ] {
         let (code, out, err) = zoosim(args);
         assert_eq!(code, 2, "{args:?}: {out}{err}");
@@ -111,7 +117,10 @@ fn get(addr: &str, path: &str) -> (String, String) {
     let mut text = String::new();
     s.read_to_string(&mut text).expect("a response");
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (head.lines().next().unwrap_or("").to_owned(), body.to_owned())
+    (
+        head.lines().next().unwrap_or("").to_owned(),
+        body.to_owned(),
+    )
 }
 
 fn chromium() -> Option<PathBuf> {
@@ -217,7 +226,9 @@ fn serve_opens_the_explorer_on_the_lock_and_a_browser_shows_it() {
     assert!(status.0.contains("200"), "{status:?}");
     let json: serde_json::Value = serde_json::from_str(&status.1).expect("status JSON");
     assert!(
-        json["model"].as_str().is_some_and(|m| m.contains("LockModel")),
+        json["model"]
+            .as_str()
+            .is_some_and(|m| m.contains("LockModel")),
         "{json}"
     );
     let names: Vec<&str> = json["properties"]
@@ -258,7 +269,10 @@ fn serve_opens_the_explorer_on_the_lock_and_a_browser_shows_it() {
         &url,
     );
     let size = std::fs::metadata(&png).expect("a screenshot").len();
-    assert!(size > 20_000, "the screenshot is (nearly) blank: {size} bytes");
+    assert!(
+        size > 20_000,
+        "the screenshot is (nearly) blank: {size} bytes"
+    );
     if let Ok(keep) = std::env::var("ZOOSIM_EXPLORER_SCREENSHOT") {
         std::fs::copy(&png, keep).unwrap();
     }

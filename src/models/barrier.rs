@@ -247,7 +247,8 @@ where
                 let live = |c: &super::Client<Self>| !c.crashed && c.session;
                 let coordinator = &s.clients[0];
                 let coordinator_done = !live(coordinator) || coordinator.app == App::Done;
-                let stuck = coordinator_gone(s) && (s.tree.node(NODE).is_some() || !s.shared.raised);
+                let stuck =
+                    coordinator_gone(s) && (s.tree.node(NODE).is_some() || !s.shared.raised);
                 let waiters_done = s.clients[1..]
                     .iter()
                     .all(|c| !live(c) || c.app == App::Done);

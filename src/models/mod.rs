@@ -365,12 +365,10 @@ pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// Whether the application has a command to give now, given what the
     /// applications share (e.g. a barrier's waiter starts once the
     /// coordinator has told it the barrier is up): [`Recipe::wants`]
-    /// unless a recipe says otherwise. The world asks this one. A break
+    /// unless a recipe says otherwise; the world asks this one. (A break
     /// is noticed at once when the application does not want to act at
-    /// that moment (see "Reductions"); a recipe whose applications come
-    /// to want on another's news must keep that news to what the machine
-    /// cannot tell from a broken connection (a command only queues a
-    /// request, which the library holds until it reconnects).
+    /// that moment, see "Reductions": news that makes it want later only
+    /// queues a request, which the library holds until it reconnects.)
     fn wants_now(&self, app: &Self::App, shared: &Self::Shared) -> bool {
         let _ = shared;
         self.wants(app)
@@ -668,7 +666,10 @@ impl<R: Recipe> World<R> {
             Action::Command(c) => {
                 let c = usize::from(c);
                 let client = &s.clients[c];
-                if client.crashed || client.told_ended || !self.recipe.wants_now(&client.app, &s.shared) {
+                if client.crashed
+                    || client.told_ended
+                    || !self.recipe.wants_now(&client.app, &s.shared)
+                {
                     return None;
                 }
                 let live = client.session;
