@@ -2,17 +2,15 @@
 //! property over every interleaving of 3 clients with all faults, and
 //! every "sometimes" is reached; each buggy variant, and a deliberately
 //! broken copy of the correct machine, is caught with a shortest
-//! counterexample, whose step list is kept in tests/snapshots/models/ (the
-//! files are written, not compared, with `ZOOSIM_BLESS_MODELS=1`; review
-//! the diff).
-
-use std::path::PathBuf;
+//! counterexample, whose step list is kept as an insta snapshot in
+//! tests/snapshots/ (`cargo insta review`, or `INSTA_UPDATE=always`, to
+//! accept a new one; review the diff).
 
 use zoosim::models::lock::{
     LockModel, EVERY_LIVE_CLIENT_ACQUIRES, MUTUAL_EXCLUSION, NO_HERD, NO_ORPHANS,
 };
 use zoosim::models::{check, render_path, shortest, Fault, Faults, Options, World};
-use zoosim::proto::{Op, Reply};
+use zoosim::proto::{MultiResult, Op, Reply, ZkError};
 use zoosim::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use zoosim::recipes::{Input, Machine, OpId, Output};
 
@@ -51,30 +49,6 @@ fn the_correct_lock_holds_everything_at_three_clients_with_all_faults() {
     assert!(checked.unique > 10_000, "{} states only", checked.unique);
 }
 
-/// The snapshot `name` is `text` (or is written, with ZOOSIM_BLESS_MODELS).
-fn snapshot(name: &str, text: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots/models")
-        .join(format!("{name}.txt"));
-    if std::env::var_os("ZOOSIM_BLESS_MODELS").is_some() {
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("snapshot dir");
-        std::fs::write(&path, text).expect("snapshot written");
-        return;
-    }
-    let kept = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (write it with ZOOSIM_BLESS_MODELS=1)",
-            path.display()
-        )
-    });
-    assert_eq!(
-        kept,
-        text,
-        "{} differs (ZOOSIM_BLESS_MODELS=1 rewrites it)",
-        path.display()
-    );
-}
-
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
 fn caught<R: zoosim::models::Recipe>(world: &World<R>, property: &'static str, name: &str) {
@@ -86,7 +60,7 @@ fn caught<R: zoosim::models::Recipe>(world: &World<R>, property: &'static str, n
         path.len(),
         render_path(world, &path)
     );
-    snapshot(name, &text);
+    insta::assert_snapshot!(name, text);
 }
 
 #[test]
@@ -236,4 +210,140 @@ fn bad_sizes_and_fault_lists_are_refused() {
             ..Faults::NONE
         }
     );
+}
+
+mod barrier {
+    use super::*;
+    use zoosim::models::barrier::{
+        BarrierModel, BARRIER_SAFETY, EVERY_LIVE_CLIENT_FINISHES, NO_ORPHANS as BARRIER_ORPHANS,
+    };
+    use zoosim::recipes::barrier::{Barrier, BarrierCommand, BarrierOutcome, BarrierVariant};
+
+    fn barrier(variant: BarrierVariant, clients: usize, faults: Faults) -> World<BarrierModel> {
+        World::new(BarrierModel::new(variant), clients, faults).expect("a valid size")
+    }
+
+    #[test]
+    fn the_correct_barrier_holds_everything_at_three_clients_with_all_faults() {
+        let world = barrier(BarrierVariant::Correct, 3, Faults::ONE_EACH);
+        let started = std::time::Instant::now();
+        let checked = check(&world, Options::default());
+        eprintln!(
+            "barrier, 3 clients, all faults: {} states, {} unique, depth {}, {:.2} s",
+            checked.states,
+            checked.unique,
+            checked.depth,
+            started.elapsed().as_secs_f64()
+        );
+        let failing: Vec<_> = checked.verdicts.iter().filter(|v| !v.holds).collect();
+        assert!(failing.is_empty(), "failing: {failing:#?}");
+        for f in Fault::ALL {
+            assert!(
+                checked.verdict(f.property()).is_some_and(|v| v.holds),
+                "{}",
+                f.property()
+            );
+        }
+        for p in [
+            "barrier-raised",
+            "waiter-woken",
+            "waiter-passed",
+            "barrier-removed",
+            BARRIER_ORPHANS,
+        ] {
+            assert!(checked.verdict(p).is_some_and(|v| v.holds), "{p}");
+        }
+    }
+
+    #[test]
+    fn the_no_sync_waiter_passes_a_raised_barrier_reading_a_lagging_server() {
+        let world = barrier(BarrierVariant::NoSync, 3, Faults::ONE_EACH);
+        caught(&world, BARRIER_SAFETY, "barrier-no-sync");
+        // The stale read is what it takes: without it the page's waiter
+        // is as safe as the correct one.
+        let no_stale = Faults {
+            stale_read: 0,
+            ..Faults::ONE_EACH
+        };
+        let checked = check(
+            &barrier(BarrierVariant::NoSync, 3, no_stale),
+            Options::default(),
+        );
+        assert!(checked.all_hold(), "{:#?}", checked.verdicts);
+    }
+
+    /// A broken copy of the correct barrier: its waiter takes the leader
+    /// check's "the barrier is up" for "down", and passes.
+    #[derive(Clone, PartialEq, Eq, Hash, Debug)]
+    struct CheckBackwards(Barrier);
+
+    fn check_backwards(path: &str, variant: BarrierVariant) -> CheckBackwards {
+        CheckBackwards(Barrier::with_variant(path, variant))
+    }
+
+    impl Machine for CheckBackwards {
+        type Command = BarrierCommand;
+        type Outcome = BarrierOutcome;
+
+        fn handle(&mut self, input: Input<BarrierCommand>) {
+            let input = match input {
+                Input::Reply(id, Ok(Reply::Multi(r))) if r == [MultiResult::Check] => Input::Reply(
+                    id,
+                    Ok(Reply::Multi(vec![MultiResult::Failed(ZkError::NoNode)])),
+                ),
+                other => other,
+            };
+            self.0.handle(input);
+        }
+
+        fn poll(&mut self) -> Option<Output<BarrierOutcome>> {
+            self.0.poll()
+        }
+    }
+
+    #[test]
+    fn a_barrier_that_reads_its_leader_check_backwards_is_caught() {
+        let broken = World::new(
+            BarrierModel::with_machine(BarrierVariant::Correct, check_backwards),
+            2,
+            Faults::NONE,
+        )
+        .expect("a valid size");
+        caught(&broken, BARRIER_SAFETY, "barrier-check-backwards");
+        let real = check(
+            &barrier(BarrierVariant::Correct, 2, Faults::NONE),
+            Options::default(),
+        );
+        assert!(real.all_hold(), "{:#?}", real.verdicts);
+    }
+
+    #[test]
+    fn a_deaf_waiter_never_passes() {
+        // Liveness earns trust too: a waiter whose watch events are lost
+        // waits for ever once it saw the barrier up.
+        #[derive(Clone, PartialEq, Eq, Hash, Debug)]
+        struct Deaf(Barrier);
+        impl Machine for Deaf {
+            type Command = BarrierCommand;
+            type Outcome = BarrierOutcome;
+            fn handle(&mut self, input: Input<BarrierCommand>) {
+                if !matches!(input, Input::Watch(_)) {
+                    self.0.handle(input);
+                }
+            }
+            fn poll(&mut self) -> Option<Output<BarrierOutcome>> {
+                self.0.poll()
+            }
+        }
+        let broken = World::new(
+            BarrierModel::with_machine(BarrierVariant::Correct, |p, v| {
+                Deaf(Barrier::with_variant(p, v))
+            }),
+            2,
+            Faults::NONE,
+        )
+        .expect("a valid size");
+        let path = shortest(&broken, EVERY_LIVE_CLIENT_FINISHES).expect("caught");
+        assert!(path.len() <= 15, "{} steps", path.len());
+    }
 }

@@ -102,6 +102,10 @@ impl<M> std::hash::Hash for ConfigModel<M> {
     }
 }
 
+/// What the configuration's model is, in a line (`zoosim list`).
+pub const ABOUT: &str =
+    "the configuration: every client follows one node; two of them update it once by compare-and-set";
+
 impl ConfigModel<Config> {
     /// The configuration's model over [`Config`].
     pub fn new() -> ConfigModel<Config> {

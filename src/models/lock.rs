@@ -42,6 +42,10 @@ use super::{settled, Faults, Log, Recipe, State, World};
 use crate::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use crate::recipes::Machine;
 
+/// What the model is, for `zoosim list`.
+pub const ABOUT: &str =
+    "the exclusive lock: each client acquires, makes one fenced access, releases";
+
 /// The directory the clients lock.
 pub const DIR: &str = "/lock";
 
@@ -175,6 +179,12 @@ where
 
     fn dirs(&self) -> Vec<String> {
         vec![DIR.to_owned()]
+    }
+
+    fn symmetry_refused(&self) -> &'static str {
+        "the lock model has no sound symmetry reduction: each client's guid is part of its \
+         node's name and of its machine's state, and the order of guids is what the lock's \
+         sort (and its sort-by-full-name bug) reads, so clients are not interchangeable"
     }
 
     fn client(&self, i: usize) -> (M, App) {

@@ -29,10 +29,50 @@
 //!   explored when a break fault came first);
 //! * `crash`: the client process dies; its session lives on until the
 //!   server expires it (which it always eventually does: that expiry is
-//!   not a budgeted fault, so that liveness can be stated).
+//!   not a budgeted fault, so that liveness can be stated);
+//! * `stale-read`: a getData, exists or getChildren is answered from an
+//!   older tree state, as a follower that lags behind the leader would
+//!   (see "Stale reads").
 //!
 //! Faults hit clients while they use the recipe (not once their
 //! application is finished).
+//!
+//! # Stale reads
+//!
+//! One server stands for the ensemble; a lagging follower is modelled by
+//! the read it answers. The server keeps the tree as it was before each
+//! txn (`State::past`), and the `stale-read` fault answers a client's
+//! next read from any of those states that is not older than the zxid
+//! the session has seen (the largest zxid of the replies it got: a
+//! client never reconnects to a server behind it, and its server applies
+//! its own writes before their replies, so it never misses a write whose
+//! reply it saw). A write whose reply was lost may be missed: after the
+//! reconnect the session's zxid is still below it, as with a follower
+//! that has not applied it yet — ZooKeeper allows that, which is why the
+//! lock's guid search syncs first. A sync goes through the leader and is
+//! never stale (a deposed leader answering one is out of scope); its
+//! reply brings the session's zxid up to date, so reads after it see
+//! everything before it.
+//!
+//! The reply's zxid is the old state's (the session's zxid becomes the
+//! larger of the two). A watch the read sets is set at that old point, as
+//! the follower registers it against its own state: it fires for the
+//! first change to it that the follower applies next. If one of the txns
+//! since the old state is such a change, its event comes right after the
+//! reply (the follower catching up, in order, before anything else on
+//! that connection); otherwise the watch stands on the server like any
+//! other. The follower catching up at once after the stale read is one
+//! of the timings a lag allows; a longer lag shows as further stale reads
+//! (each one a fault in the budget), or as the client acting later, which
+//! the interleavings already cover for the events it would get.
+//!
+//! **The bound on past states loses nothing.** A state is kept only while
+//! a stale read is still in the budget and some client that may still
+//! read (not finished, session alive) has seen no later zxid: every state
+//! dropped is older than every such client's zxid, so no stale read could
+//! be answered from it any more. Once the budget is spent nothing is
+//! kept, so runs that differ only in a past no read can reach meet again
+//! (the module's "No history in the state").
 //!
 //! # Reductions, and why each is sound
 //!
@@ -74,21 +114,25 @@
 //!
 //! A recipe's model ([`Recipe`]) says how its application drives the
 //! machine and what it records, and states its properties beside it (one
-//! file per recipe: [`lock`]).
+//! file per recipe: [`lock`], [`barrier`]).
 //!
 //! Pure: no clock, thread or file. The checker is run by the command
 //! (`zoosim check`) and the tests.
 
+pub mod barrier;
+mod catalog;
 pub mod config;
 pub mod lock;
 pub mod queue;
 mod render;
 
+pub use catalog::{catalog, entry, find, loopback, Listed, Report, Spec};
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt::{self, Debug};
 use std::hash::Hash;
+use std::sync::Arc;
 
 use stateright::{Model, Property};
 
@@ -111,6 +155,9 @@ pub struct Faults {
     pub expiry: u8,
     /// A client process that dies (its session expires later).
     pub crash: u8,
+    /// A read answered from an older tree state, as a lagging follower
+    /// would (never older than what the session has seen).
+    pub stale_read: u8,
 }
 
 impl Faults {
@@ -121,6 +168,7 @@ impl Faults {
         disconnect: 0,
         expiry: 0,
         crash: 0,
+        stale_read: 0,
     };
 
     /// One of each.
@@ -130,6 +178,7 @@ impl Faults {
         disconnect: 1,
         expiry: 1,
         crash: 1,
+        stale_read: 1,
     };
 
     /// Parses `--faults`: `all`, `none`, or a comma-separated list of
@@ -171,6 +220,7 @@ impl Faults {
             Fault::Disconnect => self.disconnect,
             Fault::Expiry => self.expiry,
             Fault::Crash => self.crash,
+            Fault::StaleRead => self.stale_read,
         }
     }
 
@@ -186,6 +236,7 @@ impl Faults {
             Fault::Disconnect => &mut self.disconnect,
             Fault::Expiry => &mut self.expiry,
             Fault::Crash => &mut self.crash,
+            Fault::StaleRead => &mut self.stale_read,
         }
     }
 }
@@ -218,16 +269,19 @@ pub enum Fault {
     Expiry,
     /// See [`Faults::crash`].
     Crash,
+    /// See [`Faults::stale_read`].
+    StaleRead,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 5] = [
+    pub const ALL: [Fault; 6] = [
         Fault::LostReply,
         Fault::LostRequest,
         Fault::Disconnect,
         Fault::Expiry,
         Fault::Crash,
+        Fault::StaleRead,
     ];
 
     /// The fault's name, as `--faults` takes it.
@@ -238,6 +292,7 @@ impl Fault {
             Fault::Disconnect => "disconnect",
             Fault::Expiry => "expiry",
             Fault::Crash => "crash",
+            Fault::StaleRead => "stale-read",
         }
     }
 
@@ -249,6 +304,7 @@ impl Fault {
             Fault::Disconnect => "fault-disconnect-taken",
             Fault::Expiry => "fault-expiry-taken",
             Fault::Crash => "fault-crash-taken",
+            Fault::StaleRead => "fault-stale-read-taken",
         }
     }
 }
@@ -308,6 +364,27 @@ pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     fn client(&self, i: usize) -> (Self::Machine, Self::App);
     /// Whether the application has a command to give now.
     fn wants(&self, app: &Self::App) -> bool;
+    /// Whether the application has a command to give now, given what the
+    /// applications share (e.g. a barrier's waiter starts once the
+    /// coordinator has told it the barrier is up): [`Recipe::wants`]
+    /// unless a recipe says otherwise; the world asks this one. (A break
+    /// is noticed at once when the application does not want to act at
+    /// that moment, see "Reductions": news that makes it want later only
+    /// queues a request, which the library holds until it reconnects.)
+    fn wants_now(&self, app: &Self::App, shared: &Self::Shared) -> bool {
+        let _ = shared;
+        self.wants(app)
+    }
+    /// Why the clients' symmetry may not be used to reduce the model
+    /// (`--symmetry`). The world renames no client: a client's index is
+    /// in its session id (ephemeral owners in the tree), in the server's
+    /// watch table and, for most recipes, in the names of the nodes its
+    /// machine makes; a reduction would have to rename all of them
+    /// consistently, and it is not built.
+    fn symmetry_refused(&self) -> &'static str {
+        "the model has no symmetry reduction: a client's index is in its session id, the \
+         server's watch table and the nodes it names, and the world does not rename clients"
+    }
     /// The application gives its command (only when [`Recipe::wants`]):
     /// what it does first (e.g. an access to a fenced resource) goes into
     /// `shared`; `live` says whether its session is alive on the server.
@@ -395,6 +472,10 @@ pub struct State<R: Recipe> {
     /// Sticky: one write's watch events reached more than one connection
     /// (a herd, for a recipe that promises none).
     pub herd: bool,
+    /// The tree as it was before each txn that a stale read may still be
+    /// answered from, oldest first (see the module's "Stale reads"):
+    /// empty unless a stale read is still in the budget.
+    past: Vec<Arc<DataTree>>,
 }
 
 /// An action of the model.
@@ -415,6 +496,9 @@ pub enum Action {
     /// The server expires crashed client `c`'s session (it always
     /// eventually does: not a budgeted fault).
     ExpireCrashed(u8),
+    /// The `stale-read` fault: client `c`'s next request, a read, is
+    /// answered from the tree as it was at the zxid (a lagging server).
+    StaleRead(u8, Zxid),
 }
 
 /// A recipe with `clients` clients and a fault budget: the model.
@@ -490,6 +574,9 @@ impl<R: Recipe> World<R> {
                 Fault::Crash => {
                     Property::sometimes(f.property(), |_, s: &State<R>| s.used.crash > 0)
                 }
+                Fault::StaleRead => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.stale_read > 0)
+                }
             });
         }
         p
@@ -508,7 +595,68 @@ impl<R: Recipe> World<R> {
     /// Takes `action` in `s`, recording what happened in `log`; None if
     /// it is not enabled.
     pub fn step(&self, s: &mut State<R>, action: Action, log: &mut Log) -> Option<()> {
+        // A stale read still in the budget may be answered from the tree
+        // as it is now: keep it if this step changes it (one txn at most).
+        let before = (self.may(s, Fault::StaleRead) && self.writes(s, action))
+            .then(|| Arc::new(s.tree.clone()));
+        self.act(s, action, log)?;
+        if let Some(t) = before {
+            if t.last_zxid() != s.tree.last_zxid() {
+                s.past.push(t);
+            }
+        }
+        self.prune_past(s);
+        Some(())
+    }
+
+    /// Whether `action` may apply a txn to the tree.
+    fn writes(&self, s: &State<R>, action: Action) -> bool {
         match action {
+            Action::Serve(c) => s.clients[usize::from(c)]
+                .outbox
+                .front()
+                .is_some_and(|(_, op)| !is_read(op)),
+            Action::ExpireCrashed(_) | Action::Fault(Fault::LostReply | Fault::Expiry, _) => true,
+            _ => false,
+        }
+    }
+
+    /// Drops the past trees no stale read can be answered from any more:
+    /// all of them once the budget is spent, else those older than every
+    /// client that may still read stale has seen (see "Stale reads").
+    fn prune_past(&self, s: &mut State<R>) {
+        if s.past.is_empty() {
+            return;
+        }
+        let floor = if self.may(s, Fault::StaleRead) {
+            s.clients
+                .iter()
+                .filter(|c| !c.finished(&self.recipe) && c.session)
+                .map(|c| c.last_zxid)
+                .min()
+        } else {
+            None
+        };
+        match floor {
+            Some(floor) => s.past.retain(|t| t.last_zxid() >= floor),
+            None => s.past.clear(),
+        }
+    }
+
+    fn act(&self, s: &mut State<R>, action: Action, log: &mut Log) -> Option<()> {
+        match action {
+            Action::StaleRead(c, at) => {
+                let c = usize::from(c);
+                if !self.may(s, Fault::StaleRead) || !self.fault_enabled(s, Fault::StaleRead, c) {
+                    return None;
+                }
+                let from = s
+                    .past
+                    .iter()
+                    .position(|t| t.last_zxid() == at && at >= s.clients[c].last_zxid)?;
+                s.used.stale_read += 1;
+                s.serve_stale(&self.recipe, c, from, log);
+            }
             Action::Serve(c) => {
                 let c = usize::from(c);
                 let client = &s.clients[c];
@@ -520,7 +668,10 @@ impl<R: Recipe> World<R> {
             Action::Command(c) => {
                 let c = usize::from(c);
                 let client = &s.clients[c];
-                if client.crashed || client.told_ended || !self.recipe.wants(&client.app) {
+                if client.crashed
+                    || client.told_ended
+                    || !self.recipe.wants_now(&client.app, &s.shared)
+                {
                     return None;
                 }
                 let live = client.session;
@@ -559,7 +710,9 @@ impl<R: Recipe> World<R> {
             }
             Action::Fault(f, c) => {
                 let c = usize::from(c);
-                if !self.may(s, f) || !self.fault_enabled(s, f, c) {
+                // A stale read is taken as Action::StaleRead, which says
+                // from when.
+                if f == Fault::StaleRead || !self.may(s, f) || !self.fault_enabled(s, f, c) {
                     return None;
                 }
                 *s.used.of_mut(f) += 1;
@@ -599,6 +752,7 @@ impl<R: Recipe> World<R> {
                         log.note(|| format!("FAULT crash: client {c}'s process dies"));
                         s.crash(&self.recipe, c);
                     }
+                    Fault::StaleRead => unreachable!("refused above"),
                 }
             }
         }
@@ -625,7 +779,35 @@ impl<R: Recipe> World<R> {
             // expires only sessions it has lost touch with.
             Fault::Expiry => client.session,
             Fault::Crash => true,
+            // A getData, exists or getChildren (a sync goes through the
+            // leader: see "Stale reads").
+            Fault::StaleRead => {
+                serving
+                    && client
+                        .outbox
+                        .front()
+                        .is_some_and(|(_, op)| is_read(op) && !matches!(op, Op::Sync { .. }))
+            }
         }
+    }
+}
+
+/// The event a watch of `kind` on `path` fires for the change from tree
+/// `a` to tree `b` (one txn), if any: what the server's trigger would be.
+fn first_change(kind: WatchKind, path: &str, a: &DataTree, b: &DataTree) -> Option<EventType> {
+    let (x, y) = (a.node(path), b.node(path));
+    match (kind, x, y) {
+        (WatchKind::Data, None, Some(_)) => Some(EventType::NodeCreated),
+        (_, Some(_), None) => Some(EventType::NodeDeleted),
+        // Deleted and made again in one multi: the delete comes first.
+        (_, Some(x), Some(y)) if x.czxid != y.czxid => Some(EventType::NodeDeleted),
+        (WatchKind::Data, Some(x), Some(y)) if x.mzxid != y.mzxid => {
+            Some(EventType::NodeDataChanged)
+        }
+        (WatchKind::Child, Some(x), Some(y)) if x.pzxid != y.pzxid => {
+            Some(EventType::NodeChildrenChanged)
+        }
+        _ => None,
     }
 }
 
@@ -746,6 +928,65 @@ impl<R: Recipe> State<R> {
         self.hand(recipe, c, Input::Reply(id, reply), log);
     }
 
+    /// The `stale-read` fault: client `c`'s next request, a read, is
+    /// answered from `self.past[from]`, as a follower that has applied only
+    /// that much would answer it. A watch it sets is set at that point: the
+    /// follower fires it for the first matching change it applies next, so
+    /// if one of the txns since then is such a change, the event follows
+    /// the reply at once (the follower catching up); otherwise the watch
+    /// stands on the server as any other.
+    fn serve_stale(&mut self, recipe: &R, c: usize, from: usize, log: &mut Log) {
+        let Some((id, op)) = self.clients[c].outbox.pop_front() else {
+            return;
+        };
+        let old = Arc::clone(&self.past[from]);
+        let (reply, watch) = old.read(&op);
+        log.note(|| {
+            format!(
+                "FAULT stale-read on client {c}: a server {} txn(s) behind answers its {} → {}",
+                self.tree.last_zxid() - old.last_zxid(),
+                op_text(&op),
+                reply_text(&reply)
+            )
+        });
+        let mut fired = None;
+        let kept = watch.map(|(kind, path)| {
+            // The states after `old`, in order, ending with today's tree.
+            let later = self.past[from + 1..]
+                .iter()
+                .map(|t| &**t)
+                .chain(std::iter::once(&self.tree));
+            let mut prev = &*old;
+            for next in later {
+                if let Some(t) = first_change(kind, &path, prev, next) {
+                    fired = Some(WatchEvent {
+                        event_type: t,
+                        path: path.clone(),
+                    });
+                    break;
+                }
+                prev = next;
+            }
+            if fired.is_none() {
+                self.watches.register(c as u8, kind, &path);
+            }
+            let kept = match (&op, kind) {
+                (Op::Exists { .. }, _) if matches!(reply, Ok(Reply::Exists(None))) => Kept::Exist,
+                (_, WatchKind::Data) => Kept::Data,
+                (_, WatchKind::Child) => Kept::Child,
+            };
+            (kept, path)
+        });
+        let client = &mut self.clients[c];
+        client.last_zxid = client.last_zxid.max(old.last_zxid());
+        client.kept.extend(kept);
+        self.hand(recipe, c, Input::Reply(id, reply), log);
+        if let Some(e) = fired {
+            log.note(|| "  the lagging server catches up:".into());
+            self.event(recipe, c, e, log);
+        }
+    }
+
     /// Client `c`'s connection breaks: every request not yet answered will
     /// get ConnectionLoss. Its watches leave the server (they come back
     /// with SetWatches on reconnect).
@@ -761,7 +1002,7 @@ impl<R: Recipe> State<R> {
         client.unnoticed = Some(lost);
         // Noticing is folded into the break unless the application could
         // act first (see the module's "Reductions").
-        if !recipe.wants(&self.clients[c].app) {
+        if !recipe.wants_now(&self.clients[c].app, &self.shared) {
             self.notice(recipe, c, log);
         }
     }
@@ -945,12 +1186,13 @@ impl<R: Recipe> Model for World<R> {
             shared: R::Shared::default(),
             used: Faults::NONE,
             herd: false,
+            past: Vec::new(),
         };
         // Applications start at once (see the module's "Reductions").
         // One command each: an application that wants another at once
         // gives it as a step of its own.
         for c in 0..self.clients {
-            if self.recipe.wants(&s.clients[c].app) {
+            if self.recipe.wants_now(&s.clients[c].app, &s.shared) {
                 self.step(&mut s, Action::Command(c as u8), &mut Log::off())
                     .expect("a wanted command is enabled");
             }
@@ -970,7 +1212,7 @@ impl<R: Recipe> Model for World<R> {
             if c.connected && c.session && !c.outbox.is_empty() {
                 actions.push(Action::Serve(i8));
             }
-            if !c.told_ended && self.recipe.wants(&c.app) {
+            if !c.told_ended && self.recipe.wants_now(&c.app, &s.shared) {
                 actions.push(Action::Command(i8));
             }
             if c.unnoticed.is_some() {
@@ -979,7 +1221,15 @@ impl<R: Recipe> Model for World<R> {
                 actions.push(Action::Reconnect(i8));
             }
             for f in Fault::ALL {
-                if self.may(s, f) && self.fault_enabled(s, f, i) {
+                if f == Fault::StaleRead {
+                    if self.may(s, f) && self.fault_enabled(s, f, i) {
+                        // One action per older state the read may be
+                        // answered from (none older than the session saw).
+                        for t in s.past.iter().filter(|t| t.last_zxid() >= c.last_zxid) {
+                            actions.push(Action::StaleRead(i8, t.last_zxid()));
+                        }
+                    }
+                } else if self.may(s, f) && self.fault_enabled(s, f, i) {
                     actions.push(Action::Fault(f, i8));
                 }
             }
@@ -1007,6 +1257,9 @@ impl<R: Recipe> Model for World<R> {
             Action::Notice(c) => format!("client {c} notices its connection broke"),
             Action::Reconnect(c) => format!("client {c} reconnects"),
             Action::Fault(f, c) => format!("FAULT {f} on client {c}"),
+            Action::StaleRead(c, z) => {
+                format!("FAULT stale-read on client {c}: its read answered as of zxid {z}")
+            }
             Action::ExpireCrashed(c) => format!("server expires crashed client {c}'s session"),
         }
     }

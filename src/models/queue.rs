@@ -134,6 +134,14 @@ impl<C> std::hash::Hash for QueueModel<C> {
     }
 }
 
+/// What the queue's model is, in a line (`zoosim list`).
+pub const QUEUE_ABOUT: &str =
+    "the queue: one producer enqueues one item; the other clients consume for as long as they live";
+
+/// What the priority queue's model is, in a line (`zoosim list`).
+pub const PRIORITY_ABOUT: &str =
+    "the priority queue: two producers enqueue one item each (priorities 0 and 1); the others consume";
+
 impl QueueModel<Consumer> {
     /// The plain queue: one producer of one item, the rest consumers.
     pub fn plain() -> QueueModel<Consumer> {

@@ -1,0 +1,271 @@
+//! Every model, known generically: `zoosim check`, `zoosim list` and the
+//! benchmark read this list, so adding a model is one line in
+//! [`catalog`].
+
+use std::fmt;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+
+use super::{
+    barrier, check, config, lock, queue, render_path, Checked, Faults, Options, Recipe, World, MAX_CLIENTS,
+};
+
+/// Every model, in the order `zoosim list` shows them. One line each:
+/// what it is (a line of text), its variants (the correct one first),
+/// their names, and the model of a variant. A recipe without variants
+/// passes `&[()]`, `|_| "name"` and `|_| Model::new()`.
+// One line per model, kept so by hand (rustfmt would spread each over
+// six): adding a model is adding a line.
+#[rustfmt::skip]
+pub fn catalog() -> Vec<Box<dyn Listed>> {
+    vec![
+        entry(lock::ABOUT, &lock::VARIANTS, |v| v.name(), lock::LockModel::new),
+        entry(barrier::ABOUT, &barrier::VARIANTS, |v| v.name(), barrier::BarrierModel::new),
+        entry(queue::QUEUE_ABOUT, &[()], |_| "queue", |_| queue::QueueModel::plain()),
+        entry(queue::PRIORITY_ABOUT, &[()], |_| "priority-queue", |_| queue::QueueModel::priority()),
+        entry(config::ABOUT, &[()], |_| "config", |_| config::ConfigModel::new()),
+    ]
+}
+
+/// The model named `name` in [`catalog`], or an error listing them.
+pub fn find(name: &str) -> Result<Box<dyn Listed>, String> {
+    let all = catalog();
+    let names: Vec<&str> = all.iter().map(|m| m.name()).collect();
+    let list = names.join(", ");
+    all.into_iter()
+        .find(|m| m.name() == name)
+        .ok_or_else(|| format!("unknown model {name:?}; the models are {list}"))
+}
+
+/// What to check: a variant, a size, faults and how to search.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// The variant's name (`lock/herd`); the correct one when None.
+    pub variant: Option<String>,
+    /// How many clients.
+    pub clients: usize,
+    /// The fault budget.
+    pub faults: Faults,
+    /// How many faults one run may take in all.
+    pub max_faults: u8,
+    /// Search order and threads.
+    pub options: Options,
+    /// Reduce by the clients' symmetry.
+    pub symmetry: bool,
+}
+
+/// A model's check, with its counterexamples rendered.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The model's name.
+    pub model: &'static str,
+    /// The variant checked.
+    pub variant: &'static str,
+    /// What the checker found.
+    pub checked: Checked,
+    /// Each failing property's shortest counterexample: its name, its
+    /// length in steps, and the step list in words.
+    pub counterexamples: Vec<(&'static str, usize, String)>,
+}
+
+impl fmt::Display for Report {
+    /// The verdicts, then the counterexamples (the command prints this
+    /// under its own header).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for v in &self.checked.verdicts {
+            let verdict = match (v.holds, v.kind) {
+                (true, "sometimes") => "reached",
+                (false, "sometimes") => "NEVER REACHED",
+                (true, _) => "holds",
+                (false, _) => "FAILS",
+            };
+            writeln!(f, "  {:<10} {:<32} {verdict}", v.kind, v.name)?;
+        }
+        for (name, steps, text) in &self.counterexamples {
+            writeln!(f, "\ncounterexample to {name} ({steps} steps, shortest):")?;
+            f.write_str(text)?;
+        }
+        Ok(())
+    }
+}
+
+/// One model in the catalog, its recipe's type erased.
+pub trait Listed: Send + Sync {
+    /// The model's name (`zoosim check NAME`).
+    fn name(&self) -> &'static str;
+    /// What it is, in a line.
+    fn about(&self) -> &'static str;
+    /// Its variants' names, the correct one first.
+    fn variants(&self) -> Vec<&'static str>;
+    /// Every property's name (with every fault in the budget).
+    fn properties(&self) -> Vec<&'static str>;
+    /// Why the clients' symmetry may not be used to reduce it.
+    fn symmetry_refused(&self) -> &'static str;
+    /// Checks it as `spec` says.
+    fn check(&self, spec: &Spec) -> Result<Report, String>;
+    /// Opens stateright's Explorer on `addr` (loopback only) for `spec`'s
+    /// model; calls `ready` with the address once it listens, then serves
+    /// until the process ends.
+    fn serve(
+        &self,
+        spec: &Spec,
+        addr: &str,
+        ready: &mut dyn FnMut(SocketAddr),
+    ) -> Result<(), String>;
+}
+
+/// A catalog entry: the recipe's model for each of `variants`, named by
+/// `name`, made by `make`.
+pub fn entry<V, R>(
+    about: &'static str,
+    variants: &'static [V],
+    name: fn(V) -> &'static str,
+    make: fn(V) -> R,
+) -> Box<dyn Listed>
+where
+    V: Copy + Send + Sync + 'static,
+    R: Recipe,
+{
+    Box::new(Entry {
+        about,
+        variants,
+        name,
+        make,
+    })
+}
+
+struct Entry<V: 'static, R> {
+    about: &'static str,
+    variants: &'static [V],
+    name: fn(V) -> &'static str,
+    make: fn(V) -> R,
+}
+
+impl<V, R> Entry<V, R>
+where
+    V: Copy + Send + Sync + 'static,
+    R: Recipe,
+{
+    fn correct(&self) -> R {
+        (self.make)(self.variants[0])
+    }
+
+    fn world(&self, spec: &Spec) -> Result<(World<R>, &'static str), String> {
+        let variant = match &spec.variant {
+            None => self.variants[0],
+            Some(v) => self
+                .variants
+                .iter()
+                .copied()
+                .find(|x| (self.name)(*x) == v)
+                .ok_or_else(|| {
+                    format!(
+                        "--variant: the {} model has no variant {v:?}; it has {}",
+                        self.correct().name(),
+                        self.variants().join(", ")
+                    )
+                })?,
+        };
+        if spec.symmetry {
+            return Err(format!("--symmetry: {}", self.symmetry_refused()));
+        }
+        if !(1..=MAX_CLIENTS).contains(&spec.clients) {
+            return Err(format!(
+                "--clients: a model takes 1 to {MAX_CLIENTS} clients, not {}",
+                spec.clients
+            ));
+        }
+        let world = World::new((self.make)(variant), spec.clients, spec.faults)?
+            .with_max_faults(spec.max_faults);
+        Ok((world, (self.name)(variant)))
+    }
+}
+
+impl<V, R> Listed for Entry<V, R>
+where
+    V: Copy + Send + Sync + 'static,
+    R: Recipe,
+{
+    fn name(&self) -> &'static str {
+        self.correct().name()
+    }
+
+    fn about(&self) -> &'static str {
+        self.about
+    }
+
+    fn variants(&self) -> Vec<&'static str> {
+        self.variants.iter().map(|v| (self.name)(*v)).collect()
+    }
+
+    fn properties(&self) -> Vec<&'static str> {
+        World::new(self.correct(), 2, Faults::ONE_EACH)
+            .map(|w| w.property_names())
+            .unwrap_or_default()
+    }
+
+    fn symmetry_refused(&self) -> &'static str {
+        self.correct().symmetry_refused()
+    }
+
+    fn check(&self, spec: &Spec) -> Result<Report, String> {
+        let (world, variant) = self.world(spec)?;
+        let checked = check(&world, spec.options);
+        let counterexamples = checked
+            .verdicts
+            .iter()
+            .filter_map(|v| {
+                let path = v.counterexample.as_ref()?;
+                Some((v.name, path.len(), render_path(&world, path)))
+            })
+            .collect();
+        Ok(Report {
+            model: world.recipe.name(),
+            variant,
+            checked,
+            counterexamples,
+        })
+    }
+
+    fn serve(
+        &self,
+        spec: &Spec,
+        addr: &str,
+        ready: &mut dyn FnMut(SocketAddr),
+    ) -> Result<(), String> {
+        let (world, _) = self.world(spec)?;
+        let addr = loopback(addr)?;
+        ready(addr);
+        // Blocks, serving, until the process ends.
+        let _checker = stateright::Model::checker(world).serve(addr);
+        Ok(())
+    }
+}
+
+/// `addr` as one loopback socket address, a free port chosen for port 0;
+/// anything else refused: the Explorer has no authentication, and runs
+/// the checker for whoever asks.
+pub fn loopback(addr: &str) -> Result<SocketAddr, String> {
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| format!("--serve {addr:?}: not an address (e.g. 127.0.0.1:3000): {e}"))?
+        .collect();
+    let Some(first) = addrs.first().copied() else {
+        return Err(format!("--serve {addr:?}: resolves to no address"));
+    };
+    if let Some(other) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+        return Err(format!(
+            "--serve {addr:?}: {} is not a loopback address; the Explorer has no \
+             authentication, so it serves on loopback only (e.g. 127.0.0.1:3000)",
+            other.ip()
+        ));
+    }
+    // Bound here first: a port in use is a clear error, not a panic in
+    // the server's thread, and port 0 becomes a free port we can print.
+    let listener =
+        TcpListener::bind(first).map_err(|e| format!("--serve {addr:?}: cannot listen: {e}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("--serve {addr:?}: {e}"))?;
+    drop(listener);
+    Ok(bound)
+}
