@@ -79,8 +79,12 @@
 //! Pure: no clock, thread or file. The checker is run by the command
 //! (`zoosim check`) and the tests.
 
+pub mod double_barrier;
 pub mod lock;
+pub mod membership;
+pub mod observed;
 mod render;
+pub mod two_phase_commit;
 
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
 
