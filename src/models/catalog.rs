@@ -6,7 +6,8 @@ use std::fmt;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 
 use super::{
-    barrier, check, config, lock, queue, render_path, Checked, Faults, Options, Recipe, World, MAX_CLIENTS,
+    barrier, check, config, double_barrier, lock, membership, queue, render_path, Checked, Faults,
+    Options, Recipe, World, MAX_CLIENTS,
 };
 
 /// Every model, in the order `zoosim list` shows them. One line each:
@@ -23,6 +24,8 @@ pub fn catalog() -> Vec<Box<dyn Listed>> {
         entry(queue::QUEUE_ABOUT, &[()], |_| "queue", |_| queue::QueueModel::plain()),
         entry(queue::PRIORITY_ABOUT, &[()], |_| "priority-queue", |_| queue::QueueModel::priority()),
         entry(config::ABOUT, &[()], |_| "config", |_| config::ConfigModel::new()),
+        entry(double_barrier::ABOUT, &[()], |_| "double-barrier", |_| double_barrier::DoubleBarrierModel::new(2)),
+        entry(membership::ABOUT, &[()], |_| "membership", |_| membership::MembershipModel::new(true)),
     ]
 }
 

@@ -122,9 +122,13 @@
 pub mod barrier;
 mod catalog;
 pub mod config;
+pub mod double_barrier;
 pub mod lock;
+pub mod membership;
+pub mod observed;
 pub mod queue;
 mod render;
+pub mod two_phase_commit;
 
 pub use catalog::{catalog, entry, find, loopback, Listed, Report, Spec};
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};

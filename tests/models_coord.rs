@@ -1,0 +1,662 @@
+//! The coordination recipes' stateright models (src/models): the double
+//! barrier, two-phase commit and group membership hold every property over
+//! every interleaving of 2 clients with all faults, and every "sometimes"
+//! is reached (3 clients: the ignored tests, without faults where all
+//! faults are too many states for this machine); a deliberately broken copy of
+//! each machine is caught with a shortest counterexample, kept as an insta
+//! snapshot (tests/snapshots/models_coord__*.snap). Each check prints its
+//! states and time (`-- --nocapture`).
+
+use std::time::Instant;
+
+use zoosim::models::double_barrier::{
+    DoubleBarrierModel, ENTER_SAFETY, EVERY_LIVE_CLIENT_PASSES, LEAVE_SAFETY,
+};
+use zoosim::models::membership::{MembershipModel, CONVERGENCE, MEMBER_NODES_ARE_SESSIONS};
+use zoosim::models::two_phase_commit::{TwoPhaseCommitModel, AGREEMENT, VALIDITY};
+use zoosim::models::{
+    check, render_path, shortest, Checked, Fault, Faults, Options, Recipe, World,
+};
+use zoosim::proto::{CreateMode, Op, Reply, SessionId};
+use zoosim::recipes::double_barrier::{DoubleBarrier, DoubleBarrierCommand, DoubleBarrierOutcome};
+use zoosim::recipes::membership::{Membership, MembershipCommand, MembershipOutcome};
+use zoosim::recipes::two_phase_commit::{Site, SiteCommand, SiteOutcome};
+use zoosim::recipes::{Input, Machine, OpId, Output};
+
+/// Checks `world` exhaustively, printing its size and time; asserts that
+/// every property holds (every "sometimes" among them reached), every
+/// fault was taken, and the search was real.
+fn holds<R: Recipe>(what: &str, world: &World<R>, at_least: usize) -> Checked {
+    let start = Instant::now();
+    let checked = check(world, Options::default());
+    eprintln!(
+        "{what}: {} states, {} unique, depth {}, {:.2?}",
+        checked.states,
+        checked.unique,
+        checked.depth,
+        start.elapsed()
+    );
+    let failing: Vec<_> = checked.verdicts.iter().filter(|v| !v.holds).collect();
+    assert!(failing.is_empty(), "{what}: failing: {failing:#?}");
+    for f in Fault::ALL {
+        if world.faults.of(f) > 0 {
+            assert!(
+                checked.verdict(f.property()).is_some_and(|v| v.holds),
+                "{what}: {} not taken",
+                f.property()
+            );
+        }
+    }
+    assert!(
+        checked.unique >= at_least,
+        "{what}: {} states only",
+        checked.unique
+    );
+    checked
+}
+
+/// The "sometimes" properties `names` are all among `checked`'s verdicts,
+/// and hold (reached).
+fn reached(what: &str, checked: &Checked, names: &[&str]) {
+    for n in names {
+        assert!(
+            checked
+                .verdict(n)
+                .is_some_and(|v| v.holds && v.kind == "sometimes"),
+            "{what}: {n} never reached (or not a sometimes property)"
+        );
+    }
+}
+
+/// Each phase in `names` is reached in `world` (a model recording its
+/// phases): one breadth-first run per phase, which stops at its first
+/// witness (see src/models/observed.rs, "Phases cost states").
+fn phases_reached<R: Recipe>(what: &str, world: &World<R>, names: &[&'static str]) {
+    let start = Instant::now();
+    for name in names {
+        let mut one = world.clone();
+        one.only = Some(name);
+        let checked = check(&one, Options::default());
+        reached(what, &checked, &[name]);
+    }
+    eprintln!(
+        "{what}: {} phases reached, {:.2?}",
+        names.len(),
+        start.elapsed()
+    );
+}
+
+/// `world` fails `property`; its shortest counterexample has at most 15
+/// steps and reads as the snapshot `name`.
+fn caught<R: Recipe>(world: &World<R>, property: &'static str, name: &str) -> usize {
+    let path =
+        shortest(world, property).unwrap_or_else(|| panic!("{name}: {property} not violated"));
+    assert!(path.len() <= 15, "{name}: {} steps", path.len());
+    let text = format!(
+        "{name}: counterexample to {property} ({} steps)\n{}",
+        path.len(),
+        render_path(world, &path)
+    );
+    insta::assert_snapshot!(name, text);
+    path.len()
+}
+
+// ---------------------------------------------------------------------
+// Double barrier.
+
+fn double_barrier(threshold: usize, clients: usize, faults: Faults) -> World<DoubleBarrierModel> {
+    World::new(DoubleBarrierModel::new(threshold), clients, faults).expect("a valid size")
+}
+
+/// Every phase of the double barrier.
+const DB_PHASES: [&str; 10] = zoosim::models::double_barrier::PHASES;
+
+#[test]
+fn the_double_barrier_holds_everything_at_two_clients_with_all_faults() {
+    // x = 2 of 2: nobody computes before both are there.
+    let both = holds(
+        "double barrier x=2 of 2",
+        &double_barrier(2, 2, Faults::ONE_EACH),
+        10_000,
+    );
+    reached("x=2", &both, &["entered", "left", "session-lost"]);
+    let phased = World::new(
+        DoubleBarrierModel::new(2).with_phases(),
+        2,
+        Faults::ONE_EACH,
+    )
+    .expect("a valid size");
+    phases_reached("double barrier x=2 of 2", &phased, &DB_PHASES);
+}
+
+/// Three clients, without faults: 1,156,389 states at x = 3 and 1,853,351
+/// at x = 2 (11 minutes together on a loaded machine), so not in the
+/// default run: `cargo test --test models_coord -- --ignored`. With all
+/// faults: not attempted (two-phase commit's, smaller without faults, grew
+/// past 17 GB before it finished).
+#[test]
+#[ignore = "minutes: run with --ignored"]
+fn the_double_barrier_holds_everything_at_three_clients_without_faults() {
+    for x in [3, 2] {
+        let what = format!("double barrier x={x} of 3");
+        let checked = holds(&what, &double_barrier(x, 3, Faults::NONE), 100_000);
+        reached(&what, &checked, &["entered", "left"]);
+        let phased = World::new(DoubleBarrierModel::new(x).with_phases(), 3, Faults::NONE)
+            .expect("a valid size");
+        let phases: Vec<_> = DB_PHASES
+            .into_iter()
+            .filter(|p| !p.contains("lost-reply") && !p.contains("already-gone"))
+            .collect();
+        phases_reached(&what, &phased, &phases);
+    }
+}
+
+#[test]
+fn a_short_barrier_is_excused() {
+    // x = 2 of 2 with a crash: the barrier may never open, and that is
+    // excused (one live client is short of 2).
+    let world = double_barrier(2, 2, Faults::parse("crash").expect("a list"));
+    let checked = check(&world, Options::default());
+    assert!(checked.all_hold(), "{:#?}", checked.verdicts);
+}
+
+/// A broken copy of the double barrier that counts one process too few
+/// when it decides whether enough are there: with everyone there, nobody
+/// makes `ready`, and nobody is short of anything — a stall.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct CountsOneTooFew(DoubleBarrier);
+
+fn counts_one_too_few(dir: &str, name: &str, s: SessionId, x: usize) -> CountsOneTooFew {
+    CountsOneTooFew(DoubleBarrier::new(dir, name, s, x))
+}
+
+impl Machine for CountsOneTooFew {
+    type Command = DoubleBarrierCommand;
+    type Outcome = DoubleBarrierOutcome;
+
+    fn handle(&mut self, input: Input<DoubleBarrierCommand>) {
+        let input = match input {
+            // Every list loses its first process (the enter's count is the
+            // only list before anyone is in).
+            Input::Reply(id, Ok(Reply::GetChildren { mut children, stat }))
+                if !children.iter().any(|c| c == "ready") =>
+            {
+                if !children.is_empty() {
+                    children.remove(0);
+                }
+                Input::Reply(id, Ok(Reply::GetChildren { children, stat }))
+            }
+            other => other,
+        };
+        self.0.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<DoubleBarrierOutcome>> {
+        self.0.poll()
+    }
+}
+
+#[test]
+fn a_double_barrier_that_counts_one_too_few_stalls() {
+    let world = World::new(
+        DoubleBarrierModel::with_machine(2, counts_one_too_few),
+        2,
+        Faults::NONE,
+    )
+    .expect("a valid size");
+    caught(
+        &world,
+        EVERY_LIVE_CLIENT_PASSES,
+        "double-barrier-counts-one-too-few",
+    );
+}
+
+/// A broken copy of the double barrier that counts one process too many
+/// when it decides whether enough are there (an off-by-one: its own node
+/// twice, say).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct CountsOneTooMany {
+    inner: DoubleBarrier,
+    /// The enter's count in flight (the list sent while entering).
+    count: Option<OpId>,
+    entering: bool,
+}
+
+fn counts_one_too_many(dir: &str, name: &str, s: SessionId, x: usize) -> CountsOneTooMany {
+    CountsOneTooMany {
+        inner: DoubleBarrier::new(dir, name, s, x),
+        count: None,
+        entering: false,
+    }
+}
+
+impl Machine for CountsOneTooMany {
+    type Command = DoubleBarrierCommand;
+    type Outcome = DoubleBarrierOutcome;
+
+    fn handle(&mut self, input: Input<DoubleBarrierCommand>) {
+        let input = match input {
+            Input::Command(c) => {
+                self.entering = c == DoubleBarrierCommand::Enter;
+                Input::Command(c)
+            }
+            Input::Reply(id, Ok(Reply::GetChildren { mut children, stat }))
+                if Some(id) == self.count =>
+            {
+                children.push("phantom".into());
+                Input::Reply(id, Ok(Reply::GetChildren { children, stat }))
+            }
+            other => other,
+        };
+        self.inner.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<DoubleBarrierOutcome>> {
+        let out = self.inner.poll()?;
+        if let Output::Send(id, Op::GetChildren { .. }) = &out {
+            if self.entering {
+                self.count = Some(*id);
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A broken copy of the double barrier that leaves without waiting: its
+/// leave's list comes back with only its own node in it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct LeavesAlone {
+    inner: DoubleBarrier,
+    name: String,
+    leaving: bool,
+}
+
+fn leaves_alone(dir: &str, name: &str, s: SessionId, x: usize) -> LeavesAlone {
+    LeavesAlone {
+        inner: DoubleBarrier::new(dir, name, s, x),
+        name: name.to_owned(),
+        leaving: false,
+    }
+}
+
+impl Machine for LeavesAlone {
+    type Command = DoubleBarrierCommand;
+    type Outcome = DoubleBarrierOutcome;
+
+    fn handle(&mut self, input: Input<DoubleBarrierCommand>) {
+        let input = match input {
+            Input::Command(c) => {
+                self.leaving |= c == DoubleBarrierCommand::Leave;
+                Input::Command(c)
+            }
+            Input::Reply(id, Ok(Reply::GetChildren { children, stat })) if self.leaving => {
+                let children = children.into_iter().filter(|c| *c == self.name).collect();
+                Input::Reply(id, Ok(Reply::GetChildren { children, stat }))
+            }
+            other => other,
+        };
+        self.inner.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<DoubleBarrierOutcome>> {
+        self.inner.poll()
+    }
+}
+
+#[test]
+fn a_double_barrier_that_counts_one_too_many_lets_a_client_compute_early() {
+    let world = World::new(
+        DoubleBarrierModel::with_machine(3, counts_one_too_many),
+        3,
+        Faults::NONE,
+    )
+    .expect("a valid size");
+    caught(&world, ENTER_SAFETY, "double-barrier-counts-one-too-many");
+}
+
+#[test]
+fn a_double_barrier_that_leaves_alone_leaves_early() {
+    let world = World::new(
+        DoubleBarrierModel::with_machine(3, leaves_alone),
+        3,
+        Faults::NONE,
+    )
+    .expect("a valid size");
+    caught(&world, LEAVE_SAFETY, "double-barrier-leaves-alone");
+}
+
+// ---------------------------------------------------------------------
+// Two-phase commit.
+
+fn tpc_at(sites: usize, aborter: Option<usize>, faults: Faults) -> World<TwoPhaseCommitModel> {
+    TwoPhaseCommitModel::new(sites, aborter)
+        .world(faults)
+        .expect("a valid size")
+}
+
+/// Checks two-phase commit at `sites` sites with all faults: all commit,
+/// then one site voting abort.
+fn tpc_holds(sites: usize, phases: &[&'static str]) {
+    // Every site votes commit: commit, or abort only for a failed site.
+    let what = format!("2pc all commit, {sites} sites");
+    let commit = holds(&what, &tpc_at(sites, None, Faults::ONE_EACH), 1_000);
+    reached(&what, &commit, &["commit-decided", "abort-decided"]);
+    let phased = TwoPhaseCommitModel::new(sites, None)
+        .with_phases()
+        .world(Faults::ONE_EACH)
+        .expect("a valid size");
+    phases_reached(&what, &phased, phases);
+    // The last site votes abort: everyone aborts.
+    let what = format!("2pc one abort, {sites} sites");
+    let abort = holds(
+        &what,
+        &tpc_at(sites, Some(sites - 1), Faults::ONE_EACH),
+        1_000,
+    );
+    reached(&what, &abort, &["abort-decided"]);
+    assert!(abort.verdict("commit-decided").is_none());
+}
+
+#[test]
+fn two_phase_commit_holds_everything_at_two_sites_with_all_faults() {
+    tpc_holds(
+        2,
+        &[
+            "aborted-for-failed-site",
+            "own-vote-found-taken",
+            "alive-node-found-after-lost-reply",
+            "request-sent-again-after-reconnect",
+            "site-lost",
+        ],
+    );
+}
+
+/// Three sites, without faults (214,075 and 220,093 states, 45 s on a
+/// loaded machine; with all faults the breadth-first search grew past
+/// 17 GB before it finished):
+/// `-- --ignored`.
+#[test]
+#[ignore = "a minute: run with --ignored"]
+fn two_phase_commit_holds_everything_at_three_sites_without_faults() {
+    let what = "2pc all commit, 3 sites";
+    let commit = holds(what, &tpc_at(3, None, Faults::NONE), 100_000);
+    reached(what, &commit, &["commit-decided"]);
+    let what = "2pc one abort, 3 sites";
+    let abort = holds(what, &tpc_at(3, Some(2), Faults::NONE), 100_000);
+    reached(what, &abort, &["abort-decided"]);
+}
+
+/// The simulation has never written an abort for a failed site (its
+/// counter `aborts-for-failed-sites` stays 0); the model does, and its
+/// shortest way there shows the window it takes: a site's session ends
+/// after its `alive` node was seen and before its vote landed.
+#[test]
+fn an_abort_for_a_failed_site_is_reached_and_kept() {
+    let world = TwoPhaseCommitModel::new(2, None)
+        .with_phases()
+        .world(Faults::parse("expiry").expect("a list"))
+        .expect("a valid size");
+    let path = shortest(&world, "aborted-for-failed-site").expect("reached");
+    let text = format!(
+        "shortest run to an abort written for a failed site ({} steps)\n{}",
+        path.len(),
+        render_path(&world, &path)
+    );
+    insta::assert_snapshot!("tpc-aborted-for-failed-site", text);
+}
+
+#[test]
+fn two_phase_commit_sizes_are_checked() {
+    let e = TwoPhaseCommitModel::new(3, Some(3))
+        .world(Faults::NONE)
+        .unwrap_err();
+    assert!(e.contains("not one of the 3 sites"), "{e}");
+}
+
+/// A broken copy of a site that takes a vote node still empty (its site
+/// has not voted yet) for a commit vote.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct EmptyIsCommit(Site);
+
+fn empty_is_commit(tx: &str, me: usize, sites: usize) -> EmptyIsCommit {
+    EmptyIsCommit(Site::new(tx, me, sites))
+}
+
+impl Machine for EmptyIsCommit {
+    type Command = SiteCommand;
+    type Outcome = SiteOutcome;
+
+    fn handle(&mut self, input: Input<SiteCommand>) {
+        let input = match input {
+            Input::Reply(id, Ok(Reply::GetData { data, stat })) if data.is_empty() => Input::Reply(
+                id,
+                Ok(Reply::GetData {
+                    data: b"commit".to_vec(),
+                    stat,
+                }),
+            ),
+            other => other,
+        };
+        self.0.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<SiteOutcome>> {
+        self.0.poll()
+    }
+}
+
+#[test]
+fn a_site_that_takes_no_vote_for_commit_is_caught() {
+    let broken = |aborter| {
+        TwoPhaseCommitModel::with_machine(3, aborter, empty_is_commit)
+            .world(Faults::NONE)
+            .expect("a valid size")
+    };
+    caught(&broken(Some(2)), VALIDITY, "tpc-empty-vote-is-commit");
+    caught(
+        &broken(Some(2)),
+        AGREEMENT,
+        "tpc-empty-vote-is-commit-agreement",
+    );
+}
+
+// ---------------------------------------------------------------------
+// Group membership.
+
+/// Checks membership at `clients` clients with all faults, with and
+/// without churn.
+fn membership_holds(clients: usize) {
+    for churn in [false, true] {
+        let what = format!("membership, churn {churn}, {clients} clients");
+        let world = World::new(MembershipModel::new(churn), clients, Faults::ONE_EACH)
+            .expect("a valid size");
+        let checked = holds(&what, &world, 1_000);
+        reached(&what, &checked, &["joined", "everyone-seen"]);
+        let mut phases = vec![
+            "listed-again-on-change",
+            "own-node-found-after-lost-reply",
+            "member-lost",
+        ];
+        if churn {
+            reached(&what, &checked, &["left"]);
+            phases.push("own-node-already-gone");
+        }
+        let phased = World::new(
+            MembershipModel::new(churn).with_phases(),
+            clients,
+            Faults::ONE_EACH,
+        )
+        .expect("a valid size");
+        phases_reached(&what, &phased, &phases);
+    }
+}
+
+#[test]
+fn membership_holds_everything_at_two_clients_with_all_faults() {
+    membership_holds(2);
+}
+
+/// Three clients with all faults, without churn (146,719 states, 16 s on a
+/// loaded machine; with churn, not attempted: at 2 clients churn already
+/// multiplies the states by 77):
+/// `-- --ignored`.
+#[test]
+#[ignore = "tens of seconds: run with --ignored"]
+fn membership_holds_everything_at_three_clients_with_all_faults_without_churn() {
+    let what = "membership, no churn, 3 clients";
+    let world = World::new(MembershipModel::new(false), 3, Faults::ONE_EACH).expect("a valid size");
+    let checked = holds(what, &world, 100_000);
+    reached(what, &checked, &["joined", "everyone-seen"]);
+    let phased = World::new(
+        MembershipModel::new(false).with_phases(),
+        3,
+        Faults::ONE_EACH,
+    )
+    .expect("a valid size");
+    phases_reached(
+        what,
+        &phased,
+        &[
+            "listed-again-on-change",
+            "own-node-found-after-lost-reply",
+            "member-lost",
+        ],
+    );
+}
+
+/// A broken copy of membership that lists the group without a watch: it
+/// never hears of a change after its list.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct ListsWithoutWatch(Membership);
+
+fn lists_without_watch(group: &str, member: &str, guid: &str) -> ListsWithoutWatch {
+    ListsWithoutWatch(Membership::new(group, member, guid))
+}
+
+impl Machine for ListsWithoutWatch {
+    type Command = MembershipCommand;
+    type Outcome = MembershipOutcome;
+
+    fn handle(&mut self, input: Input<MembershipCommand>) {
+        self.0.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<MembershipOutcome>> {
+        Some(match self.0.poll()? {
+            Output::Send(id, Op::GetChildren { path, .. }) => {
+                Output::Send(id, Op::GetChildren { path, watch: false })
+            }
+            other => other,
+        })
+    }
+}
+
+/// A copy of membership that drops a change coming while its list is in
+/// flight (the machine's `relist`).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct DropsChangeDuringList {
+    inner: Membership,
+    listing: Option<OpId>,
+}
+
+fn drops_change_during_list(group: &str, member: &str, guid: &str) -> DropsChangeDuringList {
+    DropsChangeDuringList {
+        inner: Membership::new(group, member, guid),
+        listing: None,
+    }
+}
+
+impl Machine for DropsChangeDuringList {
+    type Command = MembershipCommand;
+    type Outcome = MembershipOutcome;
+
+    fn handle(&mut self, input: Input<MembershipCommand>) {
+        match &input {
+            Input::Watch(_) if self.listing.is_some() => return,
+            Input::Reply(id, _) if Some(*id) == self.listing => self.listing = None,
+            _ => {}
+        }
+        self.inner.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<MembershipOutcome>> {
+        let out = self.inner.poll()?;
+        if let Output::Send(id, Op::GetChildren { .. }) = &out {
+            self.listing = Some(*id);
+        }
+        Some(out)
+    }
+}
+
+/// No change is ever heard while a list is in flight (see
+/// `membership::PHASES`): a copy that drops such changes behaves as the
+/// real machine in every run — the machine's `relist` is never used.
+#[test]
+fn no_change_comes_while_a_membership_list_is_in_flight() {
+    let world = World::new(
+        MembershipModel::with_machine(false, drops_change_during_list),
+        2,
+        Faults::ONE_EACH,
+    )
+    .expect("a valid size");
+    let checked = check(&world, Options::default());
+    assert!(checked.all_hold(), "{:#?}", checked.verdicts);
+}
+
+/// A broken copy of membership whose member node is persistent: it stays
+/// when its session ends.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct PersistentMember(Membership);
+
+fn persistent_member(group: &str, member: &str, guid: &str) -> PersistentMember {
+    PersistentMember(Membership::new(group, member, guid))
+}
+
+impl Machine for PersistentMember {
+    type Command = MembershipCommand;
+    type Outcome = MembershipOutcome;
+
+    fn handle(&mut self, input: Input<MembershipCommand>) {
+        self.0.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<MembershipOutcome>> {
+        Some(match self.0.poll()? {
+            Output::Send(id, Op::Create { path, data, .. }) => Output::Send(
+                id,
+                Op::Create {
+                    path,
+                    data,
+                    mode: CreateMode::Persistent,
+                },
+            ),
+            other => other,
+        })
+    }
+}
+
+#[test]
+fn a_membership_that_lists_without_a_watch_does_not_converge() {
+    let world = World::new(
+        MembershipModel::with_machine(false, lists_without_watch),
+        3,
+        Faults::NONE,
+    )
+    .expect("a valid size");
+    caught(&world, CONVERGENCE, "membership-lists-without-watch");
+}
+
+#[test]
+fn a_membership_with_persistent_member_nodes_is_caught() {
+    let world = World::new(
+        MembershipModel::with_machine(false, persistent_member),
+        2,
+        Faults::NONE,
+    )
+    .expect("a valid size");
+    caught(
+        &world,
+        MEMBER_NODES_ARE_SESSIONS,
+        "membership-persistent-member-node",
+    );
+}
