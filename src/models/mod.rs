@@ -79,8 +79,11 @@
 //! Pure: no clock, thread or file. The checker is run by the command
 //! (`zoosim check`) and the tests.
 
+pub mod election;
 pub mod lock;
 mod render;
+pub mod revocable;
+pub mod shared_lock;
 
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
 
