@@ -2,8 +2,8 @@
 //! workload runs it: holders (every third writes, the others read, as in
 //! the shared lock) ask for their side of a revocable lock at once, and
 //! one more client, the last, revokes: it lists the lock's directory and
-//! writes "unlock" into the lowest node it has not revoked yet, again and
-//! again (recipes page, "Revocable Shared Locks"). A holder holds until
+//! writes "unlock" into the lowest node, again whenever the lowest node
+//! changes (recipes page, "Revocable Shared Locks"). A holder holds until
 //! it is asked to let go; then it makes one fenced access and consents by
 //! releasing. The holders' machine is [`Lock`] made revocable (or any
 //! machine with the lock's commands and outcomes,
@@ -36,7 +36,7 @@
 //!   search finds its node, a suspended holder resumes, a lock is lost;
 //!   and every fault in the budget is taken.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use stateright::Property;
 
@@ -163,8 +163,10 @@ pub struct RevokeAll {
     relist: bool,
     /// A revocation is in progress in the [`Revoker`].
     revoking: bool,
-    /// Nodes (base names) revoked already.
-    revoked: BTreeSet<String>,
+    /// The node (base name) revoked last. The lowest node only ever moves
+    /// up (sequence numbers grow), so a lowest node is new unless it is
+    /// this one: no longer list of revoked nodes to keep.
+    revoked: Option<String>,
     over: bool,
     out: VecDeque<Output<RevokeAllOutcome>>,
 }
@@ -180,7 +182,7 @@ impl RevokeAll {
             listing: None,
             relist: false,
             revoking: false,
-            revoked: BTreeSet::new(),
+            revoked: None,
             over: false,
             out: VecDeque::new(),
         }
@@ -239,10 +241,10 @@ impl RevokeAll {
                     .min()
                     .map(|(_, c)| c.clone());
                 match lowest {
-                    Some(name) if !self.revoked.contains(&name) => {
+                    Some(name) if self.revoked.as_ref() != Some(&name) => {
                         self.revoking = true;
                         let node = child_path(&self.dir, &name);
-                        self.revoked.insert(name);
+                        self.revoked = Some(name);
                         self.revoker
                             .handle(Input::Command(RevokerCommand::Revoke { node }));
                         self.pump();
