@@ -5,9 +5,11 @@
 use std::fmt;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 
+use crate::recipes::lock::LockVariant;
+
 use super::{
-    barrier, check, config, double_barrier, lock, membership, queue, render_path, Checked, Faults,
-    Options, Recipe, World, MAX_CLIENTS,
+    barrier, check, config, double_barrier, election, lock, membership, queue, render_path,
+    shared_lock, Checked, Faults, Options, Recipe, World, MAX_CLIENTS,
 };
 
 /// Every model, in the order `zoosim list` shows them. One line each:
@@ -20,6 +22,8 @@ use super::{
 pub fn catalog() -> Vec<Box<dyn Listed>> {
     vec![
         entry(lock::ABOUT, &lock::VARIANTS, |v| v.name(), lock::LockModel::new),
+        entry(shared_lock::ABOUT, &shared_lock::VARIANTS, |v| if v == LockVariant::Correct { "shared-lock" } else { v.name() }, shared_lock::SharedLockModel::new),
+        entry(election::ABOUT, &election::VARIANTS, |v| v.name(), election::ElectionModel::new),
         entry(barrier::ABOUT, &barrier::VARIANTS, |v| v.name(), barrier::BarrierModel::new),
         entry(queue::QUEUE_ABOUT, &[()], |_| "queue", |_| queue::QueueModel::plain()),
         entry(queue::PRIORITY_ABOUT, &[()], |_| "priority-queue", |_| queue::QueueModel::priority()),

@@ -123,11 +123,14 @@ pub mod barrier;
 mod catalog;
 pub mod config;
 pub mod double_barrier;
+pub mod election;
 pub mod lock;
 pub mod membership;
 pub mod observed;
 pub mod queue;
 mod render;
+pub mod revocable;
+pub mod shared_lock;
 pub mod two_phase_commit;
 
 pub use catalog::{catalog, entry, find, loopback, Listed, Report, Spec};
