@@ -124,7 +124,7 @@ mod catalog;
 pub mod lock;
 mod render;
 
-pub use catalog::{catalog, entry, find, loopback, Listed, Report, Spec};
+pub use catalog::{catalog, entry, find, Listed, Report, Spec};
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
 
 use std::collections::{BTreeSet, VecDeque};
