@@ -1,11 +1,15 @@
 //! Every model in the catalog (`zoosim list`), its correct variant checked
 //! exhaustively with all faults (one of each kind per run, at most one
 //! fault in all per run: the default `--max-faults 1`), breadth-first on
-//! one thread, at 3, 4 and 5 clients. `cargo bench --bench models`.
+//! one thread. `cargo bench --bench models`.
 //!
 //! Each model and size prints states generated and unique, depth and
-//! seconds from one untimed run; criterion then times the lock at 5
-//! clients, the target (≤ 10 s on one core).
+//! seconds from one untimed run; criterion then times the lock at 3
+//! clients. Sizes: `ZOOSIM_BENCH_CLIENTS` (default `3,4`). The lock
+//! at 5 clients with all faults (the target: ≤ 10 s on one core) is far
+//! beyond that today — 4 clients already take 9 million states and most
+//! of a 24 GB machine's memory, 5 would need about a hundred times more —
+//! so it runs only when asked: `ZOOSIM_BENCH_CLIENTS=3,4,5`.
 
 use std::time::{Duration, Instant};
 
@@ -23,9 +27,21 @@ fn spec(clients: usize) -> Spec {
     }
 }
 
+fn sizes() -> Vec<usize> {
+    let list = std::env::var("ZOOSIM_BENCH_CLIENTS").unwrap_or_else(|_| "3,4".into());
+    list.split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("ZOOSIM_BENCH_CLIENTS: {list:?} is not a list of sizes"))
+        })
+        .collect()
+}
+
 fn models(c: &mut Criterion) {
+    let sizes = sizes();
     for model in catalog() {
-        for clients in [3, 4, 5] {
+        for &clients in &sizes {
             let started = Instant::now();
             let report = model.check(&spec(clients)).expect("a valid spec");
             let checked = &report.checked;
@@ -44,8 +60,9 @@ fn models(c: &mut Criterion) {
     let lock = find("lock").expect("the lock is in the catalog");
     let mut g = c.benchmark_group("models");
     g.sample_size(10).measurement_time(Duration::from_secs(30));
-    g.bench_function("lock-5-clients-all-faults", |b| {
-        b.iter(|| lock.check(&spec(5)).expect("a valid spec"))
+    // At 3 clients: ten samples of a larger size would take hours.
+    g.bench_function("lock-3-clients-all-faults", |b| {
+        b.iter(|| lock.check(&spec(3)).expect("a valid spec"))
     });
     g.finish();
 }

@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -71,7 +72,8 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
         symmetry: args.symmetry,
     };
     if let Some(addr) = &args.serve {
-        model.serve(&spec, addr, &mut |bound| {
+        let bound = loopback(addr)?;
+        model.serve(&spec, &bound.to_string(), &mut || {
             println!(
                 "serving stateright's Explorer for model {} on http://{bound}/ (Ctrl-C to stop)",
                 model.name()
@@ -135,4 +137,33 @@ pub(crate) fn list() -> String {
             .join(", ")
     );
     out
+}
+
+/// `addr` as one loopback socket address, a free port chosen for port 0;
+/// anything else refused: the Explorer has no authentication, and runs
+/// the checker for whoever asks.
+pub fn loopback(addr: &str) -> Result<SocketAddr, String> {
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| format!("--serve {addr:?}: not an address (e.g. 127.0.0.1:3000): {e}"))?
+        .collect();
+    let Some(first) = addrs.first().copied() else {
+        return Err(format!("--serve {addr:?}: resolves to no address"));
+    };
+    if let Some(other) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+        return Err(format!(
+            "--serve {addr:?}: {} is not a loopback address; the Explorer has no \
+             authentication, so it serves on loopback only (e.g. 127.0.0.1:3000)",
+            other.ip()
+        ));
+    }
+    // Bound here first: a port in use is a clear error, not a panic in
+    // the server's thread, and port 0 becomes a free port we can print.
+    let listener =
+        TcpListener::bind(first).map_err(|e| format!("--serve {addr:?}: cannot listen: {e}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("--serve {addr:?}: {e}"))?;
+    drop(listener);
+    Ok(bound)
 }

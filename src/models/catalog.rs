@@ -3,7 +3,6 @@
 //! [`catalog`].
 
 use std::fmt;
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 
 use crate::recipes::lock::LockVariant;
 
@@ -109,15 +108,10 @@ pub trait Listed: Send + Sync {
     fn symmetry_refused(&self) -> &'static str;
     /// Checks it as `spec` says.
     fn check(&self, spec: &Spec) -> Result<Report, String>;
-    /// Opens stateright's Explorer on `addr` (loopback only) for `spec`'s
-    /// model; calls `ready` with the address once it listens, then serves
-    /// until the process ends.
-    fn serve(
-        &self,
-        spec: &Spec,
-        addr: &str,
-        ready: &mut dyn FnMut(SocketAddr),
-    ) -> Result<(), String>;
+    /// Hands `spec`'s model to stateright's Explorer, which serves it on
+    /// `addr` until the process ends (the command checks the address:
+    /// loopback only, free); `ready` is called once the model is made.
+    fn serve(&self, spec: &Spec, addr: &str, ready: &mut dyn FnMut()) -> Result<(), String>;
 }
 
 /// A catalog entry: the recipe's model for each of `variants`, named by
@@ -233,46 +227,11 @@ where
         })
     }
 
-    fn serve(
-        &self,
-        spec: &Spec,
-        addr: &str,
-        ready: &mut dyn FnMut(SocketAddr),
-    ) -> Result<(), String> {
+    fn serve(&self, spec: &Spec, addr: &str, ready: &mut dyn FnMut()) -> Result<(), String> {
         let (world, _) = self.world(spec)?;
-        let addr = loopback(addr)?;
-        ready(addr);
+        ready();
         // Blocks, serving, until the process ends.
         let _checker = stateright::Model::checker(world).serve(addr);
         Ok(())
     }
-}
-
-/// `addr` as one loopback socket address, a free port chosen for port 0;
-/// anything else refused: the Explorer has no authentication, and runs
-/// the checker for whoever asks.
-pub fn loopback(addr: &str) -> Result<SocketAddr, String> {
-    let addrs: Vec<SocketAddr> = addr
-        .to_socket_addrs()
-        .map_err(|e| format!("--serve {addr:?}: not an address (e.g. 127.0.0.1:3000): {e}"))?
-        .collect();
-    let Some(first) = addrs.first().copied() else {
-        return Err(format!("--serve {addr:?}: resolves to no address"));
-    };
-    if let Some(other) = addrs.iter().find(|a| !a.ip().is_loopback()) {
-        return Err(format!(
-            "--serve {addr:?}: {} is not a loopback address; the Explorer has no \
-             authentication, so it serves on loopback only (e.g. 127.0.0.1:3000)",
-            other.ip()
-        ));
-    }
-    // Bound here first: a port in use is a clear error, not a panic in
-    // the server's thread, and port 0 becomes a free port we can print.
-    let listener =
-        TcpListener::bind(first).map_err(|e| format!("--serve {addr:?}: cannot listen: {e}"))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("--serve {addr:?}: {e}"))?;
-    drop(listener);
-    Ok(bound)
 }

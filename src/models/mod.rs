@@ -133,7 +133,7 @@ pub mod revocable;
 pub mod shared_lock;
 pub mod two_phase_commit;
 
-pub use catalog::{catalog, entry, find, loopback, Listed, Report, Spec};
+pub use catalog::{catalog, entry, find, Listed, Report, Spec};
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
 
 use std::collections::{BTreeSet, VecDeque};
