@@ -65,7 +65,7 @@ fn bad_models_variants_sizes_and_addresses_are_refused() {
     for (args, needle) in [
         (
             &["check", "lcok"][..],
-            "unknown model \"lcok\"; the models are lock, barrier",
+            "unknown model \"lcok\"; the models are lock, shared-lock, election, barrier,",
         ),
         (
             &["check", "barrier", "--variant", "lock/herd"][..],
