@@ -38,7 +38,7 @@
 
 use stateright::Property;
 
-use super::{settled, Faults, Log, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::recipes::barrier::{Barrier, BarrierCommand, BarrierOutcome, BarrierVariant};
 use crate::recipes::Machine;
 
@@ -65,27 +65,11 @@ pub const EVERY_LIVE_CLIENT_FINISHES: &str = "every-live-client-finishes";
 pub type MakeMachine<M> = fn(&str, BarrierVariant) -> M;
 
 /// The barrier as a model, running `variant` of machine `M`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BarrierModel<M = Barrier> {
     /// The machine's variant.
     pub variant: BarrierVariant,
-    make: MakeMachine<M>,
-}
-
-// Compared and hashed by variant (see the lock's model: the maker is a
-// function pointer).
-impl<M> PartialEq for BarrierModel<M> {
-    fn eq(&self, other: &Self) -> bool {
-        self.variant == other.variant
-    }
-}
-
-impl<M> Eq for BarrierModel<M> {}
-
-impl<M> std::hash::Hash for BarrierModel<M> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.variant.hash(state);
-    }
+    make: Maker<MakeMachine<M>>,
 }
 
 impl BarrierModel<Barrier> {
@@ -93,7 +77,7 @@ impl BarrierModel<Barrier> {
     pub fn new(variant: BarrierVariant) -> BarrierModel<Barrier> {
         BarrierModel {
             variant,
-            make: Barrier::with_variant,
+            make: Maker(Barrier::with_variant),
         }
     }
 }
@@ -103,7 +87,10 @@ impl<M> BarrierModel<M> {
     /// commands and outcomes, made by `make` (e.g. a deliberately broken
     /// copy).
     pub fn with_machine(variant: BarrierVariant, make: MakeMachine<M>) -> BarrierModel<M> {
-        BarrierModel { variant, make }
+        BarrierModel {
+            variant,
+            make: Maker(make),
+        }
     }
 }
 
@@ -169,7 +156,7 @@ where
 
     fn client(&self, i: usize) -> (M, App) {
         let app = if i == 0 { App::Raise } else { App::Idle };
-        ((self.make)(NODE, self.variant), app)
+        ((self.make.0)(NODE, self.variant), app)
     }
 
     fn wants(&self, app: &App) -> bool {

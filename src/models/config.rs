@@ -53,7 +53,7 @@
 
 use stateright::Property;
 
-use super::{Faults, Log, Recipe, State, World};
+use super::{Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{Op, Reply, ZkError};
 use crate::recipes::config::{Config, ConfigCommand, ConfigOutcome};
 use crate::recipes::{Input, Machine, OpId, Output};
@@ -79,27 +79,11 @@ pub const CONVERGENCE: &str = "convergence";
 pub type MakeMachine<M> = fn(&str) -> M;
 
 /// The configuration as a model, over machine `M`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ConfigModel<M = Config> {
     /// Clients `0..updaters` update once; the others only follow.
     pub updaters: usize,
-    make: MakeMachine<M>,
-}
-
-// Every ConfigModel is the same model: the maker is a function pointer,
-// whose address says nothing reliable (and states never hold the recipe).
-impl<M> PartialEq for ConfigModel<M> {
-    fn eq(&self, other: &Self) -> bool {
-        self.updaters == other.updaters
-    }
-}
-
-impl<M> Eq for ConfigModel<M> {}
-
-impl<M> std::hash::Hash for ConfigModel<M> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.updaters.hash(state);
-    }
+    make: Maker<MakeMachine<M>>,
 }
 
 /// What the configuration's model is, in a line (`zoosim list`).
@@ -124,7 +108,10 @@ impl<M> ConfigModel<M> {
     /// configuration's commands and outcomes, made by `make` (e.g. a
     /// deliberately broken copy).
     pub fn with_machine(make: MakeMachine<M>) -> ConfigModel<M> {
-        ConfigModel { updaters: 2, make }
+        ConfigModel {
+            updaters: 2,
+            make: Maker(make),
+        }
     }
 
     /// The same model with `n` clients that update.
@@ -290,7 +277,7 @@ where
             },
             over: false,
         };
-        (Watched::new((self.make)(NODE)), app)
+        (Watched::new((self.make.0)(NODE)), app)
     }
 
     fn wants(&self, app: &App) -> bool {

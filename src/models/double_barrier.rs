@@ -47,7 +47,7 @@
 use stateright::Property;
 
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
-use super::{settled, Faults, Log, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{EventType, Op, Reply, SessionId, ZkError};
 use crate::recipes::double_barrier::{DoubleBarrier, DoubleBarrierCommand, DoubleBarrierOutcome};
 use crate::recipes::{Input, Machine, Output};
@@ -141,31 +141,14 @@ pub type MakeMachine<M> = fn(&str, &str, SessionId, usize) -> M;
 
 /// The double barrier as a model: `threshold` (`x`) processes to enter,
 /// running machine `M`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DoubleBarrierModel<M = DoubleBarrier> {
     /// Processes it takes to enter (`x`).
     pub threshold: usize,
     /// Record the phases reached (see [`super::observed`]'s "Phases cost
     /// states").
     pub phases: bool,
-    make: MakeMachine<M>,
-}
-
-// Compared and hashed by threshold and phases: the machine's maker is a
-// function pointer, whose address says nothing reliable (and states never
-// hold the recipe).
-impl<M> PartialEq for DoubleBarrierModel<M> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.threshold, self.phases) == (other.threshold, other.phases)
-    }
-}
-
-impl<M> Eq for DoubleBarrierModel<M> {}
-
-impl<M> std::hash::Hash for DoubleBarrierModel<M> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.threshold, self.phases).hash(state);
-    }
+    make: Maker<MakeMachine<M>>,
 }
 
 /// What the double barrier's model is, in a line (`zoosim list`).
@@ -187,7 +170,7 @@ impl<M> DoubleBarrierModel<M> {
         DoubleBarrierModel {
             threshold: threshold.max(1),
             phases: false,
-            make,
+            make: Maker(make),
         }
     }
 
@@ -278,7 +261,7 @@ where
     }
 
     fn client(&self, i: usize) -> (Self::Machine, App) {
-        let machine = (self.make)(DIR, &format!("c{i}"), session_of(i), self.threshold);
+        let machine = (self.make.0)(DIR, &format!("c{i}"), session_of(i), self.threshold);
         let app = App {
             me: i as u8,
             step: Step::Start,

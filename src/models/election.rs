@@ -45,7 +45,7 @@
 use stateright::Property;
 
 use super::shared_lock::{no_herd, own_node};
-use super::{settled, Faults, Log, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::recipes::election::{Election, ElectionCommand, ElectionOutcome, ElectionVariant};
 use crate::recipes::{base_name, sequence_of, Machine};
 
@@ -94,27 +94,11 @@ impl Candidate for Election {
 pub type MakeMachine<M> = fn(&str, &str, ElectionVariant) -> M;
 
 /// Leader election as a model, running `variant` of machine `M`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ElectionModel<M = Election> {
     /// The machine's variant.
     pub variant: ElectionVariant,
-    make: MakeMachine<M>,
-}
-
-// Compared and hashed by variant (see the lock's model: the maker is a
-// function pointer).
-impl<M> PartialEq for ElectionModel<M> {
-    fn eq(&self, other: &Self) -> bool {
-        self.variant == other.variant
-    }
-}
-
-impl<M> Eq for ElectionModel<M> {}
-
-impl<M> std::hash::Hash for ElectionModel<M> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.variant.hash(state);
-    }
+    make: Maker<MakeMachine<M>>,
 }
 
 impl ElectionModel<Election> {
@@ -122,7 +106,7 @@ impl ElectionModel<Election> {
     pub fn new(variant: ElectionVariant) -> ElectionModel<Election> {
         ElectionModel {
             variant,
-            make: Election::with_variant,
+            make: Maker(Election::with_variant),
         }
     }
 }
@@ -131,7 +115,10 @@ impl<M> ElectionModel<M> {
     /// The model over another [`Candidate`], made by `make` (e.g. a
     /// deliberately broken copy).
     pub fn with_machine(variant: ElectionVariant, make: MakeMachine<M>) -> ElectionModel<M> {
-        ElectionModel { variant, make }
+        ElectionModel {
+            variant,
+            make: Maker(make),
+        }
     }
 }
 
@@ -199,7 +186,7 @@ impl<M: Candidate> Recipe for ElectionModel<M> {
 
     fn client(&self, i: usize) -> (M, At) {
         let guid = super::shared_lock::guid_of(i);
-        ((self.make)(DIR, &guid, self.variant), At::Start)
+        ((self.make.0)(DIR, &guid, self.variant), At::Start)
     }
 
     fn wants(&self, app: &At) -> bool {

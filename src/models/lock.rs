@@ -38,7 +38,7 @@
 
 use stateright::Property;
 
-use super::{settled, Faults, Log, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use crate::recipes::Machine;
 
@@ -66,28 +66,11 @@ pub const EVERY_LIVE_CLIENT_ACQUIRES: &str = "every-live-client-acquires";
 pub type MakeMachine<M> = fn(&str, &str, LockVariant) -> M;
 
 /// The lock as a model, running `variant` of machine `M`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LockModel<M = Lock> {
     /// The machine's variant.
     pub variant: LockVariant,
-    make: MakeMachine<M>,
-}
-
-// Compared and hashed by variant: the machine's maker is a function
-// pointer, whose address says nothing reliable (and states never hold the
-// recipe; the bounds are the state's derives').
-impl<M> PartialEq for LockModel<M> {
-    fn eq(&self, other: &Self) -> bool {
-        self.variant == other.variant
-    }
-}
-
-impl<M> Eq for LockModel<M> {}
-
-impl<M> std::hash::Hash for LockModel<M> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.variant.hash(state);
-    }
+    make: Maker<MakeMachine<M>>,
 }
 
 impl LockModel<Lock> {
@@ -95,7 +78,7 @@ impl LockModel<Lock> {
     pub fn new(variant: LockVariant) -> LockModel<Lock> {
         LockModel {
             variant,
-            make: Lock::with_variant,
+            make: Maker(Lock::with_variant),
         }
     }
 }
@@ -104,7 +87,10 @@ impl<M> LockModel<M> {
     /// The lock's model over another machine with the lock's commands and
     /// outcomes, made by `make` (e.g. a deliberately broken copy).
     pub fn with_machine(variant: LockVariant, make: MakeMachine<M>) -> LockModel<M> {
-        LockModel { variant, make }
+        LockModel {
+            variant,
+            make: Maker(make),
+        }
     }
 }
 
@@ -191,7 +177,7 @@ where
         // Guids that do not sort like the clients' order of creation, as
         // random ones would not (the sort-by-full-name bug needs it).
         let guid = format!("g{}", 9 - i);
-        ((self.make)(DIR, &guid, self.variant), App::Start)
+        ((self.make.0)(DIR, &guid, self.variant), App::Start)
     }
 
     fn wants(&self, app: &App) -> bool {

@@ -42,7 +42,7 @@
 use stateright::Property;
 
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
-use super::{settled, Faults, Log, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{Op, SessionId, ZkError};
 use crate::recipes::membership::{Membership, MembershipCommand, MembershipOutcome};
 use crate::recipes::{Input, Machine, Output};
@@ -111,30 +111,14 @@ pub type MakeMachine<M> = fn(&str, &str, &str) -> M;
 
 /// Group membership as a model, running machine `M`; `churn`: each client
 /// leaves and joins again once before it stays.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MembershipModel<M = Membership> {
     /// Each client leaves and joins again once.
     pub churn: bool,
     /// Record the phases reached (see [`super::observed`]'s "Phases cost
     /// states").
     pub phases: bool,
-    make: MakeMachine<M>,
-}
-
-// Compared and hashed by churn and phases: the machine's maker is a
-// function pointer, whose address says nothing reliable.
-impl<M> PartialEq for MembershipModel<M> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.churn, self.phases) == (other.churn, other.phases)
-    }
-}
-
-impl<M> Eq for MembershipModel<M> {}
-
-impl<M> std::hash::Hash for MembershipModel<M> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.churn, self.phases).hash(state);
-    }
+    make: Maker<MakeMachine<M>>,
 }
 
 /// What group membership's model is, in a line (`zoosim list`).
@@ -155,7 +139,7 @@ impl<M> MembershipModel<M> {
         MembershipModel {
             churn,
             phases: false,
-            make,
+            make: Maker(make),
         }
     }
 
@@ -242,7 +226,7 @@ where
 
     fn client(&self, i: usize) -> (Self::Machine, App) {
         // One session per client in the model: one guid each.
-        let machine = (self.make)(GROUP, &member_name(i), &format!("g{i}"));
+        let machine = (self.make.0)(GROUP, &member_name(i), &format!("g{i}"));
         let app = App {
             me: i as u8,
             step: Step::Start,

@@ -72,7 +72,7 @@
 
 use stateright::Property;
 
-use super::{Faults, Log, Recipe, State, World};
+use super::{Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{Op, Reply};
 use crate::recipes::queue::{Consumer, Producer, QueueCommand, QueueOutcome};
 use crate::recipes::{sequence_of, Input, Machine, OpId, Output};
@@ -104,7 +104,7 @@ pub const MAX_ITEMS: usize = 8;
 pub type MakeConsumer<C> = fn(&str, bool) -> C;
 
 /// The queue (or priority queue) as a model.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct QueueModel<C = Consumer> {
     /// The priority queue rather than the plain one.
     pub priority: bool,
@@ -114,24 +114,7 @@ pub struct QueueModel<C = Consumer> {
     items: usize,
     /// The world's no-herd property is among the properties.
     pub herd: bool,
-    make: MakeConsumer<C>,
-}
-
-// Compared and hashed without the maker (a function pointer, whose address
-// says nothing reliable).
-impl<C> PartialEq for QueueModel<C> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.priority, self.producers, self.items, self.herd)
-            == (other.priority, other.producers, other.items, other.herd)
-    }
-}
-
-impl<C> Eq for QueueModel<C> {}
-
-impl<C> std::hash::Hash for QueueModel<C> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.priority, self.producers, self.items, self.herd).hash(state);
-    }
+    make: Maker<MakeConsumer<C>>,
 }
 
 /// What the queue's model is, in a line (`zoosim list`).
@@ -165,7 +148,7 @@ impl<C> QueueModel<C> {
             producers,
             items: 1,
             herd: false,
-            make,
+            make: Maker(make),
         }
     }
 
@@ -448,7 +431,7 @@ where
             (QueueMachine::Producer(p), app)
         } else {
             let machine = QueueMachine::Consumer {
-                machine: (self.make)(DIR, self.priority),
+                machine: (self.make.0)(DIR, self.priority),
                 listing: None,
                 listed: 0,
                 took: None,

@@ -43,7 +43,7 @@ use stateright::Property;
 use super::shared_lock::{
     access, blocks_shared, guid_of, mode_of, no_herd, readers_woken_together,
 };
-use super::{settled, Faults, Log, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{EventType, Op, Reply, SessionEvent, ZkError};
 use crate::recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
 use crate::recipes::revocable::{Revoker, RevokerCommand, RevokerOutcome};
@@ -76,27 +76,11 @@ pub fn revocable_lock(dir: &str, guid: &str, mode: LockMode) -> Lock {
 }
 
 /// The revocable shared lock as a model: `holders` holders and a revoker.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RevocableModel<M = Lock> {
     /// How many holders (the revoker is client number `holders`).
     pub holders: usize,
-    make: MakeMachine<M>,
-}
-
-// Compared and hashed by size (see the lock's model: the maker is a
-// function pointer).
-impl<M> PartialEq for RevocableModel<M> {
-    fn eq(&self, other: &Self) -> bool {
-        self.holders == other.holders
-    }
-}
-
-impl<M> Eq for RevocableModel<M> {}
-
-impl<M> std::hash::Hash for RevocableModel<M> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.holders.hash(state);
-    }
+    make: Maker<MakeMachine<M>>,
 }
 
 impl RevocableModel<Lock> {
@@ -104,7 +88,7 @@ impl RevocableModel<Lock> {
     pub fn new(holders: usize) -> RevocableModel<Lock> {
         RevocableModel {
             holders,
-            make: revocable_lock,
+            make: Maker(revocable_lock),
         }
     }
 }
@@ -113,7 +97,10 @@ impl<M> RevocableModel<M> {
     /// The model over another holder machine, made by `make` (e.g. a
     /// deliberately broken copy).
     pub fn with_machine(holders: usize, make: MakeMachine<M>) -> RevocableModel<M> {
-        RevocableModel { holders, make }
+        RevocableModel {
+            holders,
+            make: Maker(make),
+        }
     }
 }
 
@@ -489,7 +476,7 @@ where
             asked: false,
             woken: None,
         };
-        (Party::Holder((self.make)(DIR, &guid_of(i), mode)), app)
+        (Party::Holder((self.make.0)(DIR, &guid_of(i), mode)), app)
     }
 
     fn wants(&self, app: &App) -> bool {

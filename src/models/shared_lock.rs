@@ -46,7 +46,7 @@ use std::collections::BTreeSet;
 
 use stateright::Property;
 
-use super::{settled, Faults, Log, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
 use crate::recipes::{base_name, sequence_of, Machine};
 
@@ -93,27 +93,11 @@ pub fn guid_of(i: usize) -> String {
 }
 
 /// The shared lock as a model, running `variant` of machine `M`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SharedLockModel<M = Lock> {
     /// The machine's variant.
     pub variant: LockVariant,
-    make: MakeMachine<M>,
-}
-
-// Compared and hashed by variant (see the lock's model: the maker is a
-// function pointer).
-impl<M> PartialEq for SharedLockModel<M> {
-    fn eq(&self, other: &Self) -> bool {
-        self.variant == other.variant
-    }
-}
-
-impl<M> Eq for SharedLockModel<M> {}
-
-impl<M> std::hash::Hash for SharedLockModel<M> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.variant.hash(state);
-    }
+    make: Maker<MakeMachine<M>>,
 }
 
 impl SharedLockModel<Lock> {
@@ -121,7 +105,7 @@ impl SharedLockModel<Lock> {
     pub fn new(variant: LockVariant) -> SharedLockModel<Lock> {
         SharedLockModel {
             variant,
-            make: Lock::shared,
+            make: Maker(Lock::shared),
         }
     }
 }
@@ -130,7 +114,10 @@ impl<M> SharedLockModel<M> {
     /// The model over another machine with the lock's commands and
     /// outcomes, made by `make` (e.g. a deliberately broken copy).
     pub fn with_machine(variant: LockVariant, make: MakeMachine<M>) -> SharedLockModel<M> {
-        SharedLockModel { variant, make }
+        SharedLockModel {
+            variant,
+            make: Maker(make),
+        }
     }
 }
 
@@ -313,7 +300,7 @@ where
             at: At::Start,
             woken: None,
         };
-        ((self.make)(DIR, &guid_of(i), mode, self.variant), app)
+        ((self.make.0)(DIR, &guid_of(i), mode, self.variant), app)
     }
 
     fn wants(&self, app: &App) -> bool {

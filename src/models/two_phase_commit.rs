@@ -51,7 +51,7 @@
 use stateright::Property;
 
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
-use super::{Faults, Log, Recipe, State, World};
+use super::{Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{Op, ZkError};
 use crate::recipes::two_phase_commit::{Site, SiteCommand, SiteOutcome};
 use crate::recipes::{Input, Machine, Output};
@@ -113,7 +113,7 @@ pub type MakeMachine<M> = fn(&str, usize, usize) -> M;
 /// Two-phase commit as a model: `sites` sites (the world must have that
 /// many clients: [`TwoPhaseCommitModel::world`]), site `aborter` (if any)
 /// voting abort, running machine `M`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TwoPhaseCommitModel<M = Site> {
     /// How many sites (the world's clients).
     pub sites: usize,
@@ -122,23 +122,7 @@ pub struct TwoPhaseCommitModel<M = Site> {
     /// Record the phases reached (see [`super::observed`]'s "Phases cost
     /// states").
     pub phases: bool,
-    make: MakeMachine<M>,
-}
-
-// Compared and hashed by sites and votes: the machine's maker is a
-// function pointer, whose address says nothing reliable.
-impl<M> PartialEq for TwoPhaseCommitModel<M> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.sites, self.aborter, self.phases) == (other.sites, other.aborter, other.phases)
-    }
-}
-
-impl<M> Eq for TwoPhaseCommitModel<M> {}
-
-impl<M> std::hash::Hash for TwoPhaseCommitModel<M> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.sites, self.aborter, self.phases).hash(state);
-    }
+    make: Maker<MakeMachine<M>>,
 }
 
 impl TwoPhaseCommitModel<Site> {
@@ -163,7 +147,7 @@ where
             sites,
             aborter,
             phases: false,
-            make,
+            make: Maker(make),
         }
     }
 
@@ -259,7 +243,7 @@ where
             vote: self.aborter != Some(i),
             step: Step::Start,
         };
-        (Observed::new((self.make)(TX, i, self.sites)), app)
+        (Observed::new((self.make.0)(TX, i, self.sites)), app)
     }
 
     fn wants(&self, app: &App) -> bool {
