@@ -6,10 +6,13 @@
 //! tests/snapshots/ (`cargo insta review`, or `INSTA_UPDATE=always`, to
 //! accept a new one; review the diff).
 
+#[path = "support/models.rs"]
+mod support;
+
 use zoosim::models::lock::{
     LockModel, EVERY_LIVE_CLIENT_ACQUIRES, MUTUAL_EXCLUSION, NO_HERD, NO_ORPHANS,
 };
-use zoosim::models::{check, render_path, shortest, Fault, Faults, Options, World};
+use zoosim::models::{check, shortest, Fault, Faults, Options, World};
 use zoosim::proto::{MultiResult, Op, Reply, ZkError};
 use zoosim::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use zoosim::recipes::{Input, Machine, OpId, Output};
@@ -52,14 +55,7 @@ fn the_correct_lock_holds_everything_at_three_clients_with_all_faults() {
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
 fn caught<R: zoosim::models::Recipe>(world: &World<R>, property: &'static str, name: &str) {
-    let path =
-        shortest(world, property).unwrap_or_else(|| panic!("{name}: {property} not violated"));
-    assert!(path.len() <= 15, "{name}: {} steps", path.len());
-    let text = format!(
-        "{name}: counterexample to {property} ({} steps)\n{}",
-        path.len(),
-        render_path(world, &path)
-    );
+    let (_, text) = support::counterexample(world, property, name);
     insta::assert_snapshot!(name, text);
 }
 

@@ -7,6 +7,9 @@
 //! snapshot (tests/snapshots/models_coord__*.snap). Each check prints its
 //! states and time (`-- --nocapture`).
 
+#[path = "support/models.rs"]
+mod support;
+
 use std::time::Instant;
 
 use zoosim::models::double_barrier::{
@@ -89,16 +92,9 @@ fn phases_reached<R: Recipe>(what: &str, world: &World<R>, names: &[&'static str
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
 fn caught<R: Recipe>(world: &World<R>, property: &'static str, name: &str) -> usize {
-    let path =
-        shortest(world, property).unwrap_or_else(|| panic!("{name}: {property} not violated"));
-    assert!(path.len() <= 15, "{name}: {} steps", path.len());
-    let text = format!(
-        "{name}: counterexample to {property} ({} steps)\n{}",
-        path.len(),
-        render_path(world, &path)
-    );
+    let (steps, text) = support::counterexample(world, property, name);
     insta::assert_snapshot!(name, text);
-    path.len()
+    steps
 }
 
 // ---------------------------------------------------------------------

@@ -6,12 +6,15 @@
 //! caught with a shortest counterexample (breadth-first, the property
 //! named), whose step list is an insta snapshot (tests/snapshots/).
 
+#[path = "support/models.rs"]
+mod support;
+
 use std::time::Instant;
 
 use zoosim::models::election::{self, Candidate, ElectionModel};
 use zoosim::models::revocable::{self, revocable_lock, RevocableModel};
 use zoosim::models::shared_lock::{self, SharedLockModel};
-use zoosim::models::{check, render_path, shortest, Checked, Fault, Faults, Options, World};
+use zoosim::models::{check, Checked, Fault, Faults, Options, World};
 use zoosim::proto::{EventType, Reply};
 use zoosim::recipes::election::{Election, ElectionCommand, ElectionOutcome, ElectionVariant};
 use zoosim::recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
@@ -63,20 +66,7 @@ fn holds_everything<R: zoosim::models::Recipe>(
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
 fn caught<R: zoosim::models::Recipe>(world: &World<R>, property: &'static str, name: &str) {
-    let start = Instant::now();
-    let path =
-        shortest(world, property).unwrap_or_else(|| panic!("{name}: {property} not violated"));
-    eprintln!(
-        "{name}: {property} violated in {} steps, found in {:.2?}",
-        path.len(),
-        start.elapsed()
-    );
-    assert!(path.len() <= 15, "{name}: {} steps", path.len());
-    let text = format!(
-        "{name}: counterexample to {property} ({} steps)\n{}",
-        path.len(),
-        render_path(world, &path)
-    );
+    let (_, text) = support::counterexample(world, property, name);
     insta::assert_snapshot!(name, text);
 }
 

@@ -5,13 +5,14 @@
 //! each machine is caught by its model with a shortest counterexample,
 //! kept as an insta snapshot (tests/snapshots/; `cargo insta review`).
 
+#[path = "support/models.rs"]
+mod support;
+
 use std::time::Instant;
 
 use zoosim::models::config::{self, ConfigModel};
 use zoosim::models::queue::{self, QueueModel};
-use zoosim::models::{
-    check, render_path, shortest, Checked, Fault, Faults, Options, Recipe, World,
-};
+use zoosim::models::{check, shortest, Checked, Fault, Faults, Options, Recipe, World};
 use zoosim::proto::{Op, Reply, ZkError};
 use zoosim::recipes::config::{Config, ConfigCommand, ConfigOutcome};
 use zoosim::recipes::queue::{Consumer, QueueCommand, QueueOutcome};
@@ -47,16 +48,7 @@ fn holds<R: Recipe>(world: &World<R>) -> Checked {
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the insta snapshot `name`.
 fn caught<R: Recipe>(world: &World<R>, property: &'static str, name: &str) {
-    let t = Instant::now();
-    let path =
-        shortest(world, property).unwrap_or_else(|| panic!("{name}: {property} not violated"));
-    eprintln!("{name}: {} steps, found in {:.2?}", path.len(), t.elapsed());
-    assert!(path.len() <= 15, "{name}: {} steps", path.len());
-    let text = format!(
-        "{name}: counterexample to {property} ({} steps)\n{}",
-        path.len(),
-        render_path(world, &path)
-    );
+    let (_, text) = support::counterexample(world, property, name);
     insta::assert_snapshot!(name, text);
 }
 
