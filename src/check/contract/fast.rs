@@ -308,6 +308,11 @@ impl Pass<'_> {
         deferred: &[usize],
         loose: &[usize],
     ) -> bool {
+        // Spent (a broken history's pass sticks at every step): nothing to
+        // try, so no copy of the state to make.
+        if *self.restart_steps == 0 {
+            return false;
+        }
         let (state, now, order) = (self.state.clone(), self.now, self.order.clone());
         for c in (0..self.checkpoints.len()).rev() {
             let from = self.checkpoints[c].placed;
