@@ -108,6 +108,22 @@
 //!   the initial state (ask for the lock, ...) are given before the first
 //!   step: they only queue a request, and the server's serving it is the
 //!   step that interleaves.
+//! * **Zxids are canonical.** The tree's zxids (each node's czxid, mzxid
+//!   and pzxid, the last applied), the past states' and the zxid each
+//!   client has seen are compared, never added to nor shown to a machine
+//!   (the recipes read a stat's version and owner, not its zxids): by a
+//!   SetWatches after a reconnect (a node changed since the session's
+//!   zxid) and by a stale read (which past states a session may be
+//!   answered from, which change fires its watch). So after every step
+//!   the state's zxids are renumbered 0, 1, 2, ... in their order: every
+//!   comparison answers as before, and runs that differ only in how many
+//!   txns came between two zxids meet. Once no comparison can come any
+//!   more (no stale read nor break left in the budget, no client about
+//!   to reconnect with its session) they are all set to 0. A finished
+//!   client on a live connection never reconnects nor reads stale, and
+//!   its next reply sets its zxid to the server's: its zxid is set to 0
+//!   at once. (The test in `tests.rs` checks that the same states are
+//!   reachable, zxids aside, with and without this.)
 //! * **No history in the state.** A recipe's shared record keeps only what
 //!   its properties read (the fence's highest token, sticky flags), not
 //!   logs or counters, so that runs that differ only in the past meet.
@@ -132,6 +148,9 @@ mod render;
 pub mod revocable;
 pub mod shared_lock;
 pub mod two_phase_commit;
+
+#[cfg(test)]
+mod tests;
 
 pub use catalog::{catalog, entry, find, Listed, Report, Spec};
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
@@ -548,6 +567,9 @@ pub struct World<R: Recipe> {
     /// Check only this property (for a shortest counterexample: one
     /// property per breadth-first run); all when None.
     pub only: Option<&'static str>,
+    /// Zxids in canonical form (see "Reductions"); off only in the test
+    /// that shows the reduction loses nothing.
+    canonical: bool,
 }
 
 /// How many faults one run takes in all unless told otherwise.
@@ -575,6 +597,7 @@ impl<R: Recipe> World<R> {
             faults,
             max_faults: DEFAULT_MAX_FAULTS,
             only: None,
+            canonical: true,
         })
     }
 
@@ -638,7 +661,74 @@ impl<R: Recipe> World<R> {
             }
         }
         self.prune_past(s);
+        self.canonical_zxids(s);
         Some(())
+    }
+
+    /// Whether a zxid the state holds may still be compared with another
+    /// in some run from `s`: by a stale read still in the budget (which
+    /// past state may answer, and which change fires its watch), or by a
+    /// SetWatches (a client that will reconnect with its session, now or
+    /// after a break still in the budget).
+    fn zxids_observable(&self, s: &State<R>) -> bool {
+        [
+            Fault::StaleRead,
+            Fault::LostReply,
+            Fault::LostRequest,
+            Fault::Disconnect,
+        ]
+        .into_iter()
+        .any(|f| self.may(s, f))
+            || s.clients
+                .iter()
+                .any(|c| !c.connected && c.session && !c.crashed && !c.told_ended)
+    }
+
+    /// Puts the state's zxids in canonical form (see "Reductions"): ranks
+    /// (0, 1, 2, ... in order) while they may still be compared, all 0
+    /// once nothing can compare them any more.
+    fn canonical_zxids(&self, s: &mut State<R>) {
+        if !self.canonical {
+            return;
+        }
+        for c in &mut s.clients {
+            // A finished client on a live connection never reconnects nor
+            // reads stale again, and its next reply sets its zxid to the
+            // server's whatever it was: what it saw is unobservable.
+            if c.connected && c.finished(&self.recipe) {
+                c.last_zxid = 0;
+            }
+        }
+        if !self.zxids_observable(s) {
+            s.tree.relabel_zxids(|_| 0);
+            for c in &mut s.clients {
+                c.last_zxid = 0;
+            }
+            debug_assert!(
+                s.past.is_empty(),
+                "past states kept with no stale read left"
+            );
+            return;
+        }
+        let mut all: Vec<Zxid> = s.tree.zxids().collect();
+        all.extend(s.clients.iter().map(|c| c.last_zxid));
+        for t in &s.past {
+            all.extend(t.zxids());
+        }
+        all.sort_unstable();
+        all.dedup();
+        if all.last().is_some_and(|&z| z == all.len() as Zxid - 1) {
+            // Already ranks (0 is always there: the root's).
+            return;
+        }
+        let rank = |z: Zxid| all.binary_search(&z).expect("a zxid of the state") as Zxid;
+        s.tree.relabel_zxids(rank);
+        for c in &mut s.clients {
+            c.last_zxid = rank(c.last_zxid);
+        }
+        for t in &mut s.past {
+            Arc::make_mut(t).relabel_zxids(rank);
+        }
     }
 
     /// Whether `action` may apply a txn to the tree.
@@ -976,7 +1066,7 @@ impl<R: Recipe> State<R> {
         log.note(|| {
             format!(
                 "FAULT stale-read on client {c}: a server {} txn(s) behind answers its {} → {}",
-                self.tree.last_zxid() - old.last_zxid(),
+                self.past.len() - from,
                 op_text(&op),
                 reply_text(&reply)
             )
@@ -1229,6 +1319,7 @@ impl<R: Recipe> Model for World<R> {
                     .expect("a wanted command is enabled");
             }
         }
+        self.canonical_zxids(&mut s);
         vec![s]
     }
 
