@@ -121,3 +121,68 @@ fn canonical_zxids_lose_no_configuration_behaviour() {
         .with_max_faults(2);
     canonical_zxids_lose_nothing(w);
 }
+
+/// Every order of `n` things.
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    if n == 0 {
+        return vec![vec![]];
+    }
+    let mut all = Vec::new();
+    for p in permutations(n - 1) {
+        for k in 0..n {
+            let mut q = p.clone();
+            q.insert(k, n - 1);
+            all.push(q);
+        }
+    }
+    all
+}
+
+/// One fingerprint per orbit: the least over every renaming of clients.
+fn orbit<R: Recipe>(w: &World<R>, s: &State<R>, perms: &[Vec<usize>]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    perms
+        .iter()
+        .map(|p| {
+            let mut t = s.clone();
+            w.permute(&mut t, p);
+            let mut h = std::hash::DefaultHasher::new();
+            t.hash(&mut h);
+            h.finish()
+        })
+        .min()
+        .unwrap()
+}
+
+/// With the symmetry reduction the same states are reached up to a
+/// renaming of clients (the same orbits), and fewer of them: the
+/// reduction merges states a renaming makes one of another, and drops no
+/// behaviour.
+fn symmetry_loses_nothing<R: Recipe>(w: World<R>) {
+    let reduced_world = w.clone().with_symmetry().unwrap();
+    let reduced = reachable(&reduced_world);
+    let everything = reachable(&w);
+    let perms = permutations(w.clients);
+    let a: HashSet<u64> = everything.iter().map(|s| orbit(&w, s, &perms)).collect();
+    let b: HashSet<u64> = reduced.iter().map(|s| orbit(&w, s, &perms)).collect();
+    let extra = b.difference(&a).count();
+    let missing = a.difference(&b).count();
+    assert!(
+        extra == 0 && missing == 0,
+        "{}: the reduced world reaches {extra} orbits the full one does not, and misses {missing}",
+        w.recipe.name()
+    );
+    assert!(
+        reduced.len() * 2 < everything.len(),
+        "{}: symmetry merged little ({} of {} states)",
+        w.recipe.name(),
+        reduced.len(),
+        everything.len()
+    );
+}
+
+#[test]
+fn symmetry_loses_no_lock_behaviour() {
+    let w = World::new(LockModel::new(LockVariant::Correct), 3, Faults::ONE_EACH).unwrap();
+    symmetry_loses_nothing(w);
+}

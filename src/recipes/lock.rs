@@ -326,6 +326,49 @@ impl Lock {
         }
     }
 
+    /// The same machine for another contender: guid `guid`, and every
+    /// node name it keeps mapped by `path`. For the models' symmetry
+    /// reduction, which swaps clients (a contender's guid is in its
+    /// node's name, and a waiter keeps its predecessor's); sound for a
+    /// lock that compares guids only for equality (every variant but
+    /// [`LockVariant::SortByFullName`]). Only between steps: nothing may
+    /// wait to be polled.
+    pub fn renamed(&self, guid: &str, path: &dyn Fn(&str) -> String) -> Lock {
+        assert!(self.io.is_drained(), "a lock renamed mid-step");
+        let mut l = self.clone();
+        l.guid = guid.to_owned();
+        let phase = match &mut l.phase {
+            Phase::Listing { node, .. }
+            | Phase::ConfirmSync { node, .. }
+            | Phase::ConfirmExists { node, .. }
+            | Phase::Held { node, .. }
+            | Phase::Releasing { node, .. }
+            | Phase::Over { node: Some(node) } => vec![node],
+            Phase::Checking {
+                node, predecessor, ..
+            }
+            | Phase::Waiting { node, predecessor } => vec![node, predecessor],
+            Phase::Idle
+            | Phase::Creating { .. }
+            | Phase::Syncing { .. }
+            | Phase::Searching { .. }
+            | Phase::Over { node: None } => vec![],
+        };
+        for p in phase {
+            *p = path(p);
+        }
+        for (_, p) in [&mut l.data_watch, &mut l.lost_data_watch]
+            .into_iter()
+            .flatten()
+        {
+            *p = path(p);
+        }
+        if let Some(p) = &mut l.own_watched {
+            *p = path(p);
+        }
+        l
+    }
+
     /// A shared lock's reader (recipes page, "Shared Locks"): nodes
     /// `<guid>-read-<seq>` under `dir`, held when no write node is lower,
     /// waiting on the next lower write node only.

@@ -181,6 +181,11 @@ impl<O> Io<O> {
         self.ended = true;
     }
 
+    /// Nothing waits to be polled.
+    pub fn is_drained(&self) -> bool {
+        self.queue.is_empty()
+    }
+
     /// Whether the session is connected now.
     pub fn is_connected(&self) -> bool {
         self.connected

@@ -697,6 +697,51 @@ impl DataTree {
         self.last_zxid = f(self.last_zxid);
     }
 
+    /// The same tree with its sessions and node names renamed, for the
+    /// models' symmetry reduction (clients swapped: their session ids and
+    /// the names their nodes carry). Both maps must be one-to-one, and
+    /// `path` must map a node's path to a path under its parent's renamed
+    /// path (it renames a base name, never moves a node).
+    pub fn renamed(
+        &self,
+        session: impl Fn(SessionId) -> SessionId,
+        path: impl Fn(&str) -> String,
+    ) -> DataTree {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|(p, n)| {
+                let mut n = n.clone();
+                if let Owner::Ephemeral(s) = n.owner {
+                    n.owner = Owner::Ephemeral(session(s));
+                }
+                if !n.children.is_empty() {
+                    n.children = n
+                        .children
+                        .iter()
+                        .map(|c| basename(&path(&join(p, c))).to_owned())
+                        .collect();
+                }
+                (path(p), n)
+            })
+            .collect();
+        DataTree {
+            nodes,
+            sessions: self
+                .sessions
+                .iter()
+                .map(|(s, t)| (session(*s), *t))
+                .collect(),
+            ephemerals: self
+                .ephemerals
+                .iter()
+                .map(|(s, e)| (session(*s), e.iter().map(|p| path(p)).collect()))
+                .collect(),
+            last_zxid: self.last_zxid,
+            config: self.config,
+        }
+    }
+
     /// Checks every structural invariant; for tests, the simulator's
     /// post-run checks, and every few applied txns on each simulated server
     /// (it walks the whole tree). The first violation found, naming the
