@@ -160,6 +160,11 @@ impl Election {
     pub fn variant(&self) -> ElectionVariant {
         self.variant
     }
+
+    /// What the machine is doing, in words (see [`Lock::describe`]).
+    pub fn describe(&self) -> String {
+        self.inner.describe()
+    }
 }
 
 impl Machine for Election {
