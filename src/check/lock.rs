@@ -1272,7 +1272,10 @@ mod tests {
         let r = check_lock(&acts, None);
         assert_eq!(
             named(&r),
-            [SUSPEND_WHILE_DISCONNECTED.name, SUSPEND_WHILE_DISCONNECTED.name],
+            [
+                SUSPEND_WHILE_DISCONNECTED.name,
+                SUSPEND_WHILE_DISCONNECTED.name
+            ],
             "{r}"
         );
         assert!(

@@ -141,6 +141,11 @@ impl Election {
         self.inner.is_holder()
     }
 
+    /// Leading, but suspended: disconnected, the session's fate not known yet.
+    pub fn is_suspended(&self) -> bool {
+        self.inner.is_suspended()
+    }
+
     /// The session ended or the recipe failed: a new session is needed.
     pub fn is_over(&self) -> bool {
         self.inner.is_over()

@@ -395,6 +395,18 @@ impl Lock {
         )
     }
 
+    /// Held, but suspended: the connection broke and the session's fate is
+    /// not known yet (`Resumed` or `Lost` follows).
+    pub fn is_suspended(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Held {
+                suspended: true,
+                ..
+            }
+        )
+    }
+
     /// Whether the machine is idle: not acquiring, holding, releasing nor over.
     pub fn is_idle(&self) -> bool {
         self.phase == Phase::Idle

@@ -66,6 +66,9 @@ impl Exclusive for NoSuspend {
     fn is_holder(&self) -> bool {
         self.held && !self.lock.session_ended()
     }
+    fn is_suspended(&self) -> bool {
+        false // the bug
+    }
     fn is_shared(&self) -> bool {
         false
     }
@@ -110,6 +113,9 @@ impl Exclusive for IgnoresRevoke {
     }
     fn is_holder(&self) -> bool {
         self.0.is_holder()
+    }
+    fn is_suspended(&self) -> bool {
+        self.0.is_suspended()
     }
     fn is_shared(&self) -> bool {
         self.0.mode().is_shared()
@@ -181,7 +187,10 @@ impl Recipe for Broken {
             }
             Flaw::IgnoresRevoke => {
                 let make: Make<IgnoresRevoke> = Arc::new(|c, guid| {
-                    IgnoresRevoke(Lock::shared(REVOKE_DIR, guid, mode_of(c), LockVariant::Correct).revocable())
+                    IgnoresRevoke(
+                        Lock::shared(REVOKE_DIR, guid, mode_of(c), LockVariant::Correct)
+                            .revocable(),
+                    )
                 });
                 workload::spawn(ctx, &w, make)
             }
@@ -235,7 +244,10 @@ fn a_holder_that_acts_while_told_disconnected_is_caught() {
     let property = crate::check::lock::SUSPEND_WHILE_DISCONNECTED.name;
     let (seed, why) = first_caught(&disconnecting("broken-lock-no-suspend"), 10, property)
         .expect("the lock that never suspends is caught within 10 seeds");
-    assert!(why.starts_with("suspend-while-disconnected: client "), "{why}");
+    assert!(
+        why.starts_with("suspend-while-disconnected: client "),
+        "{why}"
+    );
     assert!(why.contains("told it was disconnected at"), "{why}");
     // The shipped lock, same scenario and seeds up to that one: suspends.
     let shipped = disconnecting("lock");
@@ -247,7 +259,6 @@ fn a_holder_that_acts_while_told_disconnected_is_caught() {
         assert!(out.log.iter().any(|l| l.contains("Disconnected")));
     }
 }
-
 
 /// The revocable lock's scenario as shipped, with no faults: a keeper
 /// that ignores the revoker holds for ever.
@@ -277,8 +288,12 @@ fn a_holder_that_ignores_a_revocation_is_caught() {
     assert!(why.starts_with("revocation-honoured: client "), "{why}");
     assert!(why.contains("(it saw the request at "), "{why}");
     assert!(why.ends_with("it never let go"), "{why}");
-    let s = parse_in("revocable.toml", &revoking("revocable-lock"), &Registry::new())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let s = parse_in(
+        "revocable.toml",
+        &revoking("revocable-lock"),
+        &Registry::new(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let out = run_one(&s, s.seed_start).unwrap_or_else(|v| panic!("{v}"));
     assert!(out.violations.is_empty(), "{:?}", out.violations);
     assert!(out.counters["revokes-honoured"] > 0, "{:?}", out.counters);
@@ -287,8 +302,8 @@ fn a_holder_that_ignores_a_revocation_is_caught() {
 /// The first failing seed of a shipped buggy variant's scenario, and its
 /// violation of `property`.
 fn caught_in_file(file: &str, property: &str) -> String {
-    let s = crate::scenario::files::load(std::path::Path::new(file))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let s =
+        crate::scenario::files::load(std::path::Path::new(file)).unwrap_or_else(|e| panic!("{e}"));
     let out = run_one(&s, s.seed_start).unwrap_or_else(|v| panic!("{v}"));
     out.violations
         .iter()
@@ -318,4 +333,3 @@ fn a_liveness_failure_says_where_the_clients_stuck() {
         "{why}"
     );
 }
-

@@ -188,11 +188,11 @@ mod sim {
     use super::workload::{self, ExclusiveRecord, ExclusiveWorkload, Make};
     use super::Kind;
     use crate::check::lock::{check_lock, LockEvent, LIVENESS};
-    use crate::tree::Owner;
     use crate::recipes::election::{Election, ElectionVariant};
     use crate::recipes::lock::{Lock, LockMode, LockVariant};
     use crate::scenario::sim::{Ending, JudgeCtx, RunCtx, Running};
     use crate::scenario::verdict::Verdict;
+    use crate::tree::Owner;
 
     /// Clients 0 and 3 write, the others read.
     pub(super) fn mode_of(c: usize) -> LockMode {

@@ -30,6 +30,8 @@ pub trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
     fn acquire() -> Self::Command;
     fn release() -> Self::Command;
     fn is_holder(&self) -> bool;
+    /// Held, but suspended (disconnected, the session's fate unknown).
+    fn is_suspended(&self) -> bool;
     /// A shared lock's reader: it may hold with other readers, and reads.
     fn is_shared(&self) -> bool;
     fn session_ended(&self) -> bool;
@@ -67,6 +69,9 @@ impl Exclusive for Lock {
     }
     fn is_holder(&self) -> bool {
         Lock::is_holder(self)
+    }
+    fn is_suspended(&self) -> bool {
+        Lock::is_suspended(self)
     }
     fn is_shared(&self) -> bool {
         self.mode().is_shared()
@@ -123,6 +128,9 @@ impl Exclusive for Election {
     }
     fn is_holder(&self) -> bool {
         self.is_leader()
+    }
+    fn is_suspended(&self) -> bool {
+        Election::is_suspended(self)
     }
     fn is_shared(&self) -> bool {
         false
@@ -417,7 +425,13 @@ async fn session<M: Exclusive>(
                 if log_outcomes(&mut driver, c, &record, &mut told_ended) {
                     return replace(&zk).await;
                 }
-                if !driver.machine().is_holder() || driver.machine().asked_to_release() {
+                let asked = driver.machine().asked_to_release();
+                if keeper && !asked && driver.machine().is_suspended() {
+                    // A keeper waits out a suspension, touching nothing:
+                    // a revocation made meanwhile reaches it once back.
+                    continue;
+                }
+                if !driver.machine().is_holder() || asked {
                     break; // lost it, or consenting to a revocation
                 }
             }
