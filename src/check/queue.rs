@@ -349,11 +349,13 @@ fn check_fifo_per_consumer(log: &[Entry<QueueEvent>], r: &mut QueueReport) {
     }
 }
 
+/// A consumer's last list, when it came, and the sequence numbers in it
+/// found gone or taken since.
+type Known<'a> = (&'a [(u8, u64)], u64, BTreeSet<u64>);
+
 /// See [`PRIORITY_ORDER`].
 fn check_priority_order(log: &[Entry<QueueEvent>], r: &mut QueueReport) {
-    // Per consumer: its last list, with when it came, and the sequence
-    // numbers in it found gone or taken since.
-    let mut known: BTreeMap<usize, (&[(u8, u64)], u64, BTreeSet<u64>)> = BTreeMap::new();
+    let mut known: BTreeMap<usize, Known> = BTreeMap::new();
     for e in log {
         let c = e.client;
         match &e.event {

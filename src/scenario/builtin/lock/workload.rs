@@ -202,6 +202,9 @@ pub struct ExclusiveWorkload {
     pub keepers: usize,
 }
 
+/// What a client's machine was doing, in words, and its own node.
+pub type Doing = (String, Option<String>);
+
 /// What a lock run records, shared by its clients.
 #[derive(Clone, Default)]
 pub struct ExclusiveRecord {
@@ -214,7 +217,7 @@ pub struct ExclusiveRecord {
     /// Per client: what its machine was doing when last seen (after its
     /// last step), and its own node, for a liveness failure to say where
     /// it stuck.
-    pub doing: Arc<Mutex<BTreeMap<usize, (String, Option<String>)>>>,
+    pub doing: Arc<Mutex<BTreeMap<usize, Doing>>>,
     /// Which client each session was (by session id), to name the owners
     /// of the nodes left in the lock's directory.
     pub sessions: Arc<Mutex<BTreeMap<i64, usize>>>,
