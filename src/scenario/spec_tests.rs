@@ -253,7 +253,7 @@ fn impossible_parameters_are_refused() {
     // phase, not a panic.
     assert_err(
         &format!("{base}[quiet]\nphase_ms = 5000\n"),
-        5,
+        4,
         12,
         "`liveness_bound_ms` (10000, the default) exceeds the quiet phase (5000 ms)",
     );
