@@ -9,7 +9,7 @@
 mod workload;
 
 #[cfg(all(test, madsim))]
-mod broken;
+pub(crate) mod broken;
 
 use crate::check::lock::PROPERTIES;
 use crate::recipes::election::ElectionVariant;

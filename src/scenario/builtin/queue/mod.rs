@@ -8,7 +8,7 @@
 mod workload;
 
 #[cfg(all(test, madsim))]
-mod broken;
+pub(crate) mod broken;
 
 use crate::check::queue as oracle;
 use crate::scenario::recipe::Recipe;
