@@ -438,6 +438,18 @@ impl Lock {
         )
     }
 
+    /// Held, but suspended: the connection broke and the session's fate is
+    /// not known yet (`Resumed` or `Lost` follows).
+    pub fn is_suspended(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Held {
+                suspended: true,
+                ..
+            }
+        )
+    }
+
     /// Whether the machine is idle: not acquiring, holding, releasing nor over.
     pub fn is_idle(&self) -> bool {
         self.phase == Phase::Idle
@@ -464,6 +476,49 @@ impl Lock {
     /// The variant this lock runs.
     pub fn variant(&self) -> LockVariant {
         self.variant
+    }
+
+    /// What the machine is doing, in words, with the nodes it knows of:
+    /// which node it waits on, which it holds (for a report of a client
+    /// that never got anywhere).
+    pub fn describe(&self) -> String {
+        let node = |n: &str| n.rsplit('/').next().unwrap_or(n).to_owned();
+        match &self.phase {
+            Phase::Idle => "idle".to_owned(),
+            Phase::Creating { .. } => "creating its node".to_owned(),
+            Phase::Syncing { .. } | Phase::Searching { .. } => {
+                "looking for its node after a ConnectionLoss on the create".to_owned()
+            }
+            Phase::Listing { node: n, .. } => format!("listing the children, own node {}", node(n)),
+            Phase::ConfirmSync { node: n, .. } | Phase::ConfirmExists { node: n, .. } => {
+                format!("confirming its node {} before holding", node(n))
+            }
+            Phase::Checking {
+                node: n,
+                predecessor,
+                ..
+            } => format!(
+                "asking whether {predecessor} exists (to watch it), own node {}",
+                node(n)
+            ),
+            Phase::Waiting {
+                node: n,
+                predecessor,
+            } => format!(
+                "waiting for {predecessor} to go (exists watch), own node {}",
+                node(n)
+            ),
+            Phase::Held { node: n, suspended } => format!(
+                "holding with {}{}",
+                node(n),
+                if *suspended { ", suspended" } else { "" }
+            ),
+            Phase::Releasing { node: n, .. } => format!("deleting its node {}", node(n)),
+            Phase::Over { node: n } => match n {
+                Some(n) => format!("over (session ended or failed), had {}", node(n)),
+                None => "over (session ended or failed)".to_owned(),
+            },
+        }
     }
 
     fn prefix(&self) -> String {

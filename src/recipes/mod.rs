@@ -37,7 +37,7 @@ pub mod queue;
 pub mod revocable;
 pub mod two_phase_commit;
 
-pub use driver::Driver;
+pub use driver::{Driver, Noted};
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
