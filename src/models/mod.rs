@@ -727,41 +727,50 @@ impl<R: Recipe> World<R> {
 
     /// Puts the clients in canonical order (see "Symmetry"): sorted by
     /// what they are, names aside, and renamed to their new places.
-    /// Returns the order: new place `k` holds the client that was at
-    /// `order[k]`.
-    pub(crate) fn canonical_clients(&self, s: &mut State<R>) -> Vec<usize> {
-        let Ok(sym) = self.recipe.symmetry() else {
-            return (0..s.clients.len()).collect();
+    fn canonical_clients(&self, s: &mut State<R>) {
+        let Some((sym, names)) = self.names(s) else {
+            return;
         };
-        let names: Vec<String> = (0..s.clients.len())
-            .map(|i| (sym.name)(&self.recipe, i))
-            .collect();
         let keys: Vec<u64> = (0..s.clients.len())
             .map(|i| client_key(s, i, &names[i]))
             .collect();
         let mut order: Vec<usize> = (0..s.clients.len()).collect();
         order.sort_by_key(|&i| (keys[i], i));
-        if order.iter().enumerate().all(|(k, &i)| k == i) {
-            return order;
+        if order.iter().enumerate().any(|(k, &i)| k != i) {
+            self.rename_clients(s, &order, &sym, &names);
         }
-        self.permute(s, &order);
-        order
+    }
+
+    /// The recipe's renaming and its clients' names, where it has one.
+    fn names(&self, s: &State<R>) -> Option<(Symmetry<R>, Vec<String>)> {
+        let sym = self.recipe.symmetry().ok()?;
+        let names = (0..s.clients.len())
+            .map(|i| (sym.name)(&self.recipe, i))
+            .collect();
+        Some((sym, names))
     }
 
     /// Renames the clients of `s`: new place `k` gets the client that was
     /// at `order[k]`, with every name, session and watch that was its.
+    #[cfg(test)]
     pub(crate) fn permute(&self, s: &mut State<R>, order: &[usize]) {
-        let Ok(sym) = self.recipe.symmetry() else {
-            return;
-        };
-        let names: Vec<String> = (0..s.clients.len())
-            .map(|i| (sym.name)(&self.recipe, i))
-            .collect();
+        if let Some((sym, names)) = self.names(s) {
+            self.rename_clients(s, order, &sym, &names);
+        }
+    }
+
+    fn rename_clients(
+        &self,
+        s: &mut State<R>,
+        order: &[usize],
+        sym: &Symmetry<R>,
+        names: &[String],
+    ) {
         let mut to = vec![0; order.len()];
         for (k, &i) in order.iter().enumerate() {
             to[i] = k;
         }
-        let rename = |p: &str| rename_path(p, &names, &to);
+        let rename = |p: &str| rename_path(p, names, &to);
         let sessions = |x: SessionId| match (0..names.len()).find(|&i| session(i) == x) {
             Some(i) => session(to[i]),
             None => x,
