@@ -32,6 +32,10 @@ fn list_shows_every_model_with_its_variants() {
         "  barrier  the barrier",
         "variants: barrier, barrier/no-sync",
         "barrier-safety",
+        "  revocable-lock  the revocable shared lock",
+        "revocation-honoured",
+        "  two-phase-commit  two-phase commit",
+        "every-live-site-decides",
         "stale-read",
     ] {
         assert!(out.contains(needle), "{needle} missing from:\n{out}");
@@ -65,7 +69,7 @@ fn bad_models_variants_sizes_and_addresses_are_refused() {
     for (args, needle) in [
         (
             &["check", "lcok"][..],
-            "unknown model \"lcok\"; the models are lock, shared-lock, election, barrier,",
+            "unknown model \"lcok\"; the models are lock, shared-lock, revocable-lock, election,",
         ),
         (
             &["check", "barrier", "--variant", "lock/herd"][..],
@@ -74,6 +78,15 @@ fn bad_models_variants_sizes_and_addresses_are_refused() {
         (
             &["check", "lock", "--clients", "9"][..],
             "--clients: a model takes 1 to 8 clients, not 9",
+        ),
+        (
+            &["check", "revocable-lock", "--clients", "1"][..],
+            "--clients: the revocable lock's model takes at least 2 clients (a holder and the \
+             revoker), not 1",
+        ),
+        (
+            &["check", "lock", "--max-states", "0"][..],
+            "--max-states: at least 1",
         ),
         (
             &[
@@ -103,6 +116,32 @@ fn bad_models_variants_sizes_and_addresses_are_refused() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+}
+
+/// A check stopped at its state bound claims nothing: its "holds" are
+/// "holds so far", it says how to go further, and it exits 3 (neither
+/// the 0 of a proof nor the 1 of a failure).
+#[test]
+fn a_check_stopped_at_its_bound_says_so_and_exits_3() {
+    let (code, out, err) = zoosim(&["check", "lock", "--clients", "3", "--max-states", "2000"]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("NOT EXHAUSTIVE: the search stopped at --max-states 2000"),
+        "{out}"
+    );
+    assert!(
+        out.contains("mutual-exclusion                 holds so far"),
+        "{out}"
+    );
+    assert!(!out.contains("holds\n"), "{out}");
+    // The same check with room to finish is a proof.
+    let (code, out, err) = zoosim(&["check", "lock", "--clients", "2"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("NOT EXHAUSTIVE"), "{out}");
+    assert!(
+        out.contains("mutual-exclusion                 holds\n"),
+        "{out}"
+    );
 }
 
 /// The served process, killed when dropped (the test passing or not).

@@ -44,6 +44,13 @@ pub(crate) struct CheckArgs {
     /// Worker threads for the exhaustive search.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Stop after about this many states generated, so that a model too
+    /// large for the machine does not take all its memory (breadth-first,
+    /// ten million states of the largest models take up to 6 GB). A check
+    /// stopped so says so and exits 3: nothing failed in the states it
+    /// saw, but it is not a proof.
+    #[arg(long, default_value_t = DEFAULT_MAX_STATES, value_name = "N")]
+    max_states: usize,
     /// Instead of checking, open stateright's Explorer on this loopback
     /// address (e.g. 127.0.0.1:3000; port 0 picks a free one) to step
     /// through the model in a browser; runs until interrupted.
@@ -51,17 +58,29 @@ pub(crate) struct CheckArgs {
     serve: Option<String>,
 }
 
+/// `--max-states` unless told otherwise.
+const DEFAULT_MAX_STATES: usize = 10_000_000;
+
+/// The exit code of a check that stopped at `--max-states` with nothing
+/// failed: not a proof, not a failure.
+const EXIT_NOT_CONCLUSIVE: u8 = 3;
+
 /// Runs `zoosim check`: exit 0 when every property holds, 1 when one
-/// fails, an error (exit 2) for bad arguments.
+/// fails, 3 when the search stopped at `--max-states` before either was
+/// known, an error (exit 2) for bad arguments.
 pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
     let faults = Faults::parse(&args.faults).map_err(|e| format!("--faults: {e}"))?;
     if args.threads == 0 {
         return Err("--threads: at least 1".into());
     }
+    if args.max_states == 0 {
+        return Err("--max-states: at least 1".into());
+    }
     let model = find(&args.model)?;
     let options = Options {
         search: if args.dfs { Search::Dfs } else { Search::Bfs },
         threads: args.threads,
+        max_states: Some(args.max_states),
     };
     let spec = Spec {
         variant: args.variant.clone(),
@@ -111,12 +130,24 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
         seconds,
         checked.states as f64 / seconds.max(1e-9)
     );
+    if !checked.conclusive {
+        let _ = writeln!(
+            out,
+            "NOT EXHAUSTIVE: the search stopped at --max-states {} before every state was \
+             seen; \"holds so far\" is not a proof. Raise --max-states if memory allows, or \
+             check fewer clients, fewer faults (--faults, --max-faults), with --symmetry \
+             where the model has it, or depth-first (--dfs, less memory).",
+            args.max_states
+        );
+    }
     let _ = write!(out, "{report}");
     print!("{out}");
     Ok(if checked.all_hold() {
         ExitCode::SUCCESS
-    } else {
+    } else if checked.any_fails() || checked.conclusive {
         ExitCode::from(1)
+    } else {
+        ExitCode::from(EXIT_NOT_CONCLUSIVE)
     })
 }
 

@@ -8,27 +8,30 @@ use crate::recipes::lock::LockVariant;
 
 use super::{
     barrier, check, config, double_barrier, election, lock, membership, queue, render_path,
-    shared_lock, Checked, Faults, Options, Recipe, World, MAX_CLIENTS,
+    revocable, shared_lock, two_phase_commit, Checked, Faults, Options, Recipe, World, MAX_CLIENTS,
 };
 
 /// Every model, in the order `zoosim list` shows them. One line each:
 /// what it is (a line of text), its variants (the correct one first),
-/// their names, and the model of a variant. A recipe without variants
-/// passes `&[()]`, `|_| "name"` and `|_| Model::new()`.
+/// their names, and the model of a variant for a number of clients (an
+/// error for a size the model cannot take). A recipe without variants
+/// passes `&[()]`, `|_| "name"` and `|_, _| Ok(Model::new())`.
 // One line per model, kept so by hand (rustfmt would spread each over
 // six): adding a model is adding a line.
 #[rustfmt::skip]
 pub fn catalog() -> Vec<Box<dyn Listed>> {
     vec![
-        entry(lock::ABOUT, &lock::VARIANTS, |v| v.name(), lock::LockModel::new),
-        entry(shared_lock::ABOUT, &shared_lock::VARIANTS, |v| if v == LockVariant::Correct { "shared-lock" } else { v.name() }, shared_lock::SharedLockModel::new),
-        entry(election::ABOUT, &election::VARIANTS, |v| v.name(), election::ElectionModel::new),
-        entry(barrier::ABOUT, &barrier::VARIANTS, |v| v.name(), barrier::BarrierModel::new),
-        entry(queue::QUEUE_ABOUT, &[()], |_| "queue", |_| queue::QueueModel::plain()),
-        entry(queue::PRIORITY_ABOUT, &[()], |_| "priority-queue", |_| queue::QueueModel::priority()),
-        entry(config::ABOUT, &[()], |_| "config", |_| config::ConfigModel::new()),
-        entry(double_barrier::ABOUT, &[()], |_| "double-barrier", |_| double_barrier::DoubleBarrierModel::new(2)),
-        entry(membership::ABOUT, &[()], |_| "membership", |_| membership::MembershipModel::new(true)),
+        entry(lock::ABOUT, &lock::VARIANTS, |v| v.name(), |v, _| Ok(lock::LockModel::new(v))),
+        entry(shared_lock::ABOUT, &shared_lock::VARIANTS, |v| if v == LockVariant::Correct { "shared-lock" } else { v.name() }, |v, _| Ok(shared_lock::SharedLockModel::new(v))),
+        entry(revocable::ABOUT, &[()], |_| "revocable-lock", |_, n| revocable::RevocableModel::for_clients(n)),
+        entry(election::ABOUT, &election::VARIANTS, |v| v.name(), |v, _| Ok(election::ElectionModel::new(v))),
+        entry(barrier::ABOUT, &barrier::VARIANTS, |v| v.name(), |v, _| Ok(barrier::BarrierModel::new(v))),
+        entry(double_barrier::ABOUT, &[()], |_| "double-barrier", |_, _| Ok(double_barrier::DoubleBarrierModel::new(2))),
+        entry(queue::QUEUE_ABOUT, &[()], |_| "queue", |_, _| Ok(queue::QueueModel::plain())),
+        entry(queue::PRIORITY_ABOUT, &[()], |_| "priority-queue", |_, _| Ok(queue::QueueModel::priority())),
+        entry(config::ABOUT, &[()], |_| "config", |_, _| Ok(config::ConfigModel::new())),
+        entry(membership::ABOUT, &[()], |_| "membership", |_, _| Ok(membership::MembershipModel::new(true))),
+        entry(two_phase_commit::ABOUT, &[()], |_| "two-phase-commit", |_, n| Ok(two_phase_commit::TwoPhaseCommitModel::new(n, None))),
     ]
 }
 
@@ -78,13 +81,17 @@ impl fmt::Display for Report {
     /// under its own header).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for v in &self.checked.verdicts {
-            let verdict = match (v.holds, v.kind) {
-                (true, "sometimes") => "reached",
-                (false, "sometimes") => "NEVER REACHED",
-                (true, _) => "holds",
-                (false, _) => "FAILS",
-            };
+            let verdict = self.checked.verdict_text(v);
             writeln!(f, "  {:<10} {:<32} {verdict}", v.kind, v.name)?;
+        }
+        for v in &self.checked.verdicts {
+            if !v.holds && v.kind != "sometimes" && v.counterexample.is_none() {
+                writeln!(
+                    f,
+                    "\n{} fails; no shortest counterexample was found within the state bound",
+                    v.name
+                )?;
+            }
         }
         for (name, steps, text) in &self.counterexamples {
             writeln!(f, "\ncounterexample to {name} ({steps} steps, shortest):")?;
@@ -112,13 +119,21 @@ pub trait Listed: Send + Sync {
     fn serve(&self, spec: &Spec, addr: &str, ready: &mut dyn FnMut()) -> Result<(), String>;
 }
 
+/// Makes a variant's model for a number of clients, or says why it
+/// cannot take that many.
+pub type Make<V, R> = fn(V, usize) -> Result<R, String>;
+
+/// The size [`Listed::properties`] makes a model at: every model takes 2
+/// clients.
+const PROBE_CLIENTS: usize = 2;
+
 /// A catalog entry: the recipe's model for each of `variants`, named by
-/// `name`, made by `make`.
+/// `name`, made by `make`. The correct variant's name is the model's.
 pub fn entry<V, R>(
     about: &'static str,
     variants: &'static [V],
     name: fn(V) -> &'static str,
-    make: fn(V) -> R,
+    make: Make<V, R>,
 ) -> Box<dyn Listed>
 where
     V: Copy + Send + Sync + 'static,
@@ -136,7 +151,7 @@ struct Entry<V: 'static, R> {
     about: &'static str,
     variants: &'static [V],
     name: fn(V) -> &'static str,
-    make: fn(V) -> R,
+    make: Make<V, R>,
 }
 
 impl<V, R> Entry<V, R>
@@ -144,10 +159,6 @@ where
     V: Copy + Send + Sync + 'static,
     R: Recipe,
 {
-    fn correct(&self) -> R {
-        (self.make)(self.variants[0])
-    }
-
     fn world(&self, spec: &Spec) -> Result<(World<R>, &'static str), String> {
         let variant = match &spec.variant {
             None => self.variants[0],
@@ -159,7 +170,7 @@ where
                 .ok_or_else(|| {
                     format!(
                         "--variant: the {} model has no variant {v:?}; it has {}",
-                        self.correct().name(),
+                        self.name(),
                         self.variants().join(", ")
                     )
                 })?,
@@ -170,8 +181,9 @@ where
                 spec.clients
             ));
         }
-        let mut world = World::new((self.make)(variant), spec.clients, spec.faults)?
-            .with_max_faults(spec.max_faults);
+        let recipe = (self.make)(variant, spec.clients).map_err(|e| format!("--clients: {e}"))?;
+        let mut world =
+            World::new(recipe, spec.clients, spec.faults)?.with_max_faults(spec.max_faults);
         if spec.symmetry {
             world = world
                 .with_symmetry()
@@ -187,7 +199,7 @@ where
     R: Recipe,
 {
     fn name(&self) -> &'static str {
-        self.correct().name()
+        (self.name)(self.variants[0])
     }
 
     fn about(&self) -> &'static str {
@@ -199,7 +211,8 @@ where
     }
 
     fn properties(&self) -> Vec<&'static str> {
-        World::new(self.correct(), 2, Faults::ONE_EACH)
+        (self.make)(self.variants[0], PROBE_CLIENTS)
+            .and_then(|r| World::new(r, PROBE_CLIENTS, Faults::ONE_EACH))
             .map(|w| w.property_names())
             .unwrap_or_default()
     }

@@ -177,7 +177,9 @@ pub mod two_phase_commit;
 mod tests;
 
 pub use catalog::{catalog, entry, find, Listed, Report, Spec};
-pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
+pub use render::{
+    check, render_path, shortest, shortest_within, Checked, Options, Search, Verdict,
+};
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt::{self, Debug};

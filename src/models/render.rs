@@ -27,6 +27,12 @@ pub struct Options {
     /// Worker threads for the exhaustive run (counterexamples are always
     /// re-found on one thread, where breadth-first order is exact).
     pub threads: usize,
+    /// Stop once about this many states are generated (checked every
+    /// block of states, so a search may overshoot it by a block): what
+    /// keeps a model too large for the machine from taking all its
+    /// memory. A search stopped so is not conclusive
+    /// ([`Checked::conclusive`]). None: no bound.
+    pub max_states: Option<usize>,
 }
 
 impl Default for Options {
@@ -34,6 +40,7 @@ impl Default for Options {
         Options {
             search: Search::Bfs,
             threads: 1,
+            max_states: None,
         }
     }
 }
@@ -62,14 +69,45 @@ pub struct Checked {
     pub unique: usize,
     /// The deepest path explored.
     pub depth: usize,
+    /// The verdicts are final: the search visited every reachable state,
+    /// or stopped once every property had its answer. False when it
+    /// stopped at [`Options::max_states`] first: then a property that
+    /// "holds" holds only in the states visited, and a "sometimes" not
+    /// reached may be reached further on (a failure found is a failure
+    /// all the same).
+    pub conclusive: bool,
     /// Every property's verdict, in the model's order.
     pub verdicts: Vec<Verdict>,
 }
 
 impl Checked {
-    /// Every property holds (and every sometimes property was reached).
+    /// Every property holds (and every sometimes property was reached),
+    /// over every reachable state: false for a search that stopped at its
+    /// bound, whatever it saw.
     pub fn all_hold(&self) -> bool {
-        self.verdicts.iter().all(|v| v.holds)
+        self.conclusive && self.verdicts.iter().all(|v| v.holds)
+    }
+
+    /// Some always or eventually property fails (found within the states
+    /// visited, so true even of a search that stopped at its bound).
+    pub fn any_fails(&self) -> bool {
+        self.verdicts
+            .iter()
+            .any(|v| !v.holds && v.kind != "sometimes")
+    }
+
+    /// The verdict of `v` in words: `holds`, `FAILS`, `reached`, `NEVER
+    /// REACHED`, or for a search stopped at its bound `holds so far` and
+    /// `not reached yet`.
+    pub fn verdict_text(&self, v: &Verdict) -> &'static str {
+        match (v.holds, v.kind == "sometimes", self.conclusive) {
+            (true, true, _) => "reached",
+            (false, true, true) => "NEVER REACHED",
+            (false, true, false) => "not reached yet",
+            (true, false, true) => "holds",
+            (true, false, false) => "holds so far",
+            (false, false, _) => "FAILS",
+        }
     }
 
     /// The verdict of the property `name`.
@@ -86,11 +124,14 @@ fn kind(e: &Expectation) -> &'static str {
     }
 }
 
-/// Checks `world` exhaustively, then re-finds each failing property's
+/// Checks `world` exhaustively (or up to [`Options::max_states`]), then re-finds each failing property's
 /// counterexample alone, breadth-first on one thread: with several
 /// properties in one run the checker's discoveries are not shortest.
 pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
-    let builder = world.clone().checker().threads(options.threads.max(1));
+    let mut builder = world.clone().checker().threads(options.threads.max(1));
+    if let Some(n) = options.max_states {
+        builder = builder.target_state_count(n);
+    }
     // The two searches' checkers are different types: read each alike.
     let (discoveries, states, unique, depth) = match options.search {
         Search::Bfs => {
@@ -122,7 +163,7 @@ pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
             Expectation::Always | Expectation::Eventually => !found,
         };
         let counterexample = (!holds && p.expectation != Expectation::Sometimes)
-            .then(|| shortest(world, p.name))
+            .then(|| shortest_within(world, p.name, options.max_states))
             .flatten();
         verdicts.push(Verdict {
             name: p.name,
@@ -131,10 +172,16 @@ pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
             counterexample,
         });
     }
+    // The checker stops at the bound without saying so: a search that
+    // ended below it ended on its own. One that stopped because every
+    // property had its discovery has its final verdicts either way.
+    let every_decided = verdicts.iter().all(|v| v.holds == (v.kind == "sometimes"));
+    let conclusive = every_decided || options.max_states.is_none_or(|n| states < n);
     Checked {
         states,
         unique,
         depth,
+        conclusive,
         verdicts,
     }
 }
@@ -145,10 +192,23 @@ pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
 /// length exactly when the full one has (its states are the full model's,
 /// each standing for the states a renaming of clients makes of it).
 pub fn shortest<R: Recipe>(world: &World<R>, name: &'static str) -> Option<Vec<Action>> {
+    shortest_within(world, name, None)
+}
+
+/// [`shortest`], giving up (None) after about `max_states` states.
+pub fn shortest_within<R: Recipe>(
+    world: &World<R>,
+    name: &'static str,
+    max_states: Option<usize>,
+) -> Option<Vec<Action>> {
     let mut one = world.clone();
     one.only = Some(name);
     one.symmetric = false;
-    let run = one.checker().threads(1).spawn_bfs().join();
+    let mut builder = one.checker().threads(1);
+    if let Some(n) = max_states {
+        builder = builder.target_state_count(n);
+    }
+    let run = builder.spawn_bfs().join();
     run.discovery(name).map(|path| path.into_actions())
 }
 

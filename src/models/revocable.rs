@@ -83,6 +83,10 @@ pub struct RevocableModel<M = Lock> {
     make: Maker<MakeMachine<M>>,
 }
 
+/// What the model is, for `zoosim list`.
+pub const ABOUT: &str = "the revocable shared lock: every client but the last holds \
+     (every third writes) until asked to let go; the last revokes";
+
 impl RevocableModel<Lock> {
     /// The model with `holders` revocable [`Lock`]s.
     pub fn new(holders: usize) -> RevocableModel<Lock> {
@@ -90,6 +94,18 @@ impl RevocableModel<Lock> {
             holders,
             make: Maker(revocable_lock),
         }
+    }
+
+    /// The model for a world of `clients` clients: the last revokes, the
+    /// others hold (so at least 2).
+    pub fn for_clients(clients: usize) -> Result<RevocableModel<Lock>, String> {
+        if clients < 2 {
+            return Err(format!(
+                "the revocable lock's model takes at least 2 clients (a holder and the \
+                 revoker), not {clients}"
+            ));
+        }
+        Ok(RevocableModel::new(clients - 1))
     }
 }
 

@@ -110,6 +110,10 @@ where
 /// Makes a client's machine: `(tx, me, sites)`.
 pub type MakeMachine<M> = fn(&str, usize, usize) -> M;
 
+/// What the model is, for `zoosim list`.
+pub const ABOUT: &str = "two-phase commit: every client is a site of one transaction, \
+     votes commit and waits for the decision";
+
 /// Two-phase commit as a model: `sites` sites (the world must have that
 /// many clients: [`TwoPhaseCommitModel::world`]), site `aborter` (if any)
 /// voting abort, running machine `M`.
