@@ -82,7 +82,7 @@ impl LockModel<Lock> {
         LockModel {
             variant,
             make: Maker(Lock::with_variant),
-            rename: Some(Maker(Lock::renamed)),
+            rename: Some(Maker(Lock::rename)),
         }
     }
 }

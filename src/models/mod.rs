@@ -495,13 +495,15 @@ pub struct Symmetry<R: Recipe> {
     /// The name client `i` gives its nodes (its guid): it is a node's
     /// base name's prefix, followed by `-`.
     pub name: fn(&R, usize) -> String,
-    /// A client's machine as the client named by the string, with every
-    /// node name it keeps mapped by the function.
+    /// Makes a client's machine the client's named by the string, with
+    /// every node name it keeps mapped by the function (None: unchanged).
     pub machine: RenameMachine<R::Machine>,
 }
 
-/// Renames a machine: `(machine, its new name, node name map)`.
-pub type RenameMachine<M> = fn(&M, &str, &dyn Fn(&str) -> String) -> M;
+/// Renames a machine in place: `(machine, its new name, node name map)`;
+/// the map gives a path's (or a bare base name's) new name, None when it
+/// keeps its own.
+pub type RenameMachine<M> = fn(&mut M, &str, &dyn Fn(&str) -> Option<String>);
 
 /// A watch the client library keeps, to restore after a reconnect
 /// (SetWatches' three lists).
@@ -615,6 +617,9 @@ pub struct World<R: Recipe> {
     /// Clients in canonical order (see "Symmetry"), when the recipe has a
     /// sound renaming.
     symmetric: bool,
+    /// With `symmetric`: each client's name (made once, not at every
+    /// step).
+    names: Vec<String>,
 }
 
 /// How many faults one run takes in all unless told otherwise.
@@ -644,6 +649,7 @@ impl<R: Recipe> World<R> {
             only: None,
             canonical: true,
             symmetric: false,
+            names: Vec::new(),
         })
     }
 
@@ -690,7 +696,10 @@ impl<R: Recipe> World<R> {
     /// The same model reduced by the clients' symmetry (see "Symmetry"),
     /// or why the recipe has no sound one.
     pub fn with_symmetry(mut self) -> Result<World<R>, String> {
-        self.recipe.symmetry().map_err(str::to_owned)?;
+        let sym = self.recipe.symmetry().map_err(str::to_owned)?;
+        self.names = (0..self.clients)
+            .map(|i| (sym.name)(&self.recipe, i))
+            .collect();
         self.symmetric = true;
         Ok(self)
     }
@@ -730,37 +739,34 @@ impl<R: Recipe> World<R> {
     /// Puts the clients in canonical order (see "Symmetry"): sorted by
     /// what they are, names aside, and renamed to their new places.
     fn canonical_clients(&self, s: &mut State<R>) {
-        let Some((sym, names)) = self.names(s) else {
+        let Ok(sym) = self.recipe.symmetry() else {
             return;
         };
+        let names = &self.names;
         let keys: Vec<u64> = (0..s.clients.len())
             .map(|i| client_key(s, i, &names[i]))
             .collect();
         let mut order: Vec<usize> = (0..s.clients.len()).collect();
         order.sort_by_key(|&i| (keys[i], i));
         if order.iter().enumerate().any(|(k, &i)| k != i) {
-            self.rename_clients(s, &order, &sym, &names);
+            self.rename_clients(s, &order, &sym, names);
         }
-    }
-
-    /// The recipe's renaming and its clients' names, where it has one.
-    fn names(&self, s: &State<R>) -> Option<(Symmetry<R>, Vec<String>)> {
-        let sym = self.recipe.symmetry().ok()?;
-        let names = (0..s.clients.len())
-            .map(|i| (sym.name)(&self.recipe, i))
-            .collect();
-        Some((sym, names))
     }
 
     /// Renames the clients of `s`: new place `k` gets the client that was
     /// at `order[k]`, with every name, session and watch that was its.
     #[cfg(test)]
     pub(crate) fn permute(&self, s: &mut State<R>, order: &[usize]) {
-        if let Some((sym, names)) = self.names(s) {
+        if let Ok(sym) = self.recipe.symmetry() {
+            let names: Vec<String> = (0..self.clients)
+                .map(|i| (sym.name)(&self.recipe, i))
+                .collect();
             self.rename_clients(s, order, &sym, &names);
         }
     }
 
+    /// In place: the nodes, watches and machines that keep their names
+    /// (most of them) cost nothing.
     fn rename_clients(
         &self,
         s: &mut State<R>,
@@ -773,37 +779,34 @@ impl<R: Recipe> World<R> {
             to[i] = k;
         }
         let rename = |p: &str| rename_path(p, names, &to);
+        let base = |b: &str| rename_base(b, names, &to);
         let sessions = |x: SessionId| match (0..names.len()).find(|&i| session(i) == x) {
             Some(i) => session(to[i]),
             None => x,
         };
-        s.tree = s.tree.renamed(sessions, rename);
+        s.tree.rename(sessions, base);
         for t in &mut s.past {
-            *t = Arc::new(t.renamed(sessions, rename));
+            Arc::make_mut(t).rename(sessions, base);
         }
-        s.watches = s.watches.renamed(|c| to[usize::from(c)] as u8, rename);
-        let old = std::mem::take(&mut s.clients);
+        s.watches.rename(|c| to[usize::from(c)] as u8, rename);
+        let mut old: Vec<Option<Client<R>>> =
+            std::mem::take(&mut s.clients).into_iter().map(Some).collect();
         s.clients = order
             .iter()
             .enumerate()
             .map(|(k, &i)| {
-                let c = &old[i];
-                Client {
-                    machine: (sym.machine)(&c.machine, &names[k], &rename),
-                    app: c.app.clone(),
-                    connected: c.connected,
-                    session: c.session,
-                    told_ended: c.told_ended,
-                    crashed: c.crashed,
-                    outbox: c
-                        .outbox
-                        .iter()
-                        .map(|(id, op)| (*id, op.map_paths(rename)))
-                        .collect(),
-                    unnoticed: c.unnoticed.clone(),
-                    last_zxid: c.last_zxid,
-                    kept: c.kept.iter().map(|(k, p)| (*k, rename(p))).collect(),
+                let mut c = old[i].take().expect("a permutation takes each client once");
+                (sym.machine)(&mut c.machine, &names[k], &rename);
+                for (_, op) in c.outbox.iter_mut() {
+                    *op = op.map_paths(|p| rename(p).unwrap_or_else(|| p.to_owned()));
                 }
+                if c.kept.iter().any(|(_, p)| rename(p).is_some()) {
+                    c.kept = std::mem::take(&mut c.kept)
+                        .into_iter()
+                        .map(|(kind, p)| (kind, rename(&p).unwrap_or(p)))
+                        .collect();
+                }
+                c
             })
             .collect();
     }
@@ -1059,21 +1062,19 @@ impl<R: Recipe> World<R> {
 
 /// `path` (or a bare base name) with the client name it carries (a base
 /// name that starts with `names[i]` and `-`) replaced by client
-/// `to[i]`'s.
-fn rename_path(path: &str, names: &[String], to: &[usize]) -> String {
+/// `to[i]`'s; None when it carries none, or its client keeps its place.
+fn rename_path(path: &str, names: &[String], to: &[usize]) -> Option<String> {
     // A machine may keep a bare base name (a lock's predecessor).
-    let (dir, base) = match path.rfind('/') {
-        Some(k) => path.split_at(k + 1),
-        None => ("", path),
-    };
-    for (i, name) in names.iter().enumerate() {
-        if let Some(rest) = base.strip_prefix(name.as_str()) {
-            if rest.starts_with('-') {
-                return format!("{dir}{}{rest}", names[to[i]]);
-            }
-        }
-    }
-    path.to_owned()
+    let (dir, base) = path.split_at(path.rfind('/').map_or(0, |k| k + 1));
+    rename_base(base, names, to).map(|b| format!("{dir}{b}"))
+}
+
+/// A base name renamed as [`rename_path`] says.
+fn rename_base(base: &str, names: &[String], to: &[usize]) -> Option<String> {
+    names.iter().enumerate().find_map(|(i, name)| {
+        let rest = base.strip_prefix(name.as_str())?;
+        (rest.starts_with('-') && to[i] != i).then(|| format!("{}{rest}", names[to[i]]))
+    })
 }
 
 /// What client `i` is, its name aside, as a sort key (see "Symmetry"):

@@ -326,47 +326,47 @@ impl Lock {
         }
     }
 
-    /// The same machine for another contender: guid `guid`, and every
-    /// node name it keeps mapped by `path`. For the models' symmetry
+    /// Makes this machine another contender's: guid `guid`, and every
+    /// node name it keeps mapped by `path` (None: unchanged). For the models' symmetry
     /// reduction, which swaps clients (a contender's guid is in its
     /// node's name, and a waiter keeps its predecessor's); sound for a
     /// lock that compares guids only for equality (every variant but
     /// [`LockVariant::SortByFullName`]). Only between steps: nothing may
     /// wait to be polled.
-    pub fn renamed(&self, guid: &str, path: &dyn Fn(&str) -> String) -> Lock {
+    pub fn rename(&mut self, guid: &str, path: &dyn Fn(&str) -> Option<String>) {
         assert!(self.io.is_drained(), "a lock renamed mid-step");
-        let mut l = self.clone();
-        l.guid = guid.to_owned();
-        let phase = match &mut l.phase {
+        guid.clone_into(&mut self.guid);
+        let phase = match &mut self.phase {
             Phase::Listing { node, .. }
             | Phase::ConfirmSync { node, .. }
             | Phase::ConfirmExists { node, .. }
             | Phase::Held { node, .. }
             | Phase::Releasing { node, .. }
-            | Phase::Over { node: Some(node) } => vec![node],
+            | Phase::Over { node: Some(node) } => [Some(node), None],
             Phase::Checking {
                 node, predecessor, ..
             }
-            | Phase::Waiting { node, predecessor } => vec![node, predecessor],
+            | Phase::Waiting { node, predecessor } => [Some(node), Some(predecessor)],
             Phase::Idle
             | Phase::Creating { .. }
             | Phase::Syncing { .. }
             | Phase::Searching { .. }
-            | Phase::Over { node: None } => vec![],
+            | Phase::Over { node: None } => [None, None],
         };
-        for p in phase {
-            *p = path(p);
-        }
-        for (_, p) in [&mut l.data_watch, &mut l.lost_data_watch]
+        let watched = [&mut self.data_watch, &mut self.lost_data_watch]
             .into_iter()
             .flatten()
+            .map(|(_, p)| p);
+        for p in phase
+            .into_iter()
+            .flatten()
+            .chain(watched)
+            .chain(&mut self.own_watched)
         {
-            *p = path(p);
+            if let Some(q) = path(p) {
+                *p = q;
+            }
         }
-        if let Some(p) = &mut l.own_watched {
-            *p = path(p);
-        }
-        l
     }
 
     /// A shared lock's reader (recipes page, "Shared Locks"): nodes

@@ -697,49 +697,63 @@ impl DataTree {
         self.last_zxid = f(self.last_zxid);
     }
 
-    /// The same tree with its sessions and node names renamed, for the
+    /// Renames the tree's sessions and node names in place, for the
     /// models' symmetry reduction (clients swapped: their session ids and
-    /// the names their nodes carry). Both maps must be one-to-one, and
-    /// `path` must map a node's path to a path under its parent's renamed
-    /// path (it renames a base name, never moves a node).
-    pub fn renamed(
-        &self,
+    /// the names their nodes carry). Both maps must be one-to-one. `name`
+    /// gives a node's new name (its last component, as its parent's
+    /// children list has it), None when it keeps its own: a node is
+    /// renamed where it is, never moved, and a renamed node has no
+    /// children (nothing under it would follow). In place, so that the
+    /// nodes that keep their names (most of them) cost nothing.
+    pub fn rename(
+        &mut self,
         session: impl Fn(SessionId) -> SessionId,
-        path: impl Fn(&str) -> String,
-    ) -> DataTree {
-        let nodes = self
+        name: impl Fn(&str) -> Option<String>,
+    ) {
+        let renamed = |p: &str| {
+            let (dir, base) = p.split_at(p.rfind('/').map_or(0, |k| k + 1));
+            name(base).map(|b| format!("{dir}{b}"))
+        };
+        // Out first, then in: two names may swap.
+        let moved: Vec<(String, String)> = self
             .nodes
-            .iter()
-            .map(|(p, n)| {
-                let mut n = n.clone();
-                if let Owner::Ephemeral(s) = n.owner {
-                    n.owner = Owner::Ephemeral(session(s));
-                }
-                if !n.children.is_empty() {
-                    n.children = n
-                        .children
-                        .iter()
-                        .map(|c| basename(&path(&join(p, c))).to_owned())
-                        .collect();
-                }
-                (path(p), n)
+            .keys()
+            .filter_map(|p| renamed(p).map(|q| (p.clone(), q)))
+            .collect();
+        let nodes: Vec<(String, Node)> = moved
+            .into_iter()
+            .filter_map(|(old, new)| self.nodes.remove(&old).map(|n| (new, n)))
+            .collect();
+        for (new, n) in nodes {
+            debug_assert!(n.children.is_empty(), "renamed {new}, which has children");
+            self.nodes.insert(new, n);
+        }
+        for n in self.nodes.values_mut() {
+            if let Owner::Ephemeral(s) = n.owner {
+                n.owner = Owner::Ephemeral(session(s));
+            }
+            if n.children.iter().any(|c| name(c).is_some()) {
+                n.children = std::mem::take(&mut n.children)
+                    .into_iter()
+                    .map(|c| name(&c).unwrap_or(c))
+                    .collect();
+            }
+        }
+        self.sessions = std::mem::take(&mut self.sessions)
+            .into_iter()
+            .map(|(s, t)| (session(s), t))
+            .collect();
+        self.ephemerals = std::mem::take(&mut self.ephemerals)
+            .into_iter()
+            .map(|(s, e)| {
+                let e = if e.iter().any(|p| renamed(p).is_some()) {
+                    e.into_iter().map(|p| renamed(&p).unwrap_or(p)).collect()
+                } else {
+                    e
+                };
+                (session(s), e)
             })
             .collect();
-        DataTree {
-            nodes,
-            sessions: self
-                .sessions
-                .iter()
-                .map(|(s, t)| (session(*s), *t))
-                .collect(),
-            ephemerals: self
-                .ephemerals
-                .iter()
-                .map(|(s, e)| (session(*s), e.iter().map(|p| path(p)).collect()))
-                .collect(),
-            last_zxid: self.last_zxid,
-            config: self.config,
-        }
     }
 
     /// Checks every structural invariant; for tests, the simulator's

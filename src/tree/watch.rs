@@ -42,17 +42,24 @@ impl<C: Ord + Copy> WatchTable<C> {
         }
     }
 
-    /// The same table with connections and paths renamed, for the models'
-    /// symmetry reduction (both maps one-to-one).
-    pub fn renamed(&self, conn: impl Fn(C) -> C, path: impl Fn(&str) -> String) -> Self {
-        let table = |t: &BTreeMap<String, BTreeSet<C>>| {
-            t.iter()
-                .map(|(p, cs)| (path(p), cs.iter().map(|c| conn(*c)).collect()))
-                .collect()
-        };
-        WatchTable {
-            data: table(&self.data),
-            child: table(&self.child),
+    /// Renames connections and paths in place, for the models' symmetry
+    /// reduction (both maps one-to-one; `path` gives a path's new name,
+    /// None when it keeps its own).
+    pub fn rename(&mut self, conn: impl Fn(C) -> C, path: impl Fn(&str) -> Option<String>) {
+        for t in [&mut self.data, &mut self.child] {
+            // Out first, then in: two paths may swap.
+            let moved: Vec<(String, String)> = t
+                .keys()
+                .filter_map(|p| path(p).map(|q| (p.clone(), q)))
+                .collect();
+            let sets: Vec<(String, BTreeSet<C>)> = moved
+                .into_iter()
+                .filter_map(|(old, new)| t.remove(&old).map(|cs| (new, cs)))
+                .collect();
+            t.extend(sets);
+            for cs in t.values_mut() {
+                *cs = cs.iter().map(|c| conn(*c)).collect();
+            }
         }
     }
 
