@@ -215,8 +215,6 @@ pub struct App {
     pub me: u8,
     /// Where it is.
     pub step: Step,
-    /// The clients that had entered when it asked to leave (a bit each).
-    pub inside_at_leave: u8,
 }
 
 /// What the clients share: masks of clients (a bit each) and sticky flags
@@ -227,6 +225,14 @@ pub struct Shared {
     pub entered: u8,
     /// Clients that asked to leave.
     pub asked_leave: u8,
+    /// For each client leaving: those that had entered when it asked to
+    /// leave and have not asked to leave since (what [`LEAVE_SAFETY`]
+    /// needs of the past: which of them it would leave behind). Kept up to
+    /// date as clients ask to leave, and emptied once it is out or lost,
+    /// rather than the mask of those inside at its ask kept for good:
+    /// runs that differ only in who was inside then, among those who
+    /// have asked since, meet.
+    pub awaited: [u8; super::MAX_CLIENTS],
     /// Clients someone left before, though they were inside when it
     /// started to leave and had not asked to leave (excused if their
     /// session is gone: see [`LEAVE_SAFETY`]).
@@ -265,7 +271,6 @@ where
         let app = App {
             me: i as u8,
             step: Step::Start,
-            inside_at_leave: 0,
         };
         (Observed::new(machine), app)
     }
@@ -285,8 +290,12 @@ where
             Step::Inside => {
                 // The computation: one step inside, then leave.
                 log.note(|| format!("client {} computes inside the barrier", app.me));
-                shared.asked_leave |= 1 << app.me;
-                app.inside_at_leave = shared.entered;
+                let me = 1 << app.me;
+                shared.asked_leave |= me;
+                for a in &mut shared.awaited {
+                    *a &= !me;
+                }
+                shared.awaited[usize::from(app.me)] = shared.entered & !shared.asked_leave;
                 app.step = Step::Leaving;
                 DoubleBarrierCommand::Leave
             }
@@ -315,11 +324,12 @@ where
             DoubleBarrierOutcome::Left => {
                 // Those inside when it asked to leave that have not asked
                 // to leave yet: it left before them.
-                shared.left_behind |= app.inside_at_leave & !shared.asked_leave & !(1 << app.me);
+                shared.left_behind |= std::mem::take(&mut shared.awaited[usize::from(app.me)]);
                 shared.left = true;
                 app.step = Step::Done;
             }
             DoubleBarrierOutcome::Lost { .. } => {
+                shared.awaited[usize::from(app.me)] = 0;
                 shared.lost = true;
                 app.step = Step::Lost;
             }

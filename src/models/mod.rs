@@ -111,19 +111,38 @@
 //! * **Zxids are canonical.** The tree's zxids (each node's czxid, mzxid
 //!   and pzxid, the last applied), the past states' and the zxid each
 //!   client has seen are compared, never added to nor shown to a machine
-//!   (the recipes read a stat's version and owner, not its zxids): by a
-//!   SetWatches after a reconnect (a node changed since the session's
-//!   zxid) and by a stale read (which past states a session may be
-//!   answered from, which change fires its watch). So after every step
-//!   the state's zxids are renumbered 0, 1, 2, ... in their order: every
-//!   comparison answers as before, and runs that differ only in how many
-//!   txns came between two zxids meet. Once no comparison can come any
-//!   more (no stale read nor break left in the budget, no client about
-//!   to reconnect with its session) they are all set to 0. A finished
-//!   client on a live connection never reconnects nor reads stale, and
-//!   its next reply sets its zxid to the server's: its zxid is set to 0
-//!   at once. (The test in `tests.rs` checks that the same states are
-//!   reachable, zxids aside, with and without this.)
+//!   (the recipes read a stat's version and owner, not its zxids), and
+//!   every comparison has a *cut* on one side: a SetWatches after a
+//!   reconnect asks whether a kept node's mzxid or pzxid is above the
+//!   session's zxid; a stale read compares past states' last zxids with
+//!   the session's, and finds the change that fires its watch by
+//!   comparing a node's zxids in two successive trees (where a node that
+//!   changed carries the later tree's last zxid, and one that did not is
+//!   the same). So the cuts are the zxids of the clients that may still
+//!   compare theirs (see below), and while past states are kept, their
+//!   last zxids and today's; after every step each zxid becomes the
+//!   number of cuts below it. Every comparison answers as before (`z >
+//!   cut` exactly when more cuts lie below `z` than below the cut; the
+//!   cuts keep their order), runs that differ only in how many txns came
+//!   between two cuts, or in which of several nodes changed last, meet,
+//!   and the next txn still gets a zxid above all. Whose zxid may still
+//!   be compared: a client that will reconnect with its session (it is
+//!   cut off now), or one not finished while a break or a stale read is
+//!   still in the budget; the others' is never read again (a finished
+//!   client is hit by no fault, a connected one's next reply sets it to
+//!   the server's) and is set to 0. And a connected client's zxid is
+//!   taken for the server's last one unless a stale read may still come:
+//!   its watches are on the server, so any change to what it keeps has
+//!   fired and been taken at once (removing it from what the library
+//!   keeps), and every node it still keeps is at or below its zxid and
+//!   the server's; a later break finds the same nodes unchanged, and every
+//!   later txn is above both. (A lost reply breaks the connection in the
+//!   same step as its txn: the client's zxid, taken before, stays below
+//!   that txn, as it should.) With nothing left to compare every zxid is
+//!   0. The tests in `tests.rs` check that the same states are
+//!   reachable, zxids aside, with and without this, and that a version
+//!   which also takes a cut-off client's zxid for the server's (so that
+//!   SetWatches would not bring it what it missed) is caught.
 //! * **No history in the state.** A recipe's shared record keeps only what
 //!   its properties read (the fence's highest token, sticky flags), not
 //!   logs or counters, so that runs that differ only in the past meet.
@@ -620,6 +639,22 @@ pub struct World<R: Recipe> {
     /// With `symmetric`: each client's name (made once, not at every
     /// step).
     names: Vec<String>,
+    /// A reduction made unsound on purpose (only the tests that show
+    /// their check catches it set one).
+    sabotage: Sabotage,
+}
+
+/// A deliberately unsound version of a reduction, for the tests that show
+/// that comparing the reduced world with the full one catches it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+enum Sabotage {
+    /// None: every reduction as it should be.
+    #[default]
+    None,
+    /// Every client's zxid is taken for the server's last, a
+    /// disconnected one's too (it would miss the changes SetWatches
+    /// should bring it).
+    EveryZxidIsTop,
 }
 
 /// How many faults one run takes in all unless told otherwise.
@@ -650,6 +685,7 @@ impl<R: Recipe> World<R> {
             canonical: true,
             symmetric: false,
             names: Vec::new(),
+            sabotage: Sabotage::None,
         })
     }
 
@@ -811,69 +847,78 @@ impl<R: Recipe> World<R> {
             .collect();
     }
 
-    /// Whether a zxid the state holds may still be compared with another
-    /// in some run from `s`: by a stale read still in the budget (which
-    /// past state may answer, and which change fires its watch), or by a
-    /// SetWatches (a client that will reconnect with its session, now or
-    /// after a break still in the budget).
-    fn zxids_observable(&self, s: &State<R>) -> bool {
-        [
-            Fault::StaleRead,
-            Fault::LostReply,
-            Fault::LostRequest,
-            Fault::Disconnect,
-        ]
-        .into_iter()
-        .any(|f| self.may(s, f))
-            || s.clients
-                .iter()
-                .any(|c| !c.connected && c.session && !c.crashed && !c.told_ended)
+    /// Whether client `c`'s zxid may still be compared in some run from
+    /// `s`: by a stale read still in the budget (which past states may
+    /// answer it), or by a SetWatches (it will reconnect with its session,
+    /// now or after a break still in the budget). A finished client is hit
+    /// by no fault, and a connected one's next reply sets its zxid to the
+    /// server's whatever it was.
+    fn zxid_observable(&self, s: &State<R>, c: &Client<R>) -> bool {
+        if c.crashed || c.told_ended || !c.session {
+            return false;
+        }
+        !c.connected
+            || (!c.finished(&self.recipe)
+                && [
+                    Fault::StaleRead,
+                    Fault::LostReply,
+                    Fault::LostRequest,
+                    Fault::Disconnect,
+                ]
+                .into_iter()
+                .any(|f| self.may(s, f)))
     }
 
-    /// Puts the state's zxids in canonical form (see "Reductions"): ranks
-    /// (0, 1, 2, ... in order) while they may still be compared, all 0
-    /// once nothing can compare them any more.
+    /// Puts the state's zxids in canonical form (see "Reductions"): a
+    /// zxid that may still be compared with the state's others is a cut
+    /// (an observable client's, a past state's last one, and today's
+    /// tree's last while past states are kept); every zxid becomes the
+    /// number of cuts below it, so that every comparison made with a cut
+    /// answers as before and nothing else is kept. A connected client's
+    /// zxid is the server's last one unless a stale read may still come.
     fn canonical_zxids(&self, s: &mut State<R>) {
         if !self.canonical {
             return;
         }
-        for c in &mut s.clients {
-            // A finished client on a live connection never reconnects nor
-            // reads stale again, and its next reply sets its zxid to the
-            // server's whatever it was: what it saw is unobservable.
-            if c.connected && c.finished(&self.recipe) {
+        let stale = self.may(s, Fault::StaleRead);
+        let top = s.tree.last_zxid();
+        let observable: Vec<bool> = s
+            .clients
+            .iter()
+            .map(|c| self.zxid_observable(s, c))
+            .collect();
+        let mut cuts: Vec<Zxid> = Vec::new();
+        for (c, seen) in s.clients.iter_mut().zip(&observable) {
+            if !*seen {
                 c.last_zxid = 0;
+                continue;
             }
-        }
-        if !self.zxids_observable(s) {
-            s.tree.relabel_zxids(|_| 0);
-            for c in &mut s.clients {
-                c.last_zxid = 0;
+            // Its watches are on the server: any change to what it keeps
+            // has fired and been taken, so only later txns are news to it.
+            if (c.connected && !stale) || self.sabotage == Sabotage::EveryZxidIsTop {
+                c.last_zxid = top;
             }
-            debug_assert!(
-                s.past.is_empty(),
-                "past states kept with no stale read left"
-            );
-            return;
+            cuts.push(c.last_zxid);
         }
-        let mut all: Vec<Zxid> = s.tree.zxids().collect();
-        all.extend(s.clients.iter().map(|c| c.last_zxid));
-        for t in &s.past {
-            all.extend(t.zxids());
+        if !s.past.is_empty() {
+            cuts.extend(s.past.iter().map(|t| t.last_zxid()));
+            cuts.push(top);
         }
-        all.sort_unstable();
-        all.dedup();
-        if all.last().is_some_and(|&z| z == all.len() as Zxid - 1) {
-            // Already ranks (0 is always there: the root's).
-            return;
-        }
-        let rank = |z: Zxid| all.binary_search(&z).expect("a zxid of the state") as Zxid;
-        s.tree.relabel_zxids(rank);
-        for c in &mut s.clients {
-            c.last_zxid = rank(c.last_zxid);
+        cuts.sort_unstable();
+        cuts.dedup();
+        // Every comparison is `z > cut`, or between cuts: it answers as
+        // before when z becomes the number of cuts below it (idempotent).
+        let place = |z: Zxid| cuts.partition_point(|&c| c < z) as Zxid;
+        s.tree.relabel_zxids(place);
+        for (c, seen) in s.clients.iter_mut().zip(&observable) {
+            if *seen {
+                c.last_zxid = place(c.last_zxid);
+            }
         }
         for t in &mut s.past {
-            Arc::make_mut(t).relabel_zxids(rank);
+            if t.zxids().any(|z| place(z) != z) {
+                Arc::make_mut(t).relabel_zxids(place);
+            }
         }
     }
 

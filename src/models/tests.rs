@@ -7,7 +7,8 @@ use std::sync::Arc;
 use stateright::Model;
 
 use super::{barrier::BarrierModel, config::ConfigModel, election::ElectionModel, lock::LockModel};
-use super::{Faults, Recipe, State, World};
+use super::{double_barrier::DoubleBarrierModel, membership::MembershipModel};
+use super::{two_phase_commit::TwoPhaseCommitModel, Faults, Recipe, Sabotage, State, World};
 use crate::recipes::barrier::BarrierVariant;
 use crate::recipes::election::ElectionVariant;
 use crate::recipes::lock::LockVariant;
@@ -49,34 +50,44 @@ fn without_zxids<R: Recipe>(s: &State<R>) -> State<R> {
     s
 }
 
+/// The states reachable with and without canonical zxids, each with its
+/// zxids forgotten: (reduced, full), and how many states each world has.
+fn zxid_classes<R: Recipe>(w: &World<R>) -> (HashSet<State<R>>, HashSet<State<R>>, usize, usize) {
+    let mut full = w.clone();
+    full.canonical = false;
+    full.sabotage = Sabotage::None;
+    let reduced = reachable(w);
+    let everything = reachable(&full);
+    (
+        reduced.iter().map(without_zxids).collect(),
+        everything.iter().map(without_zxids).collect(),
+        reduced.len(),
+        everything.len(),
+    )
+}
+
 /// With and without canonical zxids, the same states are reachable but for
 /// their zxids, and the canonical world has fewer: the reduction merges
 /// states and drops no behaviour (a canonical form that forgot an order a
 /// later SetWatches or stale read compares would reach states the full
 /// world cannot, or miss some).
 fn canonical_zxids_lose_nothing<R: Recipe>(w: World<R>) {
-    let mut full = w.clone();
-    full.canonical = false;
-    let reduced = reachable(&w);
-    let everything = reachable(&full);
-    let a: HashSet<State<R>> = everything.iter().map(without_zxids).collect();
-    let b: HashSet<State<R>> = reduced.iter().map(without_zxids).collect();
+    let (reduced, full, n_reduced, n_full) = zxid_classes(&w);
     assert_eq!(
-        a.len(),
-        b.len(),
+        full.len(),
+        reduced.len(),
         "{}: the canonical world reaches other states",
         w.recipe.name()
     );
     assert!(
-        a == b,
+        full == reduced,
         "{}: the canonical world reaches other states",
         w.recipe.name()
     );
     assert!(
-        reduced.len() < everything.len(),
-        "{}: canonical zxids merged nothing ({} states)",
+        n_reduced < n_full,
+        "{}: canonical zxids merged nothing ({n_reduced} states)",
         w.recipe.name(),
-        reduced.len()
     );
 }
 
@@ -120,6 +131,45 @@ fn canonical_zxids_lose_no_configuration_behaviour() {
         .unwrap()
         .with_max_faults(2);
     canonical_zxids_lose_nothing(w);
+}
+
+#[test]
+fn canonical_zxids_lose_no_double_barrier_behaviour() {
+    // Exist watches on `ready` and on other processes' nodes, restored by
+    // SetWatches after a break.
+    let w = World::new(DoubleBarrierModel::new(2), 2, Faults::ONE_EACH).unwrap();
+    canonical_zxids_lose_nothing(w);
+}
+
+#[test]
+fn canonical_zxids_lose_no_two_phase_commit_behaviour() {
+    // Data watches on every vote node, a child watch on the transaction.
+    let w = TwoPhaseCommitModel::new(2, None)
+        .world(Faults::ONE_EACH)
+        .unwrap();
+    canonical_zxids_lose_nothing(w);
+}
+
+#[test]
+fn canonical_zxids_lose_no_membership_behaviour() {
+    // A child watch on the group, whose children come and go.
+    let w = World::new(MembershipModel::new(false), 2, Faults::ONE_EACH).unwrap();
+    canonical_zxids_lose_nothing(w);
+}
+
+/// The check above catches an unsound zxid reduction: one that takes a
+/// disconnected client's zxid for the server's last, so that SetWatches
+/// would not bring it the changes it missed, reaches states the full
+/// world cannot (a waiter that sleeps on) and misses some.
+#[test]
+fn a_zxid_reduction_that_forgets_what_a_client_missed_is_caught() {
+    let mut w = World::new(ConfigModel::new(), 2, Faults::ONE_EACH).unwrap();
+    w.sabotage = Sabotage::EveryZxidIsTop;
+    let (reduced, full, _, _) = zxid_classes(&w);
+    assert!(
+        reduced.difference(&full).next().is_some() && full.difference(&reduced).next().is_some(),
+        "the sabotaged reduction went unnoticed"
+    );
 }
 
 /// Every order of `n` things.
