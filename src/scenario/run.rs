@@ -436,7 +436,6 @@ fn ensemble(s: &Scenario, recorder: Option<Recorder>) -> (Arc<Ensemble>, Drawn) 
         init_limit_ticks: 2 * u64::from(sync_limit_ticks),
         link_latency_ms: s.ensemble.link_latency_ms,
         broken: s.ensemble.broken,
-        ..EnsembleConfig::default()
     };
     let e = Arc::new(match recorder {
         Some(r) => Ensemble::start_recording(config, r),
