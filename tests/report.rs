@@ -991,7 +991,7 @@ fn an_oracle_failure_outlines_the_operations_it_rests_on() {
         .find(|f| f["property"] == "stale-beliefs-only-after-loss")
         .expect("the two holders");
     let detail = holders["detail"].as_str().unwrap();
-    assert!(detail.starts_with("two holders: client 4"), "{detail}");
+    assert!(detail.starts_with("two holders: client 2"), "{detail}");
     let ops: Vec<u64> = holders["ops"]
         .as_array()
         .unwrap()
@@ -1013,7 +1013,7 @@ fn an_oracle_failure_outlines_the_operations_it_rests_on() {
         })
         .collect();
     assert!(
-        lanes[0].contains(" client 4 ") && lanes[1].contains(" client 1 "),
+        lanes[0].contains(" client 2 ") && lanes[1].contains(" client 1 "),
         "{lanes:?}"
     );
     // The herd it also shows: every woken waiter's operation.
