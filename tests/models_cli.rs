@@ -76,8 +76,18 @@ fn bad_models_variants_sizes_and_addresses_are_refused() {
             "--clients: a model takes 1 to 8 clients, not 9",
         ),
         (
-            &["check", "lock", "--symmetry"][..],
-            "--symmetry: the lock model has no sound symmetry reduction",
+            &[
+                "check",
+                "lock",
+                "--variant",
+                "lock/sort-by-full-name",
+                "--symmetry",
+            ][..],
+            "--symmetry: the sort-by-full-name lock orders contenders by guid",
+        ),
+        (
+            &["check", "barrier", "--symmetry"][..],
+            "--symmetry: the model has no symmetry reduction",
         ),
         (
             &["check", "lock", "--serve", "0.0.0.0:0"][..],

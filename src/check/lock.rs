@@ -22,13 +22,26 @@
 //! * **Told is told** (`told-is-told`). No access after the client learned
 //!   its session ended (CURATOR-696's leader that keeps leading after
 //!   expiry).
+//! * **Suspend while disconnected** (`suspend-while-disconnected`). No
+//!   access between a `Disconnected` the client's machine was given and
+//!   the next `Connected`, whatever the resource then did with it: a
+//!   holder that knows it is cut off must stop until it knows its session
+//!   survived. The log records every session event the machine received,
+//!   which tells such a holder from a frozen one (a paused holder acts
+//!   before it has taken the Disconnected its client queued meanwhile:
+//!   fencing's case, not a recipe bug).
 //! * **Herd** (`no-herd`). A deletion wakes at most one waiter, or only
 //!   readers. A reader is never woken by a reader's node: readers wait on
 //!   writers.
 //! * **No recipe failure** (`no-recipe-failure`): no client met an answer
 //!   its recipe has no way forward from.
-//! * **Revocation** (`revocation-honoured`). In the quiet phase, a holder
-//!   asked to let go does within the bound.
+//! * **Revocation** (`revocation-honoured`). A revoker's request for a
+//!   live holding (from `Acquired` to the holder's release call or the
+//!   session's end; a suspension does not end it, so a request made while
+//!   the holder was disconnected counts) reaches the holder (`RevokeAsked`)
+//!   and the holding ends within the bound, judged like liveness (the
+//!   bound runs from the request, or from the quiet phase for an earlier
+//!   one).
 //! * **Liveness** (`liveness`). In the quiet phase every acquire and
 //!   release finishes within the bound.
 
@@ -36,6 +49,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::{Entry, Liveness, Moment, Property, Violation};
+use crate::proto::SessionEvent;
 
 /// What one lock, shared-lock or election client saw or did, as the oracle reads it.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -95,6 +109,13 @@ pub enum LockEvent {
     /// The client learned its session had ended (Expired, Closed, or a
     /// SessionExpired reply). Acting as holder after this is a violation.
     SessionEnded,
+    /// The client's recipe machine was given this session event (logged
+    /// when handed over, before what it leads to). An access after
+    /// `Disconnected` and before the next `Connected` is a violation.
+    Session {
+        /// The event (Connected, Disconnected, Expired, Closed).
+        event: SessionEvent,
+    },
 }
 
 /// What [`check_lock`] found: counts of what happened, and the violations.
@@ -126,8 +147,11 @@ pub struct LockReport {
     pub revokes_called: u64,
     /// Revocation requests a holder saw (`RevokeAsked` events).
     pub revokes_asked: u64,
-    /// Revocations that reached a holder, which let go.
+    /// Holdings revoked while live whose holder saw the request and let go.
     pub revokes_honoured: u64,
+    /// Revocation requests of a live holding whose holder's machine knew
+    /// it was disconnected when they were made.
+    pub revokes_while_disconnected: u64,
     /// Every property broken, in the order found.
     pub violations: Vec<Violation>,
 }
@@ -145,7 +169,8 @@ impl fmt::Display for LockReport {
             f,
             "acquisitions {}, accesses accepted {} / rejected {}, stale beliefs {}, \
              suspended {} / resumed {}, lost {}, guid search found {} / not {}, \
-             max woken per deletion {}, revocations asked {} / seen {} / honoured {}",
+             max woken per deletion {}, revocations asked {} / seen {} / honoured {} / \
+             made while the holder was disconnected {}",
             self.acquisitions,
             self.accesses_accepted,
             self.accesses_rejected,
@@ -158,7 +183,8 @@ impl fmt::Display for LockReport {
             self.max_woken_per_deletion,
             self.revokes_called,
             self.revokes_asked,
-            self.revokes_honoured
+            self.revokes_honoured,
+            self.revokes_while_disconnected
         )?;
         for v in &self.violations {
             writeln!(f, "VIOLATION: {v}")?;
@@ -229,15 +255,22 @@ pub const TOLD_IS_TOLD: Property = Property::new(
     "told-is-told",
     "nobody acts after being told its session ended",
 );
+/// Nobody acts between a Disconnected its machine was given and the next Connected.
+pub const SUSPEND_WHILE_DISCONNECTED: Property = Property::new(
+    "suspend-while-disconnected",
+    "no holder acts between a Disconnected its recipe was given and the next Connected \
+     (it must suspend), whatever the fenced resource then does",
+);
 /// A deletion wakes at most one waiter, or only readers; no reader waits on a reader's node.
 pub const NO_HERD: Property = Property::new(
     "no-herd",
     "a deletion wakes at most one waiter, or only readers; no reader waits on a reader's node",
 );
-/// In the quiet phase, a holder asked to let go does within the bound.
+/// A revocation of a live holding reaches its holder and the holding ends within the bound.
 pub const REVOCATION_HONOURED: Property = Property::new(
     "revocation-honoured",
-    "in the quiet phase, a holder asked to let go does within the bound",
+    "a revocation of a live holding (its holder disconnected included) reaches the holder and \
+     the holding ends within the bound (judged like liveness, from the quiet phase on)",
 );
 /// In the quiet phase, every acquire and release ends within the bound.
 pub const LIVENESS: Property = Property::new(
@@ -252,6 +285,7 @@ pub const PROPERTIES: &[Property] = &[
     UNIQUE_TOKENS,
     STALE_BELIEFS,
     TOLD_IS_TOLD,
+    SUSPEND_WHILE_DISCONNECTED,
     NO_HERD,
     NO_RECIPE_FAILURE,
     REVOCATION_HONOURED,
@@ -274,8 +308,9 @@ pub fn check_lock(log: &[Entry<LockEvent>], liveness: Option<Liveness>) -> LockR
     });
     report.violations.extend(failures);
     check_told_is_told(log, &mut report);
+    check_suspend_while_disconnected(log, &mut report);
     check_no_herd(log, &mut report);
-    check_revocation_honoured(log, &beliefs, liveness, &mut report);
+    check_revocation_honoured(log, liveness, &mut report);
     if let Some(l) = liveness {
         check_liveness(log, l, &mut report);
     }
@@ -436,6 +471,56 @@ fn check_told_is_told(log: &[Entry<LockEvent>], report: &mut LockReport) {
     }
 }
 
+/// No access while the client's machine knows it is disconnected: from a
+/// `Disconnected` it was given to the next `Connected`. Whatever ends the
+/// session (Expired, Closed, a loss, a crash, a failure) ends the window
+/// too: a later session starts connected, and acting after being told the
+/// session ended is `told-is-told`'s.
+fn check_suspend_while_disconnected(log: &[Entry<LockEvent>], report: &mut LockReport) {
+    // Per client: when its machine was told it was disconnected.
+    let mut cut: BTreeMap<usize, u64> = BTreeMap::new();
+    for e in log {
+        match &e.event {
+            LockEvent::Session {
+                event: SessionEvent::Disconnected,
+            } => {
+                cut.entry(e.client).or_insert(e.at_ms);
+            }
+            LockEvent::Session { .. }
+            | LockEvent::SessionEnded
+            | LockEvent::Lost
+            | LockEvent::Crashed
+            | LockEvent::Failed { .. } => {
+                cut.remove(&e.client);
+            }
+            LockEvent::Access { token, accepted } => {
+                if let Some(&since) = cut.get(&e.client) {
+                    report.violations.push(
+                        Violation::new(
+                            SUSPEND_WHILE_DISCONNECTED,
+                            format!(
+                                "client {} acted with token {token} at {} ms ({}), told it was \
+                                 disconnected at {since} ms and not reconnected since",
+                                e.client,
+                                e.at_ms,
+                                if *accepted { "accepted" } else { "rejected" }
+                            ),
+                        )
+                        .at([
+                            Moment {
+                                client: e.client,
+                                at_ms: since,
+                            },
+                            e.moment(),
+                        ]),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Clients woken per deleted path: several readers may be, one writer.
 fn check_no_herd(log: &[Entry<LockEvent>], report: &mut LockReport) {
     // Per deleted path, each woken client (and whether a reader) with the
@@ -489,53 +574,141 @@ fn check_no_herd(log: &[Entry<LockEvent>], report: &mut LockReport) {
     }
 }
 
-/// A holder asked to let go does, within the bound (judged in the quiet
-/// phase, like liveness). The counters are kept without a quiet phase too.
+/// A holding: from `Acquired` to the holder's letting go (its release
+/// call), its session's loss, a crash or a failure; a suspension does not
+/// end it (the node is still there, and a revoker may ask for it).
+struct Holding {
+    client: usize,
+    token: u64,
+    from: u64,
+    /// When it ended; None if it had not when the log ends.
+    to: Option<u64>,
+    /// Whether it ended by the holder's own release call.
+    released: bool,
+    /// When the holder saw a revocation request during the holding.
+    asked: Option<u64>,
+}
+
+fn holdings(log: &[Entry<LockEvent>]) -> Vec<Holding> {
+    let mut out: Vec<Holding> = Vec::new();
+    let mut open: BTreeMap<usize, usize> = BTreeMap::new();
+    for e in log {
+        let c = e.client;
+        let end = match e.event {
+            LockEvent::Acquired { token } => {
+                if let Some(i) = open.remove(&c) {
+                    out[i].to = Some(e.at_ms);
+                }
+                open.insert(c, out.len());
+                out.push(Holding {
+                    client: c,
+                    token,
+                    from: e.at_ms,
+                    to: None,
+                    released: false,
+                    asked: None,
+                });
+                continue;
+            }
+            LockEvent::RevokeAsked => {
+                if let Some(&i) = open.get(&c) {
+                    out[i].asked.get_or_insert(e.at_ms);
+                }
+                continue;
+            }
+            LockEvent::ReleaseCalled => true,
+            LockEvent::Lost
+            | LockEvent::Crashed
+            | LockEvent::Failed { .. }
+            | LockEvent::SessionEnded => false,
+            _ => continue,
+        };
+        if let Some(i) = open.remove(&c) {
+            out[i].to = Some(e.at_ms);
+            out[i].released = end;
+        }
+    }
+    out
+}
+
+/// A revocation of a live holding reaches its holder (`RevokeAsked`) and
+/// the holding ends within the bound — a revoke made while the holder was
+/// disconnected included: its data watch fires once it is back, or its
+/// session is lost. Judged like liveness: the bound runs from the revoke,
+/// or from the start of the quiet phase for one made before it. The
+/// counters are kept without a quiet phase too.
 fn check_revocation_honoured(
     log: &[Entry<LockEvent>],
-    beliefs: &[Belief],
     liveness: Option<Liveness>,
     report: &mut LockReport,
 ) {
+    let holdings = holdings(log);
+    // Per client: since when its machine knew it was disconnected.
+    let mut cut: BTreeMap<usize, u64> = BTreeMap::new();
+    // Holdings revoked while live, by index.
+    let mut revoked: BTreeSet<usize> = BTreeSet::new();
     for e in log {
         match e.event {
             LockEvent::RevokeAsked => report.revokes_asked += 1,
+            LockEvent::Session {
+                event: SessionEvent::Disconnected,
+            } => {
+                cut.entry(e.client).or_insert(e.at_ms);
+            }
+            LockEvent::Session { .. } | LockEvent::Lost | LockEvent::Crashed => {
+                cut.remove(&e.client);
+            }
             LockEvent::RevokeCalled { token } => {
                 report.revokes_called += 1;
-                let Some(b) = beliefs
-                    .iter()
-                    .find(|b| b.token == token && b.from <= e.at_ms && e.at_ms < b.to)
-                else {
+                let live = holdings.iter().position(|h| {
+                    h.token == token && h.from <= e.at_ms && h.to.is_none_or(|to| e.at_ms < to)
+                });
+                let Some(i) = live else {
                     continue; // not held (any more) when asked
                 };
-                report.revokes_honoured += u64::from(b.to != u64::MAX);
-                if let Some(l) = liveness {
-                    let deadline = e.at_ms.max(l.from_ms) + l.bound_ms;
-                    if l.missed(deadline, Some(b.to)) {
-                        report.violations.push(
-                            Violation::new(
-                                REVOCATION_HONOURED,
-                                format!(
-                                    "client {} held token {token} past {deadline} ms, asked to \
-                                     let go at {} ms",
-                                    b.client, e.at_ms
-                                ),
-                            )
-                            // The holder's acquisition and the request.
-                            .at([
-                                Moment {
-                                    client: b.client,
-                                    at_ms: b.from,
-                                },
-                                e.moment(),
-                            ]),
-                        );
-                    }
+                let h = &holdings[i];
+                revoked.insert(i);
+                if cut.contains_key(&h.client) {
+                    report.revokes_while_disconnected += 1;
+                }
+                let Some(l) = liveness else { continue };
+                let deadline = e.at_ms.max(l.from_ms) + l.bound_ms;
+                if l.missed(deadline, h.to) {
+                    let why = match h.asked {
+                        Some(at) => format!("it saw the request at {at} ms"),
+                        None => "the request never reached it".to_owned(),
+                    };
+                    report.violations.push(
+                        Violation::new(
+                            REVOCATION_HONOURED,
+                            format!(
+                                "client {} held token {token} past {deadline} ms, asked to let \
+                                 go at {} ms ({why}); {}",
+                                h.client,
+                                e.at_ms,
+                                h.to.map_or("it never let go".to_owned(), |t| format!(
+                                    "it let go at {t} ms"
+                                ))
+                            ),
+                        )
+                        // The holder's acquisition and the request.
+                        .at([
+                            Moment {
+                                client: h.client,
+                                at_ms: h.from,
+                            },
+                            e.moment(),
+                        ]),
+                    );
                 }
             }
             _ => {}
         }
     }
+    report.revokes_honoured = revoked
+        .iter()
+        .filter(|&&i| holdings[i].asked.is_some() && holdings[i].released)
+        .count() as u64;
 }
 
 fn beliefs(log: &[Entry<LockEvent>], report: &mut LockReport) -> Vec<Belief> {
@@ -1039,6 +1212,93 @@ mod tests {
     }
 
     #[test]
+    fn acting_while_told_disconnected_is_a_violation() {
+        let disconnected = Session {
+            event: SessionEvent::Disconnected,
+        };
+        let connected = Session {
+            event: SessionEvent::Connected,
+        };
+        // Suspended on Disconnected, resumed on Connected, acts again: fine.
+        let suspends = log(&[
+            (0, 0, AcquireCalled { shared: false }),
+            (5, 0, Acquired { token: 1 }),
+            (6, 0, access(1)),
+            (10, 0, disconnected.clone()),
+            (10, 0, Suspended),
+            (30, 0, connected.clone()),
+            (30, 0, Resumed),
+            (31, 0, access(1)),
+            (40, 0, ReleaseCalled),
+            (41, 0, Released),
+        ]);
+        let r = check_lock(&suspends, None);
+        assert!(r.is_ok(), "{r}");
+        // A frozen holder that acts before its machine took the
+        // Disconnected its client queued: fencing's case, no violation.
+        let frozen = log(&[
+            (5, 0, Acquired { token: 1 }),
+            (
+                900,
+                0,
+                Access {
+                    token: 1,
+                    accepted: false,
+                },
+            ),
+            (900, 0, disconnected.clone()),
+            (900, 0, Suspended),
+            (901, 0, Lost),
+        ]);
+        assert!(check_lock(&frozen, None).is_ok());
+        // Told it was disconnected, acts anyway (rejected or not), and
+        // never suspended: a violation, whatever fencing did.
+        let acts = log(&[
+            (5, 0, Acquired { token: 1 }),
+            (10, 0, disconnected.clone()),
+            (
+                20,
+                0,
+                Access {
+                    token: 1,
+                    accepted: false,
+                },
+            ),
+            (25, 0, access(1)),
+            (30, 0, connected),
+            (31, 0, access(1)),
+            (40, 0, ReleaseCalled),
+        ]);
+        let r = check_lock(&acts, None);
+        assert_eq!(
+            named(&r),
+            [
+                SUSPEND_WHILE_DISCONNECTED.name,
+                SUSPEND_WHILE_DISCONNECTED.name
+            ],
+            "{r}"
+        );
+        assert!(
+            r.violations[0]
+                .detail
+                .contains("at 20 ms (rejected), told it was disconnected at 10 ms"),
+            "{r}"
+        );
+        let m = |client, at_ms| Moment { client, at_ms };
+        assert_eq!(r.violations[1].at, [m(0, 10), m(0, 25)]);
+        // A lost session closes the window: the next session starts connected.
+        let next_session = log(&[
+            (5, 0, Acquired { token: 1 }),
+            (10, 0, disconnected),
+            (20, 0, Lost),
+            (30, 0, AcquireCalled { shared: false }),
+            (35, 0, Acquired { token: 2 }),
+            (36, 0, access(2)),
+        ]);
+        assert!(check_lock(&next_session, None).is_ok());
+    }
+
+    #[test]
     fn a_herd_is_a_violation() {
         let l = log(&[
             (
@@ -1156,6 +1416,82 @@ mod tests {
         assert!(r.violations[0].detail.contains("past 170 ms"), "{r}");
         // Without a quiet phase, only counted.
         assert!(check_lock(&revoked(200), None).is_ok());
+        // Revoked while suspended (disconnected): still a live holding.
+        // Back at 150, it sees the request and lets go: honoured.
+        let disconnected = |back: Option<u64>| {
+            let mut l = vec![
+                (1, 0, Acquired { token: 1 }),
+                (
+                    110,
+                    0,
+                    Session {
+                        event: SessionEvent::Disconnected,
+                    },
+                ),
+                (110, 0, Suspended),
+                (120, 1, RevokeCalled { token: 1 }),
+            ];
+            if let Some(at) = back {
+                l.extend([
+                    (
+                        at,
+                        0,
+                        Session {
+                            event: SessionEvent::Connected,
+                        },
+                    ),
+                    (at, 0, Resumed),
+                    (at + 1, 0, RevokeAsked),
+                    (at + 2, 0, ReleaseCalled),
+                    (at + 3, 0, Released),
+                ]);
+            }
+            log(&l)
+        };
+        let r = check_lock(&disconnected(Some(150)), quiet);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!(
+            (
+                r.revokes_called,
+                r.revokes_honoured,
+                r.revokes_while_disconnected
+            ),
+            (1, 1, 1)
+        );
+        // Never back, never told: the request never reached it.
+        let r = check_lock(&disconnected(None), quiet);
+        assert_eq!(named(&r), [REVOCATION_HONOURED.name], "{r}");
+        assert!(
+            r.violations[0]
+                .detail
+                .contains("(the request never reached it); it never let go"),
+            "{r}"
+        );
+        // Told, and kept holding: an ignored revocation.
+        let ignored = log(&[
+            (1, 0, Acquired { token: 1 }),
+            (120, 1, RevokeCalled { token: 1 }),
+            (121, 0, RevokeAsked),
+            (130, 0, access(1)),
+        ]);
+        let r = check_lock(&ignored, quiet);
+        assert_eq!(named(&r), [REVOCATION_HONOURED.name], "{r}");
+        assert!(
+            r.violations[0]
+                .detail
+                .contains("(it saw the request at 121 ms); it never let go"),
+            "{r}"
+        );
+        // A holding its holder let go of before the request: not judged.
+        let late = log(&[
+            (1, 0, Acquired { token: 1 }),
+            (100, 0, ReleaseCalled),
+            (102, 0, Released),
+            (120, 1, RevokeCalled { token: 1 }),
+        ]);
+        let r = check_lock(&late, quiet);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!((r.revokes_called, r.revokes_honoured), (1, 0));
     }
 
     #[test]

@@ -14,6 +14,10 @@
 //!   someone.
 //! * **FIFO per consumer** (`fifo-per-consumer`, plain queue): a consumer's
 //!   takes come in increasing sequence order.
+//! * **Priority order** (`priority-order`, priority queue): a consumer
+//!   takes an item only when its last list of the queue held no item of
+//!   higher priority that it has not since found gone (see
+//!   [`PRIORITY_ORDER`] for why that, and not more, is what can be judged).
 //! * **No recipe failure** (`no-recipe-failure`).
 //! * **Drained** (`liveness`): after the quiet phase (producers stopped,
 //!   consumers running) the queue is empty.
@@ -71,6 +75,13 @@ pub enum QueueEvent {
     Lost,
     /// The client process crashed (the nemesis); a pending claim stays unresolved.
     Crashed,
+    /// A priority consumer's list of the queue, as the server answered it:
+    /// each item's (priority, sequence number). What it takes next rests
+    /// on it.
+    Listed {
+        /// Every item in the list, as (priority, sequence number).
+        items: Vec<(u8, u64)>,
+    },
     /// The recipe met an answer it has no way forward from, or refused a command.
     Failed {
         /// The recipe's error, as text.
@@ -153,6 +164,31 @@ pub const FIFO_PER_CONSUMER: Property = Property::new(
     "fifo-per-consumer",
     "a plain queue's consumer takes items in increasing sequence order",
 );
+/// A priority consumer takes an item only when its last list held no item
+/// of higher priority that it has not since found gone.
+///
+/// Why this and not "no higher-priority item was durably present when the
+/// consumer listed": ZooKeeper's reads are sequentially consistent, not
+/// linearizable. A consumer's getChildren is answered by its own server,
+/// which may not yet have applied a create another client already saw
+/// acknowledged (a lagging follower), so an item enqueued, acknowledged,
+/// and only then listed for may rightly be missing from the list: judged
+/// by real time, a correct consumer would fail. What the consumer's own
+/// list showed is different: the server had applied those creates (every
+/// applied txn is committed), so the items were durably there when it
+/// answered; and one the consumer has not since found gone (its read or
+/// delete met NoNode, `Missed`) or taken itself may still be there. A
+/// consumer that takes a lower-priority item over such an item chose
+/// against what it knew. Concurrent consumers are no excuse: an item
+/// another consumer took first is one this consumer finds gone when it
+/// tries it, which it must do before going lower. A take whose outcome is
+/// unknown (`MaybeTaken`), a lost session or a crash ends what the log can
+/// say about the consumer's list until its next one.
+pub const PRIORITY_ORDER: Property = Property::new(
+    "priority-order",
+    "a priority consumer takes an item only when its last list held no item of higher \
+     priority that it has not since found gone",
+);
 /// The queue is drained in the quiet phase (producers stopped, consumers running).
 pub const LIVENESS: Property = Property::new(
     "liveness",
@@ -166,6 +202,7 @@ pub const PROPERTIES: &[Property] = &[
     NO_DUPLICATE,
     NONE_INVENTED,
     FIFO_PER_CONSUMER,
+    PRIORITY_ORDER,
     NO_RECIPE_FAILURE,
     LIVENESS,
 ];
@@ -185,7 +222,8 @@ struct Fates<'a> {
     gone: BTreeSet<&'a str>,
 }
 
-/// `remaining`: the items in the queue at the end; `fifo`: a plain queue;
+/// `remaining`: the items in the queue at the end; `fifo`: a plain queue
+/// (else a priority queue, judged on its consumers' `Listed` events);
 /// `drained`: the run ended with a quiet phase long enough to empty it.
 pub fn check_queue(
     log: &[Entry<QueueEvent>],
@@ -202,6 +240,8 @@ pub fn check_queue(
     // each.
     if fifo {
         check_fifo_per_consumer(log, &mut r);
+    } else {
+        check_priority_order(log, &mut r);
     }
     let failures = super::recipe_failures(log, |e| match e {
         QueueEvent::Failed { error } => Some(error),
@@ -278,7 +318,7 @@ fn fates<'a>(log: &'a [Entry<QueueEvent>], r: &mut QueueReport) -> Fates<'a> {
                     f.gone.insert(item);
                 }
             }
-            QueueEvent::Failed { .. } => {}
+            QueueEvent::Failed { .. } | QueueEvent::Listed { .. } => {}
         }
     }
     // Claims still open when the log ends may have gone either way.
@@ -307,6 +347,77 @@ fn check_fifo_per_consumer(log: &[Entry<QueueEvent>], r: &mut QueueReport) {
         }
         last_seq.insert(c, *seq);
     }
+}
+
+/// A consumer's last list, when it came, and the sequence numbers in it
+/// found gone or taken since.
+type Known<'a> = (&'a [(u8, u64)], u64, BTreeSet<u64>);
+
+/// See [`PRIORITY_ORDER`].
+fn check_priority_order(log: &[Entry<QueueEvent>], r: &mut QueueReport) {
+    let mut known: BTreeMap<usize, Known> = BTreeMap::new();
+    for e in log {
+        let c = e.client;
+        match &e.event {
+            QueueEvent::Listed { items } => {
+                known.insert(c, (items, e.at_ms, BTreeSet::new()));
+            }
+            QueueEvent::Missed { item } => {
+                if let (Some((_, _, gone)), Some(seq)) = (known.get_mut(&c), sequence_of(item)) {
+                    gone.insert(seq);
+                }
+            }
+            QueueEvent::Taken { item, seq } => {
+                let Some((list, listed_at, gone)) = known.get_mut(&c) else {
+                    continue;
+                };
+                let higher = list.iter().find(|(_, s)| s == seq).and_then(|&(p, _)| {
+                    list.iter()
+                        .filter(|&&(q, s)| q < p && !gone.contains(&s))
+                        .min()
+                        .map(|&(q, s)| (p, q, s))
+                });
+                if let Some((p, q, s)) = higher {
+                    r.violations.push(
+                        Violation::new(
+                            PRIORITY_ORDER,
+                            format!(
+                                "consumer {c} took {item} (priority {p}, sequence {seq}) at {} ms \
+                                 while its list of {listed_at} ms held sequence {s} of priority \
+                                 {q}, which it had not found gone",
+                                e.at_ms
+                            ),
+                        )
+                        .at([
+                            super::Moment {
+                                client: c,
+                                at_ms: *listed_at,
+                            },
+                            e.moment(),
+                        ]),
+                    );
+                }
+                gone.insert(*seq);
+            }
+            QueueEvent::MaybeTaken { .. }
+            | QueueEvent::Lost
+            | QueueEvent::Crashed
+            | QueueEvent::Failed { .. } => {
+                known.remove(&c);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A sequential node's number: its name's last ten digits.
+fn sequence_of(name: &str) -> Option<u64> {
+    let suffix = name.get(name.len().checked_sub(10)?..)?;
+    suffix
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| suffix.parse().ok())
+        .flatten()
 }
 
 fn check_no_duplicate(f: &Fates, r: &mut QueueReport) {
@@ -416,6 +527,55 @@ mod tests {
         let r = check_queue(&log(l), &[], true, true);
         assert!(r.is_ok(), "{r}");
         assert_eq!((r.enqueued, r.taken, r.missed), (2, 2, 1));
+    }
+
+    #[test]
+    fn a_priority_consumer_takes_nothing_lower_than_what_it_knows_is_there() {
+        let taken = |i: &str, seq| Taken { item: item(i), seq };
+        let listed = Listed {
+            items: vec![(2, 1), (0, 3), (1, 2)],
+        };
+        let name = |seq: u64| format!("queue-00-g-1-{seq:010}");
+        // Priority 0 first, its node gone (taken by another): then priority 1.
+        let mut l = enqueue(0, "a");
+        l.extend(enqueue(0, "b"));
+        l.extend(enqueue(0, "c"));
+        l.extend([
+            (1, listed.clone()),
+            (1, Missed { item: name(3) }),
+            (1, taken("b", 2)),
+            (1, taken("a", 1)),
+            (2, taken("c", 3)),
+        ]);
+        let r = check_queue(&log(l.clone()), &[], false, false);
+        assert!(r.is_ok(), "{r}");
+        // Priority 2 taken while priority 0 was listed and not found gone.
+        let bad = vec![(1, listed.clone()), (1, taken("a", 1))];
+        let r = check_queue(&log(bad), &[], false, false);
+        let names: Vec<&str> = r.violations.iter().map(|v| v.property).collect();
+        assert_eq!(names, [PRIORITY_ORDER.name, NONE_INVENTED.name], "{r}");
+        assert!(
+            r.violations[0].detail.contains(
+                "consumer 1 took a (priority 2, sequence 1) at 1 ms while its list of 0 ms held \
+                 sequence 3 of priority 0"
+            ),
+            "{r}"
+        );
+        // Not judged without a list, after an unknown take, or on a plain queue.
+        let unknown = vec![
+            (1, listed.clone()),
+            (1, MaybeTaken { item: item("c") }),
+            (1, taken("a", 1)),
+        ];
+        let judged = |l, fifo| {
+            check_queue(&log(l), &[], fifo, false)
+                .violations
+                .iter()
+                .any(|v| v.property == PRIORITY_ORDER.name)
+        };
+        assert!(!judged(unknown, false));
+        assert!(!judged(vec![(1, taken("a", 1))], false));
+        assert!(!judged(vec![(1, listed), (1, taken("a", 1))], true));
     }
 
     /// The properties the report names, in its order.

@@ -104,8 +104,6 @@ pub trait Listed: Send + Sync {
     fn variants(&self) -> Vec<&'static str>;
     /// Every property's name (with every fault in the budget).
     fn properties(&self) -> Vec<&'static str>;
-    /// Why the clients' symmetry may not be used to reduce it.
-    fn symmetry_refused(&self) -> &'static str;
     /// Checks it as `spec` says.
     fn check(&self, spec: &Spec) -> Result<Report, String>;
     /// Hands `spec`'s model to stateright's Explorer, which serves it on
@@ -166,17 +164,19 @@ where
                     )
                 })?,
         };
-        if spec.symmetry {
-            return Err(format!("--symmetry: {}", self.symmetry_refused()));
-        }
         if !(1..=MAX_CLIENTS).contains(&spec.clients) {
             return Err(format!(
                 "--clients: a model takes 1 to {MAX_CLIENTS} clients, not {}",
                 spec.clients
             ));
         }
-        let world = World::new((self.make)(variant), spec.clients, spec.faults)?
+        let mut world = World::new((self.make)(variant), spec.clients, spec.faults)?
             .with_max_faults(spec.max_faults);
+        if spec.symmetry {
+            world = world
+                .with_symmetry()
+                .map_err(|why| format!("--symmetry: {why}"))?;
+        }
         Ok((world, (self.name)(variant)))
     }
 }
@@ -202,10 +202,6 @@ where
         World::new(self.correct(), 2, Faults::ONE_EACH)
             .map(|w| w.property_names())
             .unwrap_or_default()
-    }
-
-    fn symmetry_refused(&self) -> &'static str {
-        self.correct().symmetry_refused()
     }
 
     fn check(&self, spec: &Spec) -> Result<Report, String> {

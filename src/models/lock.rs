@@ -38,7 +38,7 @@
 
 use stateright::Property;
 
-use super::{settled, Faults, Log, Maker, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, Recipe, RenameMachine, State, Symmetry, World};
 use crate::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use crate::recipes::Machine;
 
@@ -71,6 +71,9 @@ pub struct LockModel<M = Lock> {
     /// The machine's variant.
     pub variant: LockVariant,
     make: Maker<MakeMachine<M>>,
+    /// Renames a client's machine, for the symmetry reduction (known for
+    /// [`Lock`] only).
+    rename: Option<Maker<RenameMachine<M>>>,
 }
 
 impl LockModel<Lock> {
@@ -79,6 +82,7 @@ impl LockModel<Lock> {
         LockModel {
             variant,
             make: Maker(Lock::with_variant),
+            rename: Some(Maker(Lock::renamed)),
         }
     }
 }
@@ -90,6 +94,7 @@ impl<M> LockModel<M> {
         LockModel {
             variant,
             make: Maker(make),
+            rename: None,
         }
     }
 }
@@ -167,17 +172,32 @@ where
         vec![DIR.to_owned()]
     }
 
-    fn symmetry_refused(&self) -> &'static str {
-        "the lock model has no sound symmetry reduction: each client's guid is part of its \
-         node's name and of its machine's state, and the order of guids is what the lock's \
-         sort (and its sort-by-full-name bug) reads, so clients are not interchangeable"
+    /// Sound where the machine compares guids only for equality: every
+    /// variant but sort-by-full-name, which orders contenders by guid.
+    /// Then clients differ only by their guids (in their nodes' names,
+    /// their sessions, the server's watch table), which the world renames
+    /// consistently; the application and the shared record name nobody
+    /// (a token is a sequence number).
+    fn symmetry(&self) -> Result<Symmetry<Self>, &'static str> {
+        if self.variant == LockVariant::SortByFullName {
+            return Err(
+                "the sort-by-full-name lock orders contenders by guid: clients with \
+                        other guids behave otherwise, so they are not interchangeable",
+            );
+        }
+        let Some(Maker(rename)) = self.rename else {
+            return Err("this machine has no renaming (only the lock's own machine has)");
+        };
+        Ok(Symmetry {
+            name: |_, i| guid(i),
+            machine: rename,
+        })
     }
 
     fn client(&self, i: usize) -> (M, App) {
         // Guids that do not sort like the clients' order of creation, as
         // random ones would not (the sort-by-full-name bug needs it).
-        let guid = format!("g{}", 9 - i);
-        ((self.make.0)(DIR, &guid, self.variant), App::Start)
+        ((self.make.0)(DIR, &guid(i), self.variant), App::Start)
     }
 
     fn wants(&self, app: &App) -> bool {
@@ -312,6 +332,13 @@ where
         }
         p
     }
+}
+
+/// Client `i`'s guid. Guids that do not sort like the clients' order of
+/// creation, as random ones would not (the sort-by-full-name bug needs
+/// it).
+fn guid(i: usize) -> String {
+    format!("g{}", 9 - i)
 }
 
 /// Clients that hold the lock with their session alive on the server

@@ -108,9 +108,49 @@
 //!   the initial state (ask for the lock, ...) are given before the first
 //!   step: they only queue a request, and the server's serving it is the
 //!   step that interleaves.
+//! * **Zxids are canonical.** The tree's zxids (each node's czxid, mzxid
+//!   and pzxid, the last applied), the past states' and the zxid each
+//!   client has seen are compared, never added to nor shown to a machine
+//!   (the recipes read a stat's version and owner, not its zxids): by a
+//!   SetWatches after a reconnect (a node changed since the session's
+//!   zxid) and by a stale read (which past states a session may be
+//!   answered from, which change fires its watch). So after every step
+//!   the state's zxids are renumbered 0, 1, 2, ... in their order: every
+//!   comparison answers as before, and runs that differ only in how many
+//!   txns came between two zxids meet. Once no comparison can come any
+//!   more (no stale read nor break left in the budget, no client about
+//!   to reconnect with its session) they are all set to 0. A finished
+//!   client on a live connection never reconnects nor reads stale, and
+//!   its next reply sets its zxid to the server's: its zxid is set to 0
+//!   at once. (The test in `tests.rs` checks that the same states are
+//!   reachable, zxids aside, with and without this.)
 //! * **No history in the state.** A recipe's shared record keeps only what
 //!   its properties read (the fence's highest token, sticky flags), not
 //!   logs or counters, so that runs that differ only in the past meet.
+//!
+//! # Symmetry
+//!
+//! Clients that run the same machine and application differ only by
+//! their names: client `i`'s session id, its index in the server's watch
+//! table, and its guid, which the nodes it creates carry (a base name
+//! `<guid>-...`) and which the machines keep (their own node, a lock
+//! waiter's predecessor). Where a recipe compares names only for
+//! equality, never for order, renaming clients consistently maps runs to
+//! runs: every state a renaming makes of a reachable state is reachable,
+//! and its future is the renamed future; properties that count clients
+//! or read flags answer alike. So with `--symmetry` every step ends with
+//! the clients put in a canonical order (sorted by what each is, names
+//! aside: its own nodes' names without its guid, its flags, application,
+//! requests in flight and watches) and renamed to their new places
+//! ([`Recipe::symmetry`] gives the names and renames a machine; the
+//! world renames the tree, sessions, watch table, requests and the
+//! library's watches). The search then visits one state per class, and
+//! the states it visits are the full model's (the test in `tests.rs`
+//! checks that both reach the same classes). It is sound for the lock
+//! (every variant but sort-by-full-name, which orders contenders by
+//! guid); the other models refuse it with their reason. Counterexamples
+//! are found again without it, so that clients keep their numbers from
+//! step to step.
 //!
 //! A recipe's model ([`Recipe`]) says how its application drives the
 //! machine and what it records, and states its properties beside it (one
@@ -132,6 +172,9 @@ mod render;
 pub mod revocable;
 pub mod shared_lock;
 pub mod two_phase_commit;
+
+#[cfg(test)]
+mod tests;
 
 pub use catalog::{catalog, entry, find, Listed, Report, Spec};
 pub use render::{check, render_path, shortest, Checked, Options, Search, Verdict};
@@ -382,15 +425,17 @@ pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
         let _ = shared;
         self.wants(app)
     }
-    /// Why the clients' symmetry may not be used to reduce the model
-    /// (`--symmetry`). The world renames no client: a client's index is
-    /// in its session id (ephemeral owners in the tree), in the server's
-    /// watch table and, for most recipes, in the names of the nodes its
-    /// machine makes; a reduction would have to rename all of them
-    /// consistently, and it is not built.
-    fn symmetry_refused(&self) -> &'static str {
-        "the model has no symmetry reduction: a client's index is in its session id, the \
-         server's watch table and the nodes it names, and the world does not rename clients"
+    /// How the clients are renamed for the symmetry reduction
+    /// (`--symmetry`, see "Symmetry"), where it is sound; else why not.
+    /// None is built unless a recipe says so: a client's name is in the
+    /// names of the nodes its machine makes and keeps, and renaming is
+    /// sound only where the machine compares names for equality, never
+    /// for order.
+    fn symmetry(&self) -> Result<Symmetry<Self>, &'static str> {
+        Err(
+            "the model has no symmetry reduction: its machine keeps client names that the \
+             world cannot rename, or reads their order",
+        )
     }
     /// The application gives its command (only when [`Recipe::wants`]):
     /// what it does first (e.g. an access to a fenced resource) goes into
@@ -441,6 +486,20 @@ impl<F> Debug for Maker<F> {
         f.write_str("Maker")
     }
 }
+
+/// How a recipe's clients are renamed (see "Symmetry"): the recipe's
+/// applications and shared record must name no client.
+pub struct Symmetry<R: Recipe> {
+    /// The name client `i` gives its nodes (its guid): it is a node's
+    /// base name's prefix, followed by `-`.
+    pub name: fn(&R, usize) -> String,
+    /// A client's machine as the client named by the string, with every
+    /// node name it keeps mapped by the function.
+    pub machine: RenameMachine<R::Machine>,
+}
+
+/// Renames a machine: `(machine, its new name, node name map)`.
+pub type RenameMachine<M> = fn(&M, &str, &dyn Fn(&str) -> String) -> M;
 
 /// A watch the client library keeps, to restore after a reconnect
 /// (SetWatches' three lists).
@@ -548,6 +607,12 @@ pub struct World<R: Recipe> {
     /// Check only this property (for a shortest counterexample: one
     /// property per breadth-first run); all when None.
     pub only: Option<&'static str>,
+    /// Zxids in canonical form (see "Reductions"); off only in the test
+    /// that shows the reduction loses nothing.
+    canonical: bool,
+    /// Clients in canonical order (see "Symmetry"), when the recipe has a
+    /// sound renaming.
+    symmetric: bool,
 }
 
 /// How many faults one run takes in all unless told otherwise.
@@ -575,6 +640,8 @@ impl<R: Recipe> World<R> {
             faults,
             max_faults: DEFAULT_MAX_FAULTS,
             only: None,
+            canonical: true,
+            symmetric: false,
         })
     }
 
@@ -618,6 +685,19 @@ impl<R: Recipe> World<R> {
         s.used.of(f) < self.faults.of(f) && s.used.total() < u32::from(self.max_faults)
     }
 
+    /// The same model reduced by the clients' symmetry (see "Symmetry"),
+    /// or why the recipe has no sound one.
+    pub fn with_symmetry(mut self) -> Result<World<R>, String> {
+        self.recipe.symmetry().map_err(str::to_owned)?;
+        self.symmetric = true;
+        Ok(self)
+    }
+
+    /// Whether the model is reduced by the clients' symmetry.
+    pub fn is_symmetric(&self) -> bool {
+        self.symmetric
+    }
+
     /// The same model with at most `n` faults in one run.
     pub fn with_max_faults(mut self, n: u8) -> World<R> {
         self.max_faults = n;
@@ -638,7 +718,158 @@ impl<R: Recipe> World<R> {
             }
         }
         self.prune_past(s);
+        self.canonical_zxids(s);
+        if self.symmetric {
+            self.canonical_clients(s);
+        }
         Some(())
+    }
+
+    /// Puts the clients in canonical order (see "Symmetry"): sorted by
+    /// what they are, names aside, and renamed to their new places.
+    fn canonical_clients(&self, s: &mut State<R>) {
+        let Some((sym, names)) = self.names(s) else {
+            return;
+        };
+        let keys: Vec<u64> = (0..s.clients.len())
+            .map(|i| client_key(s, i, &names[i]))
+            .collect();
+        let mut order: Vec<usize> = (0..s.clients.len()).collect();
+        order.sort_by_key(|&i| (keys[i], i));
+        if order.iter().enumerate().any(|(k, &i)| k != i) {
+            self.rename_clients(s, &order, &sym, &names);
+        }
+    }
+
+    /// The recipe's renaming and its clients' names, where it has one.
+    fn names(&self, s: &State<R>) -> Option<(Symmetry<R>, Vec<String>)> {
+        let sym = self.recipe.symmetry().ok()?;
+        let names = (0..s.clients.len())
+            .map(|i| (sym.name)(&self.recipe, i))
+            .collect();
+        Some((sym, names))
+    }
+
+    /// Renames the clients of `s`: new place `k` gets the client that was
+    /// at `order[k]`, with every name, session and watch that was its.
+    #[cfg(test)]
+    pub(crate) fn permute(&self, s: &mut State<R>, order: &[usize]) {
+        if let Some((sym, names)) = self.names(s) {
+            self.rename_clients(s, order, &sym, &names);
+        }
+    }
+
+    fn rename_clients(
+        &self,
+        s: &mut State<R>,
+        order: &[usize],
+        sym: &Symmetry<R>,
+        names: &[String],
+    ) {
+        let mut to = vec![0; order.len()];
+        for (k, &i) in order.iter().enumerate() {
+            to[i] = k;
+        }
+        let rename = |p: &str| rename_path(p, names, &to);
+        let sessions = |x: SessionId| match (0..names.len()).find(|&i| session(i) == x) {
+            Some(i) => session(to[i]),
+            None => x,
+        };
+        s.tree = s.tree.renamed(sessions, rename);
+        for t in &mut s.past {
+            *t = Arc::new(t.renamed(sessions, rename));
+        }
+        s.watches = s.watches.renamed(|c| to[usize::from(c)] as u8, rename);
+        let old = std::mem::take(&mut s.clients);
+        s.clients = order
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let c = &old[i];
+                Client {
+                    machine: (sym.machine)(&c.machine, &names[k], &rename),
+                    app: c.app.clone(),
+                    connected: c.connected,
+                    session: c.session,
+                    told_ended: c.told_ended,
+                    crashed: c.crashed,
+                    outbox: c
+                        .outbox
+                        .iter()
+                        .map(|(id, op)| (*id, op.map_paths(rename)))
+                        .collect(),
+                    unnoticed: c.unnoticed.clone(),
+                    last_zxid: c.last_zxid,
+                    kept: c.kept.iter().map(|(k, p)| (*k, rename(p))).collect(),
+                }
+            })
+            .collect();
+    }
+
+    /// Whether a zxid the state holds may still be compared with another
+    /// in some run from `s`: by a stale read still in the budget (which
+    /// past state may answer, and which change fires its watch), or by a
+    /// SetWatches (a client that will reconnect with its session, now or
+    /// after a break still in the budget).
+    fn zxids_observable(&self, s: &State<R>) -> bool {
+        [
+            Fault::StaleRead,
+            Fault::LostReply,
+            Fault::LostRequest,
+            Fault::Disconnect,
+        ]
+        .into_iter()
+        .any(|f| self.may(s, f))
+            || s.clients
+                .iter()
+                .any(|c| !c.connected && c.session && !c.crashed && !c.told_ended)
+    }
+
+    /// Puts the state's zxids in canonical form (see "Reductions"): ranks
+    /// (0, 1, 2, ... in order) while they may still be compared, all 0
+    /// once nothing can compare them any more.
+    fn canonical_zxids(&self, s: &mut State<R>) {
+        if !self.canonical {
+            return;
+        }
+        for c in &mut s.clients {
+            // A finished client on a live connection never reconnects nor
+            // reads stale again, and its next reply sets its zxid to the
+            // server's whatever it was: what it saw is unobservable.
+            if c.connected && c.finished(&self.recipe) {
+                c.last_zxid = 0;
+            }
+        }
+        if !self.zxids_observable(s) {
+            s.tree.relabel_zxids(|_| 0);
+            for c in &mut s.clients {
+                c.last_zxid = 0;
+            }
+            debug_assert!(
+                s.past.is_empty(),
+                "past states kept with no stale read left"
+            );
+            return;
+        }
+        let mut all: Vec<Zxid> = s.tree.zxids().collect();
+        all.extend(s.clients.iter().map(|c| c.last_zxid));
+        for t in &s.past {
+            all.extend(t.zxids());
+        }
+        all.sort_unstable();
+        all.dedup();
+        if all.last().is_some_and(|&z| z == all.len() as Zxid - 1) {
+            // Already ranks (0 is always there: the root's).
+            return;
+        }
+        let rank = |z: Zxid| all.binary_search(&z).expect("a zxid of the state") as Zxid;
+        s.tree.relabel_zxids(rank);
+        for c in &mut s.clients {
+            c.last_zxid = rank(c.last_zxid);
+        }
+        for t in &mut s.past {
+            Arc::make_mut(t).relabel_zxids(rank);
+        }
     }
 
     /// Whether `action` may apply a txn to the tree.
@@ -824,6 +1055,50 @@ impl<R: Recipe> World<R> {
     }
 }
 
+/// `path` (or a bare base name) with the client name it carries (a base
+/// name that starts with `names[i]` and `-`) replaced by client
+/// `to[i]`'s.
+fn rename_path(path: &str, names: &[String], to: &[usize]) -> String {
+    // A machine may keep a bare base name (a lock's predecessor).
+    let (dir, base) = match path.rfind('/') {
+        Some(k) => path.split_at(k + 1),
+        None => ("", path),
+    };
+    for (i, name) in names.iter().enumerate() {
+        if let Some(rest) = base.strip_prefix(name.as_str()) {
+            if rest.starts_with('-') {
+                return format!("{dir}{}{rest}", names[to[i]]);
+            }
+        }
+    }
+    path.to_owned()
+}
+
+/// What client `i` is, its name aside, as a sort key (see "Symmetry"):
+/// the same for two clients a renaming swaps. Its own nodes' names
+/// without its name (a lock contender's sequence number: unique), its
+/// flags, its application, what it has in flight and keeps watching.
+fn client_key<R: Recipe>(s: &State<R>, i: usize, name: &str) -> u64 {
+    use std::hash::Hasher;
+    // Fixed keys: the same order in every run.
+    let mut h = std::hash::DefaultHasher::new();
+    for p in s.tree.ephemerals(session(i)) {
+        let base = p.rsplit('/').next().unwrap_or(p);
+        base.strip_prefix(name).unwrap_or(base).hash(&mut h);
+    }
+    let c = &s.clients[i];
+    (c.connected, c.session, c.told_ended, c.crashed, c.last_zxid).hash(&mut h);
+    c.app.hash(&mut h);
+    for (_, op) in &c.outbox {
+        op.name().hash(&mut h);
+    }
+    c.unnoticed.as_ref().map(Vec::len).hash(&mut h);
+    for (k, _) in &c.kept {
+        k.hash(&mut h);
+    }
+    h.finish()
+}
+
 /// The event a watch of `kind` on `path` fires for the change from tree
 /// `a` to tree `b` (one txn), if any: what the server's trigger would be.
 fn first_change(kind: WatchKind, path: &str, a: &DataTree, b: &DataTree) -> Option<EventType> {
@@ -976,7 +1251,7 @@ impl<R: Recipe> State<R> {
         log.note(|| {
             format!(
                 "FAULT stale-read on client {c}: a server {} txn(s) behind answers its {} → {}",
-                self.tree.last_zxid() - old.last_zxid(),
+                self.past.len() - from,
                 op_text(&op),
                 reply_text(&reply)
             )
@@ -1223,11 +1498,20 @@ impl<R: Recipe> Model for World<R> {
         // Applications start at once (see the module's "Reductions").
         // One command each: an application that wants another at once
         // gives it as a step of its own.
+        // Clients keep their places until all have started (a step of
+        // the reduced model reorders them).
+        let mut unreduced = self.clone();
+        unreduced.symmetric = false;
         for c in 0..self.clients {
             if self.recipe.wants_now(&s.clients[c].app, &s.shared) {
-                self.step(&mut s, Action::Command(c as u8), &mut Log::off())
+                unreduced
+                    .step(&mut s, Action::Command(c as u8), &mut Log::off())
                     .expect("a wanted command is enabled");
             }
+        }
+        self.canonical_zxids(&mut s);
+        if self.symmetric {
+            self.canonical_clients(&mut s);
         }
         vec![s]
     }

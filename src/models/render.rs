@@ -139,10 +139,15 @@ pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
     }
 }
 
-/// A shortest path to a counterexample of the property `name` alone.
+/// A shortest path to a counterexample of the property `name` alone. Found
+/// without the symmetry reduction, so that its clients keep their numbers
+/// from step to step: the reduced model has a counterexample of the same
+/// length exactly when the full one has (its states are the full model's,
+/// each standing for the states a renaming of clients makes of it).
 pub fn shortest<R: Recipe>(world: &World<R>, name: &'static str) -> Option<Vec<Action>> {
     let mut one = world.clone();
     one.only = Some(name);
+    one.symmetric = false;
     let run = one.checker().threads(1).spawn_bfs().join();
     run.discovery(name).map(|path| path.into_actions())
 }
@@ -150,6 +155,11 @@ pub fn shortest<R: Recipe>(world: &World<R>, name: &'static str) -> Option<Vec<A
 /// `actions`, taken from the model's initial state, as a numbered step
 /// list in words: who did what, the server's reply, what it led to.
 pub fn render_path<R: Recipe>(world: &World<R>, actions: &[Action]) -> String {
+    // Counterexamples are found without the symmetry reduction (see
+    // `shortest`): replay them so.
+    let mut world = world.clone();
+    world.symmetric = false;
+    let world = &world;
     let mut out = String::new();
     let Some(mut s) = world.init_states().into_iter().next() else {
         return out;

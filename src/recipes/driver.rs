@@ -20,16 +20,30 @@ use std::pin::Pin;
 
 use super::{Input, Machine, OpId, Output};
 use crate::client::Zk;
-use crate::proto::{ClientEvent, Op, Reply, ZkError};
+use crate::proto::{ClientEvent, Op, Reply, SessionEvent, ZkError};
 
 type Call<'z> = Pin<Box<dyn Future<Output = Result<Reply, ZkError>> + Send + 'z>>;
+
+/// What a driver reports, in the order it happened: an outcome of its
+/// machine, or (only with [`Driver::noting_sessions`]) a session event it
+/// handed the machine.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Noted<O> {
+    /// An outcome the machine reported.
+    Outcome(O),
+    /// A session event the machine was given: what it knew from then on
+    /// (an oracle judges a holder that acts after `Disconnected` by it).
+    Session(SessionEvent),
+}
 
 /// A machine run over a [`Zk`] handle: it sends the machine's requests one at a time,
 /// feeds it their replies and the session's events, and queues its outcomes.
 pub struct Driver<'z, Z: Zk, M: Machine> {
     zk: &'z Z,
     machine: M,
-    outcomes: VecDeque<M::Outcome>,
+    /// Outcomes, and session events handed over when noting them.
+    outcomes: VecDeque<Noted<M::Outcome>>,
+    noting: bool,
     sends: VecDeque<(OpId, Op)>,
     in_flight: Option<(OpId, Call<'z>)>,
 }
@@ -41,9 +55,20 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
             zk,
             machine,
             outcomes: VecDeque::new(),
+            noting: false,
             sends: VecDeque::new(),
             in_flight: None,
         }
+    }
+
+    /// Reports every session event handed to the machine too, in its
+    /// place among the outcomes ([`Driver::next_noted`],
+    /// [`Driver::take_noted`]): the outcomes its earlier inputs led to
+    /// come before it, the ones it leads to after. [`Driver::next_outcome`]
+    /// and [`Driver::take_outcome`] skip the session events.
+    pub fn noting_sessions(mut self) -> Self {
+        self.noting = true;
+        self
     }
 
     /// The machine, to inspect its state.
@@ -79,6 +104,16 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
 
     /// The next outcome already reported, if any.
     pub fn take_outcome(&mut self) -> Option<M::Outcome> {
+        while let Some(noted) = self.outcomes.pop_front() {
+            if let Noted::Outcome(o) = noted {
+                return Some(o);
+            }
+        }
+        None
+    }
+
+    /// The next outcome or noted session event already reported, if any.
+    pub fn take_noted(&mut self) -> Option<Noted<M::Outcome>> {
         self.outcomes.pop_front()
     }
 
@@ -87,8 +122,19 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
     /// nothing to send and no event comes (an idle machine).
     pub async fn next_outcome(&mut self) -> M::Outcome {
         loop {
-            if let Some(outcome) = self.outcomes.pop_front() {
+            if let Some(outcome) = self.take_outcome() {
                 return outcome;
+            }
+            self.step().await;
+        }
+    }
+
+    /// As [`Driver::next_outcome`], but a noted session event is reported
+    /// too (see [`Driver::noting_sessions`]).
+    pub async fn next_noted(&mut self) -> Noted<M::Outcome> {
+        loop {
+            if let Some(noted) = self.outcomes.pop_front() {
+                return noted;
             }
             self.step().await;
         }
@@ -123,7 +169,14 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
     fn deliver(&mut self, event: ClientEvent) {
         match event {
             ClientEvent::Watch(w) => self.machine.handle(Input::Watch(w)),
-            ClientEvent::Session(s) => self.machine.handle(Input::Session(s)),
+            ClientEvent::Session(s) => {
+                if self.noting {
+                    // What the earlier inputs led to comes first.
+                    self.collect();
+                    self.outcomes.push_back(Noted::Session(s));
+                }
+                self.machine.handle(Input::Session(s))
+            }
         }
     }
 
@@ -132,7 +185,7 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
     fn collect(&mut self) {
         while let Some(out) = self.machine.poll() {
             match out {
-                Output::Outcome(o) => self.outcomes.push_back(o),
+                Output::Outcome(o) => self.outcomes.push_back(Noted::Outcome(o)),
                 Output::Send(id, op) => self.sends.push_back((id, op)),
             }
         }

@@ -141,6 +141,11 @@ impl Election {
         self.inner.is_holder()
     }
 
+    /// Leading, but suspended: disconnected, the session's fate not known yet.
+    pub fn is_suspended(&self) -> bool {
+        self.inner.is_suspended()
+    }
+
     /// The session ended or the recipe failed: a new session is needed.
     pub fn is_over(&self) -> bool {
         self.inner.is_over()
@@ -159,6 +164,11 @@ impl Election {
     /// The variant this candidate runs.
     pub fn variant(&self) -> ElectionVariant {
         self.variant
+    }
+
+    /// What the machine is doing, in words (see [`Lock::describe`]).
+    pub fn describe(&self) -> String {
+        self.inner.describe()
     }
 }
 

@@ -326,6 +326,49 @@ impl Lock {
         }
     }
 
+    /// The same machine for another contender: guid `guid`, and every
+    /// node name it keeps mapped by `path`. For the models' symmetry
+    /// reduction, which swaps clients (a contender's guid is in its
+    /// node's name, and a waiter keeps its predecessor's); sound for a
+    /// lock that compares guids only for equality (every variant but
+    /// [`LockVariant::SortByFullName`]). Only between steps: nothing may
+    /// wait to be polled.
+    pub fn renamed(&self, guid: &str, path: &dyn Fn(&str) -> String) -> Lock {
+        assert!(self.io.is_drained(), "a lock renamed mid-step");
+        let mut l = self.clone();
+        l.guid = guid.to_owned();
+        let phase = match &mut l.phase {
+            Phase::Listing { node, .. }
+            | Phase::ConfirmSync { node, .. }
+            | Phase::ConfirmExists { node, .. }
+            | Phase::Held { node, .. }
+            | Phase::Releasing { node, .. }
+            | Phase::Over { node: Some(node) } => vec![node],
+            Phase::Checking {
+                node, predecessor, ..
+            }
+            | Phase::Waiting { node, predecessor } => vec![node, predecessor],
+            Phase::Idle
+            | Phase::Creating { .. }
+            | Phase::Syncing { .. }
+            | Phase::Searching { .. }
+            | Phase::Over { node: None } => vec![],
+        };
+        for p in phase {
+            *p = path(p);
+        }
+        for (_, p) in [&mut l.data_watch, &mut l.lost_data_watch]
+            .into_iter()
+            .flatten()
+        {
+            *p = path(p);
+        }
+        if let Some(p) = &mut l.own_watched {
+            *p = path(p);
+        }
+        l
+    }
+
     /// A shared lock's reader (recipes page, "Shared Locks"): nodes
     /// `<guid>-read-<seq>` under `dir`, held when no write node is lower,
     /// waiting on the next lower write node only.
@@ -395,6 +438,18 @@ impl Lock {
         )
     }
 
+    /// Held, but suspended: the connection broke and the session's fate is
+    /// not known yet (`Resumed` or `Lost` follows).
+    pub fn is_suspended(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Held {
+                suspended: true,
+                ..
+            }
+        )
+    }
+
     /// Whether the machine is idle: not acquiring, holding, releasing nor over.
     pub fn is_idle(&self) -> bool {
         self.phase == Phase::Idle
@@ -421,6 +476,49 @@ impl Lock {
     /// The variant this lock runs.
     pub fn variant(&self) -> LockVariant {
         self.variant
+    }
+
+    /// What the machine is doing, in words, with the nodes it knows of:
+    /// which node it waits on, which it holds (for a report of a client
+    /// that never got anywhere).
+    pub fn describe(&self) -> String {
+        let node = |n: &str| n.rsplit('/').next().unwrap_or(n).to_owned();
+        match &self.phase {
+            Phase::Idle => "idle".to_owned(),
+            Phase::Creating { .. } => "creating its node".to_owned(),
+            Phase::Syncing { .. } | Phase::Searching { .. } => {
+                "looking for its node after a ConnectionLoss on the create".to_owned()
+            }
+            Phase::Listing { node: n, .. } => format!("listing the children, own node {}", node(n)),
+            Phase::ConfirmSync { node: n, .. } | Phase::ConfirmExists { node: n, .. } => {
+                format!("confirming its node {} before holding", node(n))
+            }
+            Phase::Checking {
+                node: n,
+                predecessor,
+                ..
+            } => format!(
+                "asking whether {predecessor} exists (to watch it), own node {}",
+                node(n)
+            ),
+            Phase::Waiting {
+                node: n,
+                predecessor,
+            } => format!(
+                "waiting for {predecessor} to go (exists watch), own node {}",
+                node(n)
+            ),
+            Phase::Held { node: n, suspended } => format!(
+                "holding with {}{}",
+                node(n),
+                if *suspended { ", suspended" } else { "" }
+            ),
+            Phase::Releasing { node: n, .. } => format!("deleting its node {}", node(n)),
+            Phase::Over { node: n } => match n {
+                Some(n) => format!("over (session ended or failed), had {}", node(n)),
+                None => "over (session ended or failed)".to_owned(),
+            },
+        }
     }
 
     fn prefix(&self) -> String {

@@ -37,7 +37,7 @@ pub mod queue;
 pub mod revocable;
 pub mod two_phase_commit;
 
-pub use driver::Driver;
+pub use driver::{Driver, Noted};
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
@@ -179,6 +179,11 @@ impl<O> Io<O> {
     pub fn end(&mut self) {
         self.connected = false;
         self.ended = true;
+    }
+
+    /// Nothing waits to be polled.
+    pub fn is_drained(&self) -> bool {
+        self.queue.is_empty()
     }
 
     /// Whether the session is connected now.

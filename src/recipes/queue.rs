@@ -43,6 +43,15 @@ use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 const PLAIN: &str = "qn-";
 const PRIORITY: &str = "queue-";
 
+/// A priority queue item's (priority, sequence number), read off its
+/// node's name (`queue-<YY>-...<sequence>`); None for any other name. A
+/// priority consumer takes the lowest first.
+pub fn priority_rank(name: &str) -> Option<(u8, u64)> {
+    let seq = sequence_of(name)?;
+    let priority = name.strip_prefix(PRIORITY)?.get(..2)?.parse().ok()?;
+    Some((priority, seq))
+}
+
 /// What the application asks of a queue machine: a [`Producer`] takes `Enqueue`, a
 /// [`Consumer`] takes `Take`, one at a time.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -415,13 +424,12 @@ impl Consumer {
             .iter()
             .filter(|c| c.starts_with(marker))
             .filter_map(|c| {
-                let seq = sequence_of(c)?;
-                let priority = if self.priority {
-                    c[PRIORITY.len()..].get(..2)?.parse().ok()?
+                let rank = if self.priority {
+                    priority_rank(c)?
                 } else {
-                    0
+                    (0, sequence_of(c)?)
                 };
-                Some(((priority, seq), c))
+                Some((rank, c))
             })
             .collect();
         items.sort();

@@ -30,6 +30,8 @@ pub mod sim;
 #[cfg(madsim)]
 pub mod sweep;
 
+#[cfg(all(test, madsim))]
+mod broken_tests;
 #[cfg(test)]
 mod recipe_tests;
 #[cfg(all(test, madsim))]

@@ -651,9 +651,23 @@ impl Locator<'_> {
             10_000,
         )?;
         if liveness_bound_ms > quiet_ms {
+            // The default bound over a short quiet phase: point at the phase.
+            let at = match (&raw.quiet.liveness_bound_ms, &raw.quiet.phase_ms) {
+                (Some(bound), _) => bound.span(),
+                (None, Some(phase)) => phase.span(),
+                (None, None) => 0..0,
+            };
             return self.err(
-                raw.quiet.liveness_bound_ms.as_ref().expect("over the default").span(),
-                format!("`liveness_bound_ms` ({liveness_bound_ms}) exceeds the quiet phase ({quiet_ms} ms)"),
+                at,
+                format!(
+                    "`liveness_bound_ms` ({liveness_bound_ms}{}) exceeds the quiet phase \
+                     ({quiet_ms} ms)",
+                    if raw.quiet.liveness_bound_ms.is_none() {
+                        ", the default"
+                    } else {
+                        ""
+                    }
+                ),
             );
         }
         let counters = recipe.counters();

@@ -253,6 +253,14 @@ fn impossible_parameters_are_refused() {
         21,
         "exceeds the quiet phase",
     );
+    // The default bound (10 s) over a shorter quiet phase: an error at the
+    // phase, not a panic.
+    assert_err(
+        &format!("{base}[quiet]\nphase_ms = 5000\n"),
+        4,
+        12,
+        "`liveness_bound_ms` (10000, the default) exceeds the quiet phase (5000 ms)",
+    );
     assert_err(
         "format = 1\nrecipe = \"double-barrier\"\n[workload]\nclients = 3\nthreshold = 4\n",
         5,

@@ -672,6 +672,76 @@ impl DataTree {
         self.apply(&txn).triggers
     }
 
+    /// Every zxid the tree holds: its nodes' czxid, mzxid and pzxid, and
+    /// the last applied (in no particular order, with repeats).
+    pub fn zxids(&self) -> impl Iterator<Item = Zxid> + '_ {
+        self.nodes
+            .values()
+            .flat_map(|n| [n.czxid, n.mzxid, n.pzxid])
+            .chain(std::iter::once(self.last_zxid))
+    }
+
+    /// Renames every zxid the tree holds by `f`. For the models' canonical
+    /// states (runs whose trees differ only in how many txns came between
+    /// two zxids are one state): `f` must keep the order of the zxids it
+    /// is given (`a <= b` implies `f(a) <= f(b)`), so that every
+    /// comparison the tree and its readers make (a watch restored by
+    /// SetWatches, the invariants) answers as before. The next txn's zxid
+    /// follows the renamed last one.
+    pub fn relabel_zxids(&mut self, mut f: impl FnMut(Zxid) -> Zxid) {
+        for n in self.nodes.values_mut() {
+            n.czxid = f(n.czxid);
+            n.mzxid = f(n.mzxid);
+            n.pzxid = f(n.pzxid);
+        }
+        self.last_zxid = f(self.last_zxid);
+    }
+
+    /// The same tree with its sessions and node names renamed, for the
+    /// models' symmetry reduction (clients swapped: their session ids and
+    /// the names their nodes carry). Both maps must be one-to-one, and
+    /// `path` must map a node's path to a path under its parent's renamed
+    /// path (it renames a base name, never moves a node).
+    pub fn renamed(
+        &self,
+        session: impl Fn(SessionId) -> SessionId,
+        path: impl Fn(&str) -> String,
+    ) -> DataTree {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|(p, n)| {
+                let mut n = n.clone();
+                if let Owner::Ephemeral(s) = n.owner {
+                    n.owner = Owner::Ephemeral(session(s));
+                }
+                if !n.children.is_empty() {
+                    n.children = n
+                        .children
+                        .iter()
+                        .map(|c| basename(&path(&join(p, c))).to_owned())
+                        .collect();
+                }
+                (path(p), n)
+            })
+            .collect();
+        DataTree {
+            nodes,
+            sessions: self
+                .sessions
+                .iter()
+                .map(|(s, t)| (session(*s), *t))
+                .collect(),
+            ephemerals: self
+                .ephemerals
+                .iter()
+                .map(|(s, e)| (session(*s), e.iter().map(|p| path(p)).collect()))
+                .collect(),
+            last_zxid: self.last_zxid,
+            config: self.config,
+        }
+    }
+
     /// Checks every structural invariant; for tests, the simulator's
     /// post-run checks, and every few applied txns on each simulated server
     /// (it walks the whole tree). The first violation found, naming the

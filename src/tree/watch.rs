@@ -42,6 +42,20 @@ impl<C: Ord + Copy> WatchTable<C> {
         }
     }
 
+    /// The same table with connections and paths renamed, for the models'
+    /// symmetry reduction (both maps one-to-one).
+    pub fn renamed(&self, conn: impl Fn(C) -> C, path: impl Fn(&str) -> String) -> Self {
+        let table = |t: &BTreeMap<String, BTreeSet<C>>| {
+            t.iter()
+                .map(|(p, cs)| (path(p), cs.iter().map(|c| conn(*c)).collect()))
+                .collect()
+        };
+        WatchTable {
+            data: table(&self.data),
+            child: table(&self.child),
+        }
+    }
+
     /// Registers `conn`'s watch of `kind` on `path` (idempotent).
     pub fn register(&mut self, conn: C, kind: WatchKind, path: &str) {
         self.table(kind)

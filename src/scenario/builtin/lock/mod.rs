@@ -8,6 +8,9 @@
 #[cfg(madsim)]
 mod workload;
 
+#[cfg(all(test, madsim))]
+pub(crate) mod broken;
+
 use crate::check::lock::PROPERTIES;
 use crate::recipes::election::ElectionVariant;
 use crate::recipes::lock::LockVariant;
@@ -41,7 +44,8 @@ pub const REVOCABLE_LOCK: Exclusive = Exclusive(Kind::RevocableLock);
 /// The `election` recipe.
 pub const ELECTION: Exclusive = Exclusive(Kind::Election);
 
-const KEYS: &[WorkloadKey] = &[
+/// Every recipe's keys of the family.
+const BASE_KEYS: [WorkloadKey; 5] = [
     WorkloadKey::int("clients", "contending clients", 1, 64, 5),
     WorkloadKey::drawn(
         "hold_ms",
@@ -73,6 +77,26 @@ const KEYS: &[WorkloadKey] = &[
     ),
 ];
 
+const KEYS: &[WorkloadKey] = &BASE_KEYS;
+
+/// The revocable lock's: the family's, and how many clients keep what
+/// they hold until asked (so that an ignored revocation shows).
+const REVOCABLE_KEYS: &[WorkloadKey] = &[
+    BASE_KEYS[0],
+    BASE_KEYS[1],
+    BASE_KEYS[2],
+    BASE_KEYS[3],
+    BASE_KEYS[4],
+    WorkloadKey::int(
+        "keepers",
+        "clients (the first ones) that hold until a revoker asks them to let go, touching \
+         the resource all along",
+        0,
+        64,
+        3,
+    ),
+];
+
 const COUNTERS: &[&str] = &[
     "acquisitions",
     "accesses-accepted",
@@ -87,6 +111,7 @@ const COUNTERS: &[&str] = &[
     "revokes-called",
     "revokes-asked",
     "revokes-honoured",
+    "revokes-while-disconnected",
 ];
 
 impl Recipe for Exclusive {
@@ -126,7 +151,11 @@ impl Recipe for Exclusive {
     }
 
     fn workload_keys(&self) -> &[WorkloadKey] {
-        KEYS
+        if self.0 == Kind::RevocableLock {
+            REVOCABLE_KEYS
+        } else {
+            KEYS
+        }
     }
 
     fn client_slots(&self, workload: &crate::scenario::workload::Workload) -> usize {
@@ -158,14 +187,15 @@ mod sim {
 
     use super::workload::{self, ExclusiveRecord, ExclusiveWorkload, Make};
     use super::Kind;
-    use crate::check::lock::{check_lock, LockEvent};
+    use crate::check::lock::{check_lock, LockEvent, LIVENESS};
     use crate::recipes::election::{Election, ElectionVariant};
     use crate::recipes::lock::{Lock, LockMode, LockVariant};
     use crate::scenario::sim::{Ending, JudgeCtx, RunCtx, Running};
     use crate::scenario::verdict::Verdict;
+    use crate::tree::Owner;
 
     /// Clients 0 and 3 write, the others read.
-    fn mode_of(c: usize) -> LockMode {
+    pub(super) fn mode_of(c: usize) -> LockMode {
         if c % 3 == 0 {
             LockMode::Write
         } else {
@@ -173,34 +203,56 @@ mod sim {
         }
     }
 
-    pub(super) fn start(kind: Kind, ctx: &mut RunCtx) -> Box<dyn Running> {
-        let variant = ctx.variant();
-        let lock_variant = variant.and_then(LockVariant::from_name).unwrap_or_default();
-        let revoke_dir = "/data/revocable";
-        let w = ExclusiveWorkload {
+    /// Where the revocable lock's nodes are.
+    pub(super) const REVOKE_DIR: &str = "/data/revocable";
+
+    /// The scenario's workload for `kind`.
+    pub(super) fn workload_of(kind: Kind, ctx: &RunCtx) -> ExclusiveWorkload {
+        ExclusiveWorkload {
             clients: ctx.clients(),
             hold_ms: ctx.value_u64("hold_ms"),
             touches: ctx.value_u64("touches") as u32,
             think_ms_max: ctx.value_u64("think_ms_max"),
             session_timeout_ms: ctx.session_timeout_ms(),
-            revoke_dir: (kind == Kind::RevocableLock).then(|| revoke_dir.to_owned()),
+            revoke_dir: (kind == Kind::RevocableLock).then(|| REVOKE_DIR.to_owned()),
             operations: ctx.value_u64("operations") as u32,
-        };
+            keepers: if kind == Kind::RevocableLock {
+                ctx.value_u64("keepers") as usize
+            } else {
+                0
+            },
+        }
+    }
+
+    /// Where each kind's nodes are.
+    pub(super) fn dir_of(kind: Kind) -> &'static str {
+        match kind {
+            Kind::Lock => "/locks/l",
+            Kind::SharedLock => "/data/rw",
+            Kind::RevocableLock => REVOKE_DIR,
+            Kind::Election => "/app/election",
+        }
+    }
+
+    pub(super) fn start(kind: Kind, ctx: &mut RunCtx) -> Box<dyn Running> {
+        let variant = ctx.variant();
+        let lock_variant = variant.and_then(LockVariant::from_name).unwrap_or_default();
+        let dir = dir_of(kind);
+        let w = workload_of(kind, ctx);
         let record = match kind {
             Kind::Lock => {
                 let make: Make<Lock> =
-                    Arc::new(move |_, guid| Lock::with_variant("/locks/l", guid, lock_variant));
+                    Arc::new(move |_, guid| Lock::with_variant(dir, guid, lock_variant));
                 workload::spawn(ctx, &w, make)
             }
             Kind::SharedLock => {
-                let make: Make<Lock> = Arc::new(move |c, guid| {
-                    Lock::shared("/data/rw", guid, mode_of(c), lock_variant)
-                });
+                let make: Make<Lock> =
+                    Arc::new(move |c, guid| Lock::shared(dir, guid, mode_of(c), lock_variant));
                 workload::spawn(ctx, &w, make)
             }
             Kind::RevocableLock => {
                 let make: Make<Lock> = Arc::new(move |c, guid| {
-                    Lock::shared(revoke_dir, guid, mode_of(c), LockVariant::Correct).revocable()
+                    Lock::shared(dir, guid, mode_of(c), LockVariant::Correct).revocable()
                 });
                 workload::spawn(ctx, &w, make)
             }
@@ -209,19 +261,90 @@ mod sim {
                     .and_then(ElectionVariant::from_name)
                     .unwrap_or_default();
                 let make: Make<Election> =
-                    Arc::new(move |_, guid| Election::with_variant("/app/election", guid, v));
+                    Arc::new(move |_, guid| Election::with_variant(dir, guid, v));
                 workload::spawn(ctx, &w, make)
             }
         };
+        running(record, w.clients, dir)
+    }
+
+    /// The run of `clients` clients recording into `record`, their nodes
+    /// in `dir`, judged by [`check_lock`].
+    pub(super) fn running(
+        record: ExclusiveRecord,
+        clients: usize,
+        dir: &'static str,
+    ) -> Box<dyn Running> {
         Box::new(Run {
             record,
-            clients: w.clients,
+            clients,
+            dir,
         })
+    }
+
+    /// Why clients may be stuck, from the end of the run: the directory's
+    /// children with their owners (which client's session, live or ended;
+    /// a node of a live session that its client does not take for its own
+    /// is an orphan), and what each client's machine was doing.
+    fn stuck_state(record: &ExclusiveRecord, dir: &str, ctx: &JudgeCtx) -> String {
+        let Some(leader) = ctx.leader() else {
+            return "no leader to read the final state from".to_owned();
+        };
+        let sessions = record.sessions.lock().unwrap().clone();
+        let doing = record.doing.lock().unwrap().clone();
+        let children = ctx.ensemble().with_server(leader, |s| {
+            let tree = s.tree();
+            let names: Vec<String> = tree
+                .node(dir)
+                .map(|n| n.children.iter().cloned().collect())
+                .unwrap_or_default();
+            names
+                .into_iter()
+                .map(|name| {
+                    let owner = tree.node(&format!("{dir}/{name}")).map(|n| n.owner);
+                    let whose = match owner {
+                        Some(Owner::Ephemeral(sid)) => {
+                            let client = sessions.get(&sid.0);
+                            let live = tree.has_session(sid);
+                            let who = client.map_or(format!("session {:#x}", sid.0), |c| {
+                                format!("client {c}'s session {:#x}", sid.0)
+                            });
+                            let path = format!("{dir}/{name}");
+                            let mine = client
+                                .and_then(|c| doing.get(c))
+                                .is_some_and(|(_, node)| node.as_deref() == Some(path.as_str()));
+                            match (live, mine) {
+                                (false, _) => format!("{who}, ended"),
+                                (true, true) => format!("{who}, live"),
+                                (true, false) => format!(
+                                    "{who}, live, an orphan: its client's machine does not know it"
+                                ),
+                            }
+                        }
+                        Some(_) => "not ephemeral".to_owned(),
+                        None => "gone".to_owned(),
+                    };
+                    format!("{name} ({whose})")
+                })
+                .collect::<Vec<_>>()
+        });
+        let children = if children.is_empty() {
+            "none".to_owned()
+        } else {
+            children.join(", ")
+        };
+        let doing = doing
+            .iter()
+            .map(|(c, (d, _))| format!("client {c} {d}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        format!("at the end, {dir} holds {children}; {doing}")
     }
 
     struct Run {
         record: ExclusiveRecord,
         clients: usize,
+        dir: &'static str,
     }
 
     impl Running for Run {
@@ -235,7 +358,17 @@ mod sim {
         fn judge(self: Box<Self>, ctx: &JudgeCtx) -> Verdict {
             let log = self.record.log.entries();
             let log = ctx.with_crashes(log, || LockEvent::Crashed);
-            let r = check_lock(&log, Some(ctx.liveness()));
+            let mut r = check_lock(&log, Some(ctx.liveness()));
+            // A liveness failure says why: the clients' nodes left at the
+            // end and what each machine was waiting for.
+            if r.violations.iter().any(|v| v.property == LIVENESS.name) {
+                let why = stuck_state(&self.record, self.dir, ctx);
+                for v in &mut r.violations {
+                    if v.property == LIVENESS.name {
+                        v.detail = format!("{}; {why}", v.detail);
+                    }
+                }
+            }
             let counters = [
                 ("acquisitions", r.acquisitions),
                 ("accesses-accepted", r.accesses_accepted),
@@ -250,6 +383,7 @@ mod sim {
                 ("revokes-called", r.revokes_called),
                 ("revokes-asked", r.revokes_asked),
                 ("revokes-honoured", r.revokes_honoured),
+                ("revokes-while-disconnected", r.revokes_while_disconnected),
             ];
             Verdict::judged(&log, &r, r.violations.clone(), &counters)
         }

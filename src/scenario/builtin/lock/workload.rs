@@ -20,7 +20,7 @@ use crate::proto::{Op, Reply, ZkError};
 use crate::recipes::election::{Election, ElectionCommand, ElectionOutcome};
 use crate::recipes::lock::{Lock, LockCommand, LockOutcome};
 use crate::recipes::revocable::{Revoker, RevokerCommand, RevokerOutcome};
-use crate::recipes::{sequence_of, Driver, Machine};
+use crate::recipes::{sequence_of, Driver, Machine, Noted};
 use crate::scenario::sim::{
     client_sessions, finish, flavour_of, replace, Finished, OutcomeLog, RunCtx,
 };
@@ -30,9 +30,16 @@ pub trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
     fn acquire() -> Self::Command;
     fn release() -> Self::Command;
     fn is_holder(&self) -> bool;
+    /// Held, but suspended (disconnected, the session's fate unknown).
+    fn is_suspended(&self) -> bool;
     /// A shared lock's reader: it may hold with other readers, and reads.
     fn is_shared(&self) -> bool;
     fn session_ended(&self) -> bool;
+    /// What the machine is doing, in words (which node it waits on, which
+    /// it holds): kept for a liveness failure to say where a client stuck.
+    fn describe(&self) -> String;
+    /// The machine's own node (full path), once it has one.
+    fn node(&self) -> Option<&str>;
     /// Asked to let go (a revocable lock's revoker): end the critical
     /// section and release.
     fn asked_to_release(&self) -> bool {
@@ -63,8 +70,17 @@ impl Exclusive for Lock {
     fn is_holder(&self) -> bool {
         Lock::is_holder(self)
     }
+    fn is_suspended(&self) -> bool {
+        Lock::is_suspended(self)
+    }
     fn is_shared(&self) -> bool {
         self.mode().is_shared()
+    }
+    fn describe(&self) -> String {
+        Lock::describe(self)
+    }
+    fn node(&self) -> Option<&str> {
+        Lock::node(self)
     }
     fn asked_to_release(&self) -> bool {
         self.revoke_asked()
@@ -113,8 +129,17 @@ impl Exclusive for Election {
     fn is_holder(&self) -> bool {
         self.is_leader()
     }
+    fn is_suspended(&self) -> bool {
+        Election::is_suspended(self)
+    }
     fn is_shared(&self) -> bool {
         false
+    }
+    fn describe(&self) -> String {
+        Election::describe(self)
+    }
+    fn node(&self) -> Option<&str> {
+        Election::node(self)
     }
     fn session_ended(&self) -> bool {
         Election::session_ended(self)
@@ -170,7 +195,15 @@ pub struct ExclusiveWorkload {
     /// Acquisitions per client, after which it closes its session and
     /// stops; 0: it goes on until the run ends.
     pub operations: u32,
+    /// Clients `0..keepers` hold until asked to let go (a revocable lock's
+    /// revoker), touching the resource all along, instead of for
+    /// `hold_ms`: a revocation ignored then shows as a holding that never
+    /// ends.
+    pub keepers: usize,
 }
+
+/// What a client's machine was doing, in words, and its own node.
+pub type Doing = (String, Option<String>);
 
 /// What a lock run records, shared by its clients.
 #[derive(Clone, Default)]
@@ -181,6 +214,24 @@ pub struct ExclusiveRecord {
     pub completed: Arc<Mutex<BTreeMap<usize, u32>>>,
     /// Clients that did all their operations.
     pub finished: Finished,
+    /// Per client: what its machine was doing when last seen (after its
+    /// last step), and its own node, for a liveness failure to say where
+    /// it stuck.
+    pub doing: Arc<Mutex<BTreeMap<usize, Doing>>>,
+    /// Which client each session was (by session id), to name the owners
+    /// of the nodes left in the lock's directory.
+    pub sessions: Arc<Mutex<BTreeMap<i64, usize>>>,
+}
+
+impl ExclusiveRecord {
+    /// Client `c`'s machine, as it is now.
+    fn seen<M: Exclusive>(&self, c: usize, machine: &M) {
+        let node = machine.node().map(str::to_owned);
+        self.doing
+            .lock()
+            .unwrap()
+            .insert(c, (machine.describe(), node));
+    }
 }
 
 /// Starts the clients (even ones Java-flavoured, odd ones Rust); they stop
@@ -204,13 +255,14 @@ pub fn spawn<M: Exclusive>(
     }
     if let Some(dir) = workload.revoke_dir.clone() {
         let c = workload.clients;
-        let (e, s, w, r) = (
-            ensemble.clone(),
-            slots.clone(),
-            workload.clone(),
-            record.clone(),
-        );
-        ctx.spawn(revoke(c, e, s, w, r, dir, until));
+        // The revoker's handle stays out of the nemesis's slots (client
+        // faults aimed at it are skipped): keepers hold until it asks, so
+        // a crashed revoker would stall every waiter for good. Its
+        // requests still meet every server and network fault.
+        let own = ClientSlots::default();
+        crate::scenario::sim::ensure_slots(&own, c + 1);
+        let (e, w, r) = (ensemble.clone(), workload.clone(), record.clone());
+        ctx.spawn(revoke(c, e, own, w, r, dir, until));
     }
     record
 }
@@ -318,7 +370,11 @@ async fn session<M: Exclusive>(
     record: ExclusiveRecord,
     until: Instant,
 ) -> bool {
-    let mut driver = Driver::new(&*zk, machine);
+    // Every session event the machine is given goes into the log, in its
+    // place: the oracle judges a holder that acts while its machine knows
+    // it is disconnected.
+    let mut driver = Driver::new(&*zk, machine).noting_sessions();
+    record.sessions.lock().unwrap().insert(zk.session_id().0, c);
     let mut told_ended = false;
     let end = loop {
         if Instant::now() >= until {
@@ -349,19 +405,41 @@ async fn session<M: Exclusive>(
         // preceded by a check, as in any real application: a pause or a
         // partition during the work is exactly when a holder acts on a
         // role it has lost, and the fencing token is what stops it.
-        let touches = w.touches.max(2);
+        // A keeper checks before every touch and has no last one: it
+        // holds until asked to let go (or it lost the role).
+        let keeper = c < w.keepers;
+        let touches = if keeper { u32::MAX } else { w.touches.max(2) };
+        let pace = w.hold_ms / u64::from(w.touches.max(2) - 1);
         for touch in 0..touches {
+            if keeper {
+                if Instant::now() >= until {
+                    return false;
+                }
+                // A keeper's machine runs while it keeps the lock (a
+                // revocation is a watch event and a read away); the check
+                // below comes after, right before the touch.
+                let pause = Duration::from_millis(pace.max(10));
+                if touch > 0 && keep(&mut driver, c, &record, pause, &mut told_ended).await {
+                    return replace(&zk).await;
+                }
+            }
             if touch + 1 < touches {
                 driver.pump();
                 if log_outcomes(&mut driver, c, &record, &mut told_ended) {
                     return replace(&zk).await;
                 }
-                if !driver.machine().is_holder() || driver.machine().asked_to_release() {
+                let asked = driver.machine().asked_to_release();
+                if keeper && !asked && driver.machine().is_suspended() {
+                    // A keeper waits out a suspension, touching nothing:
+                    // a revocation made meanwhile reaches it once back.
+                    continue;
+                }
+                if !driver.machine().is_holder() || asked {
                     break; // lost it, or consenting to a revocation
                 }
             }
-            if touch > 0 {
-                sleep(Duration::from_millis(w.hold_ms / u64::from(touches - 1))).await;
+            if touch > 0 && !keeper {
+                sleep(Duration::from_millis(pace)).await;
             }
             let accepted = {
                 let mut resource = record.resource.lock().unwrap();
@@ -415,10 +493,51 @@ async fn wait<M: Exclusive>(
 ) -> Option<Step> {
     loop {
         let left = until.saturating_duration_since(Instant::now());
-        let outcome = timeout(left, driver.next_outcome()).await.ok()?;
-        let step = log(driver, c, record, &outcome, told_ended);
+        let noted = next(driver, c, record, left).await?;
+        let step = log(driver, c, record, &noted, told_ended);
         if step != Step::Other {
             return Some(step);
+        }
+    }
+}
+
+/// As `driver.next_noted()` within `left` (None after it), noting what
+/// the machine is doing after every step.
+async fn next<M: Exclusive>(
+    driver: &mut Driver<'_, SimZk, M>,
+    c: usize,
+    record: &ExclusiveRecord,
+    left: Duration,
+) -> Option<Noted<M::Outcome>> {
+    let next = async {
+        loop {
+            record.seen(c, driver.machine());
+            if let Some(noted) = driver.take_noted() {
+                return noted;
+            }
+            driver.step().await;
+        }
+    };
+    timeout(left, next).await.ok()
+}
+
+/// A keeper's pause between touches: its machine runs, what it reports
+/// logged as it comes; true if that ended the session's use.
+async fn keep<M: Exclusive>(
+    driver: &mut Driver<'_, SimZk, M>,
+    c: usize,
+    record: &ExclusiveRecord,
+    pause: Duration,
+    told_ended: &mut bool,
+) -> bool {
+    let end = Instant::now() + pause;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        let Some(noted) = next(driver, c, record, left).await else {
+            return false;
+        };
+        if log(driver, c, record, &noted, told_ended) == Step::Over {
+            return true;
         }
     }
 }
@@ -432,8 +551,9 @@ fn log_outcomes<M: Exclusive>(
     told_ended: &mut bool,
 ) -> bool {
     let mut over = false;
-    while let Some(o) = driver.take_outcome() {
-        over |= log(driver, c, record, &o, told_ended) == Step::Over;
+    record.seen(c, driver.machine());
+    while let Some(noted) = driver.take_noted() {
+        over |= log(driver, c, record, &noted, told_ended) == Step::Over;
     }
     if !*told_ended && driver.machine().session_ended() {
         *told_ended = true;
@@ -446,10 +566,13 @@ fn log<M: Exclusive>(
     driver: &Driver<'_, SimZk, M>,
     c: usize,
     record: &ExclusiveRecord,
-    outcome: &M::Outcome,
+    noted: &Noted<M::Outcome>,
     told_ended: &mut bool,
 ) -> Step {
-    let (event, step) = M::judge(outcome);
+    let (event, step) = match noted {
+        Noted::Outcome(outcome) => M::judge(outcome),
+        Noted::Session(event) => (LockEvent::Session { event: *event }, Step::Other),
+    };
     record.log.record(c, event);
     if !*told_ended && driver.machine().session_ended() {
         *told_ended = true;

@@ -7,6 +7,9 @@
 #[cfg(madsim)]
 mod workload;
 
+#[cfg(all(test, madsim))]
+pub(crate) mod broken;
+
 use crate::check::queue as oracle;
 use crate::scenario::recipe::Recipe;
 use crate::scenario::verdict::Property;
@@ -53,6 +56,17 @@ const PRIORITY_PROPERTIES: &[Property] = &[
     oracle::NO_LOSS,
     oracle::NO_DUPLICATE,
     oracle::NONE_INVENTED,
+    oracle::PRIORITY_ORDER,
+    oracle::NO_RECIPE_FAILURE,
+    oracle::LIVENESS,
+];
+
+/// A plain queue takes FIFO per consumer; priorities it has none.
+const PLAIN_PROPERTIES: &[Property] = &[
+    oracle::NO_LOSS,
+    oracle::NO_DUPLICATE,
+    oracle::NONE_INVENTED,
+    oracle::FIFO_PER_CONSUMER,
     oracle::NO_RECIPE_FAILURE,
     oracle::LIVENESS,
 ];
@@ -87,7 +101,7 @@ impl Recipe for Queue {
         if self.priority {
             PRIORITY_PROPERTIES
         } else {
-            oracle::PROPERTIES
+            PLAIN_PROPERTIES
         }
     }
 
@@ -112,19 +126,17 @@ mod sim {
     use crate::scenario::verdict::Verdict;
 
     pub(super) fn start(priority: bool, ctx: &mut RunCtx) -> Box<dyn Running> {
-        let w = QueueWorkload {
-            dir: "/queues/q".into(),
-            producers: ctx.value_u64("producers") as usize,
-            consumers: ctx.value_u64("consumers") as usize,
-            priority,
-            think_ms_max: ctx.value_u64("think_ms_max"),
-            session_timeout_ms: ctx.session_timeout_ms(),
-        };
+        let w = QueueWorkload::of(ctx, priority);
         let log = workload::spawn(ctx, &w);
+        running(log, w)
+    }
+
+    /// The run of workload `w` recording into `log`, judged by [`check_queue`].
+    pub(super) fn running(log: QueueLog, w: QueueWorkload) -> Box<dyn Running> {
         Box::new(Run {
             log,
             dir: w.dir,
-            priority,
+            priority: w.priority,
         })
     }
 

@@ -3,6 +3,7 @@
 //! the run ends, under whatever the nemesis does. Every outcome goes into
 //! the log [`crate::check::queue`] judges.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,9 +11,11 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::time::{sleep, timeout, Instant};
 
 use crate::check::queue::QueueEvent;
+use crate::client::Zk;
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
-use crate::recipes::queue::{Consumer, Producer, QueueCommand, QueueOutcome};
+use crate::proto::{ClientEvent, Op, Reply, SessionId, ZkError};
+use crate::recipes::queue::{priority_rank, Consumer, Producer, QueueCommand, QueueOutcome};
 use crate::recipes::{base_name, sequence_of, Driver, Machine};
 use crate::scenario::sim::{client_sessions, flavour_of, replace, OutcomeLog, RunCtx};
 
@@ -29,26 +32,65 @@ pub struct QueueWorkload {
 
 pub type QueueLog = OutcomeLog<QueueEvent>;
 
+impl QueueWorkload {
+    /// The scenario's workload, for the queue or (`priority`) the priority queue.
+    pub fn of(ctx: &RunCtx, priority: bool) -> QueueWorkload {
+        QueueWorkload {
+            dir: "/queues/q".into(),
+            producers: ctx.value_u64("producers") as usize,
+            consumers: ctx.value_u64("consumers") as usize,
+            priority,
+            think_ms_max: ctx.value_u64("think_ms_max"),
+            session_timeout_ms: ctx.session_timeout_ms(),
+        }
+    }
+}
+
+/// What a queue's consumer machine must be.
+pub trait ConsumerMachine:
+    Machine<Command = QueueCommand, Outcome = QueueOutcome> + Send + 'static
+{
+}
+
+impl<M: Machine<Command = QueueCommand, Outcome = QueueOutcome> + Send + 'static> ConsumerMachine
+    for M
+{
+}
+
 /// Starts producers (clients `0..producers`) and consumers (the rest);
 /// producers stop enqueueing at `produce_until`, everyone stops at `until`.
 pub fn spawn(ctx: &mut RunCtx, w: &QueueWorkload) -> QueueLog {
+    let priority = w.priority;
+    spawn_with(ctx, w, move |dir| Consumer::new(dir, priority))
+}
+
+/// [`spawn`] with consumers' machines from `consumer` (given the queue's
+/// directory), one per session.
+pub fn spawn_with<M: ConsumerMachine>(
+    ctx: &mut RunCtx,
+    w: &QueueWorkload,
+    consumer: impl Fn(&str) -> M + Clone + Send + Sync + 'static,
+) -> QueueLog {
     let (ensemble, slots) = (ctx.ensemble().clone(), ctx.slots().clone());
     let (produce_until, until) = (ctx.fault_end(), ctx.until());
     let log = QueueLog::default();
     let n = w.producers + w.consumers;
     for c in 0..n {
         let (e, s, w, l) = (ensemble.clone(), slots.clone(), w.clone(), log.clone());
-        ctx.spawn(supervise(c, e, s, w, l, produce_until, until))
+        let make = consumer.clone();
+        ctx.spawn(supervise(c, e, s, w, l, make, produce_until, until))
     }
     log
 }
 
-async fn supervise(
+#[allow(clippy::too_many_arguments)]
+async fn supervise<M: ConsumerMachine>(
     c: usize,
     ensemble: Arc<Ensemble>,
     slots: ClientSlots,
     w: QueueWorkload,
     log: QueueLog,
+    consumer: impl Fn(&str) -> M + Clone + Send + Sync + 'static,
     produce_until: Instant,
     until: Instant,
 ) {
@@ -57,6 +99,7 @@ async fn supervise(
     let t = w.session_timeout_ms;
     client_sessions(c, ensemble, slots, flavour_of(c), t, until, |zk| {
         let (w, log, next_item) = (w.clone(), log.clone(), next_item.clone());
+        let consumer = consumer.clone();
         async move {
             if c < w.producers {
                 let guid = format!("c{c}s{:08x}", thread_rng().gen::<u32>());
@@ -64,8 +107,8 @@ async fn supervise(
                 let machine = Producer::new(&w.dir, &guid, priority);
                 produce(c, zk, machine, w, log, next_item, produce_until, until).await
             } else {
-                let machine = Consumer::new(&w.dir, w.priority);
-                consume(c, zk, machine, log, until).await
+                let machine = consumer(&w.dir);
+                consume(c, zk, machine, &w, log, until).await
             }
         }
     })
@@ -105,14 +148,23 @@ async fn produce(
     false
 }
 
-async fn consume(
+async fn consume<M: ConsumerMachine>(
     c: usize,
     zk: Arc<SimZk>,
-    machine: Consumer,
+    machine: M,
+    w: &QueueWorkload,
     log: QueueLog,
     until: Instant,
 ) -> bool {
-    let mut driver = Driver::new(&*zk, machine);
+    // A priority consumer's lists go into the log: the oracle judges its
+    // takes against them.
+    let listing = Listing {
+        zk: &zk,
+        dir: w.priority.then_some(w.dir.as_str()),
+        c,
+        log: &log,
+    };
+    let mut driver = Driver::new(&listing, machine);
     loop {
         driver.command(QueueCommand::Take);
         match wait(&mut driver, c, &log, until, None).await {
@@ -123,11 +175,57 @@ async fn consume(
     }
 }
 
+/// A consumer's handle that logs what each of its listings of `dir`
+/// showed, when the reply comes (before the machine takes it).
+struct Listing<'a> {
+    zk: &'a SimZk,
+    /// The queue's directory; None: log nothing.
+    dir: Option<&'a str>,
+    c: usize,
+    log: &'a QueueLog,
+}
+
+impl Zk for Listing<'_> {
+    fn session_id(&self) -> SessionId {
+        self.zk.session_id()
+    }
+
+    fn session_timeout_ms(&self) -> u64 {
+        self.zk.session_timeout_ms()
+    }
+
+    fn call(&self, op: Op) -> impl Future<Output = Result<Reply, ZkError>> + Send {
+        let listing =
+            matches!((&op, self.dir), (Op::GetChildren { path, .. }, Some(d)) if path == d);
+        let call = self.zk.call(op);
+        async move {
+            let reply = call.await;
+            if let (true, Ok(Reply::GetChildren { children, .. })) = (listing, &reply) {
+                let items = children.iter().filter_map(|n| priority_rank(n)).collect();
+                self.log.record(self.c, QueueEvent::Listed { items });
+            }
+            reply
+        }
+    }
+
+    fn next_event(&self) -> impl Future<Output = ClientEvent> + Send {
+        self.zk.next_event()
+    }
+
+    fn try_next_event(&self) -> Option<ClientEvent> {
+        self.zk.try_next_event()
+    }
+
+    fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send {
+        self.zk.close()
+    }
+}
+
 /// Runs until the command's outcome, logging everything: Some(true) when
 /// it went through, Some(false) when the session is lost, None at `until`.
 /// `enqueuing`: the item a producer is enqueuing.
-async fn wait<M: Machine<Command = QueueCommand, Outcome = QueueOutcome>>(
-    driver: &mut Driver<'_, SimZk, M>,
+async fn wait<Z: Zk + Sync, M: Machine<Command = QueueCommand, Outcome = QueueOutcome>>(
+    driver: &mut Driver<'_, Z, M>,
     c: usize,
     log: &QueueLog,
     until: Instant,

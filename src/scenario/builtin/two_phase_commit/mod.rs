@@ -26,6 +26,14 @@ const KEYS: &[WorkloadKey] = &[
     ),
     WorkloadKey::int("abort_percent", "how often a site votes abort", 0, 100, 15),
     WorkloadKey::int(
+        "vote_ms_max",
+        "a site's longest time between joining a transaction (its alive node) and voting, \
+         drawn per vote: the window in which its failure makes the others abort for it",
+        0,
+        60_000,
+        600,
+    ),
+    WorkloadKey::int(
         "operations",
         "transactions in all, then everyone stops (0: until the run ends)",
         0,
@@ -99,6 +107,7 @@ mod sim {
             abort_probability: ctx.value_u64("abort_percent") as f64 / 100.0,
             session_timeout_ms: ctx.session_timeout_ms(),
             transactions: ctx.value_u64("operations") as u32,
+            vote_ms_max: ctx.value_u64("vote_ms_max"),
         };
         let (log, finished) = workload::spawn(ctx, &w);
         Box::new(Run {

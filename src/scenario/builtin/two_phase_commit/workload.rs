@@ -13,6 +13,7 @@ use madsim::time::{sleep, timeout, Instant};
 
 use crate::check::two_phase_commit::TpcEvent;
 use crate::client::Zk;
+use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::SimZk;
 use crate::proto::{Reply, ZkError};
 use crate::recipes::two_phase_commit::{create_transaction, Site, SiteCommand, SiteOutcome};
@@ -31,6 +32,9 @@ pub struct TpcWorkload {
     /// Transactions in all, after which everyone stops once the last is
     /// decided; 0: until the run ends.
     pub transactions: u32,
+    /// A site's longest time between joining a transaction (its alive
+    /// node) and voting (drawn per vote, from 0).
+    pub vote_ms_max: u64,
 }
 
 pub type TpcLog = OutcomeLog<TpcEvent>;
@@ -68,7 +72,7 @@ pub fn spawn(ctx: &mut RunCtx, w: &TpcWorkload) -> (TpcLog, Finished) {
                     let lost = if c == 0 {
                         coordinate(zk.clone(), w, t, next, open_until).await
                     } else {
-                        site(c, zk.clone(), w, l, t, next, until).await
+                        site(c, zk.clone(), w, l, t, next, &slots, until).await
                     };
                     match lost {
                         Some(lost) => lost,
@@ -121,6 +125,7 @@ async fn coordinate(
 
 /// True when the session was lost (the site comes back to the same
 /// transaction); None once the last transaction is decided.
+#[allow(clippy::too_many_arguments)]
 async fn site(
     c: usize,
     zk: Arc<SimZk>,
@@ -128,6 +133,7 @@ async fn site(
     log: TpcLog,
     created: Arc<Mutex<Option<u64>>>,
     next: Arc<Mutex<(u64, Option<bool>)>>,
+    slots: &ClientSlots,
     until: Instant,
 ) -> Option<bool> {
     loop {
@@ -151,6 +157,20 @@ async fn site(
         log.record(c, TpcEvent::VoteCalled { tx, commit });
         let mut driver = Driver::new(&*zk, Site::new(&tx_path(&w, tx), c - 1, w.sites));
         driver.command(SiteCommand::Vote { commit });
+        // The site joins (its first request: the alive node), then takes
+        // its time to vote. A site that fails in between is the one the
+        // others abort for: it is marked busy meanwhile, so client faults
+        // aim at it half the time.
+        let pause = thread_rng().gen_range(0..=w.vote_ms_max);
+        if pause > 0 {
+            let left = until.saturating_duration_since(Instant::now());
+            if timeout(left, driver.step()).await.is_err() {
+                return Some(false);
+            }
+            slots.lock().unwrap()[c].busy = true;
+            sleep(Duration::from_millis(pause)).await;
+            slots.lock().unwrap()[c].busy = false;
+        }
         loop {
             let left = until.saturating_duration_since(Instant::now());
             match timeout(left, driver.next_outcome()).await {

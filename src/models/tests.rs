@@ -1,0 +1,188 @@
+//! The world's reductions lose nothing: what they merge differs only in
+//! what no run can observe.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+
+use stateright::Model;
+
+use super::{barrier::BarrierModel, config::ConfigModel, election::ElectionModel, lock::LockModel};
+use super::{Faults, Recipe, State, World};
+use crate::recipes::barrier::BarrierVariant;
+use crate::recipes::election::ElectionVariant;
+use crate::recipes::lock::LockVariant;
+
+/// Every state reachable in `w`.
+fn reachable<R: Recipe>(w: &World<R>) -> HashSet<State<R>> {
+    let mut seen = HashSet::new();
+    let mut queue = VecDeque::new();
+    for s in w.init_states() {
+        if seen.insert(s.clone()) {
+            queue.push_back(s);
+        }
+    }
+    let mut actions = Vec::new();
+    while let Some(s) = queue.pop_front() {
+        actions.clear();
+        w.actions(&s, &mut actions);
+        for a in &actions {
+            if let Some(t) = w.next_state(&s, *a) {
+                if seen.insert(t.clone()) {
+                    queue.push_back(t);
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// `s` with every zxid forgotten.
+fn without_zxids<R: Recipe>(s: &State<R>) -> State<R> {
+    let mut s = s.clone();
+    s.tree.relabel_zxids(|_| 0);
+    for t in &mut s.past {
+        Arc::make_mut(t).relabel_zxids(|_| 0);
+    }
+    for c in &mut s.clients {
+        c.last_zxid = 0;
+    }
+    s
+}
+
+/// With and without canonical zxids, the same states are reachable but for
+/// their zxids, and the canonical world has fewer: the reduction merges
+/// states and drops no behaviour (a canonical form that forgot an order a
+/// later SetWatches or stale read compares would reach states the full
+/// world cannot, or miss some).
+fn canonical_zxids_lose_nothing<R: Recipe>(w: World<R>) {
+    let mut full = w.clone();
+    full.canonical = false;
+    let reduced = reachable(&w);
+    let everything = reachable(&full);
+    let a: HashSet<State<R>> = everything.iter().map(without_zxids).collect();
+    let b: HashSet<State<R>> = reduced.iter().map(without_zxids).collect();
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "{}: the canonical world reaches other states",
+        w.recipe.name()
+    );
+    assert!(
+        a == b,
+        "{}: the canonical world reaches other states",
+        w.recipe.name()
+    );
+    assert!(
+        reduced.len() < everything.len(),
+        "{}: canonical zxids merged nothing ({} states)",
+        w.recipe.name(),
+        reduced.len()
+    );
+}
+
+#[test]
+fn canonical_zxids_lose_no_lock_behaviour() {
+    let w = World::new(LockModel::new(LockVariant::Correct), 2, Faults::ONE_EACH)
+        .unwrap()
+        .with_max_faults(2);
+    canonical_zxids_lose_nothing(w);
+}
+
+#[test]
+fn canonical_zxids_lose_no_election_behaviour() {
+    // The election confirms with sync + exists: stale reads matter most.
+    let w = World::new(
+        ElectionModel::new(ElectionVariant::Correct),
+        2,
+        Faults::ONE_EACH,
+    )
+    .unwrap()
+    .with_max_faults(2);
+    canonical_zxids_lose_nothing(w);
+}
+
+#[test]
+fn canonical_zxids_lose_no_barrier_behaviour() {
+    let w = World::new(
+        BarrierModel::new(BarrierVariant::Correct),
+        3,
+        Faults::ONE_EACH,
+    )
+    .unwrap();
+    canonical_zxids_lose_nothing(w);
+}
+
+#[test]
+fn canonical_zxids_lose_no_configuration_behaviour() {
+    // Data watches on a node whose data changes: a SetWatches after a
+    // reconnect compares its mzxid with what the session saw.
+    let w = World::new(ConfigModel::new(), 2, Faults::ONE_EACH)
+        .unwrap()
+        .with_max_faults(2);
+    canonical_zxids_lose_nothing(w);
+}
+
+/// Every order of `n` things.
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    if n == 0 {
+        return vec![vec![]];
+    }
+    let mut all = Vec::new();
+    for p in permutations(n - 1) {
+        for k in 0..n {
+            let mut q = p.clone();
+            q.insert(k, n - 1);
+            all.push(q);
+        }
+    }
+    all
+}
+
+/// One fingerprint per orbit: the least over every renaming of clients.
+fn orbit<R: Recipe>(w: &World<R>, s: &State<R>, perms: &[Vec<usize>]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    perms
+        .iter()
+        .map(|p| {
+            let mut t = s.clone();
+            w.permute(&mut t, p);
+            let mut h = std::hash::DefaultHasher::new();
+            t.hash(&mut h);
+            h.finish()
+        })
+        .min()
+        .unwrap()
+}
+
+/// With the symmetry reduction the same states are reached up to a
+/// renaming of clients (the same orbits), and fewer of them: the
+/// reduction merges states a renaming makes one of another, and drops no
+/// behaviour.
+fn symmetry_loses_nothing<R: Recipe>(w: World<R>) {
+    let reduced_world = w.clone().with_symmetry().unwrap();
+    let reduced = reachable(&reduced_world);
+    let everything = reachable(&w);
+    let perms = permutations(w.clients);
+    let a: HashSet<u64> = everything.iter().map(|s| orbit(&w, s, &perms)).collect();
+    let b: HashSet<u64> = reduced.iter().map(|s| orbit(&w, s, &perms)).collect();
+    let extra = b.difference(&a).count();
+    let missing = a.difference(&b).count();
+    assert!(
+        extra == 0 && missing == 0,
+        "{}: the reduced world reaches {extra} orbits the full one does not, and misses {missing}",
+        w.recipe.name()
+    );
+    assert!(
+        reduced.len() * 2 < everything.len(),
+        "{}: symmetry merged little ({} of {} states)",
+        w.recipe.name(),
+        reduced.len(),
+        everything.len()
+    );
+}
+
+#[test]
+fn symmetry_loses_no_lock_behaviour() {
+    let w = World::new(LockModel::new(LockVariant::Correct), 3, Faults::ONE_EACH).unwrap();
+    symmetry_loses_nothing(w);
+}
