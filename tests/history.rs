@@ -402,6 +402,10 @@ fn run_writes_the_histories_of_failing_seeds_only_unless_asked_for_all() {
         "scenarios/queue.toml",
         "--seeds",
         "2",
+        // Seeds whose producers' guid search finds a node (a coverage
+        // goal, reached in about one seed in five).
+        "--seed-start",
+        "2661154819",
         "--history",
         &d,
     ]);
@@ -416,6 +420,10 @@ fn run_writes_the_histories_of_failing_seeds_only_unless_asked_for_all() {
         "scenarios/queue.toml",
         "--seeds",
         "2",
+        // Seeds whose producers' guid search finds a node (a coverage
+        // goal, reached in about one seed in five).
+        "--seed-start",
+        "2661154819",
         "--history",
         &d,
         "--history-all",

@@ -205,9 +205,16 @@ fn a_write_stalled_on_an_abandoned_connection_is_never_applied() {
         |seed| {
             runtime(seed).block_on(async {
                 let ensemble = Arc::new(Ensemble::start(EnsembleConfig::default()));
+                // Attempts last T over the list's length: with six, the
+                // stalled attempt at server 1 and the move to server 2 take
+                // 2T/3 + T/6 after the client last heard from server 1,
+                // safely before the leader may expire the session (T after
+                // the last touch it knows of; with the servers' ticks out
+                // of phase, that can be hardly later than the client's
+                // last pong).
                 let a = Arc::new(
                     ensemble
-                        .client_list(&[1, 1, 2])
+                        .client_list(&[1, 1, 2, 2, 2, 2])
                         .timeout_ms(T_MS)
                         .connect()
                         .await

@@ -654,6 +654,15 @@ pub(super) fn seed_report(
                 "syncLimit".to_owned(),
                 format!("{} ticks", o.drawn.sync_limit_ticks),
             ));
+            params.push(("tickTime".to_owned(), format!("{} ms", o.drawn.tick_ms)));
+            params.push((
+                "session timeout".to_owned(),
+                format!(
+                    "{} ms (asked {} ms)",
+                    o.drawn.negotiated_timeout_ms(),
+                    o.drawn.session_timeout_ms
+                ),
+            ));
             for (k, v) in &o.drawn.values {
                 params.push((k.clone(), v.to_string()));
             }

@@ -13,7 +13,9 @@ pub enum Fault {
     /// The leader crashes and restarts likewise.
     LeaderCrash,
     /// A random split of the servers in two (possibly leaving no quorum),
-    /// healed after the window.
+    /// healed after the window. The clients are placed on its sides too,
+    /// most with their server: a client of a minority server keeps it until
+    /// that server gives up, then finds no server that serves.
     Partition,
     /// Two to five random splits in a row, each replacing the last.
     FlippingPartitions,
@@ -26,6 +28,10 @@ pub enum Fault {
     LinkDelay,
     /// A client cut off from its server, both ways.
     ClientCutOff,
+    /// A client's machine cut off from every server for T/3 to 3T: it is
+    /// Disconnected throughout, and its session expires when the cut
+    /// outlasts T.
+    ClientIsolated,
     /// A client's process dies (at most one per run).
     ClientCrash,
     /// The leader expires a client's session now, writes racing the close
@@ -44,7 +50,7 @@ pub enum Fault {
 impl Fault {
     /// Every fault, in declaration order (the order of `zoosim list`'s fault
     /// names and of [`Fault::from_name`]'s search).
-    pub const ALL: [Fault; 14] = [
+    pub const ALL: [Fault; 15] = [
         Fault::ServerCrash,
         Fault::LeaderCrash,
         Fault::Partition,
@@ -53,6 +59,7 @@ impl Fault {
         Fault::OneWayClog,
         Fault::LinkDelay,
         Fault::ClientCutOff,
+        Fault::ClientIsolated,
         Fault::ClientCrash,
         Fault::ForcedExpiry,
         Fault::BrokenConnection,
@@ -72,6 +79,7 @@ impl Fault {
             Fault::OneWayClog => "one-way-clog",
             Fault::LinkDelay => "link-delay",
             Fault::ClientCutOff => "client-cut-off",
+            Fault::ClientIsolated => "client-isolated",
             Fault::ClientCrash => "client-crash",
             Fault::ForcedExpiry => "forced-expiry",
             Fault::BrokenConnection => "broken-connection",
@@ -92,6 +100,7 @@ impl Fault {
         matches!(
             self,
             Fault::ClientCutOff
+                | Fault::ClientIsolated
                 | Fault::ClientCrash
                 | Fault::ForcedExpiry
                 | Fault::BrokenConnection

@@ -278,6 +278,9 @@ pub struct Server {
     stats: ServerStats,
     // Volatile: lost in a restart.
     ticks: u64,
+    /// When this process's ticks come: at this many ms past a multiple
+    /// of tickTime (each process has its own; see [`Server::set_tick_phase`]).
+    tick_phase_ms: i64,
     tree: DataTree,
     watches: WatchTable<ConnId>,
     committed: usize,
@@ -291,6 +294,9 @@ pub struct Server {
     /// Fault: sessions whose next write reply is lost here (the write is
     /// applied, the reply dropped and the connection broken).
     lose_reply: BTreeSet<SessionId>,
+    /// Sessions this leader expired (marked closing) since the shell last
+    /// took them ([`Server::take_expired`]): for coverage only.
+    expired_now: Vec<SessionId>,
     // Only with a breakage (see ServerConfig::broken).
     /// [`Breakage::FollowerLocalWrite`]: writes received as a follower.
     writes_received: u64,
@@ -335,6 +341,7 @@ impl Server {
             closed_attempts: BTreeMap::new(),
             stats: ServerStats::default(),
             ticks: 0,
+            tick_phase_ms: 0,
             tree,
             watches: WatchTable::new(),
             committed: 0,
@@ -344,6 +351,7 @@ impl Server {
             touched: BTreeSet::new(),
             dropped: BTreeSet::new(),
             lose_reply: BTreeSet::new(),
+            expired_now: Vec::new(),
             writes_received: 0,
             lagging: Lagging::new(&config),
             early_replied: BTreeSet::new(),
@@ -486,6 +494,30 @@ impl Server {
     /// write itself is applied.
     pub fn lose_next_write_reply(&mut self, session: SessionId) {
         self.lose_reply.insert(session);
+    }
+
+    /// The sessions this server, as leader, expired (or was told to) since
+    /// the last call: what the simulation's coverage counts the
+    /// connected-but-expired window from.
+    pub(crate) fn take_expired(&mut self) -> Vec<SessionId> {
+        std::mem::take(&mut self.expired_now)
+    }
+
+    /// The session attached on connection `conn` here, if any.
+    pub(crate) fn conn_session(&self, conn: ConnId) -> Option<SessionId> {
+        self.conns.get(&conn).and_then(|c| c.session)
+    }
+
+    /// Sets the phase of this process's ticks: they come at `phase_ms`
+    /// past each multiple of tickTime. Session expiry times are rounded up
+    /// to these instants, as ZooKeeper's ExpiryQueue rounds them to
+    /// multiples of tickTime on the process's own clock.
+    pub(crate) fn set_tick_phase(&mut self, phase_ms: u64) {
+        self.tick_phase_ms = (phase_ms % self.config.tick_ms) as i64;
+    }
+
+    fn tick_grid(&self) -> leader::TickGrid {
+        leader::TickGrid::new(self.config.tick_ms, self.tick_phase_ms)
     }
 
     /// A tick of the server's clock: heartbeats, timeouts, votes, expiry.

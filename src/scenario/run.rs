@@ -92,8 +92,22 @@ pub struct Drawn {
     pub servers: u32,
     /// The servers' syncLimit, in ticks.
     pub sync_limit_ticks: u32,
+    /// The servers' tickTime, in ms.
+    pub tick_ms: u64,
+    /// The session timeout the clients request, in ms (the servers
+    /// negotiate it to 2–20 ticks: [`Drawn::negotiated_timeout_ms`]).
+    pub session_timeout_ms: u64,
     /// Each drawn workload key's value (e.g. the locks' `hold_ms`).
     pub values: Vec<(String, i64)>,
+}
+
+impl Drawn {
+    /// The session timeout the servers grant: the requested one clamped to
+    /// 2–20 ticks.
+    pub fn negotiated_timeout_ms(&self) -> u64 {
+        crate::ensemble::server::ServerConfig::new(0, 1, self.tick_ms)
+            .negotiate(self.session_timeout_ms)
+    }
 }
 
 /// One of `choices`, by one draw whatever the list (so a list pinned to
@@ -128,7 +142,9 @@ pub fn judged(
     mut outcome: SeedOutcome,
     recorder: &Recorder,
 ) -> (SeedOutcome, History, Option<ContractReport>) {
-    let history = recorder.history(history_meta(scenario, seed, outcome.drawn.servers));
+    let mut meta = history_meta(scenario, seed, outcome.drawn.servers);
+    meta.session_timeout_ms = outcome.drawn.session_timeout_ms;
+    let history = recorder.history(meta);
     let contract = judge_contract(&mut outcome, &history);
     (outcome, history, contract)
 }
@@ -203,7 +219,8 @@ pub fn judge_contract(outcome: &mut SeedOutcome, history: &History) -> Option<Co
 }
 
 /// The `meta` line of `seed`'s history of `scenario`, run on `servers`
-/// servers.
+/// servers (the session timeout: the scenario's first; a run's history
+/// has the one its seed drew).
 pub fn history_meta(scenario: &Scenario, seed: u64, servers: u32) -> Meta {
     Meta {
         format: FORMAT_VERSION,
@@ -212,7 +229,7 @@ pub fn history_meta(scenario: &Scenario, seed: u64, servers: u32) -> Meta {
         seed,
         zoosim: env!("CARGO_PKG_VERSION").to_owned(),
         servers,
-        session_timeout_ms: scenario.ensemble.session_timeout_ms,
+        session_timeout_ms: scenario.ensemble.session_timeout_ms[0],
     }
 }
 
@@ -280,8 +297,7 @@ pub fn fault_line(f: &InjectedFault) -> String {
 }
 
 async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome {
-    let (ensemble, servers, sync_limit_ticks) = ensemble(s, recorder);
-    let t_ms = s.ensemble.session_timeout_ms;
+    let (ensemble, drawn) = ensemble(s, recorder);
     let pool = fault_pool(s);
     let slots: ClientSlots = Arc::default();
     let fault_end = Instant::now() + Duration::from_millis(s.faults.phase_ms);
@@ -298,6 +314,7 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
             server: f.server,
             to: f.to,
             split: f.split.clone(),
+            split_clients: f.split_clients.clone(),
             flips: f.flips.as_ref().map(|flips| {
                 flips
                     .iter()
@@ -311,9 +328,16 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
     let nemesis_config = NemesisConfig {
         interval_ms: s.faults.interval_ms,
         window_ms: s.faults.window_ms,
-        ..NemesisConfig::new(pool, t_ms)
+        ..NemesisConfig::new(pool, drawn.negotiated_timeout_ms())
     };
-    let started = start_recipe(s, ensemble.clone(), slots.clone(), fault_end, until);
+    let started = start_recipe(
+        s,
+        ensemble.clone(),
+        slots.clone(),
+        drawn.session_timeout_ms,
+        fault_end,
+        until,
+    );
     if let Some(setup) = started.setup {
         setup.await;
     }
@@ -368,6 +392,10 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
     for (k, v) in ensemble_counters(&ensemble) {
         counters.insert(k.to_owned(), v);
     }
+    counters.insert(
+        "minority-clients".to_owned(),
+        minority_clients(&injected, drawn.servers, slots.lock().unwrap().len()),
+    );
     let digest = digest(&verdict.log, &injected);
     SeedOutcome {
         seed,
@@ -380,38 +408,47 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
         sim_ms: now_ms(),
         fault_start_ms,
         drawn: Drawn {
-            servers,
-            sync_limit_ticks,
             values: started
                 .drawn
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v))
                 .collect(),
+            ..drawn
         },
         digest,
         log: verdict.log,
     }
 }
 
-/// The seed's ensemble, its size and syncLimit.
-fn ensemble(s: &Scenario, recorder: Option<Recorder>) -> (Arc<Ensemble>, u32, u32) {
+/// The seed's ensemble, and what it drew for it (size, syncLimit,
+/// tickTime, session timeout; its workload values come later).
+fn ensemble(s: &Scenario, recorder: Option<Recorder>) -> (Arc<Ensemble>, Drawn) {
     let servers = pick(&s.ensemble.servers);
     let (lo, hi) = s.ensemble.sync_limit_ticks;
     let ticks: Vec<u32> = (lo..=hi).collect();
     let sync_limit_ticks = pick(&ticks);
+    let tick_ms = pick(&s.ensemble.tick_ms);
+    let session_timeout_ms = pick(&s.ensemble.session_timeout_ms);
     let config = EnsembleConfig {
         servers,
+        tick_ms,
         sync_limit_ticks: u64::from(sync_limit_ticks),
         init_limit_ticks: 2 * u64::from(sync_limit_ticks),
         link_latency_ms: s.ensemble.link_latency_ms,
         broken: s.ensemble.broken,
-        ..EnsembleConfig::default()
     };
     let e = Arc::new(match recorder {
         Some(r) => Ensemble::start_recording(config, r),
         None => Ensemble::start(config),
     });
-    (e, servers, sync_limit_ticks)
+    let drawn = Drawn {
+        servers,
+        sync_limit_ticks,
+        tick_ms,
+        session_timeout_ms,
+        values: Vec::new(),
+    };
+    (e, drawn)
 }
 
 /// This seed's random faults: the scenario's pool, or (swarm) each kind of
@@ -460,7 +497,32 @@ fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
         ("reconnect-closes", total.reconnect_closes),
         ("role-change-drops", total.role_change_drops),
         ("breakage-hits", total.breakage_hits),
+        ("served-after-expiry", e.served_after_expiry().len() as u64),
+        ("isolated-past-expiry", e.isolated_past_expiry()),
     ]
+}
+
+/// Clients the partitions placed on a side without a quorum: cut off from
+/// the servers that can serve (at once, or once their own server gives
+/// up), summed over the partitions.
+fn minority_clients(faults: &[InjectedFault], servers: u32, clients: usize) -> u64 {
+    let quorum = servers as usize / 2 + 1;
+    let mut n = 0;
+    for f in faults
+        .iter()
+        .filter(|f| f.fault == Fault::Partition && !f.skipped)
+    {
+        let (Some(split), Some(on_split)) = (&f.split, &f.split_clients) else {
+            continue;
+        };
+        if split.len() < quorum {
+            n += on_split.len() as u64;
+        } else if servers as usize - split.len() < quorum {
+            // Every client not on the split's side is on the other.
+            n += clients.saturating_sub(on_split.len()) as u64;
+        }
+    }
+    n
 }
 
 /// What the runner needs of a started run.
@@ -480,6 +542,7 @@ fn start_recipe(
     s: &Scenario,
     ensemble: Arc<Ensemble>,
     slots: ClientSlots,
+    session_timeout_ms: u64,
     fault_end: Instant,
     until: Instant,
 ) -> Started {
@@ -507,7 +570,7 @@ fn start_recipe(
         recipe: recipe.name().to_owned(),
         variant: s.variant.clone(),
         values,
-        session_timeout_ms: s.ensemble.session_timeout_ms,
+        session_timeout_ms,
         fault_end,
         until,
         setup: None,
@@ -588,6 +651,7 @@ mod tests {
             server: None,
             to: None,
             split: Some(vec![1]),
+            split_clients: None,
             flips: Vec::new(),
             delay: Duration::ZERO,
             window: Duration::from_millis(3582),

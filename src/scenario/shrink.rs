@@ -180,6 +180,8 @@ fn pinned(s: &Scenario, seed: u64, out: &SeedOutcome) -> Scenario {
     p.ensemble.servers = vec![out.drawn.servers];
     let ticks = out.drawn.sync_limit_ticks;
     p.ensemble.sync_limit_ticks = (ticks, ticks);
+    p.ensemble.tick_ms = vec![out.drawn.tick_ms];
+    p.ensemble.session_timeout_ms = vec![out.drawn.session_timeout_ms];
     for (key, v) in &out.drawn.values {
         p.set_workload(key, WorkloadValue::Drawn(vec![*v]))
             .unwrap_or_else(|e| panic!("pinning what seed {seed} drew for {key}: {e}"));
@@ -294,6 +296,7 @@ fn placed_fault(f: &InjectedFault) -> ScheduledFault {
         server: f.server.filter(|_| f.fault.takes_a_server()),
         to: f.to,
         split: f.split.clone(),
+        split_clients: f.split_clients.clone(),
         flips: (f.fault == Fault::FlippingPartitions).then(|| {
             f.flips
                 .iter()
@@ -390,6 +393,10 @@ fn with_clients(s: &Scenario, clients: usize) -> Scenario {
     for f in &mut c.faults.at {
         if let Some(k) = f.client {
             f.client = Some(k % aimable);
+        }
+        // A partition's side keeps the clients still there.
+        if let Some(side) = &mut f.split_clients {
+            side.retain(|&k| k < aimable);
         }
     }
     c

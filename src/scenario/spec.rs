@@ -100,6 +100,9 @@ pub struct ScheduledFault {
     pub to: Option<u32>,
     /// A partition's one side (the other: every other server).
     pub split: Option<Vec<u32>>,
+    /// A partition's clients on `split`'s side (the others on the other
+    /// side; default: drawn).
+    pub split_clients: Option<Vec<usize>>,
     /// Flipping partitions: each flip's side and how long it holds (ms).
     pub flips: Option<Vec<(Vec<u32>, u64)>>,
     /// A link delay's extra time per message.
@@ -123,14 +126,26 @@ impl ScheduledFault {
     }
 }
 
+/// The tickTimes a seed draws from when a scenario names none. With a long
+/// tick, a follower cut off from its leader notices late (syncLimit
+/// ticks), and may serve its clients after the leader has expired their
+/// sessions; an election takes as long, so a scenario drawing longer ticks
+/// (ZooKeeper's sample configuration has 2000 ms) needs a quiet phase and
+/// liveness bound to match, and names them itself.
+pub const DEFAULT_TICKS_MS: &[u64] = &[500];
+
 /// A scenario's `[ensemble]` table.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct EnsembleSpec {
     /// One is drawn per seed.
     pub servers: Vec<u32>,
-    /// The clients' requested session timeout, in ms (1000–120000, default
-    /// 4000).
-    pub session_timeout_ms: u64,
+    /// The servers' tickTime in ms, one drawn per seed (100–10000 each,
+    /// default [`DEFAULT_TICKS_MS`]).
+    pub tick_ms: Vec<u64>,
+    /// The clients' requested session timeout in ms, one drawn per seed
+    /// (1000–120000 each, default 4000); the servers negotiate it to 2–20
+    /// ticks.
+    pub session_timeout_ms: Vec<u64>,
     /// syncLimit, drawn per seed from this range (initLimit is twice it).
     pub sync_limit_ticks: (u32, u32),
     /// Every datagram's one-way latency, drawn per datagram.
@@ -231,10 +246,11 @@ impl Scenario {
             .map(|&n| u64::from(n))
             .collect();
         let _ = writeln!(out, "\n[ensemble]\nservers = {}", list(&servers));
+        let _ = writeln!(out, "tick_ms = {}", list(&self.ensemble.tick_ms));
         let _ = writeln!(
             out,
             "session_timeout_ms = {}",
-            self.ensemble.session_timeout_ms
+            list(&self.ensemble.session_timeout_ms)
         );
         let (lo, hi) = self.ensemble.sync_limit_ticks;
         let _ = writeln!(out, "sync_limit_ticks = [{lo}, {hi}]");
@@ -274,6 +290,10 @@ impl Scenario {
             let servers = |v: &[u32]| list(&v.iter().map(|&s| u64::from(s)).collect::<Vec<_>>());
             if let Some(side) = &a.split {
                 let _ = writeln!(out, "split = {}", servers(side));
+            }
+            if let Some(clients) = &a.split_clients {
+                let clients: Vec<u64> = clients.iter().map(|&c| c as u64).collect();
+                let _ = writeln!(out, "split_clients = {}", list(&clients));
             }
             if let Some(flips) = &a.flips {
                 let sides: Vec<String> = flips.iter().map(|(side, _)| servers(side)).collect();
@@ -343,7 +363,8 @@ struct Raw {
 #[serde(deny_unknown_fields)]
 struct RawEnsemble {
     servers: Option<Spanned<OneOrMany>>,
-    session_timeout_ms: Option<Spanned<i64>>,
+    tick_ms: Option<Spanned<OneOrMany>>,
+    session_timeout_ms: Option<Spanned<OneOrMany>>,
     sync_limit_ticks: Option<Spanned<Vec<i64>>>,
     link_latency_ms: Option<Spanned<Vec<i64>>>,
     broken: Option<Spanned<String>>,
@@ -387,6 +408,7 @@ struct RawAt {
     server: Option<Spanned<i64>>,
     to: Option<Spanned<i64>>,
     split: Option<Spanned<Vec<i64>>>,
+    split_clients: Option<Spanned<Vec<i64>>>,
     splits: Option<Spanned<Vec<Vec<i64>>>>,
     flip_ms: Option<Spanned<Vec<i64>>>,
     delay_ms: Option<Spanned<i64>>,
@@ -486,6 +508,32 @@ impl Locator<'_> {
                 format!("`{key}` must be between {lo} and {hi}, got {}", s.get_ref()),
             ),
         }
+    }
+
+    /// A number or a non-empty list to draw from, each in `min..=max`;
+    /// `default` when absent.
+    fn drawn_list(
+        &self,
+        v: &Option<Spanned<OneOrMany>>,
+        key: &str,
+        min: i64,
+        max: i64,
+        default: &[u64],
+    ) -> Result<Vec<u64>, SpecError> {
+        let Some(s) = v else {
+            return Ok(default.to_vec());
+        };
+        let values = s.get_ref().values();
+        if values.is_empty() || values.iter().any(|n| !(min..=max).contains(n)) {
+            return self.err(
+                s.span(),
+                format!(
+                    "`{key}` must be a number from {min} to {max}, or a list of them to draw \
+                     from, got {values:?}"
+                ),
+            );
+        }
+        Ok(values.into_iter().map(|n| n as u64).collect())
     }
 
     /// A `[lo, hi]` pair with lo <= hi, each in `min..=max`.
@@ -682,14 +730,20 @@ impl Locator<'_> {
                 values.into_iter().map(|n| n as u32).collect()
             }
         };
-        let session_timeout_ms = self.int(
+        let tick_ms = self.drawn_list(
+            &raw.tick_ms,
+            "ensemble.tick_ms",
+            100,
+            10_000,
+            DEFAULT_TICKS_MS,
+        )?;
+        // Requested; the servers clamp it to 2–20 ticks.
+        let session_timeout_ms = self.drawn_list(
             &raw.session_timeout_ms,
             "ensemble.session_timeout_ms",
-            // ZooKeeper's bounds with tickTime 500 ms: 2 to 20 ticks... and
-            // beyond, as servers may be configured; keep sane.
             1000,
             120_000,
-            4000,
+            &[4000],
         )?;
         let (lo, hi) = self.range(
             &raw.sync_limit_ticks,
@@ -724,6 +778,7 @@ impl Locator<'_> {
         };
         Ok(EnsembleSpec {
             servers,
+            tick_ms,
             session_timeout_ms,
             sync_limit_ticks: (lo as u32, hi as u32),
             link_latency_ms,
@@ -950,6 +1005,32 @@ impl Locator<'_> {
             None => None,
             Some(v) => Some(side(v.get_ref(), v.span(), "split")?),
         };
+        only(
+            a.split_clients.as_ref().map(Spanned::span),
+            fault == Fault::Partition,
+            "split_clients",
+        )?;
+        let split_clients = match &a.split_clients {
+            None => None,
+            Some(v) => {
+                let mut out: Vec<usize> = Vec::new();
+                for &c in v.get_ref() {
+                    if !(0..clients as i64).contains(&c) || out.contains(&(c as usize)) {
+                        return self.err(
+                            v.span(),
+                            format!(
+                                "`split_clients` lists clients 0 to {} once each, got {:?}",
+                                clients as i64 - 1,
+                                v.get_ref()
+                            ),
+                        );
+                    }
+                    out.push(c as usize);
+                }
+                out.sort_unstable();
+                Some(out)
+            }
+        };
         let flipping = fault == Fault::FlippingPartitions;
         only(a.splits.as_ref().map(Spanned::span), flipping, "splits")?;
         only(a.flip_ms.as_ref().map(Spanned::span), flipping, "flip_ms")?;
@@ -1009,6 +1090,7 @@ impl Locator<'_> {
             server,
             to,
             split,
+            split_clients,
             flips,
             delay_ms,
             window_ms,

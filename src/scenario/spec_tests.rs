@@ -26,7 +26,8 @@ fn a_short_file_gets_useful_defaults() {
     assert!(!s.expect_failure);
     assert_eq!((s.seeds, s.test_seeds, s.seed_start), (200, 10, 0));
     assert_eq!(s.ensemble.servers, vec![3, 5]);
-    assert_eq!(s.ensemble.session_timeout_ms, 4000);
+    assert_eq!(s.ensemble.session_timeout_ms, vec![4000]);
+    assert_eq!(s.ensemble.tick_ms, crate::scenario::spec::DEFAULT_TICKS_MS);
     assert_eq!(s.workload.clients(), Some(5));
     assert_eq!(
         s.workload.get("hold_ms"),
@@ -56,7 +57,8 @@ seed_start = 0x10
 
 [ensemble]
 servers = 5
-session_timeout_ms = 6000
+tick_ms = [1000, 2000]
+session_timeout_ms = [6000, 4000]
 sync_limit_ticks = [3, 4]
 link_latency_ms = [2, 7]
 
@@ -94,6 +96,8 @@ goals = ["entries", "fault:client-crash", "elections-won"]
     assert_eq!((s.seeds, s.test_seeds, s.seed_start), (30, 3, 16));
     assert_eq!(s.ensemble.servers, vec![5]);
     assert_eq!(s.ensemble.sync_limit_ticks, (3, 4));
+    assert_eq!(s.ensemble.tick_ms, vec![1000, 2000]);
+    assert_eq!(s.ensemble.session_timeout_ms, vec![6000, 4000]);
     assert_eq!(s.ensemble.link_latency_ms, (2, 7));
     assert_eq!(s.workload.clients(), Some(6));
     assert_eq!(s.workload.int("threshold"), Some(6));
@@ -306,6 +310,57 @@ fn planned_faults_must_fit_the_run() {
         9,
         "leader-crash does not take a `server`",
     );
+    // A partition's clients: the scenario's, once each; on partitions only.
+    assert_err(
+        &format!("{base}at_ms = 100\nfault = \"partition\"\nsplit_clients = [0, 5]\n"),
+        8,
+        17,
+        "`split_clients` lists clients 0 to 4 once each",
+    );
+    assert_err(
+        &format!("{base}at_ms = 100\nfault = \"partition\"\nsplit_clients = [1, 1]\n"),
+        8,
+        17,
+        "once each",
+    );
+    assert_err(
+        &format!("{base}at_ms = 100\nfault = \"leader-isolated\"\nsplit_clients = [1]\n"),
+        8,
+        17,
+        "leader-isolated does not take `split_clients`",
+    );
+}
+
+#[test]
+fn tick_and_session_timeout_are_numbers_or_lists_within_bounds() {
+    let base = "format = 1\nrecipe = \"lock\"\n[ensemble]\n";
+    let s = parse(
+        "s.toml",
+        &format!("{base}tick_ms = 2000\nsession_timeout_ms = [4000, 9000]\n"),
+    )
+    .expect("valid");
+    assert_eq!(
+        (s.ensemble.tick_ms, s.ensemble.session_timeout_ms),
+        (vec![2000], vec![4000, 9000])
+    );
+    assert_err(
+        &format!("{base}tick_ms = [500, 20000]\n"),
+        4,
+        11,
+        "`ensemble.tick_ms` must be a number from 100 to 10000",
+    );
+    assert_err(
+        &format!("{base}tick_ms = []\n"),
+        4,
+        11,
+        "`ensemble.tick_ms` must be",
+    );
+    assert_err(
+        &format!("{base}session_timeout_ms = 999\n"),
+        4,
+        22,
+        "`ensemble.session_timeout_ms` must be a number from 1000 to 120000",
+    );
 }
 
 /// A fault at `at_ms`, nothing else given.
@@ -318,6 +373,7 @@ fn at(at_ms: u64, fault: Fault) -> ScheduledFault {
         server: None,
         to: None,
         split: None,
+        split_clients: None,
         flips: None,
         delay_ms: None,
         window_ms: None,
@@ -350,6 +406,7 @@ window_ms = 800
 at_ms = 200
 fault = "partition"
 split = [3, 1]
+split_clients = [4, 0]
 window_ms = 1500
 
 [[faults.at]]
@@ -385,6 +442,8 @@ window_ms = 0
             ScheduledFault {
                 // A side is a set: in order.
                 split: Some(vec![1, 3]),
+                // So is the clients' side.
+                split_clients: Some(vec![0, 4]),
                 window_ms: Some(1500),
                 ..at(200, Fault::Partition)
             },

@@ -31,11 +31,14 @@ pub mod run_properties {
     pub const ALL: [Property; 3] = [INVARIANTS, ENSEMBLE_LIVENESS, DECLARED_NAMES];
 }
 
-/// Counters every run reports: from the ensemble's servers, and from
+/// Counters every run reports: from the ensemble's servers (with what the
+/// client faults caused: clients a partition left on a side without a
+/// quorum, sessions served a tick or more after their expiry, isolated
+/// clients whose session expired meanwhile), and from
 /// ZooKeeper's contract checked on what the clients saw (runs it decided
 /// held; runs its search could not decide within its budget; runs the
 /// zxid-ordered fast path decided without a search).
-pub const ENSEMBLE_COUNTERS: [&str; 12] = [
+pub const ENSEMBLE_COUNTERS: [&str; 15] = [
     "elections-won",
     "session-expiries",
     "setwatches-replayed",
@@ -45,6 +48,9 @@ pub const ENSEMBLE_COUNTERS: [&str; 12] = [
     "reconnect-closes",
     "role-change-drops",
     "breakage-hits",
+    "minority-clients",
+    "served-after-expiry",
+    "isolated-past-expiry",
     "contract-held",
     "contract-undecided",
     "contract-fast",

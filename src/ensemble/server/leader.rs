@@ -96,10 +96,10 @@ impl Broadcast {
     /// A new epoch's state: every session in the tree gets a fresh full
     /// timeout (docs/ZOOKEEPER.md, "Sessions and expiry": during a leader
     /// change).
-    fn new(epoch: u32, tree: &DataTree, tick_ms: u64, now_ms: i64) -> Broadcast {
+    fn new(epoch: u32, tree: &DataTree, grid: TickGrid, now_ms: i64) -> Broadcast {
         let tracker = tree
             .sessions()
-            .map(|(s, t)| (s, (t, expiry_time(tick_ms, now_ms, t))))
+            .map(|(s, t)| (s, (t, grid.expiry(now_ms, t))))
             .collect();
         Broadcast {
             epoch,
@@ -139,7 +139,12 @@ impl Leading {
             epoch: Some(config.epoch),
             syncing: true,
             learners,
-            broadcast: Some(Broadcast::new(config.epoch, tree, config.tick_ms, 0)),
+            broadcast: Some(Broadcast::new(
+                config.epoch,
+                tree,
+                TickGrid::new(config.tick_ms, 0),
+                0,
+            )),
         }
     }
 
@@ -158,11 +163,31 @@ fn error_txn(zxid: Zxid, time_ms: i64, session: SessionId, error: ZkError) -> Tx
     }
 }
 
-/// When a session touched at `now_ms` expires: now + T, rounded up to the
-/// next tick (ExpiryQueue), so between T and T + tick.
-fn expiry_time(tick_ms: u64, now_ms: i64, timeout_ms: u64) -> i64 {
-    let tick = tick_ms as i64;
-    ((now_ms + timeout_ms as i64) / tick + 1) * tick
+/// The instants a server's session tracker rounds expiry times up to:
+/// every `tick` ms from `phase` on. ZooKeeper's ExpiryQueue rounds to
+/// multiples of tickTime on the process's own monotonic clock, whose
+/// origin is arbitrary, so each server has its own phase (the phase of
+/// its ticks here: the leader checks for expired sessions on its ticks).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct TickGrid {
+    tick: i64,
+    phase: i64,
+}
+
+impl TickGrid {
+    pub(super) fn new(tick_ms: u64, phase_ms: i64) -> TickGrid {
+        TickGrid {
+            tick: tick_ms as i64,
+            phase: phase_ms,
+        }
+    }
+
+    /// When a session touched at `now_ms` expires: now + T, rounded up to
+    /// the next grid instant (ExpiryQueue), so between T and T + tick.
+    fn expiry(self, now_ms: i64, timeout_ms: u64) -> i64 {
+        let since = now_ms + timeout_ms as i64 - self.phase;
+        (since.div_euclid(self.tick) + 1) * self.tick + self.phase
+    }
 }
 
 impl Server {
@@ -290,7 +315,7 @@ impl Server {
     fn establish(&mut self, epoch: u32, now_ms: i64, out: &mut Vec<Output>) {
         self.committed = self.log.len();
         self.apply_committed(out);
-        let b = Broadcast::new(epoch, &self.tree, self.config.tick_ms, now_ms);
+        let b = Broadcast::new(epoch, &self.tree, self.tick_grid(), now_ms);
         self.leading_mut().broadcast = Some(b);
         self.stats.elections_won += 1;
         let committed = self.last_logged();
@@ -515,7 +540,7 @@ impl Server {
 
     /// The session was heard from (directly or through a follower).
     pub(super) fn leader_touch(&mut self, now_ms: i64, session: SessionId) {
-        let tick_ms = self.config.tick_ms;
+        let grid = self.tick_grid();
         let Some(b) = self.broadcast_mut() else {
             return;
         };
@@ -524,7 +549,7 @@ impl Server {
         };
         if !b.closing.contains(&session) {
             b.tracker
-                .insert(session, (timeout, expiry_time(tick_ms, now_ms, timeout)));
+                .insert(session, (timeout, grid.expiry(now_ms, timeout)));
         }
     }
 
@@ -534,6 +559,7 @@ impl Server {
         let b = self.broadcast_mut().expect("an established leader");
         b.closing.insert(session);
         b.to_close.push((session, close_at_ms));
+        self.expired_now.push(session);
     }
 
     /// closeSession applied here.
@@ -627,7 +653,7 @@ impl Server {
         out: &mut Vec<Output>,
     ) {
         let id = self.config.id;
-        let tick_ms = self.config.tick_ms;
+        let grid = self.tick_grid();
         let broken = self.config.broken;
         let (log_len, all_committed) = (self.log.len(), self.committed == self.log.len());
         let b = self
@@ -674,7 +700,7 @@ impl Server {
                 let session = SessionId(
                     (i64::from(id) + 1) << 56 | i64::from(b.epoch) << 32 | b.next_session,
                 );
-                let expiry = expiry_time(tick_ms, now_ms, timeout_ms);
+                let expiry = grid.expiry(now_ms, timeout_ms);
                 b.tracker.insert(session, (timeout_ms, expiry));
                 if let Some(o) = origin {
                     b.owner.insert(session, o.server);

@@ -36,6 +36,7 @@ use crate::proto::{SessionId, ZkError};
 use crate::tree::Txn;
 use client::ClientSetup;
 use madsim::rand::seq::SliceRandom;
+use madsim::rand::Rng;
 
 const CLIENT_PORT: u16 = 2181;
 
@@ -234,6 +235,14 @@ struct Shared {
     history: Mutex<Vec<Txn>>,
     /// The client-level history, when the run records one.
     recorder: Option<Recorder>,
+    /// tickTime, in ms.
+    tick_ms: u64,
+    /// When a leader expired each session (ms since the start).
+    expired_at: Mutex<BTreeMap<SessionId, i64>>,
+    /// Sessions a server still served (a pong, a reply) a tick or more
+    /// after a leader had expired them, with the longest such lag (ms):
+    /// the connected-but-expired window.
+    served_after_expiry: Mutex<BTreeMap<SessionId, i64>>,
 }
 
 impl Shared {
@@ -356,6 +365,9 @@ impl ClientBuilder<'_> {
         servers.insert(0, server_addr(self.first));
         let id = node.id();
         lock(&e.client_nodes).push(id);
+        if let Some(c) = self.client {
+            e.add_client_node(c, client_addr(n).ip());
+        }
         let setup = ClientSetup {
             net: e.shared.net.clone(),
             n,
@@ -384,6 +396,23 @@ pub struct Ensemble {
     client_nodes: Mutex<Vec<madsim::task::NodeId>>,
     /// Servers crashed and not restarted.
     down: Mutex<std::collections::BTreeSet<ServerId>>,
+    /// Scenario clients' machines: the nodes each ran a session on, and
+    /// the servers it cannot reach now.
+    machines: Mutex<BTreeMap<u32, Machine>>,
+    /// Isolated clients whose session the leader expired meanwhile.
+    isolated_past_expiry: Mutex<u64>,
+}
+
+/// A scenario client's machine: every session of the client runs on it
+/// (each on a node of its own), so a fault that cuts the machine off
+/// cuts off its later sessions too.
+#[derive(Default)]
+struct Machine {
+    /// The addresses of the client's nodes, oldest first.
+    nodes: Vec<IpAddr>,
+    /// Per server the machine cannot reach, how many faults cut it off
+    /// (each heals its own).
+    cut_from: BTreeMap<ServerId, u32>,
 }
 
 impl Ensemble {
@@ -408,6 +437,9 @@ impl Ensemble {
             incarnations: Mutex::new(vec![0; config.servers as usize]),
             history: Mutex::new(Vec::new()),
             recorder,
+            tick_ms: config.tick_ms,
+            expired_at: Mutex::default(),
+            served_after_expiry: Mutex::default(),
         });
         let mut servers = Vec::new();
         let mut nodes = Vec::new();
@@ -445,7 +477,20 @@ impl Ensemble {
             next_client: Mutex::new(0),
             client_nodes: Mutex::default(),
             down: Mutex::new(Default::default()),
+            machines: Mutex::default(),
+            isolated_past_expiry: Mutex::new(0),
         }
+    }
+
+    /// Sessions a server still served (answered a ping or a request) a
+    /// tick or more after a leader had expired them, each with the longest
+    /// such lag in ms: a minority follower that has not yet noticed the
+    /// loss of its leader keeps its clients' sessions alive for them.
+    pub fn served_after_expiry(&self) -> Vec<(SessionId, u64)> {
+        lock(&self.shared.served_after_expiry)
+            .iter()
+            .map(|(&s, &lag)| (s, lag as u64))
+            .collect()
     }
 
     /// The committed history: every txn applied anywhere, in order (every
@@ -519,10 +564,100 @@ impl Ensemble {
         self.shared.net.delay(x, y, delay);
     }
 
-    /// Heals every cut, clog and delay.
+    /// Heals every cut, clog and delay (scenario clients' machines
+    /// included).
     pub fn heal(&self) {
         tracing::info!(target: "zoosim::fault", "heal every link");
+        lock(&self.machines)
+            .values_mut()
+            .for_each(|m| m.cut_from.clear());
         self.shared.net.heal_all();
+    }
+
+    /// Fault: scenario client `client`'s machine (see
+    /// [`ClientBuilder::scenario_client`]) and `servers` cannot reach each
+    /// other: its current session's node, and the nodes of sessions it
+    /// opens until [`Ensemble::reconnect_client`] undoes this. A client on
+    /// the minority side of a partition is cut off from the majority's
+    /// servers; an isolated client from every server.
+    pub fn cut_off_client(&self, client: u32, servers: &[ServerId]) {
+        tracing::info!(target: "zoosim::fault", "cut client {client} off from servers {servers:?}");
+        let mut machines = lock(&self.machines);
+        let m = machines.entry(client).or_default();
+        for &s in servers {
+            let n = m.cut_from.entry(s).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                for &ip in &m.nodes {
+                    self.cut_node(ip, s);
+                }
+            }
+        }
+    }
+
+    /// Undoes one [`Ensemble::cut_off_client`] of `servers`: the links
+    /// heal once no other fault keeps them cut.
+    pub fn reconnect_client(&self, client: u32, servers: &[ServerId]) {
+        tracing::info!(target: "zoosim::fault", "reconnect client {client} to servers {servers:?}");
+        let mut machines = lock(&self.machines);
+        let Some(m) = machines.get_mut(&client) else {
+            return;
+        };
+        for s in servers {
+            let Some(n) = m.cut_from.get_mut(s) else {
+                continue; // healed already (heal())
+            };
+            *n -= 1;
+            if *n == 0 {
+                m.cut_from.remove(s);
+                let server = server_addr(*s).ip();
+                for &ip in &m.nodes {
+                    self.shared.net.heal(ip, server);
+                    self.shared.net.heal(server, ip);
+                }
+            }
+        }
+    }
+
+    /// Counts an isolated client whose session `session` the leader
+    /// expired while it was cut off, if it did (at the isolation's end).
+    pub(crate) fn note_isolation_end(&self, session: SessionId) {
+        let gone = self
+            .leader()
+            .is_some_and(|l| self.with_server(l, |s| !s.tree().has_session(session)));
+        if gone {
+            *lock(&self.isolated_past_expiry) += 1;
+        }
+    }
+
+    /// Isolated clients (nemesis's `client-isolated`) whose session expired
+    /// while they were cut off.
+    pub fn isolated_past_expiry(&self) -> u64 {
+        *lock(&self.isolated_past_expiry)
+    }
+
+    /// The servers scenario client `client`'s machine cannot reach now.
+    pub fn client_cut_from(&self, client: u32) -> Vec<ServerId> {
+        lock(&self.machines)
+            .get(&client)
+            .map_or_else(Vec::new, |m| m.cut_from.keys().copied().collect())
+    }
+
+    fn cut_node(&self, ip: IpAddr, server: ServerId) {
+        let server = server_addr(server).ip();
+        self.shared.net.cut(ip, server);
+        self.shared.net.cut(server, ip);
+    }
+
+    /// A new node of scenario client `client`: on its machine, behind the
+    /// machine's cuts.
+    fn add_client_node(&self, client: u32, ip: IpAddr) {
+        let mut machines = lock(&self.machines);
+        let m = machines.entry(client).or_default();
+        m.nodes.push(ip);
+        for &s in m.cut_from.keys() {
+            self.cut_node(ip, s);
+        }
     }
 
     /// The configuration the ensemble was started with.
@@ -712,7 +847,7 @@ impl Process {
                 }
             }
         }
-        let s = lock(&self.slot.server);
+        let mut s = lock(&self.slot.server);
         if let Some(before) = role_before {
             let role = role_of(&s);
             if let Some(r) = recorder.filter(|_| role != before) {
@@ -731,6 +866,7 @@ impl Process {
             }
         }
         self.checked = self.shared.check_applied(&s, self.checked);
+        self.note_served_after_expiry(&mut s, &out);
         if s.has_due_closes(now_ms()) {
             // Behind the events queued already (ZooKeeper's prep queue);
             // the channel lives as long as the node.
@@ -760,6 +896,42 @@ impl Process {
                 }
             };
             self.shared.net.send(&self.outbox, self.socket, to, wire);
+        }
+    }
+}
+
+impl Process {
+    /// Coverage of the connected-but-expired window: notes the sessions
+    /// this server (as leader) expired, and the pongs and replies it sends
+    /// on sessions a leader expired a tick or more ago.
+    fn note_served_after_expiry(&self, s: &mut Server, out: &[Output]) {
+        let now = now_ms();
+        let newly = s.take_expired();
+        let mut expired = lock(&self.shared.expired_at);
+        for session in newly {
+            expired.entry(session).or_insert(now);
+        }
+        if expired.is_empty() {
+            return;
+        }
+        for o in out {
+            let Output::Client {
+                conn,
+                msg: ServerMsg::Pong | ServerMsg::Reply { .. },
+            } = o
+            else {
+                continue;
+            };
+            let Some(&at) = s.conn_session(*conn).and_then(|x| expired.get(&x)) else {
+                continue;
+            };
+            let lag = now - at;
+            if lag >= self.shared.tick_ms as i64 {
+                let session = s.conn_session(*conn).expect("looked up above");
+                let mut served = lock(&self.shared.served_after_expiry);
+                let longest = served.entry(session).or_insert(lag);
+                *longest = (*longest).max(lag);
+            }
         }
     }
 }
@@ -824,9 +996,18 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
         lock(&process).step(Event::Restarted(first));
     }
     madsim::task::spawn(receive(inbox, process.clone(), shared.net.clone()));
+    // Each process ticks with a phase of its own (drawn when it starts),
+    // as real servers' tick threads do: a follower's and its leader's
+    // ticks, and so their timeouts, are not in step.
+    let tick = Duration::from_millis(tick_ms);
+    let offset_ms = madsim::rand::thread_rng().gen_range(1..=tick_ms);
+    let first = madsim::time::Instant::now() + Duration::from_millis(offset_ms);
+    lock(&slot.server).set_tick_phase(now_ms() as u64 + offset_ms);
     madsim::task::spawn(async move {
+        let mut next = first;
         loop {
-            madsim::time::sleep(Duration::from_millis(tick_ms)).await;
+            madsim::time::sleep_until(next).await;
+            next += tick;
             if tx.unbounded_send(Event::Tick).is_err() {
                 return;
             }

@@ -52,7 +52,8 @@ pub struct NemesisConfig {
     pub interval_ms: (u64, u64),
     /// How long a network fault lasts.
     pub window_ms: (u64, u64),
-    /// The clients' session timeout: pause lengths follow it.
+    /// The clients' (negotiated) session timeout: pause and isolation
+    /// lengths follow it.
     pub session_timeout_ms: u64,
 }
 
@@ -101,6 +102,9 @@ pub struct InjectedFault {
     pub to: Option<ServerId>,
     /// A partition's one side (the other: every other server).
     pub split: Option<Vec<ServerId>>,
+    /// A partition's clients on `split`'s side (the others are on the
+    /// other side), by scenario client number.
+    pub split_clients: Option<Vec<usize>>,
     /// Flipping partitions: each flip's side and how long it holds.
     pub flips: Vec<(Vec<ServerId>, Duration)>,
     /// A link delay's extra time per message.
@@ -129,6 +133,9 @@ impl fmt::Display for InjectedFault {
         }
         if let Some(side) = &self.split {
             write!(f, " split {side:?}")?;
+        }
+        if let Some(clients) = &self.split_clients {
+            write!(f, " with clients {clients:?}")?;
         }
         for (side, d) in &self.flips {
             write!(f, " {side:?} {} ms", d.as_millis())?;
@@ -183,6 +190,8 @@ pub struct PlannedFault {
     pub to: Option<ServerId>,
     /// A partition's one side.
     pub split: Option<Vec<ServerId>>,
+    /// A partition's clients on `split`'s side (the others on the other).
+    pub split_clients: Option<Vec<usize>>,
     /// Flipping partitions: each flip's side and how long it holds.
     pub flips: Option<Vec<(Vec<ServerId>, Duration)>>,
     /// A link delay's extra time per message.
@@ -259,6 +268,7 @@ pub async fn run_planned(
                     server: planned.server,
                     to: planned.to,
                     split: planned.split,
+                    split_clients: planned.split_clients,
                     flips: planned.flips,
                     delay: planned.delay,
                     window,
@@ -306,6 +316,7 @@ struct Target {
     server: Option<ServerId>,
     to: Option<ServerId>,
     split: Option<Vec<ServerId>>,
+    split_clients: Option<Vec<usize>>,
     flips: Option<Vec<(Vec<ServerId>, Duration)>>,
     delay: Option<Duration>,
     window: Duration,
@@ -340,6 +351,7 @@ impl Nemesis {
             server: None,
             to: None,
             split: None,
+            split_clients: None,
             flips: Vec::new(),
             delay: Duration::ZERO,
             window: if fault.has_a_window() {
@@ -385,6 +397,16 @@ impl Nemesis {
                 self.rng.gen_range(0..n)
             };
             injected.client = Some(c);
+            if fault == Fault::ClientIsolated {
+                // The machine, not a session: a client between sessions
+                // is cut off as well (it cannot open its next one).
+                if self.clients.lock().unwrap()[c].crashed {
+                    return None;
+                }
+                let pinned = target.pinned_window.then_some(window);
+                injected.window = self.isolate(c, pinned, config);
+                return Some(());
+            }
             let zk = self.clients.lock().unwrap()[c].zk.clone()?;
             let pinned = target.pinned_window.then_some(window);
             injected.window = self.on_client(fault, c, &zk, window, pinned, config)?;
@@ -415,8 +437,31 @@ impl Nemesis {
                 if a.is_empty() || b.is_empty() {
                     return None;
                 }
+                let on_a = match &target.split_clients {
+                    Some(clients) => clients.clone(),
+                    None => self.place_clients(&a),
+                };
+                injected.split_clients = Some(on_a.clone());
                 self.ensemble.partition(&[&a, &b]);
-                self.heal_later(across(&[a, b]), window);
+                let n = self.clients.lock().unwrap().len();
+                let mut placed = Vec::new();
+                for c in 0..n {
+                    // Each client is cut off from the other side's servers.
+                    let away = if on_a.contains(&c) { &b } else { &a };
+                    self.ensemble.cut_off_client(c as u32, away);
+                    placed.push((c as u32, away.clone()));
+                }
+                let links = across(&[a, b]);
+                let e = self.ensemble.clone();
+                self.background.push(madsim::task::spawn(async move {
+                    sleep(window).await;
+                    for (x, y) in links {
+                        e.net().heal(server_ip(x), server_ip(y));
+                    }
+                    for (c, away) in placed {
+                        e.reconnect_client(c, &away);
+                    }
+                }));
             }
             Fault::FlippingPartitions => {
                 let flips = match &target.flips {
@@ -565,6 +610,54 @@ impl Nemesis {
             }
             _ => unreachable!("{fault} aims at servers"),
         }
+    }
+
+    /// Which clients go on side `a` of a partition: a connected client
+    /// goes with its server three times in four (it keeps talking to it),
+    /// else to the other side (cut off from it, it fails over there); a
+    /// client between connections goes either way.
+    fn place_clients(&mut self, a: &[ServerId]) -> Vec<usize> {
+        let servers: Vec<Option<ServerId>> = {
+            let slots = self.clients.lock().unwrap();
+            slots
+                .iter()
+                .map(|slot| slot.zk.as_ref().and_then(|zk| zk.current_server()))
+                .collect()
+        };
+        let mut on_a = Vec::new();
+        for (c, server) in servers.into_iter().enumerate() {
+            let side_a = match server {
+                Some(s) => a.contains(&s) == self.rng.gen_bool(0.75),
+                None => self.rng.gen_bool(0.5),
+            };
+            if side_a {
+                on_a.push(c);
+            }
+        }
+        on_a
+    }
+
+    /// Cuts client `c`'s machine off from every server for `pinned`, or
+    /// for T/3 to 3T; returns how long.
+    fn isolate(&mut self, c: usize, pinned: Option<Duration>, config: &NemesisConfig) -> Duration {
+        let t = config.session_timeout_ms.max(3);
+        let window =
+            pinned.unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(t / 3..=3 * t)));
+        let all: Vec<ServerId> = (0..self.servers()).collect();
+        let session = self.clients.lock().unwrap()[c]
+            .zk
+            .as_ref()
+            .map(|zk| zk.session_id());
+        self.ensemble.cut_off_client(c as u32, &all);
+        let e = self.ensemble.clone();
+        self.background.push(madsim::task::spawn(async move {
+            sleep(window).await;
+            if let Some(session) = session {
+                e.note_isolation_end(session);
+            }
+            e.reconnect_client(c as u32, &all);
+        }));
+        window
     }
 
     /// Takes server `s` down for 0.5–4 s, unless that would leave less
