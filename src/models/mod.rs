@@ -825,8 +825,10 @@ impl<R: Recipe> World<R> {
             Arc::make_mut(t).rename(sessions, base);
         }
         s.watches.rename(|c| to[usize::from(c)] as u8, rename);
-        let mut old: Vec<Option<Client<R>>> =
-            std::mem::take(&mut s.clients).into_iter().map(Some).collect();
+        let mut old: Vec<Option<Client<R>>> = std::mem::take(&mut s.clients)
+            .into_iter()
+            .map(Some)
+            .collect();
         s.clients = order
             .iter()
             .enumerate()
