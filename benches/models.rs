@@ -15,10 +15,9 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use zoosim::models::{catalog, find, Faults, Options, Spec, DEFAULT_MAX_FAULTS};
-
-/// The bound on each check, as `zoosim check`'s default.
-const MAX_STATES: usize = 10_000_000;
+use zoosim::models::{
+    catalog, find, Faults, Options, Spec, DEFAULT_MAX_FAULTS, DEFAULT_MAX_STATES,
+};
 
 fn spec(clients: usize, symmetry: bool) -> Spec {
     Spec {
@@ -27,7 +26,7 @@ fn spec(clients: usize, symmetry: bool) -> Spec {
         faults: Faults::ONE_EACH,
         max_faults: DEFAULT_MAX_FAULTS,
         options: Options {
-            max_states: Some(MAX_STATES),
+            max_states: Some(DEFAULT_MAX_STATES),
             ..Options::default()
         },
         symmetry,

@@ -27,6 +27,19 @@ use zoosim::recipes::membership::{Membership, MembershipCommand, MembershipOutco
 use zoosim::recipes::two_phase_commit::{Site, SiteCommand, SiteOutcome};
 use zoosim::recipes::{Input, Machine, OpId, Output};
 
+/// Checks `world` depth-first (fingerprints only: the largest models fit
+/// in memory so), printing its size; asserts that every property holds.
+fn holds_depth_first<R: Recipe>(what: &str, world: &World<R>) -> Checked {
+    let options = Options {
+        search: Search::Dfs,
+        ..Options::default()
+    };
+    let checked = check(world, options);
+    eprintln!("{what}: {} unique", checked.unique);
+    assert!(checked.all_hold(), "{what}: {:#?}", checked.verdicts);
+    checked
+}
+
 /// Checks `world` exhaustively, printing its size and time; asserts that
 /// every property holds (every "sometimes" among them reached), every
 /// fault was taken, and the search was real.
@@ -151,16 +164,7 @@ fn the_double_barrier_holds_everything_at_three_clients_without_faults() {
 #[ignore = "a minute: run with --ignored"]
 fn the_double_barrier_holds_everything_at_three_clients_with_all_faults() {
     let what = "double barrier x=2 of 3, all faults";
-    let world = double_barrier(2, 3, Faults::ONE_EACH);
-    let checked = check(
-        &world,
-        Options {
-            search: Search::Dfs,
-            ..Options::default()
-        },
-    );
-    eprintln!("{what}: {} unique", checked.unique);
-    assert!(checked.all_hold(), "{what}: {:#?}", checked.verdicts);
+    let checked = holds_depth_first(what, &double_barrier(2, 3, Faults::ONE_EACH));
     reached(what, &checked, &["entered", "left", "session-lost"]);
     assert!(
         checked.unique >= 1_000_000,
@@ -554,15 +558,7 @@ fn membership_holds_everything_at_three_clients_with_all_faults_without_churn() 
 fn membership_holds_everything_at_three_clients_with_all_faults_and_churn() {
     let what = "membership, churn, 3 clients, all faults";
     let world = World::new(MembershipModel::new(true), 3, Faults::ONE_EACH).expect("a valid size");
-    let checked = check(
-        &world,
-        Options {
-            search: Search::Dfs,
-            ..Options::default()
-        },
-    );
-    eprintln!("{what}: {} unique", checked.unique);
-    assert!(checked.all_hold(), "{what}: {:#?}", checked.verdicts);
+    let checked = holds_depth_first(what, &world);
     reached(what, &checked, &["joined", "everyone-seen", "left"]);
 }
 

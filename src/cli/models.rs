@@ -10,7 +10,7 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use crate::models::{catalog, find, Faults, Options, Search, Spec};
+use crate::models::{catalog, find, Faults, Options, Search, Spec, DEFAULT_MAX_STATES};
 
 /// `zoosim check`'s arguments.
 #[derive(clap::Args)]
@@ -57,9 +57,6 @@ pub(crate) struct CheckArgs {
     #[arg(long, value_name = "ADDR")]
     serve: Option<String>,
 }
-
-/// `--max-states` unless told otherwise.
-const DEFAULT_MAX_STATES: usize = 10_000_000;
 
 /// The exit code of a check that stopped at `--max-states` with nothing
 /// failed: not a proof, not a failure.

@@ -85,7 +85,7 @@ impl fmt::Display for Report {
             writeln!(f, "  {:<10} {:<32} {verdict}", v.kind, v.name)?;
         }
         for v in &self.checked.verdicts {
-            if !v.holds && v.kind != "sometimes" && v.counterexample.is_none() {
+            if v.found() && !v.is_sometimes() && v.counterexample.is_none() {
                 writeln!(
                     f,
                     "\n{} fails; no shortest counterexample was found within the state bound",

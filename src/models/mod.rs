@@ -660,6 +660,11 @@ enum Sabotage {
 /// How many faults one run takes in all unless told otherwise.
 pub const DEFAULT_MAX_FAULTS: u8 = 1;
 
+/// How many states `zoosim check` (and the benchmark) generate at most
+/// unless told otherwise ([`Options::max_states`]): the largest models
+/// take up to 6 GB breadth-first at this bound.
+pub const DEFAULT_MAX_STATES: usize = 10_000_000;
+
 /// The most clients a model takes.
 pub const MAX_CLIENTS: usize = 8;
 

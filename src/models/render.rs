@@ -60,6 +60,20 @@ pub struct Verdict {
     pub counterexample: Option<Vec<Action>>,
 }
 
+impl Verdict {
+    /// A "sometimes" property: holding means an example was found.
+    pub fn is_sometimes(&self) -> bool {
+        self.kind == "sometimes"
+    }
+
+    /// The search found what decides it: an example of a sometimes
+    /// property, a counterexample of the others. Final even for a search
+    /// stopped at its bound.
+    pub fn found(&self) -> bool {
+        self.holds == self.is_sometimes()
+    }
+}
+
 /// What a check found.
 #[derive(Clone, Debug)]
 pub struct Checked {
@@ -91,16 +105,14 @@ impl Checked {
     /// Some always or eventually property fails (found within the states
     /// visited, so true even of a search that stopped at its bound).
     pub fn any_fails(&self) -> bool {
-        self.verdicts
-            .iter()
-            .any(|v| !v.holds && v.kind != "sometimes")
+        self.verdicts.iter().any(|v| v.found() && !v.is_sometimes())
     }
 
     /// The verdict of `v` in words: `holds`, `FAILS`, `reached`, `NEVER
     /// REACHED`, or for a search stopped at its bound `holds so far` and
     /// `not reached yet`.
     pub fn verdict_text(&self, v: &Verdict) -> &'static str {
-        match (v.holds, v.kind == "sometimes", self.conclusive) {
+        match (v.holds, v.is_sometimes(), self.conclusive) {
             (true, true, _) => "reached",
             (false, true, true) => "NEVER REACHED",
             (false, true, false) => "not reached yet",

@@ -58,7 +58,9 @@ impl<C: Ord + Copy> WatchTable<C> {
                 .collect();
             t.extend(sets);
             for cs in t.values_mut() {
-                *cs = cs.iter().map(|c| conn(*c)).collect();
+                if cs.iter().any(|c| conn(*c) != *c) {
+                    *cs = cs.iter().map(|c| conn(*c)).collect();
+                }
             }
         }
     }
