@@ -8,3 +8,10 @@ use zoosim::scenario::registry::Registry;
 fn main() -> ExitCode {
     zoosim::cli::main_with(Registry::new())
 }
+
+// The model checker clones and drops millions of small states (tree
+// nodes, names, queues): glibc's malloc took about 45 % of `zoosim check
+// lock --clients 5 --symmetry` (perf); with mimalloc the check ran in
+// 13.6 s instead of 23.5 s on this project's 2-core machines.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -784,7 +784,7 @@ impl<R: Recipe> World<R> {
             return;
         };
         let names = &self.names;
-        let keys: Vec<u64> = (0..s.clients.len())
+        let keys: Vec<(Option<u64>, u64)> = (0..s.clients.len())
             .map(|i| client_key(s, i, &names[i]))
             .collect();
         let mut order: Vec<usize> = (0..s.clients.len()).collect();
@@ -1130,15 +1130,33 @@ fn rename_base(base: &str, names: &[String], to: &[usize]) -> Option<String> {
 }
 
 /// What client `i` is, its name aside, as a sort key (see "Symmetry"):
-/// the same for two clients a renaming swaps. Its own nodes' names
-/// without its name (a lock contender's sequence number: unique), its
+/// the same for two clients a renaming swaps. First the lowest sequence
+/// number among its own nodes (None, sorting first, when it has none),
+/// then a hash of the rest: its own nodes' names without its name, its
 /// flags, its application, what it has in flight and keeps watching.
-fn client_key<R: Recipe>(s: &State<R>, i: usize, name: &str) -> u64 {
+///
+/// The sequence number comes first because it is stable: a contender
+/// keeps its place among the others for as long as its node stands, so
+/// most steps leave the order as it was and nothing is renamed. Sorted
+/// by the hash alone, any step of any client reshuffled them: 60 % of
+/// the lock's steps at 4 clients renamed, against 20 % now, and the lock
+/// at 5 clients with every fault checked in 9.8 s instead of 13.6 s.
+fn client_key<R: Recipe>(s: &State<R>, i: usize, name: &str) -> (Option<u64>, u64) {
     use std::hash::Hasher;
+    let own = || {
+        s.tree
+            .ephemerals(session(i))
+            .map(|p| p.rsplit('/').next().unwrap_or(p))
+    };
+    let seq = own()
+        .filter_map(|base| {
+            let digits = base.bytes().rev().take_while(u8::is_ascii_digit).count();
+            base[base.len() - digits..].parse::<u64>().ok()
+        })
+        .min();
     // Fixed keys: the same order in every run.
     let mut h = std::hash::DefaultHasher::new();
-    for p in s.tree.ephemerals(session(i)) {
-        let base = p.rsplit('/').next().unwrap_or(p);
+    for base in own() {
         base.strip_prefix(name).unwrap_or(base).hash(&mut h);
     }
     let c = &s.clients[i];
@@ -1151,7 +1169,7 @@ fn client_key<R: Recipe>(s: &State<R>, i: usize, name: &str) -> u64 {
     for (k, _) in &c.kept {
         k.hash(&mut h);
     }
-    h.finish()
+    (seq, h.finish())
 }
 
 /// The event a watch of `kind` on `path` fires for the change from tree
