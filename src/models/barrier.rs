@@ -236,8 +236,10 @@ where
                 let coordinator_done = !live(coordinator) || coordinator.app == App::Done;
                 let stuck =
                     coordinator_gone(s) && (s.tree.node(NODE).is_some() || !s.shared.raised);
-                let waiters_done = s.clients[1..]
+                let waiters_done = s
+                    .clients
                     .iter()
+                    .skip(1)
                     .all(|c| !live(c) || c.app == App::Done);
                 coordinator_done && (waiters_done || stuck)
             }),

@@ -571,14 +571,69 @@ impl<R: Recipe> Client<R> {
     }
 }
 
+/// The clients of a state, each shared with the states it came from until
+/// a step changes it (most steps change one client): indexing for a
+/// change copies that one client only if another state still shares it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Clients<R: Recipe>(Vec<Arc<Client<R>>>);
+
+impl<R: Recipe> Clients<R> {
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Client `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<&Client<R>> {
+        self.0.get(i).map(|c| &**c)
+    }
+
+    /// The clients in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Client<R>> + '_ {
+        self.0.iter().map(|c| &**c)
+    }
+}
+
+impl<'a, R: Recipe> IntoIterator for &'a Clients<R> {
+    type Item = &'a Client<R>;
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, Arc<Client<R>>>,
+        fn(&'a Arc<Client<R>>) -> &'a Client<R>,
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|c| &**c)
+    }
+}
+
+impl<R: Recipe> std::ops::Index<usize> for Clients<R> {
+    type Output = Client<R>;
+    fn index(&self, i: usize) -> &Client<R> {
+        &self.0[i]
+    }
+}
+
+impl<R: Recipe> std::ops::IndexMut<usize> for Clients<R> {
+    fn index_mut(&mut self, i: usize) -> &mut Client<R> {
+        Arc::make_mut(&mut self.0[i])
+    }
+}
+
 /// The model's state: the server and the clients.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct State<R: Recipe> {
-    /// The server's tree.
-    pub tree: DataTree,
-    watches: WatchTable<u8>,
+    /// The server's tree (shared with the states it came from until a
+    /// step changes it: most steps do not, and cloning a tree per state
+    /// generated was most of the checker's time).
+    pub tree: Arc<DataTree>,
+    /// The server's watches (shared as the tree is).
+    watches: Arc<WatchTable<u8>>,
     /// The clients.
-    pub clients: Vec<Client<R>>,
+    pub clients: Clients<R>,
     /// What the applications share.
     pub shared: R::Shared,
     /// Faults taken so far.
@@ -761,8 +816,8 @@ impl<R: Recipe> World<R> {
     pub fn step(&self, s: &mut State<R>, action: Action, log: &mut Log) -> Option<()> {
         // A stale read still in the budget may be answered from the tree
         // as it is now: keep it if this step changes it (one txn at most).
-        let before = (self.may(s, Fault::StaleRead) && self.writes(s, action))
-            .then(|| Arc::new(s.tree.clone()));
+        let before =
+            (self.may(s, Fault::StaleRead) && self.writes(s, action)).then(|| Arc::clone(&s.tree));
         self.act(s, action, log)?;
         if let Some(t) = before {
             if t.last_zxid() != s.tree.last_zxid() {
@@ -825,20 +880,21 @@ impl<R: Recipe> World<R> {
             Some(i) => session(to[i]),
             None => x,
         };
-        s.tree.rename(sessions, base);
+        Arc::make_mut(&mut s.tree).rename(sessions, base);
         for t in &mut s.past {
             Arc::make_mut(t).rename(sessions, base);
         }
-        s.watches.rename(|c| to[usize::from(c)] as u8, rename);
-        let mut old: Vec<Option<Client<R>>> = std::mem::take(&mut s.clients)
+        Arc::make_mut(&mut s.watches).rename(|c| to[usize::from(c)] as u8, rename);
+        let mut old: Vec<Option<Arc<Client<R>>>> = std::mem::take(&mut s.clients.0)
             .into_iter()
             .map(Some)
             .collect();
-        s.clients = order
+        s.clients.0 = order
             .iter()
             .enumerate()
             .map(|(k, &i)| {
-                let mut c = old[i].take().expect("a permutation takes each client once");
+                let mut shared = old[i].take().expect("a permutation takes each client once");
+                let c = Arc::make_mut(&mut shared);
                 (sym.machine)(&mut c.machine, &names[k], &rename);
                 for (_, op) in c.outbox.iter_mut() {
                     *op = op.map_paths(|p| rename(p).unwrap_or_else(|| p.to_owned()));
@@ -849,7 +905,7 @@ impl<R: Recipe> World<R> {
                         .map(|(kind, p)| (kind, rename(&p).unwrap_or(p)))
                         .collect();
                 }
-                c
+                shared
             })
             .collect();
     }
@@ -895,17 +951,26 @@ impl<R: Recipe> World<R> {
             .map(|c| self.zxid_observable(s, c))
             .collect();
         let mut cuts: Vec<Zxid> = Vec::new();
-        for (c, seen) in s.clients.iter_mut().zip(&observable) {
-            if !*seen {
-                c.last_zxid = 0;
-                continue;
+        for (i, seen) in observable.iter().enumerate() {
+            let c = &s.clients[i];
+            let zxid = if !*seen {
+                0
+            } else if (c.connected && !stale) || self.sabotage == Sabotage::EveryZxidIsTop {
+                // Its watches are on the server: any change to what it
+                // keeps has fired and been taken, so only later txns are
+                // news to it.
+                top
+            } else {
+                c.last_zxid
+            };
+            if *seen {
+                cuts.push(zxid);
             }
-            // Its watches are on the server: any change to what it keeps
-            // has fired and been taken, so only later txns are news to it.
-            if (c.connected && !stale) || self.sabotage == Sabotage::EveryZxidIsTop {
-                c.last_zxid = top;
+            // Written only when it changes: a client shared with the
+            // state it came from stays shared.
+            if c.last_zxid != zxid {
+                s.clients[i].last_zxid = zxid;
             }
-            cuts.push(c.last_zxid);
         }
         if !s.past.is_empty() {
             cuts.extend(s.past.iter().map(|t| t.last_zxid()));
@@ -916,10 +981,13 @@ impl<R: Recipe> World<R> {
         // Every comparison is `z > cut`, or between cuts: it answers as
         // before when z becomes the number of cuts below it (idempotent).
         let place = |z: Zxid| cuts.partition_point(|&c| c < z) as Zxid;
-        s.tree.relabel_zxids(place);
-        for (c, seen) in s.clients.iter_mut().zip(&observable) {
-            if *seen {
-                c.last_zxid = place(c.last_zxid);
+        if s.tree.zxids().any(|z| place(z) != z) {
+            Arc::make_mut(&mut s.tree).relabel_zxids(place);
+        }
+        for (i, seen) in observable.iter().enumerate() {
+            let z = s.clients[i].last_zxid;
+            if *seen && place(z) != z {
+                s.clients[i].last_zxid = place(z);
             }
         }
         for t in &mut s.past {
@@ -1154,8 +1222,10 @@ fn client_key<R: Recipe>(s: &State<R>, i: usize, name: &str) -> (Option<u64>, u6
             base[base.len() - digits..].parse::<u64>().ok()
         })
         .min();
-    // Fixed keys: the same order in every run.
-    let mut h = std::hash::DefaultHasher::new();
+    // The same order in every run (no random keys); Fx rather than
+    // SipHash: this key is made for every client at every step, and
+    // SipHash was a fifth of the lock's check.
+    let mut h = rustc_hash::FxHasher::default();
     for base in own() {
         base.strip_prefix(name).unwrap_or(base).hash(&mut h);
     }
@@ -1188,6 +1258,24 @@ fn first_change(kind: WatchKind, path: &str, a: &DataTree, b: &DataTree) -> Opti
             Some(EventType::NodeChildrenChanged)
         }
         _ => None,
+    }
+}
+
+/// Fires the watches `triggers` reach (copying the shared table only
+/// when one does).
+fn fire(watches: &mut Arc<WatchTable<u8>>, triggers: &[WatchEvent]) -> Vec<(u8, WatchEvent)> {
+    if triggers.iter().any(|t| watches.is_watched(&t.path)) {
+        Arc::make_mut(watches).fire_all(triggers)
+    } else {
+        Vec::new()
+    }
+}
+
+/// Drops client `c`'s watches from the server (copying the shared table
+/// only when it has some).
+fn remove_connection(watches: &mut Arc<WatchTable<u8>>, c: usize) {
+    if watches.has_connection(c as u8) {
+        Arc::make_mut(watches).remove_connection(c as u8);
     }
 }
 
@@ -1245,7 +1333,7 @@ impl<R: Recipe> State<R> {
         let (reply, kept) = if is_read(&op) {
             let (reply, watch) = self.tree.read(&op);
             let kept = watch.map(|(kind, path)| {
-                self.watches.register(c as u8, kind, &path);
+                Arc::make_mut(&mut self.watches).register(c as u8, kind, &path);
                 let kept = match (&op, kind) {
                     (Op::Exists { .. }, _) if matches!(reply, Ok(Reply::Exists(None))) => {
                         Kept::Exist
@@ -1257,8 +1345,8 @@ impl<R: Recipe> State<R> {
             });
             (reply, kept)
         } else {
-            let applied = self.tree.execute(0, session(c), &op);
-            let fired = self.watches.fire_all(&applied.triggers);
+            let applied = Arc::make_mut(&mut self.tree).execute(0, session(c), &op);
+            let fired = fire(&mut self.watches, &applied.triggers);
             // ZooKeeper applies the txn (its watches fire, their events
             // go out) before it sends the reply.
             let reached: BTreeSet<u8> = fired.iter().map(|(x, _)| *x).collect();
@@ -1335,7 +1423,7 @@ impl<R: Recipe> State<R> {
             let later = self.past[from + 1..]
                 .iter()
                 .map(|t| &**t)
-                .chain(std::iter::once(&self.tree));
+                .chain(std::iter::once(&*self.tree));
             let mut prev = &*old;
             for next in later {
                 if let Some(t) = first_change(kind, &path, prev, next) {
@@ -1348,7 +1436,7 @@ impl<R: Recipe> State<R> {
                 prev = next;
             }
             if fired.is_none() {
-                self.watches.register(c as u8, kind, &path);
+                Arc::make_mut(&mut self.watches).register(c as u8, kind, &path);
             }
             let kept = match (&op, kind) {
                 (Op::Exists { .. }, _) if matches!(reply, Ok(Reply::Exists(None))) => Kept::Exist,
@@ -1375,7 +1463,7 @@ impl<R: Recipe> State<R> {
     }
 
     fn break_connection_with(&mut self, recipe: &R, c: usize, mut lost: Vec<OpId>, log: &mut Log) {
-        self.watches.remove_connection(c as u8);
+        remove_connection(&mut self.watches, c);
         let client = &mut self.clients[c];
         client.connected = false;
         lost.extend(client.outbox.drain(..).map(|(id, _)| id));
@@ -1438,9 +1526,14 @@ impl<R: Recipe> State<R> {
                 .collect()
         };
         let (data, exist, child) = (list(Kept::Data), list(Kept::Exist), list(Kept::Child));
-        let events =
-            self.watches
-                .set_watches(c as u8, &self.tree, client.last_zxid, &data, &exist, &child);
+        let events = Arc::make_mut(&mut self.watches).set_watches(
+            c as u8,
+            &self.tree,
+            client.last_zxid,
+            &data,
+            &exist,
+            &child,
+        );
         log.note(|| format!("client {c} reconnects with its session (SetWatches)"));
         self.clients[c].connected = true;
         self.hand(recipe, c, Input::Session(SessionEvent::Connected), log);
@@ -1452,9 +1545,9 @@ impl<R: Recipe> State<R> {
     /// The server ends client `c`'s session: ephemerals deleted, watches
     /// fired for the others.
     fn expire(&mut self, recipe: &R, c: usize, log: &mut Log) {
-        self.watches.remove_connection(c as u8);
-        let triggers = self.tree.close_session(0, session(c));
-        let fired = self.watches.fire_all(&triggers);
+        remove_connection(&mut self.watches, c);
+        let triggers = Arc::make_mut(&mut self.tree).close_session(0, session(c));
+        let fired = fire(&mut self.watches, &triggers);
         let reached: BTreeSet<u8> = fired.iter().map(|(x, _)| *x).collect();
         self.herd |= reached.len() > 1;
         self.clients[c].session = false;
@@ -1469,7 +1562,7 @@ impl<R: Recipe> State<R> {
     /// taken meet in one state.
     fn crash(&mut self, recipe: &R, c: usize) {
         if self.clients[c].connected {
-            self.watches.remove_connection(c as u8);
+            remove_connection(&mut self.watches, c);
         }
         let (machine, _) = recipe.client(c);
         let client = &mut self.clients[c];
@@ -1545,7 +1638,7 @@ impl<R: Recipe> Model for World<R> {
         let clients = (0..self.clients)
             .map(|i| {
                 let (machine, app) = self.recipe.client(i);
-                Client {
+                Arc::new(Client {
                     machine,
                     app,
                     connected: true,
@@ -1556,13 +1649,13 @@ impl<R: Recipe> Model for World<R> {
                     unnoticed: None,
                     last_zxid: 0,
                     kept: BTreeSet::new(),
-                }
+                })
             })
             .collect();
         let mut s = State {
-            tree,
-            watches: WatchTable::new(),
-            clients,
+            clients: Clients(clients),
+            tree: Arc::new(tree),
+            watches: Arc::new(WatchTable::new()),
             shared: R::Shared::default(),
             used: Faults::NONE,
             herd: false,

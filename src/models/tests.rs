@@ -40,7 +40,7 @@ fn reachable<R: Recipe>(w: &World<R>) -> HashSet<State<R>> {
 /// `s` with every zxid forgotten.
 fn without_zxids<R: Recipe>(s: &State<R>) -> State<R> {
     let mut s = s.clone();
-    s.tree.relabel_zxids(|_| 0);
+    Arc::make_mut(&mut s.tree).relabel_zxids(|_| 0);
     for t in &mut s.past {
         Arc::make_mut(t).relabel_zxids(|_| 0);
     }

@@ -120,6 +120,18 @@ impl<C: Ord + Copy> WatchTable<C> {
         triggers.iter().flat_map(|t| self.fire(t)).collect()
     }
 
+    /// Whether some watch, data or child, stands on `path`.
+    pub fn is_watched(&self, path: &str) -> bool {
+        self.data.contains_key(path) || self.child.contains_key(path)
+    }
+
+    /// Whether connection `conn` has any watch.
+    pub fn has_connection(&self, conn: C) -> bool {
+        [&self.data, &self.child]
+            .into_iter()
+            .any(|t| t.values().any(|conns| conns.contains(&conn)))
+    }
+
     /// Drops every watch of a connection (it closed or broke).
     pub fn remove_connection(&mut self, conn: C) {
         for table in [&mut self.data, &mut self.child] {
