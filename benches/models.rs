@@ -19,6 +19,11 @@ use zoosim::models::{
     catalog, find, Faults, Options, Spec, DEFAULT_MAX_FAULTS, DEFAULT_MAX_STATES,
 };
 
+// The command's allocator (src/main.rs), so that the figures are the
+// command's.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn spec(clients: usize, symmetry: bool) -> Spec {
     Spec {
         variant: None,

@@ -44,8 +44,8 @@ fn without_zxids<R: Recipe>(s: &State<R>) -> State<R> {
     for t in &mut s.past {
         Arc::make_mut(t).relabel_zxids(|_| 0);
     }
-    for c in &mut s.clients {
-        c.last_zxid = 0;
+    for i in 0..s.clients.len() {
+        s.clients[i].last_zxid = 0;
     }
     s
 }
