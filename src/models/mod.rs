@@ -574,8 +574,15 @@ impl<R: Recipe> Client<R> {
 /// The clients of a state, each shared with the states it came from until
 /// a step changes it (most steps change one client): indexing for a
 /// change copies that one client only if another state still shares it.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Clients<R: Recipe>(Vec<Arc<Client<R>>>);
+
+/// A plain list (the Explorer shows states by their Debug text).
+impl<R: Recipe> Debug for Clients<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
 
 impl<R: Recipe> Clients<R> {
     /// How many.
