@@ -509,7 +509,7 @@ fn run_report_writes_the_failing_seeds_page_and_an_index_linking_it() {
     );
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<span class=\"badge\">FAIL</span>"));
-    assert!(html.contains("fenced-exclusion</span>: client 2 acted with token 3"));
+    assert!(html.contains("fenced-exclusion</span>: client 1 acted with token 32"));
     assert!(html.contains(&format!("replay {s} --seed {seed}")));
     // The summary beside it names the failure; the contract was checked.
     let summary = read_json(&page.with_extension("json"));
@@ -712,9 +712,9 @@ fn merge_report_writes_one_index_over_the_shards_pages() {
             s,
             "--seeds",
             "4",
-            // The scenario's first caught seed is its 12th.
+            // The scenario's first caught seed is its 24th.
             "--seed-start",
-            "281280520",
+            "281280532",
             "--shard",
             &shard,
             "--summary",

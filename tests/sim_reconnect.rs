@@ -147,7 +147,18 @@ fn requests_from_an_abandoned_connection_meet_session_moved() {
     let outcomes = common::sweep("sim_reconnect", "session_moved", 0x5e55_0000, 100, |seed| {
         runtime(seed).block_on(async {
             let ensemble = Arc::new(Ensemble::start(EnsembleConfig::default()));
-            let a = Arc::new(ensemble.client(1).timeout_ms(T_MS).connect().await.unwrap());
+            // The Rust client reconnects at once: the race below needs the
+            // new connection within milliseconds, which the Java client's
+            // 0-1 s reconnect jitter makes rare.
+            let a = Arc::new(
+                ensemble
+                    .client(1)
+                    .timeout_ms(T_MS)
+                    .flavour(Flavour::Rust)
+                    .connect()
+                    .await
+                    .unwrap(),
+            );
             let write = {
                 let a = a.clone();
                 madsim::task::spawn(
@@ -211,11 +222,14 @@ fn a_write_stalled_on_an_abandoned_connection_is_never_applied() {
                 // safely before the leader may expire the session (T after
                 // the last touch it knows of; with the servers' ticks out
                 // of phase, that can be hardly later than the client's
-                // last pong).
+                // last pong). The Rust client, which has no reconnect
+                // jitter: the Java client's 0-1 s before each attempt
+                // would take it past T.
                 let a = Arc::new(
                     ensemble
                         .client_list(&[1, 1, 2, 2, 2, 2])
                         .timeout_ms(T_MS)
+                        .flavour(Flavour::Rust)
                         .connect()
                         .await
                         .unwrap(),

@@ -12,11 +12,36 @@ pub enum Fault {
     ServerCrash,
     /// The leader crashes and restarts likewise.
     LeaderCrash,
+    /// A server's process is killed (kill -9, the OOM killer, a rolling
+    /// restart) and starts again 0.5–4 s later: unlike a power-off, its
+    /// operating system resets its connections at once, so its clients
+    /// reconnect elsewhere and its followers look for a leader at once
+    /// (the leader half the time; never taking a quorum down).
+    ServerKill,
+    /// A server stops for 0.1 s to 2T (a GC pause, a stalled disk) and
+    /// resumes with its old view: the leader two times in three.
+    ServerPause,
+    /// A majority of the servers power off together and restart 0.5 s to
+    /// 2T later from their durable logs.
+    MajorityCrash,
+    /// Every server powers off and restarts 0.5 s to 2T later: sessions
+    /// live on if their clients reconnect within their timeout of the new
+    /// leader.
+    EnsembleCrash,
+    /// The leader crashes, and the server elected next crashes while it
+    /// syncs its followers; both restart after the outage.
+    NewLeaderCrash,
     /// A random split of the servers in two (possibly leaving no quorum),
     /// healed after the window. The clients are placed on its sides too,
     /// most with their server: a client of a minority server keeps it until
     /// that server gives up, then finds no server that serves.
     Partition,
+    /// A random split of the servers in three (each side a minority in
+    /// an ensemble of 3 or 4), clients placed as in a partition.
+    ThreeWayPartition,
+    /// A random split in two held for T to 3T: longer than the session
+    /// timeout.
+    LongPartition,
     /// Two to five random splits in a row, each replacing the last.
     FlippingPartitions,
     /// The leader cut off from every other server.
@@ -50,10 +75,17 @@ pub enum Fault {
 impl Fault {
     /// Every fault, in declaration order (the order of `zoosim list`'s fault
     /// names and of [`Fault::from_name`]'s search).
-    pub const ALL: [Fault; 15] = [
+    pub const ALL: [Fault; 22] = [
         Fault::ServerCrash,
         Fault::LeaderCrash,
+        Fault::ServerKill,
+        Fault::ServerPause,
+        Fault::MajorityCrash,
+        Fault::EnsembleCrash,
+        Fault::NewLeaderCrash,
         Fault::Partition,
+        Fault::ThreeWayPartition,
+        Fault::LongPartition,
         Fault::FlippingPartitions,
         Fault::LeaderIsolated,
         Fault::OneWayClog,
@@ -73,7 +105,14 @@ impl Fault {
         match self {
             Fault::ServerCrash => "server-crash",
             Fault::LeaderCrash => "leader-crash",
+            Fault::ServerKill => "server-kill",
+            Fault::ServerPause => "server-pause",
+            Fault::MajorityCrash => "majority-crash",
+            Fault::EnsembleCrash => "ensemble-crash",
+            Fault::NewLeaderCrash => "new-leader-crash",
             Fault::Partition => "partition",
+            Fault::ThreeWayPartition => "three-way-partition",
+            Fault::LongPartition => "long-partition",
             Fault::FlippingPartitions => "flipping-partitions",
             Fault::LeaderIsolated => "leader-isolated",
             Fault::OneWayClog => "one-way-clog",
@@ -114,7 +153,12 @@ impl Fault {
     pub fn takes_a_server(self) -> bool {
         matches!(
             self,
-            Fault::ServerCrash | Fault::OneWayClog | Fault::LinkDelay
+            Fault::ServerCrash
+                | Fault::ServerKill
+                | Fault::ServerPause
+                | Fault::NewLeaderCrash
+                | Fault::OneWayClog
+                | Fault::LinkDelay
         )
     }
 

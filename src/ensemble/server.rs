@@ -152,6 +152,9 @@ pub struct ServerStats {
     pub syncs: u64,
     /// Client connections dropped because the server left its role.
     pub role_change_drops: u64,
+    /// Peers whose connection reset when their process was killed, seen
+    /// by this server (as a follower of it, or as its leader).
+    pub peer_resets: u64,
     /// Older connections of a session closed when it reconnected here.
     pub reconnect_closes: u64,
     /// Times the configured [`Breakage`] took effect (always 0 without
@@ -503,6 +506,11 @@ impl Server {
         std::mem::take(&mut self.expired_now)
     }
 
+    /// The client connections this server holds now.
+    pub(crate) fn conn_ids(&self) -> Vec<ConnId> {
+        self.conns.keys().copied().collect()
+    }
+
     /// The session attached on connection `conn` here, if any.
     pub(crate) fn conn_session(&self, conn: ConnId) -> Option<SessionId> {
         self.conns.get(&conn).and_then(|c| c.session)
@@ -559,6 +567,23 @@ impl Server {
             });
         }
         self.touched.clear();
+    }
+
+    /// Server `from`'s process died and its operating system reset the
+    /// connection to it (a kill, not a power-off, which only silence
+    /// reveals). A follower of `from` looks for a leader at once, as
+    /// ZooKeeper's `Follower.followLeader` ends on the socket's
+    /// IOException; a leader forgets it as a learner (its LearnerHandler
+    /// ends), so the next tick counts the quorum without it.
+    pub(crate) fn on_peer_reset(&mut self, from: ServerId, out: &mut Vec<Output>) {
+        assert_ne!(from, self.config.id, "a reset from itself");
+        let following = matches!(&self.role, Role::Following(f) if f.leader() == from);
+        if following {
+            self.stats.peer_resets += 1;
+            self.look(out);
+        } else if self.forget_learner(from) {
+            self.stats.peer_resets += 1;
+        }
     }
 
     /// A message from another server.

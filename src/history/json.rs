@@ -707,6 +707,10 @@ struct WFault {
     server: Option<ServerNo>,
     to: Option<ServerNo>,
     split: Option<Vec<ServerNo>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    servers: Option<Vec<ServerNo>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sides: Option<Vec<Vec<ServerNo>>>,
     #[serde(default)]
     flips: Vec<(Vec<ServerNo>, u64)>,
     #[serde(default)]
@@ -830,6 +834,8 @@ pub fn record_line(r: &Record) -> String {
                 server: f.server,
                 to: f.to,
                 split: f.split.clone(),
+                servers: f.servers.clone(),
+                sides: f.sides.clone(),
                 flips: f.flips.clone(),
                 delay_ms: f.delay_ms,
                 window_ms: f.window_ms,
@@ -1057,6 +1063,8 @@ fn record_in(n: usize, kind: &str, v: Value) -> Result<Record, ParseError> {
                     server: w.server,
                     to: w.to,
                     split: w.split,
+                    servers: w.servers,
+                    sides: w.sides,
                     flips: w.flips,
                     delay_ms: w.delay_ms,
                     window_ms: w.window_ms,

@@ -274,6 +274,10 @@ pub struct FaultRecord {
     pub to: Option<ServerNo>,
     /// A partition's one side (the other: every other server).
     pub split: Option<Vec<ServerNo>>,
+    /// The servers a majority crash took down.
+    pub servers: Option<Vec<ServerNo>>,
+    /// A three-way partition's sides.
+    pub sides: Option<Vec<Vec<ServerNo>>>,
     /// Flipping partitions: each flip's side and how long it held, in ms.
     pub flips: Vec<(Vec<ServerNo>, u64)>,
     /// A link delay's extra time per message, in ms (0 if none).

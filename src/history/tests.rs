@@ -119,6 +119,8 @@ fn sample() -> History {
                 server: None,
                 to: None,
                 split: Some(vec![0]),
+                servers: None,
+                sides: None,
                 flips: vec![(vec![1, 2], 500)],
                 delay_ms: 0,
                 window_ms: 1500,

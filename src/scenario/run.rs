@@ -261,9 +261,10 @@ pub fn digest(log: &[String], faults: &[InjectedFault]) -> u64 {
 
 /// A fault as the digest reads it: space-separated, times in ns,
 /// `-` for an absent part, lists as comma-separated server numbers:
-/// `at due kind client server to split flips delay window skipped`, where
-/// `flips` is `;`-separated `side/ns` pairs (e.g.
-/// `1369000100 1368000000 partition - - - 1 - 0 3582000000 false`).
+/// `at due kind client server to split servers sides flips delay window
+/// skipped`, where `sides` is `/`-separated sides and `flips` is
+/// `;`-separated `side/ns` pairs (e.g.
+/// `1369000100 1368000000 partition - - - 1 - - - 0 3582000000 false`).
 pub fn fault_line(f: &InjectedFault) -> String {
     fn opt<T: ToString>(v: Option<T>) -> String {
         v.map_or("-".into(), |v| v.to_string())
@@ -281,7 +282,7 @@ pub fn fault_line(f: &InjectedFault) -> String {
             .join(";")
     };
     format!(
-        "{} {} {} {} {} {} {} {} {} {} {}",
+        "{} {} {} {} {} {} {} {} {} {} {} {} {}",
         f.at.as_nanos(),
         f.due.as_nanos(),
         f.fault.name(),
@@ -289,6 +290,10 @@ pub fn fault_line(f: &InjectedFault) -> String {
         opt(f.server),
         opt(f.to),
         f.split.as_deref().map_or("-".into(), side),
+        f.servers.as_deref().map_or("-".into(), side),
+        f.sides.as_ref().map_or("-".into(), |sides| {
+            sides.iter().map(|s| side(s)).collect::<Vec<_>>().join("/")
+        }),
         flips,
         f.delay.as_nanos(),
         f.window.as_nanos(),
@@ -315,6 +320,9 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
             to: f.to,
             split: f.split.clone(),
             split_clients: f.split_clients.clone(),
+            servers: f.servers.clone(),
+            sides: f.sides.clone(),
+            side_clients: f.side_clients.clone(),
             flips: f.flips.as_ref().map(|flips| {
                 flips
                     .iter()
@@ -486,7 +494,9 @@ fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
         total.reconnect_closes += s.reconnect_closes;
         total.role_change_drops += s.role_change_drops;
         total.breakage_hits += s.breakage_hits;
+        total.peer_resets += s.peer_resets;
     }
+    let faults = e.fault_counts();
     vec![
         ("elections-won", total.elections_won),
         ("session-expiries", total.expiries),
@@ -499,6 +509,11 @@ fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
         ("breakage-hits", total.breakage_hits),
         ("served-after-expiry", e.served_after_expiry().len() as u64),
         ("isolated-past-expiry", e.isolated_past_expiry()),
+        ("client-resets", faults.client_resets),
+        ("peer-resets", total.peer_resets),
+        ("deposed-while-paused", faults.deposed_while_paused),
+        ("syncing-leader-crashes", faults.syncing_leader_crashes),
+        ("sessions-survived-outage", faults.sessions_survived_outage),
     ]
 }
 
@@ -508,10 +523,15 @@ fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
 fn minority_clients(faults: &[InjectedFault], servers: u32, clients: usize) -> u64 {
     let quorum = servers as usize / 2 + 1;
     let mut n = 0;
-    for f in faults
-        .iter()
-        .filter(|f| f.fault == Fault::Partition && !f.skipped)
-    {
+    for f in faults.iter().filter(|f| !f.skipped) {
+        if let (Some(sides), Some(on)) = (&f.sides, &f.side_clients) {
+            for (side, clients) in sides.iter().zip(on) {
+                if side.len() < quorum {
+                    n += clients.len() as u64;
+                }
+            }
+            continue;
+        }
         let (Some(split), Some(on_split)) = (&f.split, &f.split_clients) else {
             continue;
         };
@@ -652,6 +672,9 @@ mod tests {
             to: None,
             split: Some(vec![1]),
             split_clients: None,
+            servers: None,
+            sides: None,
+            side_clients: None,
             flips: Vec::new(),
             delay: Duration::ZERO,
             window: Duration::from_millis(3582),
@@ -667,13 +690,13 @@ mod tests {
         let f = partition();
         assert_eq!(
             fault_line(&f),
-            "1369000100 1368000000 partition - - - 1 - 0 3582000000 false"
+            "1369000100 1368000000 partition - - - 1 - - - 0 3582000000 false"
         );
         // printf 'outcome-log 0\nfaults 0\n' | sha256sum
         assert_eq!(digest(&[], &[]), 0x24a7622ce2dc9e1f);
         // printf 'outcome-log 2\na\nb c\nfaults 1\n<the line above>\n' | sha256sum
         let log = ["a".to_string(), "b c".to_string()];
-        assert_eq!(digest(&log, std::slice::from_ref(&f)), 0x9f5c9cf7a77a9fd6);
+        assert_eq!(digest(&log, std::slice::from_ref(&f)), 0xe91216a1473dc15b);
         // Where a line ends counts: "a","b c" is not "a b","c".
         let moved = ["a b".to_string(), "c".to_string()];
         let one = std::slice::from_ref(&f);
@@ -684,7 +707,7 @@ mod tests {
         g.skipped = true;
         assert_eq!(
             fault_line(&g),
-            "1369000100 1368000000 partition - - - 1 0,2/5000000 0 3582000000 true"
+            "1369000100 1368000000 partition - - - 1 - - 0,2/5000000 0 3582000000 true"
         );
     }
 }

@@ -297,6 +297,9 @@ fn placed_fault(f: &InjectedFault) -> ScheduledFault {
         to: f.to,
         split: f.split.clone(),
         split_clients: f.split_clients.clone(),
+        servers: f.servers.clone(),
+        sides: f.sides.clone(),
+        side_clients: f.side_clients.clone(),
         flips: (f.fault == Fault::FlippingPartitions).then(|| {
             f.flips
                 .iter()
@@ -396,6 +399,9 @@ fn with_clients(s: &Scenario, clients: usize) -> Scenario {
         }
         // A partition's side keeps the clients still there.
         if let Some(side) = &mut f.split_clients {
+            side.retain(|&k| k < aimable);
+        }
+        for side in f.side_clients.iter_mut().flatten() {
             side.retain(|&k| k < aimable);
         }
     }

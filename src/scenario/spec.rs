@@ -103,6 +103,12 @@ pub struct ScheduledFault {
     /// A partition's clients on `split`'s side (the others on the other
     /// side; default: drawn).
     pub split_clients: Option<Vec<usize>>,
+    /// The servers a majority crash takes down (default: drawn).
+    pub servers: Option<Vec<u32>>,
+    /// A three-way partition's sides (default: drawn).
+    pub sides: Option<Vec<Vec<u32>>>,
+    /// A three-way partition's clients, side by side (default: drawn).
+    pub side_clients: Option<Vec<Vec<usize>>>,
     /// Flipping partitions: each flip's side and how long it holds (ms).
     pub flips: Option<Vec<(Vec<u32>, u64)>>,
     /// A link delay's extra time per message.
@@ -295,6 +301,20 @@ impl Scenario {
                 let clients: Vec<u64> = clients.iter().map(|&c| c as u64).collect();
                 let _ = writeln!(out, "split_clients = {}", list(&clients));
             }
+            if let Some(set) = &a.servers {
+                let _ = writeln!(out, "servers = {}", servers(set));
+            }
+            if let Some(sides) = &a.sides {
+                let sides: Vec<String> = sides.iter().map(|s| servers(s)).collect();
+                let _ = writeln!(out, "sides = [{}]", sides.join(", "));
+            }
+            if let Some(on) = &a.side_clients {
+                let on: Vec<String> = on
+                    .iter()
+                    .map(|c| list(&c.iter().map(|&c| c as u64).collect::<Vec<_>>()))
+                    .collect();
+                let _ = writeln!(out, "side_clients = [{}]", on.join(", "));
+            }
             if let Some(flips) = &a.flips {
                 let sides: Vec<String> = flips.iter().map(|(side, _)| servers(side)).collect();
                 let ms: Vec<u64> = flips.iter().map(|&(_, ms)| ms).collect();
@@ -409,6 +429,9 @@ struct RawAt {
     to: Option<Spanned<i64>>,
     split: Option<Spanned<Vec<i64>>>,
     split_clients: Option<Spanned<Vec<i64>>>,
+    servers: Option<Spanned<Vec<i64>>>,
+    sides: Option<Spanned<Vec<Vec<i64>>>>,
+    side_clients: Option<Spanned<Vec<Vec<i64>>>>,
     splits: Option<Spanned<Vec<Vec<i64>>>>,
     flip_ms: Option<Spanned<Vec<i64>>>,
     delay_ms: Option<Spanned<i64>>,
@@ -996,39 +1019,123 @@ impl Locator<'_> {
                 }
             }
         };
-        only(
-            a.split.as_ref().map(Spanned::span),
-            fault == Fault::Partition,
-            "split",
-        )?;
+        let two_way = matches!(fault, Fault::Partition | Fault::LongPartition);
+        only(a.split.as_ref().map(Spanned::span), two_way, "split")?;
         let split = match &a.split {
             None => None,
             Some(v) => Some(side(v.get_ref(), v.span(), "split")?),
         };
         only(
             a.split_clients.as_ref().map(Spanned::span),
-            fault == Fault::Partition,
+            two_way,
             "split_clients",
         )?;
+        // Clients of the scenario, each at most once in `seen`.
+        let client_list = |v: &[i64],
+                           span: std::ops::Range<usize>,
+                           key: &str,
+                           seen: &mut Vec<usize>|
+         -> Result<Vec<usize>, SpecError> {
+            let mut out: Vec<usize> = Vec::new();
+            for &c in v {
+                if !(0..clients as i64).contains(&c) || seen.contains(&(c as usize)) {
+                    return self.err(
+                        span,
+                        format!(
+                            "`{key}` lists clients 0 to {} once each, got {v:?}",
+                            clients as i64 - 1,
+                        ),
+                    );
+                }
+                seen.push(c as usize);
+                out.push(c as usize);
+            }
+            out.sort_unstable();
+            Ok(out)
+        };
         let split_clients = match &a.split_clients {
             None => None,
+            Some(v) => Some(client_list(
+                v.get_ref(),
+                v.span(),
+                "split_clients",
+                &mut Vec::new(),
+            )?),
+        };
+        only(
+            a.servers.as_ref().map(Spanned::span),
+            fault == Fault::MajorityCrash,
+            "servers",
+        )?;
+        let servers = match &a.servers {
+            None => None,
             Some(v) => {
-                let mut out: Vec<usize> = Vec::new();
-                for &c in v.get_ref() {
-                    if !(0..clients as i64).contains(&c) || out.contains(&(c as usize)) {
-                        return self.err(
-                            v.span(),
-                            format!(
-                                "`split_clients` lists clients 0 to {} once each, got {:?}",
-                                clients as i64 - 1,
-                                v.get_ref()
-                            ),
-                        );
-                    }
-                    out.push(c as usize);
+                let set = side(v.get_ref(), v.span(), "servers")?;
+                if (set.len() as u32) < min_servers / 2 + 1 {
+                    return self.err(
+                        v.span(),
+                        format!(
+                            "`servers` must be a majority of the ensemble ({} of {min_servers}), got {:?}",
+                            min_servers / 2 + 1,
+                            v.get_ref()
+                        ),
+                    );
                 }
-                out.sort_unstable();
-                Some(out)
+                Some(set)
+            }
+        };
+        let three_way = fault == Fault::ThreeWayPartition;
+        only(a.sides.as_ref().map(Spanned::span), three_way, "sides")?;
+        only(
+            a.side_clients.as_ref().map(Spanned::span),
+            three_way,
+            "side_clients",
+        )?;
+        let sides = match &a.sides {
+            None => None,
+            Some(v) => {
+                let mut all: Vec<u32> = Vec::new();
+                let mut sides = Vec::new();
+                for s in v.get_ref() {
+                    let one = side(s, v.span(), "sides")?;
+                    if one.iter().any(|s| all.contains(s)) {
+                        return self.err(v.span(), "`sides` names a server on two sides");
+                    }
+                    all.extend(&one);
+                    sides.push(one);
+                }
+                if sides.len() != 3 || all.len() as u32 != min_servers {
+                    return self.err(
+                        v.span(),
+                        format!(
+                            "`sides` are three sides that together hold every server (0 to {}) once, got {:?}",
+                            min_servers - 1,
+                            v.get_ref()
+                        ),
+                    );
+                }
+                Some(sides)
+            }
+        };
+        let side_clients = match &a.side_clients {
+            None => None,
+            Some(v) => {
+                let mut seen = Vec::new();
+                let mut on = Vec::new();
+                for c in v.get_ref() {
+                    on.push(client_list(c, v.span(), "side_clients", &mut seen)?);
+                }
+                if on.len() != 3 || seen.len() != clients {
+                    return self.err(
+                        v.span(),
+                        format!(
+                            "`side_clients` are three lists that together hold every client (0 to {}) once, got {:?}",
+                            clients as i64 - 1,
+                            v.get_ref()
+                        ),
+                    );
+                }
+                Some(on)
             }
         };
         let flipping = fault == Fault::FlippingPartitions;
@@ -1091,6 +1198,9 @@ impl Locator<'_> {
             to,
             split,
             split_clients,
+            servers,
+            sides,
+            side_clients,
             flips,
             delay_ms,
             window_ms,

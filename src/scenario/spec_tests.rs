@@ -374,6 +374,9 @@ fn at(at_ms: u64, fault: Fault) -> ScheduledFault {
         to: None,
         split: None,
         split_clients: None,
+        servers: None,
+        sides: None,
+        side_clients: None,
         flips: None,
         delay_ms: None,
         window_ms: None,
@@ -426,6 +429,42 @@ at_ms = 500
 fault = "forced-expiry"
 client = 1
 window_ms = 0
+
+[[faults.at]]
+at_ms = 600
+fault = "majority-crash"
+servers = [4, 0, 2]
+window_ms = 7000
+
+[[faults.at]]
+at_ms = 700
+fault = "three-way-partition"
+sides = [[0, 3], [1], [2, 4]]
+side_clients = [[2], [0, 4], [3, 1]]
+window_ms = 900
+
+[[faults.at]]
+at_ms = 800
+fault = "long-partition"
+split = [0]
+split_clients = [1]
+window_ms = 12000
+
+[[faults.at]]
+at_ms = 900
+fault = "server-pause"
+server = 1
+window_ms = 3000
+
+[[faults.at]]
+at_ms = 1000
+fault = "server-kill"
+server = 3
+
+[[faults.at]]
+at_ms = 1100
+fault = "new-leader-crash"
+server = 0
 "#;
     let s = parse("x.toml", text).expect("valid");
     assert_eq!(
@@ -460,6 +499,36 @@ window_ms = 0
                 client: Some(1),
                 window_ms: Some(0),
                 ..at(500, Fault::ForcedExpiry)
+            },
+            ScheduledFault {
+                servers: Some(vec![0, 2, 4]),
+                window_ms: Some(7000),
+                ..at(600, Fault::MajorityCrash)
+            },
+            ScheduledFault {
+                sides: Some(vec![vec![0, 3], vec![1], vec![2, 4]]),
+                side_clients: Some(vec![vec![2], vec![0, 4], vec![1, 3]]),
+                window_ms: Some(900),
+                ..at(700, Fault::ThreeWayPartition)
+            },
+            ScheduledFault {
+                split: Some(vec![0]),
+                split_clients: Some(vec![1]),
+                window_ms: Some(12000),
+                ..at(800, Fault::LongPartition)
+            },
+            ScheduledFault {
+                server: Some(1),
+                window_ms: Some(3000),
+                ..at(900, Fault::ServerPause)
+            },
+            ScheduledFault {
+                server: Some(3),
+                ..at(1000, Fault::ServerKill)
+            },
+            ScheduledFault {
+                server: Some(0),
+                ..at(1100, Fault::NewLeaderCrash)
             },
         ]
     );
@@ -571,6 +640,48 @@ fn placed_fault_parameters_are_checked() {
         8,
         13,
         "client-crash does not take `window_ms`",
+    );
+    bad(
+        "fault = \"majority-crash\"\nservers = [0]\n",
+        8,
+        11,
+        "`servers` must be a majority of the ensemble (2 of 3), got [0]",
+    );
+    bad(
+        "fault = \"ensemble-crash\"\nservers = [0, 1]\n",
+        8,
+        11,
+        "ensemble-crash does not take `servers`",
+    );
+    bad(
+        "fault = \"three-way-partition\"\nsides = [[0], [1]]\n",
+        8,
+        9,
+        "`sides` are three sides that together hold every server (0 to 2) once",
+    );
+    bad(
+        "fault = \"three-way-partition\"\nsides = [[0, 1], [1], [2]]\n",
+        8,
+        9,
+        "`sides` names a server on two sides",
+    );
+    bad(
+        "fault = \"three-way-partition\"\nside_clients = [[0, 1], [2], [3]]\n",
+        8,
+        16,
+        "`side_clients` are three lists that together hold every client (0 to 4) once",
+    );
+    bad(
+        "fault = \"partition\"\nsides = [[0], [1], [2]]\n",
+        8,
+        9,
+        "partition does not take `sides`",
+    );
+    bad(
+        "fault = \"server-kill\"\nserver = 3\n",
+        8,
+        10,
+        "`server` must be between 0 and 2",
     );
     // Only a forced expiry's race window may be nothing.
     bad(

@@ -34,11 +34,14 @@ pub mod run_properties {
 /// Counters every run reports: from the ensemble's servers (with what the
 /// client faults caused: clients a partition left on a side without a
 /// quorum, sessions served a tick or more after their expiry, isolated
-/// clients whose session expired meanwhile), and from
+/// clients whose session expired meanwhile; and what the server faults
+/// caused: connections a killed server reset, peers that saw a kill at
+/// once, leaders that resumed from a pause deposed, new leaders crashed
+/// mid-sync, sessions that outlived a quorum outage), and from
 /// ZooKeeper's contract checked on what the clients saw (runs it decided
 /// held; runs its search could not decide within its budget; runs the
 /// zxid-ordered fast path decided without a search).
-pub const ENSEMBLE_COUNTERS: [&str; 15] = [
+pub const ENSEMBLE_COUNTERS: [&str; 20] = [
     "elections-won",
     "session-expiries",
     "setwatches-replayed",
@@ -51,6 +54,11 @@ pub const ENSEMBLE_COUNTERS: [&str; 15] = [
     "minority-clients",
     "served-after-expiry",
     "isolated-past-expiry",
+    "client-resets",
+    "peer-resets",
+    "deposed-while-paused",
+    "syncing-leader-crashes",
+    "sessions-survived-outage",
     "contract-held",
     "contract-undecided",
     "contract-fast",

@@ -246,6 +246,20 @@ impl Server {
         }
     }
 
+    /// Drops learner `id` (its connection is gone), closing its attempt
+    /// so that nothing late from it counts; true if it was a learner.
+    pub(super) fn forget_learner(&mut self, id: ServerId) -> bool {
+        let Role::Leading(l) = &mut self.role else {
+            return false;
+        };
+        let Some(learner) = l.learners.remove(&id) else {
+            return false;
+        };
+        let closed = self.closed_attempts.entry(id).or_insert(0);
+        *closed = (*closed).max(learner.attempt);
+        true
+    }
+
     fn to_learner(&self, to: ServerId, msg: LeaderMsg, out: &mut Vec<Output>) {
         let Some(learner) = self.leading().learners.get(&to) else {
             return;

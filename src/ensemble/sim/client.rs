@@ -21,6 +21,7 @@ use std::time::Duration;
 use futures::channel::oneshot;
 use futures::StreamExt;
 use madsim::rand::seq::SliceRandom;
+use madsim::rand::Rng;
 use madsim::task::NodeId;
 use madsim::time::{sleep, timeout};
 use tokio::sync::Notify;
@@ -465,6 +466,14 @@ async fn reconnect(
         let servers = lock(&state).setup_servers.clone();
         'round: loop {
             for _ in 0..servers.len() {
+                // The Java client sleeps 0-1 s before every connection
+                // attempt but its first (ClientCnxn.SendThread.startConnect),
+                // so that clients of a failed server do not all reconnect
+                // in the same instant.
+                if lock(&state).flavour == Flavour::Java {
+                    let ms = madsim::rand::thread_rng().gen_range(0..1000);
+                    sleep(Duration::from_millis(ms)).await;
+                }
                 {
                     let mut st = lock(&state);
                     match st.phase {
@@ -548,6 +557,10 @@ async fn receive(
     while let Some(Datagram { from, wires }) = inbox.next().await {
         let mut st = lock(&state);
         for wire in wires {
+            if let Wire::Reset { conn } = wire {
+                on_reset(socket, &mut st, conn, &broken);
+                continue;
+            }
             let Wire::Server { conn, .. } = &wire else {
                 panic!("a client received a non-server message from {from}");
             };
@@ -575,6 +588,27 @@ async fn receive(
         }
         drop(st);
         events.notify_one();
+    }
+}
+
+/// The server's process died and its operating system reset connection
+/// `conn`: the connection (or the attempt) fails now, whatever replies it
+/// still carried are lost, and the client reconnects elsewhere.
+fn on_reset(socket: Socket, st: &mut State, conn: ConnId, broken: &Notify) {
+    match st.phase {
+        Phase::Connected { conn: c, .. } if c == conn => {
+            tracing::debug!(target: "zoosim::client", "{} connection reset", st.who());
+            st.net.note_reset();
+            st.disconnect(socket);
+            broken.notify_one();
+        }
+        _ => {
+            if st.attempt.as_ref().is_some_and(|(c, _, _)| *c == conn) {
+                st.net.note_reset();
+                let (_, _, tx) = st.attempt.take().expect("checked");
+                let _ = tx.send(Attempted::Failed);
+            }
+        }
     }
 }
 

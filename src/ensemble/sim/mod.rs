@@ -9,7 +9,7 @@
 //! only ever a late datagram (network faults stall datagrams rather than
 //! drop them, see [`net`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -96,6 +96,10 @@ pub(crate) enum Wire {
         seq: u64,
         msg: ServerMsg,
     },
+    /// A dead server's operating system resets a client connection (a
+    /// TCP RST): it overtakes whatever the connection still carried, so it
+    /// travels outside the stream's order.
+    Reset { conn: ConnId },
 }
 
 /// A one-way stream that sequence numbers count on: from a server to a
@@ -119,6 +123,7 @@ impl Wire {
             Wire::Client { conn, seq, .. } | Wire::Server { conn, seq, .. } => {
                 (Link::Conn(*conn), *seq)
             }
+            Wire::Reset { .. } => unreachable!("a reset is not in a stream"),
         }
     }
 }
@@ -208,6 +213,8 @@ enum Event {
     CloseExpired,
     /// What a restarted server sends first.
     Restarted(Vec<Output>),
+    /// A peer's process was killed and its connection to this one reset.
+    PeerReset(ServerId),
 }
 
 /// A server's state, shared between its node and the test driving it.
@@ -243,6 +250,11 @@ struct Shared {
     /// after a leader had expired them, with the longest such lag (ms):
     /// the connected-but-expired window.
     served_after_expiry: Mutex<BTreeMap<SessionId, i64>>,
+    /// Fault: the next server seen leading before it is established (in
+    /// discovery or sync) is reported here, once ([`Ensemble::trap_syncing_leader`]).
+    syncing_trap: Mutex<Option<futures::channel::oneshot::Sender<ServerId>>>,
+    /// Whether `syncing_trap` is set (every step reads it).
+    trap_armed: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -401,6 +413,28 @@ pub struct Ensemble {
     machines: Mutex<BTreeMap<u32, Machine>>,
     /// Isolated clients whose session the leader expired meanwhile.
     isolated_past_expiry: Mutex<u64>,
+    /// Servers paused now (a server pause), and since when.
+    paused: Mutex<BTreeSet<ServerId>>,
+    /// What the server faults caused, for coverage.
+    fault_counts: Mutex<FaultCounts>,
+}
+
+/// What the server faults caused, for coverage ([`Ensemble::fault_counts`]).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct FaultCounts {
+    /// Client connections a killed server's reset reached (each client
+    /// then reconnects at once; a Java client after its 0–1 s jitter).
+    pub client_resets: u64,
+    /// Pauses of an established leader that resumed to find another
+    /// established leader of a newer epoch (a deposed leader with its old
+    /// view).
+    pub deposed_while_paused: u64,
+    /// Leaders crashed while they synced their followers (before they
+    /// were established).
+    pub syncing_leader_crashes: u64,
+    /// Sessions that were live when a quorum went down and were still
+    /// live once the ensemble was back (the new leader tracked them anew).
+    pub sessions_survived_outage: u64,
 }
 
 /// A scenario client's machine: every session of the client runs on it
@@ -440,6 +474,8 @@ impl Ensemble {
             tick_ms: config.tick_ms,
             expired_at: Mutex::default(),
             served_after_expiry: Mutex::default(),
+            syncing_trap: Mutex::default(),
+            trap_armed: Default::default(),
         });
         let mut servers = Vec::new();
         let mut nodes = Vec::new();
@@ -479,6 +515,8 @@ impl Ensemble {
             down: Mutex::new(Default::default()),
             machines: Mutex::default(),
             isolated_past_expiry: Mutex::new(0),
+            paused: Mutex::default(),
+            fault_counts: Mutex::default(),
         }
     }
 
@@ -738,12 +776,126 @@ impl Ensemble {
         }
     }
 
-    /// Fault: server `id`'s process dies (its clients reconnect
-    /// elsewhere; if it led, the others elect a new leader).
+    /// Fault: server `id` powers off: its peers and clients notice only
+    /// by its silence (its clients reconnect elsewhere once their read
+    /// timeout passes; if it led, the others elect a new leader once
+    /// syncLimit passes).
     pub fn crash_server(&self, id: ServerId) {
         tracing::info!(target: "zoosim::fault", "crash server {id}");
-        lock(&self.down).insert(id);
+        self.power_off(id);
+    }
+
+    fn power_off(&self, id: ServerId) {
+        assert!(
+            !lock(&self.paused).contains(&id),
+            "server {id} crashed while paused"
+        );
+        assert!(lock(&self.down).insert(id), "server {id} crashed twice");
         Handle::current().kill(self.nodes[id as usize].id());
+    }
+
+    /// Fault: server `id`'s process is killed (kill -9, the OOM killer):
+    /// its operating system resets every connection at once, so its
+    /// clients see the connection drop and reconnect elsewhere, and its
+    /// followers (or its leader) learn it is gone, each after the link's
+    /// latency. A reset does not cross a cut link: that side learns by
+    /// silence, as from a power-off.
+    pub fn kill_server(&self, id: ServerId) {
+        tracing::info!(target: "zoosim::fault", "kill server {id}");
+        let conns = self.with_server(id, Server::conn_ids);
+        self.power_off(id);
+        let from = server_addr(id);
+        for conn in conns {
+            // A connection's id starts with its client's number.
+            let to = client_addr((conn >> 32) as u32);
+            self.shared.net.reset(from, to, Wire::Reset { conn });
+        }
+        for peer in (0..self.config.servers).filter(|&p| p != id && !self.is_down(p)) {
+            if self.shared.net.is_cut(from.ip(), server_addr(peer).ip()) {
+                continue;
+            }
+            let incarnation = lock(&self.shared.incarnations)[peer as usize];
+            let (slot, shared) = (self.servers[peer as usize].clone(), self.shared.clone());
+            let latency = self.shared.net.draw_latency();
+            madsim::task::spawn(async move {
+                madsim::time::sleep(latency).await;
+                // Only the process that had the connection.
+                if lock(&shared.incarnations)[peer as usize] == incarnation {
+                    if let Some(events) = lock(&slot.events).as_ref() {
+                        let _ = events.unbounded_send(Event::PeerReset(id));
+                    }
+                }
+            });
+        }
+    }
+
+    /// Fault: server `id` stops for `stall` (a GC pause, a stalled disk)
+    /// and then runs on where it was, with its old view: what reached it
+    /// meanwhile waits in its socket, and its missed ticks are not made up
+    /// (its next tick comes at its usual phase). Returns whether it led as
+    /// an established leader when it stopped.
+    pub fn pause_server(&self, id: ServerId, stall: Duration) -> bool {
+        tracing::info!(target: "zoosim::fault", "pause server {id} for {stall:?}");
+        assert!(!self.is_down(id), "server {id} paused while down");
+        assert!(lock(&self.paused).insert(id), "server {id} paused twice");
+        Handle::current().pause(self.nodes[id as usize].id());
+        self.with_server(id, Server::is_leader)
+    }
+
+    /// Ends [`Ensemble::pause_server`]'s pause. Counts a leader that
+    /// resumes deposed (`led`: it led when it stopped).
+    pub fn resume_server(&self, id: ServerId, led: bool) {
+        tracing::info!(target: "zoosim::fault", "resume server {id}");
+        assert!(
+            lock(&self.paused).remove(&id),
+            "server {id} resumed unpaused"
+        );
+        let epoch = self.with_server(id, Server::current_epoch);
+        let replaced = (0..self.config.servers).any(|s| {
+            s != id
+                && !self.is_down(s)
+                && self.with_server(s, |x| x.is_leader() && x.current_epoch() > epoch)
+        });
+        if led && replaced {
+            lock(&self.fault_counts).deposed_while_paused += 1;
+        }
+        Handle::current().resume(self.nodes[id as usize].id());
+    }
+
+    /// Whether server `id` is paused now.
+    pub fn is_paused(&self, id: ServerId) -> bool {
+        lock(&self.paused).contains(&id)
+    }
+
+    /// The next server seen leading before it is established (electing
+    /// its epoch or syncing its followers), once: what a fault that
+    /// crashes a new leader mid-sync waits for.
+    pub fn trap_syncing_leader(&self) -> futures::channel::oneshot::Receiver<ServerId> {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        *lock(&self.shared.syncing_trap) = Some(tx);
+        self.shared
+            .trap_armed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        rx
+    }
+
+    /// Whether server `id` leads without being established yet.
+    pub fn is_syncing_leader(&self, id: ServerId) -> bool {
+        !self.is_down(id)
+            && self.with_server(id, |s| {
+                s.peer_state() == PeerState::Leading && !s.is_leader()
+            })
+    }
+
+    /// Counts what the server faults caused (see [`FaultCounts`]).
+    pub fn fault_counts(&self) -> FaultCounts {
+        let mut c = *lock(&self.fault_counts);
+        c.client_resets = self.shared.net.resets_delivered();
+        c
+    }
+
+    pub(crate) fn count_fault(&self, f: impl FnOnce(&mut FaultCounts)) {
+        f(&mut lock(&self.fault_counts));
     }
 
     /// Fault: the next reply to one of `zk`'s writes is lost on its current
@@ -827,6 +979,7 @@ impl Process {
                 }
             }
             Event::CloseExpired => lock(&self.slot.server).close_expired(now_ms(), &mut out),
+            Event::PeerReset(from) => lock(&self.slot.server).on_peer_reset(from, &mut out),
             Event::LoseReply(session) => lock(&self.slot.server).lose_next_write_reply(session),
             Event::Datagram(wire, from) => {
                 if let Wire::Peer { to_incarnation, .. } = &wire {
@@ -842,7 +995,9 @@ impl Process {
                             self.clients.insert(conn, from);
                             s.on_client(now_ms(), conn, msg, &mut out)
                         }
-                        Wire::Server { .. } => panic!("a server message sent to a server"),
+                        Wire::Server { .. } | Wire::Reset { .. } => {
+                            panic!("a client's message sent to a server")
+                        }
                     }
                 }
             }
@@ -866,6 +1021,20 @@ impl Process {
             }
         }
         self.checked = self.shared.check_applied(&s, self.checked);
+        if self
+            .shared
+            .trap_armed
+            .load(std::sync::atomic::Ordering::Relaxed)
+            && s.peer_state() == PeerState::Leading
+            && !s.is_leader()
+        {
+            if let Some(trap) = lock(&self.shared.syncing_trap).take() {
+                self.shared
+                    .trap_armed
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                let _ = trap.send(self.id);
+            }
+        }
         self.note_served_after_expiry(&mut s, &out);
         if s.has_due_closes(now_ms()) {
             // Behind the events queued already (ZooKeeper's prep queue);
@@ -1008,6 +1177,13 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
         loop {
             madsim::time::sleep_until(next).await;
             next += tick;
+            // After a pause (the node ran nothing for a while) the missed
+            // ticks are gone, as a stalled JVM's are: no burst of ticks on
+            // resume, the next one at the usual phase.
+            let now = madsim::time::Instant::now();
+            while next <= now {
+                next += tick;
+            }
             if tx.unbounded_send(Event::Tick).is_err() {
                 return;
             }

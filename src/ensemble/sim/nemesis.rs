@@ -8,6 +8,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use madsim::rand::seq::SliceRandom;
 use madsim::rand::{thread_rng, Rng, SeedableRng};
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, Instant, TimeHandle};
@@ -19,6 +20,7 @@ use super::{server_addr, Ensemble, SimZk};
 use crate::client::Zk;
 use crate::ensemble::msg::ServerId;
 use crate::history::FaultRecord;
+use crate::proto::SessionId;
 
 /// A client the nemesis may aim at. Workloads keep `zk` current (None
 /// between sessions, and once crashed: faults aimed at the client are
@@ -105,6 +107,12 @@ pub struct InjectedFault {
     /// A partition's clients on `split`'s side (the others are on the
     /// other side), by scenario client number.
     pub split_clients: Option<Vec<usize>>,
+    /// The servers a majority crash takes down.
+    pub servers: Option<Vec<ServerId>>,
+    /// A three-way partition's sides.
+    pub sides: Option<Vec<Vec<ServerId>>>,
+    /// A three-way partition's clients, side by side.
+    pub side_clients: Option<Vec<Vec<usize>>>,
     /// Flipping partitions: each flip's side and how long it holds.
     pub flips: Vec<(Vec<ServerId>, Duration)>,
     /// A link delay's extra time per message.
@@ -137,6 +145,15 @@ impl fmt::Display for InjectedFault {
         if let Some(clients) = &self.split_clients {
             write!(f, " with clients {clients:?}")?;
         }
+        if let Some(servers) = &self.servers {
+            write!(f, " servers {servers:?}")?;
+        }
+        if let Some(sides) = &self.sides {
+            write!(f, " sides {sides:?}")?;
+        }
+        if let Some(clients) = &self.side_clients {
+            write!(f, " with clients {clients:?}")?;
+        }
         for (side, d) in &self.flips {
             write!(f, " {side:?} {} ms", d.as_millis())?;
         }
@@ -162,6 +179,8 @@ impl InjectedFault {
             server: self.server,
             to: self.to,
             split: self.split.clone(),
+            servers: self.servers.clone(),
+            sides: self.sides.clone(),
             flips: self
                 .flips
                 .iter()
@@ -192,6 +211,12 @@ pub struct PlannedFault {
     pub split: Option<Vec<ServerId>>,
     /// A partition's clients on `split`'s side (the others on the other).
     pub split_clients: Option<Vec<usize>>,
+    /// The servers a majority crash takes down.
+    pub servers: Option<Vec<ServerId>>,
+    /// A three-way partition's sides.
+    pub sides: Option<Vec<Vec<ServerId>>>,
+    /// A three-way partition's clients, side by side.
+    pub side_clients: Option<Vec<Vec<usize>>>,
     /// Flipping partitions: each flip's side and how long it holds.
     pub flips: Option<Vec<(Vec<ServerId>, Duration)>>,
     /// A link delay's extra time per message.
@@ -269,6 +294,9 @@ pub async fn run_planned(
                     to: planned.to,
                     split: planned.split,
                     split_clients: planned.split_clients,
+                    servers: planned.servers,
+                    sides: planned.sides,
+                    side_clients: planned.side_clients,
                     flips: planned.flips,
                     delay: planned.delay,
                     window,
@@ -317,6 +345,9 @@ struct Target {
     to: Option<ServerId>,
     split: Option<Vec<ServerId>>,
     split_clients: Option<Vec<usize>>,
+    servers: Option<Vec<ServerId>>,
+    sides: Option<Vec<Vec<ServerId>>>,
+    side_clients: Option<Vec<Vec<usize>>>,
     flips: Option<Vec<(Vec<ServerId>, Duration)>>,
     delay: Option<Duration>,
     window: Duration,
@@ -324,10 +355,20 @@ struct Target {
     pinned_window: bool,
 }
 
+/// How a server goes down.
+#[derive(Clone, Copy)]
+enum Death {
+    /// A power-off: noticed by silence.
+    PowerOff,
+    /// A process kill: its connections reset at once.
+    Kill,
+}
+
 struct Nemesis {
     ensemble: Arc<Ensemble>,
     clients: ClientSlots,
-    /// Servers crashed and not yet restarted.
+    /// Servers crashed and not yet restarted, or paused and not yet
+    /// resumed.
     down: Arc<Mutex<BTreeSet<ServerId>>>,
     /// Restarts and heals still to come.
     background: Vec<JoinHandle<()>>,
@@ -352,6 +393,9 @@ impl Nemesis {
             to: None,
             split: None,
             split_clients: None,
+            servers: None,
+            sides: None,
+            side_clients: None,
             flips: Vec::new(),
             delay: Duration::ZERO,
             window: if fault.has_a_window() {
@@ -423,9 +467,103 @@ impl Nemesis {
                 };
                 injected.server = Some(s);
                 let outage = target.pinned_window.then_some(window);
-                injected.window = self.crash_for_a_while(s, outage)?;
+                injected.window = self.crash_for_a_while(s, outage, Death::PowerOff)?;
             }
-            Fault::Partition => {
+            Fault::ServerKill => {
+                let s = match (
+                    target.server.filter(|&s| s < servers),
+                    self.ensemble.leader(),
+                ) {
+                    (Some(s), _) => s,
+                    (None, Some(l)) if self.rng.gen_bool(0.5) => l,
+                    _ => self.rng.gen_range(0..servers),
+                };
+                injected.server = Some(s);
+                let outage = target.pinned_window.then_some(window);
+                injected.window = self.crash_for_a_while(s, outage, Death::Kill)?;
+            }
+            Fault::ServerPause => {
+                let s = match (
+                    target.server.filter(|&s| s < servers),
+                    self.ensemble.leader(),
+                ) {
+                    (Some(s), _) => s,
+                    (None, Some(l)) if self.rng.gen_range(0..3) < 2 => l,
+                    _ => self.rng.gen_range(0..servers),
+                };
+                injected.server = Some(s);
+                let t = config.session_timeout_ms.max(101);
+                let stall = if target.pinned_window {
+                    window
+                } else {
+                    Duration::from_millis(self.rng.gen_range(100..=2 * t))
+                };
+                injected.window = stall;
+                self.pause_for(s, stall)?;
+            }
+            Fault::MajorityCrash | Fault::EnsembleCrash => {
+                let set = match (&target.servers, fault) {
+                    (Some(set), _) => set.iter().copied().filter(|&s| s < servers).collect(),
+                    (None, Fault::EnsembleCrash) => (0..servers).collect(),
+                    (None, _) => {
+                        let mut all: Vec<ServerId> = (0..servers).collect();
+                        all.shuffle(&mut self.rng);
+                        let mut set = all[..servers as usize / 2 + 1].to_vec();
+                        set.sort_unstable();
+                        set
+                    }
+                };
+                if fault == Fault::MajorityCrash {
+                    injected.servers = Some(set.clone());
+                }
+                let t = config.session_timeout_ms.max(501);
+                let outage = if target.pinned_window {
+                    window
+                } else {
+                    Duration::from_millis(self.rng.gen_range(500..=2 * t))
+                };
+                injected.window = outage;
+                self.outage(&set, outage)?;
+            }
+            Fault::NewLeaderCrash => {
+                let first = match target.server.filter(|&s| s < servers) {
+                    Some(s) => s,
+                    None => self.ensemble.leader()?,
+                };
+                injected.server = Some(first);
+                let outage = if target.pinned_window {
+                    window
+                } else {
+                    Duration::from_millis(self.rng.gen_range(500..4000))
+                };
+                injected.window = outage;
+                self.crash_new_leader(first, outage)?;
+            }
+            Fault::ThreeWayPartition => {
+                if servers < 3 {
+                    return None; // no three sides
+                }
+                let sides = match &target.sides {
+                    Some(sides) => sides.clone(),
+                    None => three_way_split(servers, &mut self.rng),
+                };
+                injected.sides = Some(sides.clone());
+                let on = match &target.side_clients {
+                    Some(on) => on.clone(),
+                    None => self.place_clients_among(&sides),
+                };
+                injected.side_clients = Some(on.clone());
+                self.split_for(sides, on, window);
+            }
+            Fault::Partition | Fault::LongPartition => {
+                let window = if fault == Fault::LongPartition && !target.pinned_window {
+                    let t = config.session_timeout_ms.max(1);
+                    let w = Duration::from_millis(self.rng.gen_range(t..=3 * t));
+                    injected.window = w;
+                    w
+                } else {
+                    window
+                };
                 let side = match &target.split {
                     Some(side) => side.clone(),
                     None => random_split(servers, &mut self.rng),
@@ -442,26 +580,9 @@ impl Nemesis {
                     None => self.place_clients(&a),
                 };
                 injected.split_clients = Some(on_a.clone());
-                self.ensemble.partition(&[&a, &b]);
                 let n = self.clients.lock().unwrap().len();
-                let mut placed = Vec::new();
-                for c in 0..n {
-                    // Each client is cut off from the other side's servers.
-                    let away = if on_a.contains(&c) { &b } else { &a };
-                    self.ensemble.cut_off_client(c as u32, away);
-                    placed.push((c as u32, away.clone()));
-                }
-                let links = across(&[a, b]);
-                let e = self.ensemble.clone();
-                self.background.push(madsim::task::spawn(async move {
-                    sleep(window).await;
-                    for (x, y) in links {
-                        e.net().heal(server_ip(x), server_ip(y));
-                    }
-                    for (c, away) in placed {
-                        e.reconnect_client(c, &away);
-                    }
-                }));
+                let on_b = (0..n).filter(|c| !on_a.contains(c)).collect();
+                self.split_for(vec![a, b], vec![on_a, on_b], window);
             }
             Fault::FlippingPartitions => {
                 let flips = match &target.flips {
@@ -662,7 +783,12 @@ impl Nemesis {
 
     /// Takes server `s` down for 0.5–4 s, unless that would leave less
     /// than a quorum up.
-    fn crash_for_a_while(&mut self, s: ServerId, outage: Option<Duration>) -> Option<Duration> {
+    fn crash_for_a_while(
+        &mut self,
+        s: ServerId,
+        outage: Option<Duration>,
+        death: Death,
+    ) -> Option<Duration> {
         let servers = self.servers() as usize;
         {
             let mut d = self.down.lock().unwrap();
@@ -670,7 +796,10 @@ impl Nemesis {
                 return None;
             }
         }
-        self.ensemble.crash_server(s);
+        match death {
+            Death::PowerOff => self.ensemble.crash_server(s),
+            Death::Kill => self.ensemble.kill_server(s),
+        }
         let (e, down) = (self.ensemble.clone(), self.down.clone());
         let outage = outage.unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(500..4000)));
         self.background.push(madsim::task::spawn(async move {
@@ -679,6 +808,176 @@ impl Nemesis {
             down.lock().unwrap().remove(&s);
         }));
         Some(outage)
+    }
+
+    /// Stops server `s` for `stall`; None if it is down or paused.
+    fn pause_for(&mut self, s: ServerId, stall: Duration) -> Option<()> {
+        if !self.down.lock().unwrap().insert(s) {
+            return None;
+        }
+        let led = self.ensemble.pause_server(s, stall);
+        let (e, down) = (self.ensemble.clone(), self.down.clone());
+        self.background.push(madsim::task::spawn(async move {
+            sleep(stall).await;
+            e.resume_server(s, led);
+            down.lock().unwrap().remove(&s);
+        }));
+        Some(())
+    }
+
+    /// Powers `set` off together (a quorum, or every server) and restarts
+    /// them together after `outage`; None if one of them is down or
+    /// paused already. Counts the sessions that outlive the outage: live
+    /// before it, and still live a session timeout and a tick after a
+    /// leader is established again (the new leader gives every session of
+    /// its tree a fresh timeout; a client that reconnects in it keeps its
+    /// session).
+    fn outage(&mut self, set: &[ServerId], outage: Duration) -> Option<()> {
+        {
+            let mut d = self.down.lock().unwrap();
+            if set.is_empty() || set.iter().any(|s| d.contains(s)) {
+                return None;
+            }
+            d.extend(set.iter().copied());
+        }
+        let before: Vec<SessionId> = self
+            .ensemble
+            .leader()
+            .map(|l| {
+                self.ensemble
+                    .with_server(l, |s| s.tree().sessions().map(|(id, _)| id).collect())
+            })
+            .unwrap_or_default();
+        for &s in set {
+            self.ensemble.crash_server(s);
+        }
+        let (e, down, set) = (self.ensemble.clone(), self.down.clone(), set.to_vec());
+        self.background.push(madsim::task::spawn(async move {
+            sleep(outage).await;
+            for &s in &set {
+                e.restart_server(s);
+            }
+            down.lock().unwrap().retain(|s| !set.contains(s));
+            // Counted aside, so the quiet phase starts on time.
+            madsim::task::spawn(async move {
+                if before.is_empty() {
+                    return;
+                }
+                let t = e.config().tick_ms;
+                let give_up = Instant::now() + Duration::from_secs(60);
+                let leader = loop {
+                    if let Some(l) = e.leader() {
+                        break l;
+                    }
+                    if Instant::now() > give_up {
+                        return;
+                    }
+                    sleep(Duration::from_millis(t)).await;
+                };
+                let timeout = e
+                    .with_server(leader, |s| s.tree().sessions().map(|(_, t)| t).max())
+                    .unwrap_or(0);
+                sleep(Duration::from_millis(timeout + 2 * t)).await;
+                let Some(l) = e.leader() else {
+                    return;
+                };
+                let survived = e.with_server(l, |s| {
+                    before
+                        .iter()
+                        .filter(|&&id| s.tree().has_session(id))
+                        .count()
+                });
+                e.count_fault(|c| c.sessions_survived_outage += survived as u64);
+            });
+        }));
+        Some(())
+    }
+
+    /// Crashes `first` (the leader, unless placed otherwise), then the
+    /// next server to lead while it is still syncing its followers (with
+    /// 3 servers, the quorum goes with it); both restart `outage` after
+    /// the first crash.
+    fn crash_new_leader(&mut self, first: ServerId, outage: Duration) -> Option<()> {
+        if !self.down.lock().unwrap().insert(first) {
+            return None;
+        }
+        self.ensemble.crash_server(first);
+        let trap = self.ensemble.trap_syncing_leader();
+        let (e, down) = (self.ensemble.clone(), self.down.clone());
+        let back = Instant::now() + outage;
+        self.background.push(madsim::task::spawn(async move {
+            let wait = back.saturating_duration_since(Instant::now());
+            let second = match madsim::time::timeout(wait, trap).await {
+                Ok(Ok(n)) if e.is_syncing_leader(n) && down.lock().unwrap().insert(n) => {
+                    e.crash_server(n);
+                    e.count_fault(|c| c.syncing_leader_crashes += 1);
+                    Some(n)
+                }
+                _ => None,
+            };
+            madsim::time::sleep_until(back).await;
+            for s in std::iter::once(first).chain(second) {
+                e.restart_server(s);
+                down.lock().unwrap().remove(&s);
+            }
+        }));
+        Some(())
+    }
+
+    /// Partitions the servers into `sides` for `window`, each side's
+    /// clients (`on[i]`, by scenario number) cut off from every other
+    /// side's servers.
+    fn split_for(&mut self, sides: Vec<Vec<ServerId>>, on: Vec<Vec<usize>>, window: Duration) {
+        let refs: Vec<&[ServerId]> = sides.iter().map(Vec::as_slice).collect();
+        self.ensemble.partition(&refs);
+        let mut placed = Vec::new();
+        for (i, clients) in on.iter().enumerate() {
+            let away: Vec<ServerId> = sides
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .flat_map(|(_, side)| side.iter().copied())
+                .collect();
+            for &c in clients {
+                self.ensemble.cut_off_client(c as u32, &away);
+                placed.push((c as u32, away.clone()));
+            }
+        }
+        let links = across(&sides);
+        let e = self.ensemble.clone();
+        self.background.push(madsim::task::spawn(async move {
+            sleep(window).await;
+            for (x, y) in links {
+                e.net().heal(server_ip(x), server_ip(y));
+            }
+            for (c, away) in placed {
+                e.reconnect_client(c, &away);
+            }
+        }));
+    }
+
+    /// Which side of `sides` each client goes on: a connected client with
+    /// its server three times in four, else on another side, drawn; a
+    /// client between connections on any side.
+    fn place_clients_among(&mut self, sides: &[Vec<ServerId>]) -> Vec<Vec<usize>> {
+        let servers: Vec<Option<ServerId>> = {
+            let slots = self.clients.lock().unwrap();
+            slots
+                .iter()
+                .map(|slot| slot.zk.as_ref().and_then(|zk| zk.current_server()))
+                .collect()
+        };
+        let mut on = vec![Vec::new(); sides.len()];
+        for (c, server) in servers.into_iter().enumerate() {
+            let own = server.and_then(|s| sides.iter().position(|side| side.contains(&s)));
+            let side = match own {
+                Some(i) if self.rng.gen_bool(0.75) => i,
+                Some(i) => (i + self.rng.gen_range(1..sides.len())) % sides.len(),
+                None => self.rng.gen_range(0..sides.len()),
+            };
+            on[side].push(c);
+        }
+        on
     }
 
     /// Undoes a network fault after a while.
@@ -696,6 +995,23 @@ impl Nemesis {
 
 fn server_ip(s: ServerId) -> std::net::IpAddr {
     server_addr(s).ip()
+}
+
+/// A random split of `servers` (at least 3) in three sides, none empty,
+/// each in order, the sides ordered by their first server.
+fn three_way_split(servers: u32, rng: &mut impl Rng) -> Vec<Vec<ServerId>> {
+    let mut all: Vec<ServerId> = (0..servers).collect();
+    all.shuffle(rng);
+    let mut sides = vec![Vec::new(); 3];
+    for (i, s) in all.into_iter().enumerate() {
+        let side = if i < 3 { i } else { rng.gen_range(0..3) };
+        sides[side].push(s);
+    }
+    for side in &mut sides {
+        side.sort_unstable();
+    }
+    sides.sort();
+    sides
 }
 
 /// One side of a random split of the servers in two (either side may

@@ -96,6 +96,8 @@ pub struct Network {
     sent: AtomicU64,
     datagrams: AtomicU64,
     delivered: AtomicU64,
+    /// Resets that reached a live connection.
+    resets: AtomicU64,
 }
 
 impl Network {
@@ -114,6 +116,7 @@ impl Network {
             sent: AtomicU64::new(0),
             datagrams: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
+            resets: AtomicU64::new(0),
         }
     }
 
@@ -193,6 +196,41 @@ impl Network {
     /// The links cut now, in order.
     pub fn cuts(&self) -> Vec<Link> {
         lock(&self.state).cut.iter().copied().collect()
+    }
+
+    /// One datagram's latency, drawn.
+    pub(crate) fn draw_latency(&self) -> Duration {
+        Duration::from_millis(self.latency_ms())
+    }
+
+    /// Sends a reset (a [`Wire::Reset`]) from a dead process, which has
+    /// no outbox: the operating system sends it, after the link's latency,
+    /// ahead of nothing. Lost on a cut link (the far end learns by
+    /// silence).
+    pub(crate) fn reset(self: &Arc<Self>, from: SocketAddr, to: SocketAddr, reset: Wire) {
+        if self.is_cut(from.ip(), to.ip()) {
+            return;
+        }
+        let latency = self.draw_latency();
+        if latency.is_zero() {
+            self.deliver(from, to, vec![reset]);
+            return;
+        }
+        let net = self.clone();
+        madsim::task::spawn(async move {
+            madsim::time::sleep(latency).await;
+            net.deliver(from, to, vec![reset]);
+        });
+    }
+
+    /// A client acted on a reset of its connection.
+    pub(crate) fn note_reset(&self) {
+        self.resets.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Resets that reached a live connection so far.
+    pub(crate) fn resets_delivered(&self) -> u64 {
+        self.resets.load(Ordering::Relaxed)
     }
 
     /// A node received a datagram.
