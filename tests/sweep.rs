@@ -226,8 +226,8 @@ fn coverage_goals_are_judged_over_the_union_of_the_shards() {
 #[test]
 fn an_expected_failure_caught_in_one_shard_only_is_caught_after_the_merge() {
     let dir = scratch_dir("caught");
-    // Of seeds 281280533..281280538 (the scenario's own, from its 22nd)
-    // the election bug shows at 281280535 alone: index 2, shard 2 of 3.
+    // Of seeds 281280543..281280548 (the scenario's own, from its 32nd)
+    // the election bug shows at 281280545 alone: index 2, shard 2 of 3.
     let parts = shards(
         &dir,
         "part",
@@ -235,7 +235,7 @@ fn an_expected_failure_caught_in_one_shard_only_is_caught_after_the_merge() {
         &[
             "scenarios/bug-election-keep-leadership-after-expiry.toml",
             "--seed-start",
-            "281280533",
+            "281280543",
             "--seeds",
             "6",
         ],
@@ -265,7 +265,7 @@ fn an_expected_failure_caught_in_one_shard_only_is_caught_after_the_merge() {
     let (code, out, err) = merge(&files, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        out.contains("caught as expected at seed 281280535"),
+        out.contains("caught as expected at seed 281280545"),
         "{out}"
     );
     assert!(
