@@ -862,9 +862,7 @@ fn real_failing_seeds_reports_written_by_the_command_show_their_failure_in_a_bro
     );
     let index = linked(&out, "report index:");
     let dom = run_chromium(&bin, &dir, "r1", &["--dump-dom".into()], &page);
-    assert!(
-        dom.contains("<span class=\"prop\">told-is-told</span>: client 1 acted with token 78")
-    );
+    assert!(dom.contains("<span class=\"prop\">told-is-told</span>: client 1 acted with token 78"));
     assert!(dom.contains("zoom ×"), "the page's script did not run");
     let red = [0xd6, 0x28, 0x28];
 

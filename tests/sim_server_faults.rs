@@ -22,6 +22,7 @@ mod common;
 use madsim::runtime::Runtime;
 use madsim::time::{sleep, Instant};
 use zoosim::client::ZkExt;
+use zoosim::ensemble::fault::Fault;
 use zoosim::ensemble::sim::nemesis::{self, ClientSlot, ClientSlots, NemesisConfig, PlannedFault};
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Flavour, SimZk};
 use zoosim::proto::{CreateMode, ZkError};
@@ -387,23 +388,7 @@ fn three_way_and_long_partitions_are_drawn_as_described() {
     });
 }
 
-use zoosim::ensemble::fault::Fault;
-
 /// `fault` placed at the start, every parameter drawn.
 fn planned(fault: Fault) -> PlannedFault {
-    PlannedFault {
-        at: Duration::ZERO,
-        fault,
-        client: None,
-        server: None,
-        to: None,
-        split: None,
-        split_clients: None,
-        servers: None,
-        sides: None,
-        side_clients: None,
-        flips: None,
-        delay: None,
-        window: None,
-    }
+    PlannedFault::new(Duration::ZERO, fault)
 }

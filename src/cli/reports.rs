@@ -311,6 +311,13 @@ fn fault_span(at_us: u64, f: &FaultRecord, servers: u32) -> Span {
     if let Some(split) = &f.split {
         label += &format!(" {} | {}", side(split), side(&rest(split)));
     }
+    if let Some(down) = &f.servers {
+        label += &format!(" servers {}", side(down));
+    }
+    if let Some(sides) = &f.sides {
+        let sides: Vec<String> = sides.iter().map(|s| side(s)).collect();
+        label += &format!(" {}", sides.join(" | "));
+    }
     if let Some(c) = f.client {
         label += &format!(" client {c}");
     }
@@ -329,11 +336,16 @@ fn fault_span(at_us: u64, f: &FaultRecord, servers: u32) -> Span {
         window_ms = window_ms.max(f.flips.iter().map(|(_, ms)| ms).sum());
     }
     let kind = match f.fault.as_str() {
-        "server-crash" | "leader-crash" | "client-crash" => SpanKind::Crash,
-        "partition" | "flipping-partitions" | "leader-isolated" => SpanKind::Partition,
+        "server-crash" | "leader-crash" | "client-crash" | "server-kill" | "majority-crash"
+        | "ensemble-crash" | "new-leader-crash" => SpanKind::Crash,
+        "partition"
+        | "flipping-partitions"
+        | "leader-isolated"
+        | "three-way-partition"
+        | "long-partition" => SpanKind::Partition,
         "one-way-clog" | "link-delay" | "client-cut-off" | "broken-connection"
-        | "lost-write-reply" => SpanKind::Network,
-        "short-client-pause" | "long-client-pause" => SpanKind::Pause,
+        | "lost-write-reply" | "client-isolated" => SpanKind::Network,
+        "short-client-pause" | "long-client-pause" | "server-pause" => SpanKind::Pause,
         _ => SpanKind::Other,
     };
     // Each lasts its window, an instant when it has none (a crashed
@@ -1225,6 +1237,48 @@ mod tests {
         assert_eq!(
             l,
             ["client 2", "client 10", "handle 3, no client", "server 0"]
+        );
+    }
+
+    #[test]
+    fn wide_outages_and_three_way_splits_say_what_they_hit() {
+        let record = |fault: &str| FaultRecord {
+            fault: fault.into(),
+            client: None,
+            server: None,
+            to: None,
+            split: None,
+            servers: None,
+            sides: None,
+            flips: Vec::new(),
+            delay_ms: 0,
+            window_ms: 1500,
+            skipped: false,
+        };
+        let crash = fault_span(
+            0,
+            &FaultRecord {
+                servers: Some(vec![0, 2]),
+                ..record("majority-crash")
+            },
+            3,
+        );
+        assert_eq!(crash.label, "majority-crash servers {0,2}");
+        assert_eq!(crash.kind, SpanKind::Crash);
+        assert_eq!(crash.end_us, Some(1_500_000));
+        let split = fault_span(
+            0,
+            &FaultRecord {
+                sides: Some(vec![vec![0, 3], vec![1], vec![2, 4]]),
+                ..record("three-way-partition")
+            },
+            5,
+        );
+        assert_eq!(split.label, "three-way-partition {0,3} | {1} | {2,4}");
+        assert_eq!(split.kind, SpanKind::Partition);
+        assert_eq!(
+            fault_span(0, &record("server-pause"), 3).kind,
+            SpanKind::Pause
         );
     }
 

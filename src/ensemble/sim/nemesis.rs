@@ -226,6 +226,27 @@ pub struct PlannedFault {
     pub window: Option<Duration>,
 }
 
+impl PlannedFault {
+    /// `fault` due `at` after the fault phase began, every parameter drawn.
+    pub fn new(at: Duration, fault: Fault) -> PlannedFault {
+        PlannedFault {
+            at,
+            fault,
+            client: None,
+            server: None,
+            to: None,
+            split: None,
+            split_clients: None,
+            servers: None,
+            sides: None,
+            side_clients: None,
+            flips: None,
+            delay: None,
+            window: None,
+        }
+    }
+}
+
 /// Injects faults until `until`, then waits for every crashed server to
 /// be back and heals every link, so a quiet phase can follow. Returns the
 /// faults that applied.
@@ -470,27 +491,13 @@ impl Nemesis {
                 injected.window = self.crash_for_a_while(s, outage, Death::PowerOff)?;
             }
             Fault::ServerKill => {
-                let s = match (
-                    target.server.filter(|&s| s < servers),
-                    self.ensemble.leader(),
-                ) {
-                    (Some(s), _) => s,
-                    (None, Some(l)) if self.rng.gen_bool(0.5) => l,
-                    _ => self.rng.gen_range(0..servers),
-                };
+                let s = self.aimed_server(target, |rng| rng.gen_bool(0.5));
                 injected.server = Some(s);
                 let outage = target.pinned_window.then_some(window);
                 injected.window = self.crash_for_a_while(s, outage, Death::Kill)?;
             }
             Fault::ServerPause => {
-                let s = match (
-                    target.server.filter(|&s| s < servers),
-                    self.ensemble.leader(),
-                ) {
-                    (Some(s), _) => s,
-                    (None, Some(l)) if self.rng.gen_range(0..3) < 2 => l,
-                    _ => self.rng.gen_range(0..servers),
-                };
+                let s = self.aimed_server(target, |rng| rng.gen_range(0..3) < 2);
                 injected.server = Some(s);
                 let t = config.session_timeout_ms.max(101);
                 let stall = if target.pinned_window {
@@ -808,6 +815,24 @@ impl Nemesis {
             down.lock().unwrap().remove(&s);
         }));
         Some(outage)
+    }
+
+    /// The server a server fault hits: the placed one, else the leader
+    /// when there is one and `leader_first` draws so, else any.
+    fn aimed_server(
+        &mut self,
+        target: &Target,
+        leader_first: impl FnOnce(&mut Xoshiro256PlusPlus) -> bool,
+    ) -> ServerId {
+        let servers = self.servers();
+        match (
+            target.server.filter(|&s| s < servers),
+            self.ensemble.leader(),
+        ) {
+            (Some(s), _) => s,
+            (None, Some(l)) if leader_first(&mut self.rng) => l,
+            _ => self.rng.gen_range(0..servers),
+        }
     }
 
     /// Stops server `s` for `stall`; None if it is down or paused.
