@@ -429,7 +429,11 @@ pub fn truncate<'h>(logs: &[SessionLog<'h>], t_us: u64) -> Vec<SessionLog<'h>> {
 /// client handle (a handle holds one session), in handle order. Requests
 /// that failed before reaching a server (bad arguments) are left out:
 /// they had no effect. Requests still open when the history ends are
-/// indeterminate.
+/// indeterminate. A sync answered by a server of an older epoch than an
+/// established leader's (a deposed leader that does not know it yet, or
+/// its follower) is left out too: sync is not a quorum operation, and
+/// such a leader answers it from its own state (ZOOKEEPER-1675), so it
+/// promises nothing fresh.
 pub fn session_logs(h: &History) -> Result<Vec<SessionLog<'_>>, ContractError> {
     struct Building<'h> {
         id: Option<SessionId>,
@@ -438,13 +442,26 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog<'_>>, ContractError> {
     }
     let mut by: BTreeMap<u32, Building<'_>> = BTreeMap::new();
     let us = |ns: u64| ns / 1_000;
+    // Each server's epoch, and the established leaders' (by server), as
+    // the role changes so far say.
+    let mut epochs: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut leading: BTreeMap<u32, u32> = BTreeMap::new();
     for r in &h.records {
         let (handle, session) = match &r.event {
             Event::Invoke(i) => (i.actor.handle, i.session),
             Event::Complete(c) => (c.actor.handle, None),
             Event::Watch(w) => (w.actor.handle, w.session),
             Event::Session(s) => (s.actor.handle, s.session),
-            Event::Fault(_) | Event::Role(_) => continue,
+            Event::Role(role) => {
+                epochs.insert(role.server, role.epoch);
+                if role.role == crate::history::Role::Leading && role.serving {
+                    leading.insert(role.server, role.epoch);
+                } else {
+                    leading.remove(&role.server);
+                }
+                continue;
+            }
+            Event::Fault(_) => continue,
         };
         let b = by.entry(handle).or_insert_with(|| Building {
             id: None,
@@ -481,6 +498,13 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog<'_>>, ContractError> {
                     }
                 } else if c.server.is_none() {
                     continue; // refused by the client itself: no effect
+                } else if matches!(op, HistOp::Zk(Op::Sync { .. }))
+                    && c.server.is_some_and(|s| {
+                        let epoch = epochs.get(&s).copied().unwrap_or(0);
+                        leading.iter().any(|(&l, &e)| l != s && e > epoch)
+                    })
+                {
+                    continue; // a deposed leader's sync (ZOOKEEPER-1675)
                 } else {
                     Done::Answered {
                         at_us,
