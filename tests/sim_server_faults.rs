@@ -23,7 +23,9 @@ use madsim::runtime::Runtime;
 use madsim::time::{sleep, Instant};
 use zoosim::client::ZkExt;
 use zoosim::ensemble::fault::Fault;
-use zoosim::ensemble::sim::nemesis::{self, ClientSlot, ClientSlots, NemesisConfig, PlannedFault};
+use zoosim::ensemble::sim::nemesis::{
+    self, ClientSlot, ClientSlots, InjectedFault, NemesisConfig, PlannedFault,
+};
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Flavour, SimZk};
 use zoosim::proto::{CreateMode, ZkError};
 
@@ -224,7 +226,7 @@ fn a_paused_leader_resumes_with_its_old_view_and_serves_a_stale_read() {
             });
             sleep(pause.saturating_sub(paused.elapsed())).await;
             let resumed = Instant::now();
-            e.resume_server(0, true);
+            e.resume_server(0);
             assert_eq!(e.fault_counts().deposed_while_paused, 1);
             let got = read.await.unwrap();
             let role = e.with_server(0, |x| x.describe());
@@ -252,16 +254,17 @@ fn sessions_outlive_a_majority_outage_longer_than_their_timeout() {
             zk.create("/p", b"kept", CreateMode::Persistent)
                 .await
                 .unwrap();
-            let slots: ClientSlots = Arc::new(std::sync::Mutex::new(vec![ClientSlot::default()]));
-            let plan = [PlannedFault {
-                window: Some(Duration::from_millis(2 * T_MS)),
-                servers: Some(vec![0, 1]),
-                ..planned(Fault::MajorityCrash)
-            }];
-            let config = NemesisConfig::new(Vec::new(), T_MS);
-            let until = Instant::now() + Duration::from_millis(1000);
-            let log = nemesis::run_planned(e.clone(), slots, &config, &plan, until).await;
-            assert!(!log[0].skipped, "{}", log[0]);
+            let injected = place(
+                &e,
+                PlannedFault {
+                    window: Some(Duration::from_millis(2 * T_MS)),
+                    servers: Some(vec![0, 1]),
+                    ..planned(Fault::MajorityCrash)
+                },
+                T_MS,
+            )
+            .await;
+            assert!(!injected.skipped, "{injected}");
             // Back, with its session (the new leader tracks it anew), its
             // ephemeral and the data.
             let limit = Duration::from_millis(3 * T_MS);
@@ -287,15 +290,16 @@ fn the_whole_ensemble_restarts_from_its_logs() {
                     .await
                     .unwrap();
             }
-            let slots: ClientSlots = Arc::new(std::sync::Mutex::new(vec![ClientSlot::default()]));
-            let plan = [PlannedFault {
-                window: Some(Duration::from_millis(1500)),
-                ..planned(Fault::EnsembleCrash)
-            }];
-            let config = NemesisConfig::new(Vec::new(), T_MS);
-            let until = Instant::now() + Duration::from_millis(1000);
-            let log = nemesis::run_planned(e.clone(), slots, &config, &plan, until).await;
-            assert!(!log[0].skipped, "{}", log[0]);
+            let injected = place(
+                &e,
+                PlannedFault {
+                    window: Some(Duration::from_millis(1500)),
+                    ..planned(Fault::EnsembleCrash)
+                },
+                T_MS,
+            )
+            .await;
+            assert!(!injected.skipped, "{injected}");
             // Every server was down and is back, electing from its log.
             let elected = Instant::now();
             while e.leader().is_none() {
@@ -322,16 +326,17 @@ fn a_new_leader_crashes_while_it_syncs_and_the_ensemble_recovers() {
                 .await
                 .unwrap();
             sleep(Duration::from_millis(100)).await;
-            let slots: ClientSlots = Arc::new(std::sync::Mutex::new(vec![ClientSlot::default()]));
-            let plan = [PlannedFault {
-                window: Some(Duration::from_millis(6000)),
-                ..planned(Fault::NewLeaderCrash)
-            }];
-            let config = NemesisConfig::new(Vec::new(), 8000);
-            let until = Instant::now() + Duration::from_millis(1000);
-            let log = nemesis::run_planned(e.clone(), slots, &config, &plan, until).await;
-            assert!(!log[0].skipped, "{}", log[0]);
-            assert_eq!(log[0].server, Some(0), "the leader went first");
+            let injected = place(
+                &e,
+                PlannedFault {
+                    window: Some(Duration::from_millis(6000)),
+                    ..planned(Fault::NewLeaderCrash)
+                },
+                8000,
+            )
+            .await;
+            assert!(!injected.skipped, "{injected}");
+            assert_eq!(injected.server, Some(0), "the leader went first");
             assert_eq!(
                 e.fault_counts().syncing_leader_crashes,
                 1,
@@ -353,13 +358,12 @@ fn three_way_and_long_partitions_are_drawn_as_described() {
                 servers: 5,
                 ..EnsembleConfig::default()
             }));
-            let slots: ClientSlots = Arc::new(std::sync::Mutex::new(vec![ClientSlot::default()]));
             let config = NemesisConfig {
                 interval_ms: (500, 500),
                 ..NemesisConfig::new(vec![Fault::ThreeWayPartition, Fault::LongPartition], T_MS)
             };
             let until = Instant::now() + Duration::from_millis(30_000);
-            let log = nemesis::run_planned(e.clone(), slots, &config, &[], until).await;
+            let log = nemesis::run_planned(e.clone(), one_client(), &config, &[], until).await;
             let (mut three, mut long) = (0, 0);
             for f in log.iter().filter(|f| !f.skipped) {
                 match f.fault {
@@ -386,6 +390,21 @@ fn three_way_and_long_partitions_are_drawn_as_described() {
             e.shutdown();
         })
     });
+}
+
+/// One client slot, empty: faults aimed at a client find no session.
+fn one_client() -> ClientSlots {
+    Arc::new(std::sync::Mutex::new(vec![ClientSlot::default()]))
+}
+
+/// Places `fault` at once (the fault phase lasting a second) and runs the
+/// nemesis until every server is back; returns it as injected.
+async fn place(e: &Arc<Ensemble>, fault: PlannedFault, t_ms: u64) -> InjectedFault {
+    let config = NemesisConfig::new(Vec::new(), t_ms);
+    let until = Instant::now() + Duration::from_millis(1000);
+    let mut log = nemesis::run_planned(e.clone(), one_client(), &config, &[fault], until).await;
+    assert_eq!(log.len(), 1, "one fault placed, none drawn");
+    log.remove(0)
 }
 
 /// `fault` placed at the start, every parameter drawn.

@@ -335,18 +335,37 @@ fn fault_span(at_us: u64, f: &FaultRecord, servers: u32) -> Span {
         label += &format!(" flips {}", flips.join(" → "));
         window_ms = window_ms.max(f.flips.iter().map(|(_, ms)| ms).sum());
     }
-    let kind = match f.fault.as_str() {
-        "server-crash" | "leader-crash" | "client-crash" | "server-kill" | "majority-crash"
-        | "ensemble-crash" | "new-leader-crash" => SpanKind::Crash,
-        "partition"
-        | "flipping-partitions"
-        | "leader-isolated"
-        | "three-way-partition"
-        | "long-partition" => SpanKind::Partition,
-        "one-way-clog" | "link-delay" | "client-cut-off" | "broken-connection"
-        | "lost-write-reply" | "client-isolated" => SpanKind::Network,
-        "short-client-pause" | "long-client-pause" | "server-pause" => SpanKind::Pause,
-        _ => SpanKind::Other,
+    // Exhaustive over the fault kinds: a new one must say what band it is.
+    use crate::ensemble::fault::Fault as F;
+    let kind = match F::from_name(&f.fault) {
+        Some(
+            F::ServerCrash
+            | F::LeaderCrash
+            | F::ClientCrash
+            | F::ServerKill
+            | F::MajorityCrash
+            | F::EnsembleCrash
+            | F::NewLeaderCrash,
+        ) => SpanKind::Crash,
+        Some(
+            F::Partition
+            | F::FlippingPartitions
+            | F::LeaderIsolated
+            | F::ThreeWayPartition
+            | F::LongPartition,
+        ) => SpanKind::Partition,
+        Some(
+            F::OneWayClog
+            | F::LinkDelay
+            | F::ClientCutOff
+            | F::ClientIsolated
+            | F::BrokenConnection
+            | F::LostWriteReply,
+        ) => SpanKind::Network,
+        Some(F::ShortClientPause | F::LongClientPause | F::ServerPause) => SpanKind::Pause,
+        // An expiry, or a kind this build does not know (a history from
+        // elsewhere).
+        Some(F::ForcedExpiry) | None => SpanKind::Other,
     };
     // Each lasts its window, an instant when it has none (a crashed
     // client: its lane shows it stopped; a band to the end of the run

@@ -407,14 +407,15 @@ pub struct Ensemble {
     /// Every client's node, for [`Ensemble::shutdown`].
     client_nodes: Mutex<Vec<madsim::task::NodeId>>,
     /// Servers crashed and not restarted.
-    down: Mutex<std::collections::BTreeSet<ServerId>>,
+    down: Mutex<BTreeSet<ServerId>>,
     /// Scenario clients' machines: the nodes each ran a session on, and
     /// the servers it cannot reach now.
     machines: Mutex<BTreeMap<u32, Machine>>,
     /// Isolated clients whose session the leader expired meanwhile.
     isolated_past_expiry: Mutex<u64>,
-    /// Servers paused now (a server pause), and since when.
-    paused: Mutex<BTreeSet<ServerId>>,
+    /// Servers paused now (a server pause), each with whether it led as
+    /// an established leader when it stopped.
+    paused: Mutex<BTreeMap<ServerId, bool>>,
     /// What the server faults caused, for coverage.
     fault_counts: Mutex<FaultCounts>,
 }
@@ -787,7 +788,7 @@ impl Ensemble {
 
     fn power_off(&self, id: ServerId) {
         assert!(
-            !lock(&self.paused).contains(&id),
+            !lock(&self.paused).contains_key(&id),
             "server {id} crashed while paused"
         );
         assert!(lock(&self.down).insert(id), "server {id} crashed twice");
@@ -837,19 +838,23 @@ impl Ensemble {
     pub fn pause_server(&self, id: ServerId, stall: Duration) -> bool {
         tracing::info!(target: "zoosim::fault", "pause server {id} for {stall:?}");
         assert!(!self.is_down(id), "server {id} paused while down");
-        assert!(lock(&self.paused).insert(id), "server {id} paused twice");
+        let led = self.with_server(id, Server::is_leader);
+        assert!(
+            lock(&self.paused).insert(id, led).is_none(),
+            "server {id} paused twice"
+        );
         Handle::current().pause(self.nodes[id as usize].id());
-        self.with_server(id, Server::is_leader)
+        led
     }
 
     /// Ends [`Ensemble::pause_server`]'s pause. Counts a leader that
-    /// resumes deposed (`led`: it led when it stopped).
-    pub fn resume_server(&self, id: ServerId, led: bool) {
+    /// resumes deposed (it led when it stopped, and another leads a newer
+    /// epoch now).
+    pub fn resume_server(&self, id: ServerId) {
         tracing::info!(target: "zoosim::fault", "resume server {id}");
-        assert!(
-            lock(&self.paused).remove(&id),
-            "server {id} resumed unpaused"
-        );
+        let led = lock(&self.paused)
+            .remove(&id)
+            .unwrap_or_else(|| panic!("server {id} resumed unpaused"));
         let epoch = self.with_server(id, Server::current_epoch);
         let replaced = (0..self.config.servers).any(|s| {
             s != id
@@ -860,11 +865,6 @@ impl Ensemble {
             lock(&self.fault_counts).deposed_while_paused += 1;
         }
         Handle::current().resume(self.nodes[id as usize].id());
-    }
-
-    /// Whether server `id` is paused now.
-    pub fn is_paused(&self, id: ServerId) -> bool {
-        lock(&self.paused).contains(&id)
     }
 
     /// The next server seen leading before it is established (electing

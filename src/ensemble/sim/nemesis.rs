@@ -840,11 +840,11 @@ impl Nemesis {
         if !self.down.lock().unwrap().insert(s) {
             return None;
         }
-        let led = self.ensemble.pause_server(s, stall);
+        self.ensemble.pause_server(s, stall);
         let (e, down) = (self.ensemble.clone(), self.down.clone());
         self.background.push(madsim::task::spawn(async move {
             sleep(stall).await;
-            e.resume_server(s, led);
+            e.resume_server(s);
             down.lock().unwrap().remove(&s);
         }));
         Some(())
