@@ -313,6 +313,59 @@ mod tests {
     }
 
     #[test]
+    fn submitted_replies_follow_the_events_their_write_fired() {
+        block(async {
+            let server = LocalServer::default();
+            let a = server.connect(5000);
+            let b = server.connect(5000);
+            a.create("/x", b"", CreateMode::Persistent).await.unwrap();
+            a.exists("/x", true).await.unwrap();
+            b.exists("/x", true).await.unwrap();
+            let connected = Delivery::Event(ClientEvent::Session(SessionEvent::Connected));
+            assert_eq!(a.try_next_delivery(), Some(connected.clone()));
+            assert_eq!(b.try_next_delivery(), Some(connected));
+            let set = a.submit(Op::SetData {
+                path: "/x".into(),
+                data: b"1".to_vec(),
+                version: -1,
+            });
+            let bad = a.submit(Op::Exists {
+                path: "x".into(),
+                watch: false,
+            });
+            let changed = Delivery::Event(ClientEvent::Watch(WatchEvent {
+                event_type: EventType::NodeDataChanged,
+                path: "/x".into(),
+            }));
+            assert_eq!(a.try_next_delivery(), Some(changed.clone()));
+            assert!(matches!(
+                a.try_next_delivery(),
+                Some(Delivery::Reply(t, Ok(Reply::SetData(_)))) if t == set
+            ));
+            assert_eq!(
+                a.try_next_delivery(),
+                Some(Delivery::Reply(bad, Err(ZkError::BadArguments)))
+            );
+            assert_eq!(a.try_next_delivery(), None);
+            // The other session only gets the event; a call's reply never
+            // enters the stream, and next_event leaves replies in place.
+            assert_eq!(b.try_next_delivery(), Some(changed));
+            let t = b.submit(Op::Sync { path: "/".into() });
+            b.sync("/").await.unwrap();
+            b.close().await.unwrap();
+            assert_eq!(
+                b.try_next_event(),
+                Some(ClientEvent::Session(SessionEvent::Closed))
+            );
+            assert_eq!(
+                b.try_next_delivery(),
+                Some(Delivery::Reply(t, Ok(Reply::Sync)))
+            );
+            assert_eq!(b.try_next_delivery(), None);
+        });
+    }
+
+    #[test]
     fn close_removes_ephemerals_and_kills_the_handle() {
         block(async {
             let server = LocalServer::default();

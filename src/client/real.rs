@@ -41,10 +41,10 @@
 //! when they are called, not when their future is polled ("ordered at
 //! future creation time"; `Client::create` and the others call
 //! `send_request` before returning the future). [`Zk::submit`] therefore
-//! starts the request before it returns, and requests go out in
+//! starts the request before it returns (`RealZk::start`), and requests go out in
 //! submission order. What comes back is a future per request and a
 //! channel per watcher, so the wire order of replies and notifications is
-//! not observable; the stream is built by polls ([`RealZk::poll_all`],
+//! not observable; the stream is built by polls (`poll_all`,
 //! run by every `try_next_*`/`next_*` and after every call), each of
 //! which:
 //!
@@ -173,7 +173,7 @@ pub struct RealZk {
     session_id: SessionId,
     session_timeout_ms: u64,
     /// Submitted requests in flight. Its lock is held for a whole poll
-    /// ([`RealZk::poll_all`]) and is always taken before `inner`'s.
+    /// (`poll_all`) and is always taken before `inner`'s.
     pipeline: Mutex<Pipeline>,
     inner: Arc<Mutex<Inner>>,
     /// Polls use this waker, so whoever waits in `next_event` is woken by
@@ -280,7 +280,9 @@ impl RealZk {
         if ended {
             // The crate fails them with SessionExpired once it has
             // published the end; say so before the end, as a Java client
-            // fails its queued packets before the Expired event.
+            // fails its queued packets before the Expired event. (No lock
+            // on `inner` is held here: a watching read's guard takes it
+            // when its future is dropped.)
             for (ticket, _) in pipeline.waiting.drain(..) {
                 replies.push((ticket, Err(ZkError::SessionExpired)));
             }
@@ -490,7 +492,7 @@ impl Zk for RealZk {
         result
     }
 
-    /// Sent now, in submission order (see [`RealZk::start`]); the reply is
+    /// Sent now, in submission order (see `RealZk::start`); the reply is
     /// queued by the poll that finds it, behind the replies of requests
     /// submitted earlier.
     fn submit(&self, op: Op) -> Ticket {
@@ -567,13 +569,17 @@ impl Zk for RealZk {
         // closed Java handle fails its queued packets. Dropping it also
         // drops its hold on the crate's client.
         self.poll_all();
-        {
+        let abandoned: Vec<(Ticket, ReplyFuture)> = {
             let mut pipeline = lock(&self.pipeline);
+            let abandoned: Vec<_> = pipeline.waiting.drain(..).collect();
             let mut inner = lock(&self.inner);
-            for (ticket, _) in pipeline.waiting.drain(..) {
-                inner.queue.reply(ticket, Err(ZkError::SessionExpired));
+            for (ticket, _) in &abandoned {
+                inner.queue.reply(*ticket, Err(ZkError::SessionExpired));
             }
-        }
+            abandoned
+        };
+        // Dropped with no lock held: a watching read's guard takes `inner`.
+        drop(abandoned);
         // The crate sends closeSession once its last handle is gone.
         drop(client);
         let bound = Duration::from_millis(self.session_timeout_ms.saturating_mul(2))
@@ -903,7 +909,7 @@ struct Inner {
     next_id: u64,
     /// By path, so a batch is collected in a deterministic order.
     paths: BTreeMap<String, PathWatches>,
-    /// The stream, as [`RealZk::poll_all`] orders it.
+    /// The stream, as `RealZk::poll_all` orders it.
     queue: Deliveries,
     /// `None` once terminal.
     state: Option<StateFuture>,
