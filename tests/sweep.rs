@@ -201,7 +201,7 @@ fn coverage_goals_are_judged_over_the_union_of_the_shards() {
         &[
             "scenarios/queue.toml",
             "--seed-start",
-            "1019",
+            "1032",
             "--seeds",
             "6",
         ],
