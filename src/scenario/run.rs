@@ -16,7 +16,7 @@ use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
 use super::sim::{ensure_slots, now_ms, Ending, JudgeCtx, RunCtx, Running, Task};
-use super::spec::Scenario;
+use super::spec::{default_liveness_bound_ms, Scenario};
 use super::verdict::Verdict;
 use super::verdict::Violation;
 use crate::check::contract::{self, ContractReport, ContractVerdict};
@@ -361,7 +361,21 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
     )
     .await;
     let quiet_from = now_ms();
-    let quiet = Duration::from_millis(s.quiet_ms);
+    let bound_ms = s.liveness_bound_ms.unwrap_or_else(|| {
+        default_liveness_bound_ms(
+            drawn.negotiated_timeout_ms(),
+            drawn.tick_ms,
+            slots.lock().unwrap().len(),
+        )
+    });
+    // A default bound drawn longer than the quiet phase stretches the
+    // phase, so that what it bounds is judged.
+    let quiet_ms = if s.liveness_bound_ms.is_none() {
+        s.quiet_ms.max(bound_ms)
+    } else {
+        s.quiet_ms
+    };
+    let quiet = Duration::from_millis(quiet_ms);
     // A run whose clients are all done ends then (or at the end of the
     // quiet phase). A counted ending wakes this task only then (each
     // wake-up draws from the seed's RNG), so a run with a bound is the run
@@ -380,7 +394,7 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
     }
     let liveness = Liveness {
         from_ms: quiet_from,
-        bound_ms: s.liveness_bound_ms,
+        bound_ms,
         end_ms: now_ms(),
     };
     // Stop the clients where they are: the log ends here.

@@ -38,7 +38,7 @@ fn a_short_file_gets_useful_defaults() {
     assert_eq!(s.faults.kinds, Fault::ALL.to_vec());
     assert!(s.faults.swarm);
     assert_eq!(s.faults.phase_ms, 20_000);
-    assert_eq!((s.quiet_ms, s.liveness_bound_ms), (15_000, 10_000));
+    assert_eq!((s.quiet_ms, s.liveness_bound_ms), (15_000, None));
     assert_eq!(s.ensemble.link_latency_ms, (0, 1));
     assert_eq!(s.ensemble.broken, None);
     assert!(s.faults.at.is_empty() && s.coverage.is_empty());
@@ -766,4 +766,13 @@ fn a_breakage_is_read_by_name_and_written_back() {
         10,
         "invalid type",
     );
+}
+
+#[test]
+fn the_default_liveness_bound_follows_the_session_timeout_the_tick_and_the_clients() {
+    // 2T + a tick + 1 s per client, never under 10 s.
+    assert_eq!(default_liveness_bound_ms(4_000, 500, 5), 13_500);
+    assert_eq!(default_liveness_bound_ms(1_000, 500, 1), 10_000);
+    assert_eq!(default_liveness_bound_ms(40_000, 2_000, 5), 87_000);
+    assert_eq!(default_liveness_bound_ms(4_000, 500, usize::MAX), u64::MAX);
 }

@@ -20,6 +20,7 @@ pub use txn::{sequence_suffix, Txn, TxnBody, TxnOp};
 pub use watch::WatchTable;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::path::{basename, join, parent};
 use crate::proto::{
@@ -148,7 +149,7 @@ enum UndoStep {
     /// A node was created at this path.
     Created(String),
     /// This node was deleted.
-    Deleted(String, Node),
+    Deleted(String, Arc<Node>),
     /// A parent's counters before a child create or delete.
     Counters {
         path: String,
@@ -210,10 +211,17 @@ impl ReadRef<'_> {
     }
 }
 
+/// The znodes by path. Paths and nodes are shared between the copies of a
+/// tree (a change copies the node it changes, [`Arc::make_mut`]): the
+/// contract check copies a tree at each write it tries, and its states
+/// compare trees that are mostly the same nodes. Hashed, compared and
+/// shown as a map of `String` to `Node` would be.
+type Nodes = BTreeMap<Arc<str>, Arc<Node>>;
+
 /// The replicated data tree. `Clone + Eq + Hash`: models hold it as state.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct DataTree {
-    nodes: BTreeMap<String, Node>,
+    nodes: Nodes,
     /// Live sessions and their timeouts (createSession/closeSession txns).
     sessions: BTreeMap<SessionId, u64>,
     /// Each session's ephemerals (DataTree.ephemerals).
@@ -238,17 +246,17 @@ impl DataTree {
         let mut zk = Node::new(Vec::new(), 0, 0, Owner::Persistent);
         zk.children.insert("quota".into());
         zk.children.insert("config".into());
-        nodes.insert("/".to_owned(), root);
-        nodes.insert("/zookeeper".to_owned(), zk);
+        nodes.insert("/".into(), Arc::new(root));
+        nodes.insert("/zookeeper".into(), Arc::new(zk));
         nodes.insert(
-            "/zookeeper/quota".to_owned(),
-            Node::new(Vec::new(), 0, 0, Owner::Persistent),
+            "/zookeeper/quota".into(),
+            Arc::new(Node::new(Vec::new(), 0, 0, Owner::Persistent)),
         );
         // A 3.8.0 server shows aversion -1 on the config node (found by
         // conformance; its ACL is set apart from the others).
         let mut config_node = Node::new(Vec::new(), 0, 0, Owner::Persistent);
         config_node.aversion = -1;
-        nodes.insert("/zookeeper/config".to_owned(), config_node);
+        nodes.insert("/zookeeper/config".into(), Arc::new(config_node));
         DataTree {
             nodes,
             sessions: BTreeMap::new(),
@@ -275,7 +283,13 @@ impl DataTree {
 
     /// The znode at `path`, if it exists.
     pub fn node(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path)
+        self.nodes.get(path).map(|n| &**n)
+    }
+
+    /// The znode at `path`, to change (copied first if another tree
+    /// shares it).
+    fn node_mut(&mut self, path: &str) -> Option<&mut Node> {
+        self.nodes.get_mut(path).map(Arc::make_mut)
     }
 
     /// The number of znodes, the root and `/zookeeper` subtree included.
@@ -324,15 +338,15 @@ impl DataTree {
     /// recorded reply at every step it tries).
     pub fn read_ref(&self, op: &Op) -> Result<ReadRef<'_>, ZkError> {
         match op {
-            Op::Exists { path, .. } => Ok(ReadRef::Exists(self.nodes.get(path).map(Node::stat))),
-            Op::GetData { path, .. } => match self.nodes.get(path) {
+            Op::Exists { path, .. } => Ok(ReadRef::Exists(self.node(path).map(Node::stat))),
+            Op::GetData { path, .. } => match self.node(path) {
                 Some(n) => Ok(ReadRef::Data {
                     data: &n.data,
                     stat: n.stat(),
                 }),
                 None => Err(ZkError::NoNode),
             },
-            Op::GetChildren { path, .. } => match self.nodes.get(path) {
+            Op::GetChildren { path, .. } => match self.node(path) {
                 Some(n) => Ok(ReadRef::Children {
                     children: &n.children,
                     stat: n.stat(),
@@ -372,15 +386,14 @@ impl DataTree {
                 UndoStep::Created(path) => {
                     let node = self
                         .nodes
-                        .remove(&path)
+                        .remove(path.as_str())
                         .unwrap_or_else(|| panic!("undo create {path}: missing"));
                     assert!(node.children.is_empty(), "undo create {path}: has children");
                     if let Owner::Ephemeral(s) = node.owner {
                         self.unindex_ephemeral(s, &path);
                     }
                     let parent = self
-                        .nodes
-                        .get_mut(parent(&path))
+                        .node_mut(parent(&path))
                         .unwrap_or_else(|| panic!("undo create {path}: parent missing"));
                     parent.children.remove(basename(&path));
                 }
@@ -389,11 +402,10 @@ impl DataTree {
                         self.ephemerals.entry(s).or_default().insert(path.clone());
                     }
                     let parent = self
-                        .nodes
-                        .get_mut(parent(&path))
+                        .node_mut(parent(&path))
                         .unwrap_or_else(|| panic!("undo delete {path}: parent missing"));
                     parent.children.insert(basename(&path).to_owned());
-                    self.nodes.insert(path, node);
+                    self.nodes.insert(path.into(), node);
                 }
                 UndoStep::Counters {
                     path,
@@ -401,8 +413,7 @@ impl DataTree {
                     pzxid,
                 } => {
                     let n = self
-                        .nodes
-                        .get_mut(&path)
+                        .node_mut(&path)
                         .unwrap_or_else(|| panic!("undo counters of {path}: missing"));
                     n.child_creates = child_creates;
                     n.pzxid = pzxid;
@@ -415,8 +426,7 @@ impl DataTree {
                     mtime,
                 } => {
                     let n = self
-                        .nodes
-                        .get_mut(&path)
+                        .node_mut(&path)
                         .unwrap_or_else(|| panic!("undo setData {path}: missing"));
                     n.data = data;
                     n.version = version;
@@ -543,8 +553,7 @@ impl DataTree {
             } => {
                 let parent_path = parent(path);
                 let parent = self
-                    .nodes
-                    .get_mut(parent_path)
+                    .node_mut(parent_path)
                     .unwrap_or_else(|| panic!("create {path}: parent missing at apply"));
                 assert!(
                     !matches!(parent.owner, Owner::Ephemeral(_)),
@@ -567,7 +576,7 @@ impl DataTree {
                 }
                 let node = Node::new(data.clone(), txn.zxid, txn.time_ms, *owner);
                 let stat = node.stat();
-                let old = self.nodes.insert(path.clone(), node);
+                let old = self.nodes.insert(path.as_str().into(), Arc::new(node));
                 assert!(old.is_none(), "create {path}: node exists at apply");
                 if let Owner::Ephemeral(s) = owner {
                     assert!(
@@ -586,7 +595,7 @@ impl DataTree {
             TxnOp::Delete { path } => {
                 let node = self
                     .nodes
-                    .remove(path)
+                    .remove(path.as_str())
                     .unwrap_or_else(|| panic!("delete {path}: missing at apply"));
                 assert!(node.children.is_empty(), "delete {path}: has children");
                 if let Owner::Ephemeral(s) = node.owner {
@@ -594,8 +603,7 @@ impl DataTree {
                 }
                 let parent_path = parent(path);
                 let parent = self
-                    .nodes
-                    .get_mut(parent_path)
+                    .node_mut(parent_path)
                     .unwrap_or_else(|| panic!("delete {path}: parent missing at apply"));
                 let was_child = parent.children.remove(basename(path));
                 assert!(was_child, "delete {path}: not its parent's child");
@@ -619,8 +627,7 @@ impl DataTree {
                 version,
             } => {
                 let node = self
-                    .nodes
-                    .get_mut(path)
+                    .node_mut(path)
                     .unwrap_or_else(|| panic!("setData {path}: missing at apply"));
                 assert_eq!(
                     *version,
@@ -645,7 +652,7 @@ impl DataTree {
             }
             TxnOp::Check { path } => {
                 assert!(
-                    self.nodes.contains_key(path),
+                    self.nodes.contains_key(path.as_str()),
                     "check {path}: missing at apply"
                 );
                 MultiResult::Check
@@ -690,9 +697,14 @@ impl DataTree {
     /// follows the renamed last one.
     pub fn relabel_zxids(&mut self, mut f: impl FnMut(Zxid) -> Zxid) {
         for n in self.nodes.values_mut() {
-            n.czxid = f(n.czxid);
-            n.mzxid = f(n.mzxid);
-            n.pzxid = f(n.pzxid);
+            let (czxid, mzxid, pzxid) = (f(n.czxid), f(n.mzxid), f(n.pzxid));
+            // A node whose zxids keep their names stays shared.
+            if (czxid, mzxid, pzxid) != (n.czxid, n.mzxid, n.pzxid) {
+                let n = Arc::make_mut(n);
+                n.czxid = czxid;
+                n.mzxid = mzxid;
+                n.pzxid = pzxid;
+            }
         }
         self.last_zxid = f(self.last_zxid);
     }
@@ -715,24 +727,32 @@ impl DataTree {
             name(base).map(|b| format!("{dir}{b}"))
         };
         // Out first, then in: two names may swap.
-        let moved: Vec<(String, String)> = self
+        let moved: Vec<(Arc<str>, String)> = self
             .nodes
             .keys()
             .filter_map(|p| renamed(p).map(|q| (p.clone(), q)))
             .collect();
-        let nodes: Vec<(String, Node)> = moved
+        let nodes: Vec<(String, Arc<Node>)> = moved
             .into_iter()
             .filter_map(|(old, new)| self.nodes.remove(&old).map(|n| (new, n)))
             .collect();
         for (new, n) in nodes {
             debug_assert!(n.children.is_empty(), "renamed {new}, which has children");
-            self.nodes.insert(new, n);
+            self.nodes.insert(new.into(), n);
         }
         for n in self.nodes.values_mut() {
-            if let Owner::Ephemeral(s) = n.owner {
-                n.owner = Owner::Ephemeral(session(s));
+            let owner = match n.owner {
+                Owner::Ephemeral(s) => Owner::Ephemeral(session(s)),
+                owner => owner,
+            };
+            let children = n.children.iter().any(|c| name(c).is_some());
+            // A node that keeps its owner and children stays shared.
+            if owner == n.owner && !children {
+                continue;
             }
-            if n.children.iter().any(|c| name(c).is_some()) {
+            let n = Arc::make_mut(n);
+            n.owner = owner;
+            if children {
                 n.children = std::mem::take(&mut n.children)
                     .into_iter()
                     .map(|c| name(&c).unwrap_or(c))
@@ -764,6 +784,7 @@ impl DataTree {
         let broken = |invariant, detail: String| Err(Violation { invariant, detail });
         let mut seen_ephemerals: BTreeMap<SessionId, BTreeSet<String>> = BTreeMap::new();
         for (path, node) in &self.nodes {
+            let path: &str = path;
             if path != "/" {
                 let Some(parent) = self.nodes.get(parent(path)) else {
                     return broken(Invariant::ParentExists, format!("{path}: parent missing"));
@@ -776,7 +797,7 @@ impl DataTree {
                 }
             }
             for child in &node.children {
-                if !self.nodes.contains_key(&join(path, child)) {
+                if !self.nodes.contains_key(join(path, child).as_str()) {
                     return broken(
                         Invariant::ChildExists,
                         format!("{path}: lists missing child {child}"),
@@ -826,7 +847,10 @@ impl DataTree {
                         format!("ephemeral {path} of dead session {s}"),
                     );
                 }
-                seen_ephemerals.entry(s).or_default().insert(path.clone());
+                seen_ephemerals
+                    .entry(s)
+                    .or_default()
+                    .insert(path.to_owned());
             }
         }
         if self.ephemerals != seen_ephemerals {
@@ -841,7 +865,7 @@ impl DataTree {
     /// The nodes, for tests that break the tree on purpose to see the
     /// checks catch it.
     #[cfg(test)]
-    pub(crate) fn nodes_mut_for_test(&mut self) -> &mut BTreeMap<String, Node> {
+    pub(crate) fn nodes_mut_for_test(&mut self) -> &mut Nodes {
         &mut self.nodes
     }
 }

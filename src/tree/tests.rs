@@ -107,7 +107,7 @@ fn sequence_counter_sticks_at_its_maximum() {
     // MAX + 1 wraps to MIN at prep, is not larger, and is not applied.
     let mut t = tree();
     create(&mut t, "/p", CreateMode::Persistent).unwrap();
-    t.nodes.get_mut("/p").unwrap().child_creates = i32::MAX - 1;
+    t.node_mut("/p").unwrap().child_creates = i32::MAX - 1;
     let a = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
     let b = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
     assert_eq!(a, "/p/x-2147483646");
@@ -141,8 +141,8 @@ fn equal_histories_give_equal_trees() {
     )
     .unwrap();
     t.last_zxid = before.last_zxid;
-    t.nodes.get_mut("/").unwrap().child_creates = 0;
-    t.nodes.get_mut("/").unwrap().pzxid = 0;
+    t.node_mut("/").unwrap().child_creates = 0;
+    t.node_mut("/").unwrap().pzxid = 0;
     assert_eq!(t, before);
 }
 
@@ -233,7 +233,7 @@ fn versions_check_and_wrap() {
     write(&mut t, S1, set(0)).unwrap();
     write(&mut t, S1, set(-1)).unwrap();
     assert_eq!(stat(&t, "/a").version, 2);
-    t.nodes.get_mut("/a").unwrap().version = i32::MAX;
+    t.node_mut("/a").unwrap().version = i32::MAX;
     write(&mut t, S1, set(i32::MAX)).unwrap();
     assert_eq!(stat(&t, "/a").version, i32::MIN);
 }
@@ -614,9 +614,14 @@ fn zxids_must_increase() {
     t.apply(&txn);
 }
 
+/// The node at `path` of a tree's nodes, to break.
+fn at<'a>(nodes: &'a mut Nodes, path: &str) -> &'a mut Node {
+    Arc::make_mut(nodes.get_mut(path).expect("the node"))
+}
+
 /// `/a` persistent with `/a/e` ephemeral (of S1), then `corrupt`: which
 /// invariant the check says is broken.
-fn broken_by(corrupt: impl FnOnce(&mut BTreeMap<String, Node>)) -> Invariant {
+fn broken_by(corrupt: impl FnOnce(&mut Nodes)) -> Invariant {
     let mut t = tree();
     create(&mut t, "/a", CreateMode::Persistent).unwrap();
     create(&mut t, "/a/e", CreateMode::Ephemeral).unwrap();
@@ -641,55 +646,55 @@ fn the_invariant_check_names_the_invariant_broken() {
     assert_eq!(
         broken_by(|n| {
             n.remove("/a");
-            n.get_mut("/").unwrap().children.remove("a");
+            at(n, "/").children.remove("a");
         }),
         Invariant::ParentExists
     );
     assert_eq!(
         broken_by(|n| {
-            n.get_mut("/").unwrap().children.remove("a");
+            at(n, "/").children.remove("a");
         }),
         Invariant::ListedByParent
     );
     assert_eq!(
         broken_by(|n| {
-            n.get_mut("/a").unwrap().children.insert("ghost".into());
+            at(n, "/a").children.insert("ghost".into());
         }),
         Invariant::ChildExists
     );
     assert_eq!(
         broken_by(|n| {
-            let a = n.get_mut("/a").unwrap();
+            let a = at(n, "/a");
             a.mzxid = a.czxid - 1;
         }),
         Invariant::ZxidOrder
     );
     assert_eq!(
         broken_by(|n| {
-            let a = n.get_mut("/a").unwrap();
+            let a = at(n, "/a");
             a.pzxid = a.czxid - 1;
         }),
         Invariant::ZxidOrder
     );
     assert_eq!(
-        broken_by(|n| n.get_mut("/a").unwrap().mzxid += 100),
+        broken_by(|n| at(n, "/a").mzxid += 100),
         Invariant::NoFutureZxid
     );
     assert_eq!(
         broken_by(|n| {
-            let mut child = n["/a"].clone();
+            let mut child = Node::clone(&n["/a"]);
             child.children.clear();
-            n.insert("/a/e/x".into(), child);
-            n.get_mut("/a/e").unwrap().children.insert("x".into());
+            n.insert("/a/e/x".into(), Arc::new(child));
+            at(n, "/a/e").children.insert("x".into());
         }),
         Invariant::EphemeralLeaf
     );
     assert_eq!(
-        broken_by(|n| n.get_mut("/a/e").unwrap().owner = Owner::Ephemeral(SessionId(0x999))),
+        broken_by(|n| at(n, "/a/e").owner = Owner::Ephemeral(SessionId(0x999))),
         Invariant::EphemeralOwnerLive
     );
     assert_eq!(
-        broken_by(|n| n.get_mut("/a/e").unwrap().owner = Owner::Persistent),
+        broken_by(|n| at(n, "/a/e").owner = Owner::Persistent),
         Invariant::EphemeralIndex
     );
 }

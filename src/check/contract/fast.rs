@@ -7,7 +7,7 @@
 //! again later (deferred) or after an operation of unknown effect, never
 //! accepted on the zxid's word.
 
-use super::model::State;
+use super::model::{State, STATE_BYTES};
 use super::{Input, Placed, StepKind, ZkModel};
 use crate::check::lin::{self, check_partition, Budget, Operation, Outcome, Step, Verdict};
 use crate::proto::Zxid;
@@ -671,6 +671,10 @@ impl<'a> lin::Model for From<'a> {
 
     fn init(&self) -> State {
         self.start.clone()
+    }
+
+    fn state_bytes(&self) -> usize {
+        STATE_BYTES
     }
 
     fn step(&self, state: &State, input: &Input, _: Outcome<&()>) -> Step<State> {

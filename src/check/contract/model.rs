@@ -30,7 +30,11 @@
 //! and a reply's zxid is only a hint for the search's order.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
+use std::sync::Arc;
+
+use rustc_hash::FxHasher;
 
 use crate::check::lin::{self, Outcome, Step};
 use crate::proto::{EventType, MultiResult, Op, Reply, SessionId, Stat, WatchEvent, ZkError, Zxid};
@@ -164,6 +168,20 @@ struct Consumed {
 }
 
 impl Watches {
+    /// Whether [`Watches::fire`] would deliver `e` (it changes nothing).
+    fn fires(&self, e: &WatchEvent) -> bool {
+        let p = &e.path;
+        match e.event_type {
+            EventType::NodeCreated | EventType::NodeDataChanged => {
+                self.data.contains(p) || self.exist.contains(p)
+            }
+            EventType::NodeChildrenChanged => self.child.contains(p),
+            EventType::NodeDeleted => {
+                self.data.contains(p) || self.exist.contains(p) || self.child.contains(p)
+            }
+        }
+    }
+
     /// The client's delivery rule: the event consumes the tables it
     /// applies to; delivered only if it consumed a watch.
     fn fire(&mut self, e: &WatchEvent) -> Option<Consumed> {
@@ -217,10 +235,27 @@ struct Session {
 }
 
 /// The model's state: the tree and every session's part.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+///
+/// A search keeps one state per configuration and makes a new one at
+/// every step it tries, where a step changes the tree or one or two
+/// sessions: the parts are shared ([`Arc`]) between the states that have
+/// them, and copied when a step changes them ([`Arc::make_mut`]). The
+/// tree's hash is kept with it, so that interning a state that shares
+/// its tree hashes no znode; it is equal for equal trees, however made.
+#[derive(Clone, Debug)]
 pub struct State {
-    tree: DataTree,
-    sessions: Vec<Session>,
+    tree: Arc<DataTree>,
+    /// [`tree_hash`] of `tree`; `None` once [`State::tree_mut`] lent it
+    /// out, until [`ZkModel::step_in_place`] settles it.
+    tree_hash: Option<u64>,
+    sessions: Vec<Arc<Session>>,
+}
+
+/// A tree's hash for [`State`] (a fixed hasher: runs repeat).
+fn tree_hash(tree: &DataTree) -> u64 {
+    let mut h = FxHasher::default();
+    tree.hash(&mut h);
+    h.finish()
 }
 
 impl State {
@@ -229,12 +264,49 @@ impl State {
         &self.tree
     }
 
+    /// The tree, to change (its hash is then stale until settled).
+    fn tree_mut(&mut self) -> &mut DataTree {
+        self.tree_hash = None;
+        Arc::make_mut(&mut self.tree)
+    }
+
+    /// The tree's hash, kept or computed.
+    fn hash_of_tree(&self) -> u64 {
+        self.tree_hash.unwrap_or_else(|| tree_hash(&self.tree))
+    }
+
     /// The index of session `session`'s next step (how many of its steps
     /// are placed).
     pub fn next_step(&self, session: usize) -> u32 {
         self.sessions[session].next_step
     }
 }
+
+/// Equal trees and sessions. A shared tree is equal to itself without a
+/// look; trees of different hashes are not equal.
+impl PartialEq for State {
+    fn eq(&self, other: &State) -> bool {
+        (Arc::ptr_eq(&self.tree, &other.tree)
+            || (self.hash_of_tree() == other.hash_of_tree() && self.tree == other.tree))
+            && self.sessions == other.sessions
+    }
+}
+
+impl Eq for State {}
+
+impl Hash for State {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.hash_of_tree().hash(h);
+        self.sessions.hash(h);
+    }
+}
+
+/// The bytes a search counts for each state it keeps, against its memory
+/// bound ([`lin::Model::state_bytes`]): what a state took when it held its
+/// tree and sessions by value. The bound then stops a search at the step
+/// it did before the parts were shared, so that no verdict moved.
+pub(crate) const STATE_BYTES: usize =
+    std::mem::size_of::<DataTree>() + std::mem::size_of::<Vec<Session>>();
 
 /// The contract's sequential model over a given set of sessions; it
 /// places [`Input`]s that borrow from a history (`'h`).
@@ -263,21 +335,19 @@ impl<'h> ZkModel<'h> {
         for s in &self.sessions {
             tree.create_session(0, s.id, s.timeout_ms);
         }
+        let session = Arc::new(Session {
+            next_step: 0,
+            seen: 0,
+            watches: Watches::default(),
+            pending: VecDeque::new(),
+            connected: false,
+            closed: false,
+            ended: false,
+        });
         State {
-            tree,
-            sessions: self
-                .sessions
-                .iter()
-                .map(|_| Session {
-                    next_step: 0,
-                    seen: 0,
-                    watches: Watches::default(),
-                    pending: VecDeque::new(),
-                    connected: false,
-                    closed: false,
-                    ended: false,
-                })
-                .collect(),
+            tree_hash: Some(tree_hash(&tree)),
+            tree: Arc::new(tree),
+            sessions: vec![session; self.sessions.len()],
         }
     }
 
@@ -294,6 +364,20 @@ impl<'h> ZkModel<'h> {
     /// path steps this way: copying the state at every step was most of
     /// the check's cost.
     pub fn step_in_place(&self, st: &mut State, input: &Input<'h>) -> bool {
+        let hash = st.tree_hash;
+        let placed = self.place(st, input);
+        st.tree_hash = if placed {
+            Some(st.hash_of_tree())
+        } else {
+            // Taken back: the tree is what it was, and so is its hash.
+            hash
+        };
+        placed
+    }
+
+    /// [`ZkModel::step_in_place`], the tree's hash left stale if it
+    /// changed.
+    fn place(&self, st: &mut State, input: &Input<'h>) -> bool {
         match input {
             Input::Step {
                 session,
@@ -308,7 +392,7 @@ impl<'h> ZkModel<'h> {
                 if !self.session_step(st, *session, kind, events) {
                     return false;
                 }
-                st.sessions[*session].next_step += 1;
+                Arc::make_mut(&mut st.sessions[*session]).next_step += 1;
                 true
             }
             Input::Indeterminate { session, op } => {
@@ -333,10 +417,11 @@ impl<'h> ZkModel<'h> {
                 true
             }
             Input::End { session, events } => {
-                let s = &mut st.sessions[*session];
+                let s = &st.sessions[*session];
                 if s.next_step != self.sessions[*session].steps || s.ended {
                     return false;
                 }
+                let s = Arc::make_mut(&mut st.sessions[*session]);
                 if self.rules.events && !take_received(s, events, self.rules.event_order, false) {
                     return false;
                 }
@@ -368,7 +453,8 @@ impl<'h> ZkModel<'h> {
                         | Op::GetData { watch: true, .. }
                         | Op::GetChildren { watch: true, .. }
                 );
-                let s = &mut st.sessions[i];
+                let last = st.tree.last_zxid();
+                let s = Arc::make_mut(&mut st.sessions[i]);
                 if rules.events {
                     if !take_received(s, events, rules.event_order, true) {
                         return false;
@@ -382,52 +468,59 @@ impl<'h> ZkModel<'h> {
                         table.insert(op_path(op).to_owned());
                     }
                 }
-                s.seen = s.seen.max(st.tree.last_zxid());
+                s.seen = s.seen.max(last);
             }
             StepKind::Sync => {
-                let s = &mut st.sessions[i];
+                let last = st.tree.last_zxid();
+                let s = Arc::make_mut(&mut st.sessions[i]);
                 if rules.events && !take_received(s, events, rules.event_order, true) {
                     return false;
                 }
-                s.seen = s.seen.max(st.tree.last_zxid());
+                s.seen = s.seen.max(last);
             }
             StepKind::Write { op, reply } => {
                 let txn = st
                     .tree
                     .prepare(st.tree.next_zxid(), 0, self.sessions[i].id, op);
-                let (applied, undo) = st.tree.apply_undoable(&txn);
+                let (applied, undo) = st.tree_mut().apply_undoable(&txn);
                 let model = applied.reply.expect("a client write's txn carries a reply");
                 if !same_reply(model.as_ref().map_err(|e| *e), *reply) {
-                    st.tree.undo(undo);
+                    st.tree_mut().undo(undo);
                     return false;
                 }
                 if rules.events {
                     let fired = self.fire(st, &applied.triggers);
-                    if !take_received(&mut st.sessions[i], events, rules.event_order, true) {
+                    let s = Arc::make_mut(&mut st.sessions[i]);
+                    if !take_received(s, events, rules.event_order, true) {
                         // Take back what the write queued, newest first.
                         for &(j, t, c) in fired.iter().rev() {
-                            let s = &mut st.sessions[j];
+                            let s = Arc::make_mut(&mut st.sessions[j]);
                             s.pending.pop_back();
                             s.watches.restore(&applied.triggers[t].path, c);
                         }
-                        st.tree.undo(undo);
+                        st.tree_mut().undo(undo);
                         return false;
                     }
                 }
                 let last = st.tree.last_zxid();
-                let s = &mut st.sessions[i];
+                let s = Arc::make_mut(&mut st.sessions[i]);
                 s.seen = s.seen.max(last);
             }
             StepKind::Close => {
                 if rules.events
-                    && !take_received(&mut st.sessions[i], events, rules.event_order, false)
+                    && !take_received(
+                        Arc::make_mut(&mut st.sessions[i]),
+                        events,
+                        rules.event_order,
+                        false,
+                    )
                 {
                     return false;
                 }
                 self.close(st, i);
             }
             StepKind::Disconnected => {
-                let s = &mut st.sessions[i];
+                let s = Arc::make_mut(&mut st.sessions[i]);
                 if rules.events {
                     if !take_received(s, events, rules.event_order, false) {
                         return false;
@@ -442,7 +535,7 @@ impl<'h> ZkModel<'h> {
             }
             StepKind::Connected => {
                 let tree = &st.tree;
-                let s = &mut st.sessions[i];
+                let s = Arc::make_mut(&mut st.sessions[i]);
                 if rules.events {
                     if !take_received(s, events, rules.event_order, true) {
                         return false;
@@ -467,14 +560,14 @@ impl<'h> ZkModel<'h> {
         let txn = st
             .tree
             .prepare(st.tree.next_zxid(), 0, self.sessions[i].id, op);
-        let applied = st.tree.apply(&txn);
+        let applied = st.tree_mut().apply(&txn);
         self.fire(st, &applied.triggers);
         applied.reply.expect("a client write's txn carries a reply")
     }
 
     fn close(&self, st: &mut State, i: usize) {
-        let triggers = st.tree.close_session(0, self.sessions[i].id);
-        let s = &mut st.sessions[i];
+        let triggers = st.tree_mut().close_session(0, self.sessions[i].id);
+        let s = Arc::make_mut(&mut st.sessions[i]);
         s.closed = true;
         s.pending.clear();
         s.watches = Watches::default();
@@ -490,9 +583,11 @@ impl<'h> ZkModel<'h> {
             return fired;
         }
         for (j, s) in st.sessions.iter_mut().enumerate() {
-            if s.closed || s.ended || !s.connected {
+            // A session that no trigger reaches stays shared.
+            if s.closed || s.ended || !s.connected || !triggers.iter().any(|e| s.watches.fires(e)) {
                 continue;
             }
+            let s = Arc::make_mut(s);
             for (t, e) in triggers.iter().enumerate() {
                 if let Some(c) = s.watches.fire(e) {
                     s.pending.push_back((e.clone(), c));
@@ -511,6 +606,10 @@ impl<'h> lin::Model for ZkModel<'h> {
 
     fn init(&self) -> State {
         ZkModel::init(self)
+    }
+
+    fn state_bytes(&self) -> usize {
+        STATE_BYTES
     }
 
     fn step(&self, state: &State, input: &Input<'h>, _: Outcome<&()>) -> Step<State> {
@@ -1123,6 +1222,82 @@ mod tests {
             tried.sessions[1].watches.data.is_empty(),
             "its watch consumed"
         );
+    }
+
+    /// The state's copy with nothing shared and no hash kept: what the
+    /// kept hash and the shortcuts of [`State`]'s comparison must agree
+    /// with.
+    fn unshared(s: &State) -> State {
+        State {
+            tree: Arc::new(DataTree::clone(&s.tree)),
+            tree_hash: None,
+            sessions: s
+                .sessions
+                .iter()
+                .map(|x| Arc::new(Session::clone(x)))
+                .collect(),
+        }
+    }
+
+    fn hash_of(s: &State) -> u64 {
+        let mut h = FxHasher::default();
+        s.hash(&mut h);
+        h.finish()
+    }
+
+    /// After every step, taken or refused, the kept tree hash is the
+    /// tree's, and the state is equal to (and hashes as) its copy with
+    /// nothing shared; states that differ only in the tree are unequal.
+    #[test]
+    fn the_kept_tree_hash_is_the_trees() {
+        let m = model(2);
+        let made = reply_of(&m, &[], 0, &create("/a"));
+        let inputs = [
+            step(0, 0, StepKind::Connected, vec![]),
+            step(1, 0, StepKind::Connected, vec![]),
+            // Refused: the reply is not the tree's.
+            step(
+                0,
+                1,
+                StepKind::Write {
+                    op: leak(create("/a")),
+                    reply: owned(Err(ZkError::NodeExists)),
+                },
+                vec![],
+            ),
+            step(
+                0,
+                1,
+                StepKind::Write {
+                    op: leak(create("/a")),
+                    reply: owned(made),
+                },
+                vec![],
+            ),
+            Input::Indeterminate {
+                session: 1,
+                op: leak(create("/b")),
+            },
+        ];
+        let mut st = m.init();
+        let mut states = vec![st.clone()];
+        for input in &inputs {
+            let before = st.clone();
+            let placed = m.step_in_place(&mut st, input);
+            assert_eq!(st.tree_hash, Some(tree_hash(&st.tree)));
+            assert_eq!(st, unshared(&st));
+            assert_eq!(hash_of(&st), hash_of(&unshared(&st)));
+            if placed {
+                states.push(st.clone());
+            } else {
+                assert_eq!(st, before);
+            }
+        }
+        // The last two differ in the tree alone.
+        let (a, b) = (&states[states.len() - 2], &states[states.len() - 1]);
+        assert_eq!(a.sessions, b.sessions);
+        assert_ne!(a, b);
+        assert_ne!(unshared(a), unshared(b));
     }
 
     #[test]

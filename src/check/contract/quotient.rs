@@ -22,7 +22,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use super::model::{describe_tree, Input, State, ZkModel};
+use super::model::{describe_tree, Input, State, ZkModel, STATE_BYTES};
 use crate::check::lin::{self, Outcome, Step};
 use crate::tree::{DataTree, Node};
 
@@ -136,6 +136,11 @@ impl<'a> lin::Model for Quotient<'a> {
             state: self.model.init(),
             sessions: self.model.sessions.len(),
         }
+    }
+
+    /// A [`Class`]: a state and a count (see [`STATE_BYTES`]).
+    fn state_bytes(&self) -> usize {
+        STATE_BYTES + std::mem::size_of::<usize>()
     }
 
     fn step(&self, class: &Class, input: &Input, _: Outcome<&()>) -> Step<Class> {

@@ -292,8 +292,11 @@ struct Search<'a, M: Model> {
     /// The linearized set and its hash.
     bits: Vec<u64>,
     bits_hash: u64,
-    /// Interned model states.
+    /// Interned model states, and each one's hash (so that growing the
+    /// table hashes no state again: a model's state can be a whole data
+    /// tree).
     states: Vec<M::State>,
+    state_hashes: Vec<u64>,
     state_table: HashTable<u32>,
     /// The memo: indices of configurations, whose sets are `arena[k *
     /// words..]` and states `memo_state[k]`.
@@ -391,6 +394,7 @@ impl<'a, M: Model> Search<'a, M> {
             bits: vec![0; words],
             bits_hash: 0,
             states: Vec::new(),
+            state_hashes: Vec::new(),
             state_table: HashTable::new(),
             memo: HashTable::new(),
             arena: Vec::new(),
@@ -701,18 +705,18 @@ impl<'a, M: Model> Search<'a, M> {
     /// The number of `state`, stored if new.
     fn intern(&mut self, state: M::State) -> u32 {
         let hash = state_hash(&state);
-        let states = &self.states;
-        if let Some(&id) = self
-            .state_table
-            .find(hash, |&id| states[id as usize] == state)
-        {
+        let (states, hashes) = (&self.states, &self.state_hashes);
+        if let Some(&id) = self.state_table.find(hash, |&id| {
+            hashes[id as usize] == hash && states[id as usize] == state
+        }) {
             return id;
         }
         let id = self.states.len() as u32;
         self.states.push(state);
-        let states = &self.states;
+        self.state_hashes.push(hash);
+        let hashes = &self.state_hashes;
         self.state_table
-            .insert_unique(hash, id, |&id| state_hash(&states[id as usize]));
+            .insert_unique(hash, id, |&id| hashes[id as usize]);
         id
     }
 
@@ -748,14 +752,16 @@ impl<'a, M: Model> Search<'a, M> {
         }
     }
 
-    /// Bytes the search holds, approximately.
+    /// Bytes the search holds, approximately. (The states' hashes are
+    /// left out: the bound stops a search at the step it always did, so
+    /// that keeping them changes no verdict.)
     fn memory(&self) -> usize {
         self.arena.capacity() * 8
             + self.memo_state.capacity() * 4
             + self.memo_hash.capacity() * 8
             + self.memo.allocation_size()
             + self.state_table.allocation_size()
-            + self.states.capacity() * std::mem::size_of::<M::State>()
+            + self.states.capacity() * self.model.state_bytes()
             + self.entries.capacity() * std::mem::size_of::<Entry>()
     }
 

@@ -162,6 +162,13 @@ pub trait Model {
         false
     }
 
+    /// The bytes the search counts for each state it keeps, against
+    /// [`Budget::max_memo_bytes`]. Default: the state's own size (what it
+    /// holds elsewhere is not counted).
+    fn state_bytes(&self) -> usize {
+        std::mem::size_of::<Self::State>()
+    }
+
     /// A coarser version of this model, if it has one: fewer states, and
     /// every history this model accepts it accepts too (mapping each of
     /// this model's states to one of its own, each step this model allows

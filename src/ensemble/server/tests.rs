@@ -472,7 +472,7 @@ fn a_broken_tree_fails_its_server_at_the_next_check() {
     // other replica are fine, and nothing the clients do touches `/a`.
     let broken = &mut net.servers[1];
     assert!(broken.tree.check_invariants().is_ok());
-    let root = broken.tree.nodes_mut_for_test().get_mut("/").unwrap();
+    let root = std::sync::Arc::make_mut(broken.tree.nodes_mut_for_test().get_mut("/").unwrap());
     assert!(root.children.remove("a"));
     let applied = broken.applied;
     assert_eq!(applied, 3, "createSession and two creates");

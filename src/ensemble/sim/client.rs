@@ -625,6 +625,7 @@ async fn keep_alive(
         };
         let now = now_ms();
         if now - st.last_heard_ms > st.flavour.read_timeout_ms(t) {
+            tracing::debug!(target: "zoosim::client", "{} heard nothing from server {} for {} ms: read timeout", st.who(), server, now - st.last_heard_ms);
             st.disconnect(socket);
             drop(st);
             events.notify_waiters();
@@ -736,6 +737,7 @@ fn on_message(socket: Socket, st: &mut State, conn: ConnId, msg: ServerMsg, brok
             if let Some((_, _, tx)) = st.attempt.take() {
                 let _ = tx.send(Attempted::Failed);
             } else {
+                tracing::debug!(target: "zoosim::client", "{} connection closed by the server", st.who());
                 st.disconnect(socket);
                 broken.notify_one();
             }

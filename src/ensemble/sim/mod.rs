@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -227,6 +228,9 @@ struct ServerSlot {
     /// its task first runs, as peers and clients may send in between (at
     /// zero latency, in the same instant) and must find it.
     next_socket: Mutex<Option<(Socket, Inbox, u64)>>,
+    /// Restarted, its process not yet started: its state is still the
+    /// dead process's (a leader's role among it) until then.
+    starting: AtomicBool,
 }
 
 /// What every node of an ensemble shares: the network and which process
@@ -254,7 +258,7 @@ struct Shared {
     /// discovery or sync) is reported here, once ([`Ensemble::trap_syncing_leader`]).
     syncing_trap: Mutex<Option<futures::channel::oneshot::Sender<ServerId>>>,
     /// Whether `syncing_trap` is set (every step reads it).
-    trap_armed: std::sync::atomic::AtomicBool,
+    trap_armed: AtomicBool,
 }
 
 impl Shared {
@@ -493,6 +497,7 @@ impl Ensemble {
                 server: Mutex::new(first),
                 events: Mutex::new(None),
                 next_socket: Mutex::new(Some(bind_process(&shared, id))),
+                starting: Default::default(),
             });
             let slot = server.clone();
             let shared = shared.clone();
@@ -553,6 +558,7 @@ impl Ensemble {
     pub fn leader(&self) -> Option<ServerId> {
         (0..self.config.servers)
             .filter(|&s| !self.is_down(s))
+            .filter(|&s| !self.servers[s as usize].starting.load(Ordering::Relaxed))
             .filter(|&s| self.with_server(s, Server::is_leader))
             .max_by_key(|&s| self.with_server(s, Server::current_epoch))
     }
@@ -873,9 +879,7 @@ impl Ensemble {
     pub fn trap_syncing_leader(&self) -> futures::channel::oneshot::Receiver<ServerId> {
         let (tx, rx) = futures::channel::oneshot::channel();
         *lock(&self.shared.syncing_trap) = Some(tx);
-        self.shared
-            .trap_armed
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.shared.trap_armed.store(true, Ordering::Relaxed);
         rx
     }
 
@@ -934,6 +938,9 @@ impl Ensemble {
             "server {id} restarted without a crash"
         );
         *lock(&self.servers[id as usize].next_socket) = Some(bind_process(&self.shared, id));
+        self.servers[id as usize]
+            .starting
+            .store(true, Ordering::Relaxed);
         Handle::current().restart(self.nodes[id as usize].id());
     }
 }
@@ -1021,17 +1028,12 @@ impl Process {
             }
         }
         self.checked = self.shared.check_applied(&s, self.checked);
-        if self
-            .shared
-            .trap_armed
-            .load(std::sync::atomic::Ordering::Relaxed)
+        if self.shared.trap_armed.load(Ordering::Relaxed)
             && s.peer_state() == PeerState::Leading
             && !s.is_leader()
         {
             if let Some(trap) = lock(&self.shared.syncing_trap).take() {
-                self.shared
-                    .trap_armed
-                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                self.shared.trap_armed.store(false, Ordering::Relaxed);
                 let _ = trap.send(self.id);
             }
         }
@@ -1078,6 +1080,7 @@ impl Process {
         let newly = s.take_expired();
         let mut expired = lock(&self.shared.expired_at);
         for session in newly {
+            tracing::info!(target: "zoosim::server", "server {} expires session {session}", self.id);
             expired.entry(session).or_insert(now);
         }
         if expired.is_empty() {
@@ -1159,6 +1162,7 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
     if incarnation > 1 {
         let mut first = Vec::new();
         lock(&slot.server).restart(&mut first);
+        slot.starting.store(false, Ordering::Relaxed);
         if let Some(r) = &shared.recorder {
             r.role(id, incarnation, role_of(&lock(&slot.server)));
         }

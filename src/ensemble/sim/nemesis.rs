@@ -248,8 +248,9 @@ impl PlannedFault {
 }
 
 /// Injects faults until `until`, then waits for every crashed server to
-/// be back and heals every link, so a quiet phase can follow. Returns the
-/// faults that applied.
+/// be back, heals every link and waits (up to a minute) for an
+/// established leader, so a quiet phase can follow. Returns the faults
+/// that applied.
 pub async fn run(
     ensemble: Arc<Ensemble>,
     clients: ClientSlots,
@@ -355,6 +356,16 @@ pub async fn run_planned(
         let _ = task.await;
     }
     nemesis.ensemble.heal();
+    // The quiet phase begins once the ensemble serves again: servers back
+    // from an outage of a quorum, or a quorum's links just healed, still
+    // elect, and a liveness bound counted from the restart or the heal
+    // would count the election (13 of 8,000 seeds of the lock under the
+    // quorum outages and three-way or long partitions overran it by a few
+    // hundred ms). Bounded, so that an ensemble that never recovers ends.
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while nemesis.ensemble.leader().is_none() && Instant::now() < give_up {
+        sleep(Duration::from_millis(10)).await;
+    }
     log
 }
 
