@@ -228,9 +228,6 @@ struct ServerSlot {
     /// its task first runs, as peers and clients may send in between (at
     /// zero latency, in the same instant) and must find it.
     next_socket: Mutex<Option<(Socket, Inbox, u64)>>,
-    /// Restarted, its process not yet started: its state is still the
-    /// dead process's (a leader's role among it) until then.
-    starting: AtomicBool,
 }
 
 /// What every node of an ensemble shares: the network and which process
@@ -497,7 +494,6 @@ impl Ensemble {
                 server: Mutex::new(first),
                 events: Mutex::new(None),
                 next_socket: Mutex::new(Some(bind_process(&shared, id))),
-                starting: Default::default(),
             });
             let slot = server.clone();
             let shared = shared.clone();
@@ -558,7 +554,10 @@ impl Ensemble {
     pub fn leader(&self) -> Option<ServerId> {
         (0..self.config.servers)
             .filter(|&s| !self.is_down(s))
-            .filter(|&s| !self.servers[s as usize].starting.load(Ordering::Relaxed))
+            // Restarted, its process not yet started (its socket still
+            // waits to be taken): its state is still the dead process's,
+            // a leader's role among it.
+            .filter(|&s| lock(&self.servers[s as usize].next_socket).is_none())
             .filter(|&s| self.with_server(s, Server::is_leader))
             .max_by_key(|&s| self.with_server(s, Server::current_epoch))
     }
@@ -938,9 +937,6 @@ impl Ensemble {
             "server {id} restarted without a crash"
         );
         *lock(&self.servers[id as usize].next_socket) = Some(bind_process(&self.shared, id));
-        self.servers[id as usize]
-            .starting
-            .store(true, Ordering::Relaxed);
         Handle::current().restart(self.nodes[id as usize].id());
     }
 }
@@ -1162,7 +1158,6 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
     if incarnation > 1 {
         let mut first = Vec::new();
         lock(&slot.server).restart(&mut first);
-        slot.starting.store(false, Ordering::Relaxed);
         if let Some(r) = &shared.recorder {
             r.role(id, incarnation, role_of(&lock(&slot.server)));
         }
