@@ -110,6 +110,9 @@ fn each_broken_ensemble_fails_the_contract() {
 /// The three broken ensembles whose guarantees need no events are caught
 /// in every test seed within the budget a run gives its check (the
 /// search over classes of states refutes them; see docs/CONTRACT.md).
+/// Not in every seed there is: of reply-before-quorum's seeds
+/// 3020693504..3020693508, 3020693505 is undecided within that budget
+/// (53 of 2205 operations ordered at best); its test seeds start after it.
 #[test]
 fn broken_reads_and_writes_are_caught_within_a_runs_budget() {
     let expect = [

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use zoosim::client::real::RealZk;
-use zoosim::client::{Zk, ZkExt};
+use zoosim::client::{Delivery, Zk, ZkExt};
 use zoosim::proto::{
     ClientEvent, CreateMode, EventType, MultiOp, MultiResult, Op, Reply, SessionEvent, WatchEvent,
     ZkError,
@@ -691,4 +691,90 @@ async fn reconnect_after_a_server_restart() {
     assert_eq!(other.exists(&w, false).await, Ok(None));
     other.close().await.unwrap();
     println!("reconnect test: {:.3} s", secs(killed.elapsed()));
+}
+
+/// Pipelined requests over the crate: sent in submission order (each
+/// write sees the one before it), answered in that order in the stream,
+/// and the NodeDeleted the pipeline's own delete fires comes after the
+/// reply of the read that armed it (never ahead of a reply the server sent
+/// before it; it may come after the delete's reply, which follows it on
+/// the wire: `RealZk` cannot see the wire order).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_come_back_in_order_in_one_stream() {
+    let Some(server) = shared_server("pipelined_requests_come_back_in_order_in_one_stream") else {
+        return;
+    };
+    let root = fresh_root("pipelined");
+    let zk = connect(server, T_MS).await;
+    let p = format!("{root}-p");
+    let ops = vec![
+        Op::Create {
+            path: p.clone(),
+            data: b"0".to_vec(),
+            mode: CreateMode::Persistent,
+        },
+        Op::SetData {
+            path: p.clone(),
+            data: b"1".to_vec(),
+            version: 0,
+        },
+        Op::GetData {
+            path: p.clone(),
+            watch: true,
+        },
+        Op::Delete {
+            path: p.clone(),
+            version: 1,
+        },
+        // Answered by the handle itself: still in its place.
+        Op::Multi(vec![]),
+    ];
+    let tickets: Vec<_> = ops.into_iter().map(|op| zk.submit(op)).collect();
+    let mut seen = Vec::new();
+    while seen.len() < 6 {
+        let d = tokio::time::timeout(Duration::from_secs(10), zk.next_delivery())
+            .await
+            .expect("the pipeline is answered");
+        seen.push(d);
+    }
+    let replies: Vec<_> = seen
+        .iter()
+        .filter_map(|d| match d {
+            Delivery::Reply(t, r) => Some((*t, r.clone())),
+            Delivery::Event(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        replies.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
+        tickets,
+        "replies in submission order"
+    );
+    assert!(
+        matches!(&replies[0].1, Ok(Reply::Create { .. })),
+        "{replies:?}"
+    );
+    assert!(
+        matches!(&replies[1].1, Ok(Reply::SetData(s)) if s.version == 1),
+        "{replies:?}"
+    );
+    assert!(
+        matches!(&replies[2].1, Ok(Reply::GetData { data, .. }) if data == b"1"),
+        "{replies:?}"
+    );
+    assert_eq!(replies[3].1, Ok(Reply::Delete));
+    assert_eq!(replies[4].1, Ok(Reply::Multi(vec![])));
+    let deleted = Delivery::Event(watch(EventType::NodeDeleted, &p));
+    let at = seen
+        .iter()
+        .position(|d| *d == deleted)
+        .expect("NodeDeleted");
+    let read_at = seen
+        .iter()
+        .position(|d| matches!(d, Delivery::Reply(t, _) if *t == tickets[2]))
+        .expect("the read's reply");
+    assert!(
+        at > read_at,
+        "the event after the reply that armed it: {seen:?}"
+    );
+    zk.close().await.unwrap();
 }

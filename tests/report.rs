@@ -862,7 +862,7 @@ fn real_failing_seeds_reports_written_by_the_command_show_their_failure_in_a_bro
     );
     let index = linked(&out, "report index:");
     let dom = run_chromium(&bin, &dir, "r1", &["--dump-dom".into()], &page);
-    assert!(dom.contains("<span class=\"prop\">told-is-told</span>: client 1 acted with token 78"));
+    assert!(dom.contains("<span class=\"prop\">told-is-told</span>: client 3 acted with token 78"));
     assert!(dom.contains("zoom ×"), "the page's script did not run");
     let red = [0xd6, 0x28, 0x28];
 
@@ -1015,12 +1015,12 @@ fn an_oracle_failure_outlines_the_operations_it_rests_on() {
         })
         .collect();
     assert!(
-        lanes[0].contains(" client 2 ") && lanes[1].contains(" client 1 "),
+        lanes[0].contains(" client 2 ") && lanes[1].contains(" client 0 "),
         "{lanes:?}"
     );
     // The herd it also shows: every woken waiter's operation.
     let herd = failed.iter().find(|f| f["property"] == "no-herd").unwrap();
-    assert_eq!(herd["ops"].as_array().unwrap().len(), 2, "{herd}");
+    assert_eq!(herd["ops"].as_array().unwrap().len(), 3, "{herd}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -3,12 +3,12 @@
 //! clock ticks once per txn), so it is deterministic: the model side of the
 //! conformance tests, and a quick server for recipe unit tests.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::Zk;
+use super::{wait_for, Deliveries, Delivery, Ticket, Zk};
 use crate::path::validate_op;
 use crate::proto::{ClientEvent, Op, Reply, SessionEvent, SessionId, ZkError};
 use crate::tree::{DataTree, TreeConfig, WatchTable};
@@ -42,7 +42,9 @@ impl Default for LocalConfig {
 }
 
 struct Session {
-    events: VecDeque<ClientEvent>,
+    /// Replies to submitted requests and events, in the order the server
+    /// produced them.
+    stream: Deliveries,
     notify: Arc<Notify>,
     /// Closed handles fail every call with SessionExpired, client-side.
     closed: bool,
@@ -66,8 +68,8 @@ impl State {
     fn deliver(&mut self, fired: Vec<(SessionId, crate::proto::WatchEvent)>) {
         for (sid, event) in fired {
             if let Some(s) = self.sessions.get_mut(&sid) {
-                s.events.push_back(ClientEvent::Watch(event));
-                s.notify.notify_one();
+                s.stream.event(ClientEvent::Watch(event));
+                s.notify.notify_waiters();
             }
         }
     }
@@ -119,12 +121,12 @@ impl LocalServer {
         let time = st.tick();
         st.tree.create_session(time, session, timeout_ms);
         let notify = Arc::new(Notify::new());
-        let mut events = VecDeque::new();
-        events.push_back(ClientEvent::Session(SessionEvent::Connected));
+        let mut stream = Deliveries::default();
+        stream.event(ClientEvent::Session(SessionEvent::Connected));
         st.sessions.insert(
             session,
             Session {
-                events,
+                stream,
                 notify: notify.clone(),
                 closed: false,
             },
@@ -153,6 +155,12 @@ pub struct LocalZk {
 
 impl LocalZk {
     fn call_now(&self, op: &Op) -> Result<Reply, ZkError> {
+        self.execute(&mut self.server.lock(), op)
+    }
+
+    /// Answers `op` against the server's state, under its lock: the events
+    /// a write fires are queued before the caller places the reply.
+    fn execute(&self, st: &mut State, op: &Op) -> Result<Reply, ZkError> {
         validate_op(op)?;
         if let Op::Multi(ops) = op {
             if ops.is_empty() {
@@ -161,8 +169,6 @@ impl LocalZk {
                 return Ok(Reply::Multi(Vec::new()));
             }
         }
-        let mut guard = self.server.lock();
-        let st = &mut *guard;
         if st.sessions.get(&self.session).is_none_or(|s| s.closed) {
             return Err(ZkError::SessionExpired);
         }
@@ -196,13 +202,37 @@ impl Zk for LocalZk {
         async move { result }
     }
 
+    /// Answered at once, under the server's lock: the reply follows the
+    /// events this write fired for its own session (the server sends a
+    /// notification before the reply of the write that fired it), and
+    /// precedes the events of any later write.
+    fn submit(&self, op: Op) -> Ticket {
+        let mut guard = self.server.lock();
+        let result = self.execute(&mut guard, &op);
+        let s = guard
+            .sessions
+            .get_mut(&self.session)
+            .expect("a handle's session stays in the table");
+        let ticket = s.stream.ticket();
+        s.stream.reply(ticket, result);
+        s.notify.notify_waiters();
+        ticket
+    }
+
+    async fn next_delivery(&self) -> Delivery {
+        wait_for(&self.notify, || self.try_next_delivery()).await
+    }
+
+    fn try_next_delivery(&self) -> Option<Delivery> {
+        self.server
+            .lock()
+            .sessions
+            .get_mut(&self.session)
+            .and_then(|s| s.stream.pop())
+    }
+
     async fn next_event(&self) -> ClientEvent {
-        loop {
-            if let Some(e) = self.try_next_event() {
-                return e;
-            }
-            self.notify.notified().await;
-        }
+        wait_for(&self.notify, || self.try_next_event()).await
     }
 
     fn try_next_event(&self) -> Option<ClientEvent> {
@@ -210,7 +240,7 @@ impl Zk for LocalZk {
             .lock()
             .sessions
             .get_mut(&self.session)
-            .and_then(|s| s.events.pop_front())
+            .and_then(|s| s.stream.pop_event())
     }
 
     fn close(&self) -> impl std::future::Future<Output = Result<(), ZkError>> + Send {
@@ -219,9 +249,8 @@ impl Zk for LocalZk {
         let result = match st.sessions.get_mut(&self.session) {
             Some(s) if !s.closed => {
                 s.closed = true;
-                s.events
-                    .push_back(ClientEvent::Session(SessionEvent::Closed));
-                s.notify.notify_one();
+                s.stream.event(ClientEvent::Session(SessionEvent::Closed));
+                s.notify.notify_waiters();
                 // What a closing handle still receives of its own close's
                 // events is unverified (the server sends them before it
                 // closes the connection); the handle is dead, so drop them.
@@ -280,6 +309,59 @@ mod tests {
             assert_eq!(a.try_next_event(), Some(deleted.clone()));
             assert_eq!(a.try_next_event(), None);
             assert_eq!(b.next_event().await, deleted);
+        });
+    }
+
+    #[test]
+    fn submitted_replies_follow_the_events_their_write_fired() {
+        block(async {
+            let server = LocalServer::default();
+            let a = server.connect(5000);
+            let b = server.connect(5000);
+            a.create("/x", b"", CreateMode::Persistent).await.unwrap();
+            a.exists("/x", true).await.unwrap();
+            b.exists("/x", true).await.unwrap();
+            let connected = Delivery::Event(ClientEvent::Session(SessionEvent::Connected));
+            assert_eq!(a.try_next_delivery(), Some(connected.clone()));
+            assert_eq!(b.try_next_delivery(), Some(connected));
+            let set = a.submit(Op::SetData {
+                path: "/x".into(),
+                data: b"1".to_vec(),
+                version: -1,
+            });
+            let bad = a.submit(Op::Exists {
+                path: "x".into(),
+                watch: false,
+            });
+            let changed = Delivery::Event(ClientEvent::Watch(WatchEvent {
+                event_type: EventType::NodeDataChanged,
+                path: "/x".into(),
+            }));
+            assert_eq!(a.try_next_delivery(), Some(changed.clone()));
+            assert!(matches!(
+                a.try_next_delivery(),
+                Some(Delivery::Reply(t, Ok(Reply::SetData(_)))) if t == set
+            ));
+            assert_eq!(
+                a.try_next_delivery(),
+                Some(Delivery::Reply(bad, Err(ZkError::BadArguments)))
+            );
+            assert_eq!(a.try_next_delivery(), None);
+            // The other session only gets the event; a call's reply never
+            // enters the stream, and next_event leaves replies in place.
+            assert_eq!(b.try_next_delivery(), Some(changed));
+            let t = b.submit(Op::Sync { path: "/".into() });
+            b.sync("/").await.unwrap();
+            b.close().await.unwrap();
+            assert_eq!(
+                b.try_next_event(),
+                Some(ClientEvent::Session(SessionEvent::Closed))
+            );
+            assert_eq!(
+                b.try_next_delivery(),
+                Some(Delivery::Reply(t, Ok(Reply::Sync)))
+            );
+            assert_eq!(b.try_next_delivery(), None);
         });
     }
 

@@ -5,9 +5,13 @@
 //! * **Validation first.** Every path is checked by [`crate::path::validate_op`]
 //!   before anything is sent; a bad path is `Err(BadArguments)` and nothing
 //!   reaches a server.
-//! * **FIFO.** Calls issued one after another on one handle are answered in
-//!   issue order. A failed write does not stop later ones; only `multi` is
-//!   atomic.
+//! * **FIFO.** Requests issued on one handle go to the server in issue
+//!   order and are answered in issue order, whether each waits for its
+//!   reply ([`Zk::call`]) or several are in flight at once
+//!   ([`Zk::submit`]). A failed write does not stop later ones; only
+//!   `multi` is atomic. The one exception: a request the handle answers
+//!   itself (a bad path, an empty multi, a dead handle) is answered at
+//!   once, without waiting for the replies of requests still in flight.
 //! * **Replies.** `Ok(Reply)` of the variant matching the `Op`; a failed
 //!   `multi` is `Ok(Reply::Multi(results))` with the failing op's code inside
 //!   (see [`Reply::multi_error`]). An empty multi answers `Ok(Multi([]))`
@@ -22,6 +26,44 @@
 //!   reply of any call issued after the write that fired it has returned:
 //!   after any call returns, every event that precedes its reply can be
 //!   taken with [`Zk::try_next_event`].
+//!
+//! # One ordered stream: replies and events
+//!
+//! A server sends a connection's replies and watch notifications down one
+//! TCP stream, a notification fired by a write before the replies to
+//! requests it answers after that write; the Java client hands them to the
+//! application in that order (ClientCnxn's event thread). A handle gives
+//! the same stream as [`Delivery`]s: [`Zk::submit`] sends a request at
+//! once without waiting (several may be in flight: pipelining) and its
+//! reply comes back as [`Delivery::Reply`] with the request's [`Ticket`],
+//! in its place among the [`Delivery::Event`]s. [`Zk::next_delivery`]
+//! waits for the next one, [`Zk::try_next_delivery`] takes one that has
+//! arrived. On a broken connection the requests in flight fail with
+//! ConnectionLoss in issue order, then `Disconnected` comes; on expiry or
+//! close they fail with SessionExpired before `Expired` or `Closed`.
+//!
+//! How exactly an implementation keeps the wire order:
+//!
+//! * `SimZk` (the simulator) delivers in exactly the order its server sent
+//!   on the connection.
+//! * [`local::LocalZk`] answers at once: a write's reply comes after the
+//!   events it fired for its own session, as a server sends them.
+//! * [`real::RealZk`] cannot see the wire (the crate gives a future per
+//!   request and one per watcher): replies come in issue order, and an
+//!   event comes after every reply that preceded it on the wire, but may
+//!   come later than its place (after replies that followed it). See
+//!   [`real`] for the details.
+//!
+//! **Mixing the two styles on one handle.** The stream holds every event
+//! and the replies of submitted requests only: a [`Zk::call`] waits for its
+//! own reply, which never enters the stream. [`Zk::next_event`] and
+//! [`Zk::try_next_event`] take the next *event* of the stream, leaving any
+//! reply ahead of it in place for [`Zk::next_delivery`]. So each event is
+//! taken once, by whichever of the two takes it first, and no reply is
+//! lost or taken twice; but code that takes events with `next_event`
+//! while requests it submitted are in flight sees those events before
+//! replies the server sent earlier. One consumer of the stream per handle
+//! (a [`crate::recipes::Driver`], say) is the intended use.
 //! * **ConnectionLoss** means the outcome is unknown: the request may or may
 //!   not have been applied. No implementation retries a request by itself.
 //! * **SessionExpired**: once a handle has seen `SessionEvent::Expired` (or
@@ -76,11 +118,71 @@
 pub mod local;
 pub mod real;
 
+use std::collections::VecDeque;
 use std::future::Future;
 
 use crate::proto::{
     ClientEvent, CreateMode, MultiOp, MultiResult, Op, Reply, SessionId, Stat, ZkError,
 };
+
+/// Names one request sent with [`Zk::submit`]; its reply comes back in the
+/// stream as [`Delivery::Reply`] with the same ticket. Unique per handle,
+/// increasing in submission order.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Ticket(pub u64);
+
+/// One item of a handle's ordered stream (see the module docs, "One
+/// ordered stream").
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Delivery {
+    /// The reply to a submitted request.
+    Reply(Ticket, Result<Reply, ZkError>),
+    /// A watch or session event.
+    Event(ClientEvent),
+}
+
+/// A handle's stream as the implementations keep it: deliveries in order,
+/// tickets handed out in submission order.
+#[derive(Default, Debug)]
+pub(crate) struct Deliveries {
+    queue: VecDeque<Delivery>,
+    next_ticket: u64,
+}
+
+impl Deliveries {
+    /// The next ticket.
+    pub(crate) fn ticket(&mut self) -> Ticket {
+        let t = Ticket(self.next_ticket);
+        self.next_ticket += 1;
+        t
+    }
+
+    pub(crate) fn reply(&mut self, ticket: Ticket, result: Result<Reply, ZkError>) {
+        self.queue.push_back(Delivery::Reply(ticket, result));
+    }
+
+    pub(crate) fn event(&mut self, event: ClientEvent) {
+        self.queue.push_back(Delivery::Event(event));
+    }
+
+    /// The next delivery, reply or event.
+    pub(crate) fn pop(&mut self) -> Option<Delivery> {
+        self.queue.pop_front()
+    }
+
+    /// The next event, leaving the replies ahead of it in place (see the
+    /// module docs, "Mixing the two styles").
+    pub(crate) fn pop_event(&mut self) -> Option<ClientEvent> {
+        let at = self
+            .queue
+            .iter()
+            .position(|d| matches!(d, Delivery::Event(_)))?;
+        match self.queue.remove(at) {
+            Some(Delivery::Event(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// An asynchronous ZooKeeper session handle. See the module docs for the
 /// contract.
@@ -91,18 +193,54 @@ pub trait Zk {
     /// The negotiated session timeout.
     fn session_timeout_ms(&self) -> u64;
 
-    /// Sends one request and waits for its reply.
+    /// Sends one request and waits for its reply. The reply does not enter
+    /// the stream of [`Zk::next_delivery`].
     fn call(&self, op: Op) -> impl Future<Output = Result<Reply, ZkError>> + Send;
 
-    /// Waits for the next watch or session event.
+    /// Sends one request now, in submission order, without waiting (held
+    /// while disconnected exactly as a [`Zk::call`] is); its reply comes
+    /// back in the stream ([`Zk::next_delivery`]) under the ticket returned.
+    fn submit(&self, op: Op) -> Ticket;
+
+    /// Waits for the next reply or event of the stream. Cancellation-safe:
+    /// nothing is taken from the stream unless it is returned.
+    fn next_delivery(&self) -> impl Future<Output = Delivery> + Send;
+
+    /// Takes the next reply or event that has already arrived, without
+    /// waiting.
+    fn try_next_delivery(&self) -> Option<Delivery>;
+
+    /// Waits for the next watch or session event of the stream, leaving
+    /// replies in it.
     fn next_event(&self) -> impl Future<Output = ClientEvent> + Send;
 
-    /// Takes the next event that has already arrived, without waiting.
+    /// Takes the next event that has already arrived, without waiting,
+    /// leaving replies in the stream.
     fn try_next_event(&self) -> Option<ClientEvent>;
 
     /// Closes the session: its ephemerals are deleted at once (if the close
     /// reaches the server); the handle is dead afterwards.
     fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send;
+}
+
+/// Waits until `take` gives something; `notify` is woken with
+/// `notify_waiters` whenever the stream grows. Registering before looking
+/// means a wake between the look and the wait is not missed, and every
+/// waiter (a `next_event` and a `next_delivery` on one handle, say) looks
+/// again. Cancellation-safe: `take` is only called when its result is
+/// returned at once.
+pub(crate) async fn wait_for<T>(
+    notify: &tokio::sync::Notify,
+    mut take: impl FnMut() -> Option<T>,
+) -> T {
+    loop {
+        let mut notified = std::pin::pin!(notify.notified());
+        notified.as_mut().enable();
+        if let Some(x) = take() {
+            return x;
+        }
+        notified.await;
+    }
 }
 
 fn unexpected(reply: Reply) -> ZkError {

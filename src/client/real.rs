@@ -35,6 +35,50 @@
 //!   and it was created again before a poll: the two creations then give
 //!   one NodeCreated.
 //!
+//! # The stream: what order `RealZk` delivers, and where it can differ
+//!
+//! The crate's request methods queue their request for its session task
+//! when they are called, not when their future is polled ("ordered at
+//! future creation time"; `Client::create` and the others call
+//! `send_request` before returning the future). [`Zk::submit`] therefore
+//! starts the request before it returns (`RealZk::start`), and requests go out in
+//! submission order. What comes back is a future per request and a
+//! channel per watcher, so the wire order of replies and notifications is
+//! not observable; the stream is built by polls (`poll_all`,
+//! run by every `try_next_*`/`next_*` and after every call), each of
+//! which:
+//!
+//! 1. looks at the watchers and the session state first,
+//! 2. then takes the submitted requests' replies, in submission order, up
+//!    to the first still in flight (FIFO, even for a request the crate
+//!    refuses without a round trip),
+//! 3. and queues: the replies, then the watch events (in the batch order
+//!    below), then the session events.
+//!
+//! The crate completes a request before it dispatches a notification that
+//! follows it on the wire (one task, in stream order), so any reply the
+//! server sent before an event found in step 1 is found in step 2: **an
+//! event is never delivered before a reply the server sent earlier.** It
+//! may be delivered later than its place: after replies the server sent
+//! after it, when they were already in by the poll that found it. The
+//! exceptions and additions:
+//!
+//! * a `Connected` that ends an outage is queued *before* the replies of
+//!   its poll (the crate publishes it before it sends what was queued in
+//!   the outage, so those replies follow it); a `Disconnected` and an
+//!   `Expired` are queued after them (the requests they fail are failed
+//!   after the state is published: if some are not failed yet, their
+//!   ConnectionLoss comes after the `Disconnected`). A flap missed
+//!   between two polls (`Disconnected` put back, see below) is queued
+//!   after the replies, so a reply from after the reconnect can then come
+//!   before that `Connected`.
+//! * on `Expired` or `Closed`, a submitted request still in flight fails
+//!   with SessionExpired before the end event (the crate would fail it
+//!   after); `close` does the same before it closes, so that nothing
+//!   holds the crate's client.
+//!
+//! A [`Zk::call`]'s reply never enters the stream.
+//!
 //! # When events become visible, and in which order
 //!
 //! * **After a call.** Every call polls the table after its reply. The crate
@@ -106,7 +150,7 @@ use std::time::Duration;
 use futures::task::ArcWake;
 use zookeeper_client as zk;
 
-use super::Zk;
+use super::{Deliveries, Delivery, Ticket, Zk};
 use crate::path::validate_op;
 use crate::proto::{
     ClientEvent, CreateMode, EventType, MultiOp, MultiResult, Op, Reply, SessionEvent, SessionId,
@@ -115,6 +159,7 @@ use crate::proto::{
 
 type WatchFuture = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
 type StateFuture = Pin<Box<dyn Future<Output = (zk::StateWatcher, zk::SessionState)> + Send>>;
+type ReplyFuture = Pin<Box<dyn Future<Output = Result<Reply, ZkError>> + Send>>;
 
 /// A session on a real ZooKeeper through the `zookeeper-client` crate.
 ///
@@ -127,7 +172,10 @@ pub struct RealZk {
     client: Mutex<Option<zk::Client>>,
     session_id: SessionId,
     session_timeout_ms: u64,
-    inner: Mutex<Inner>,
+    /// Submitted requests in flight. Its lock is held for a whole poll
+    /// (`poll_all`) and is always taken before `inner`'s.
+    pipeline: Mutex<Pipeline>,
+    inner: Arc<Mutex<Inner>>,
     /// Polls use this waker, so whoever waits in `next_event` is woken by
     /// any watcher or state change, whoever polled last.
     waker: Waker,
@@ -164,20 +212,25 @@ impl RealZk {
             tick: 0,
             next_id: 0,
             paths: BTreeMap::new(),
-            queue: VecDeque::new(),
+            queue: Deliveries::default(),
             state: Some(state_future(watcher)),
             last_session: SessionEvent::Connected,
             terminal: false,
         };
         // The state may already have moved on since the handshake.
         if current != zk::SessionState::SyncConnected {
-            inner.on_state(current);
+            let mut sessions = Vec::new();
+            inner.on_state(current, &mut sessions);
+            for event in sessions {
+                inner.queue.event(ClientEvent::Session(event));
+            }
         }
         Ok(RealZk {
             client: Mutex::new(Some(client)),
             session_id,
             session_timeout_ms: negotiated,
-            inner: Mutex::new(inner),
+            pipeline: Mutex::new(Pipeline::default()),
+            inner: Arc::new(Mutex::new(inner)),
             waker: futures::task::waker(waiters.clone()),
             waiters,
         })
@@ -186,8 +239,8 @@ impl RealZk {
     /// How many crate watchers are armed (kept alive) right now, after a
     /// poll. For tests: a fired or dropped watch leaves this table.
     pub fn armed_watchers(&self) -> usize {
-        let mut inner = lock(&self.inner);
-        inner.poll(&self.waker);
+        self.poll_all();
+        let inner = lock(&self.inner);
         inner.paths.values().map(|p| p.armed.len()).sum()
     }
 
@@ -195,145 +248,224 @@ impl RealZk {
         lock(&self.client).clone()
     }
 
-    fn poll_now(&self) {
-        lock(&self.inner).poll(&self.waker);
-    }
-
-    /// Registers a watching read before it is sent, so that a dispatch
-    /// record is kept while this read could still join it.
-    fn begin_watch(&self, path: &str) -> InflightGuard<'_> {
+    /// Takes whatever has fired, changed or been answered, without
+    /// waiting, and queues it in the order the module docs give: replies
+    /// in submission order, then the watch events, then the session
+    /// events (a Connected that follows an outage before the replies).
+    /// The watchers and the state are looked at *before* the replies, so
+    /// that every reply the server sent before an event seen here is seen
+    /// too (the crate completes a request before it dispatches a later
+    /// notification): an event is never queued ahead of a reply it came
+    /// after.
+    fn poll_all(&self) {
+        let mut pipeline = lock(&self.pipeline);
+        let batch = lock(&self.inner).poll(&self.waker);
+        let mut replies = Vec::new();
+        let mut cx = Context::from_waker(&self.waker);
+        // In order, up to the first still in flight: FIFO, even for a
+        // request the crate refuses without a round trip.
+        while let Some((ticket, fut)) = pipeline.waiting.front_mut() {
+            match fut.as_mut().poll(&mut cx) {
+                Poll::Ready(result) => {
+                    replies.push((*ticket, result));
+                    pipeline.waiting.pop_front();
+                }
+                Poll::Pending => break,
+            }
+        }
+        let ended = batch
+            .sessions
+            .iter()
+            .any(|e| matches!(e, SessionEvent::Expired | SessionEvent::Closed));
+        if ended {
+            // The crate fails them with SessionExpired once it has
+            // published the end; say so before the end, as a Java client
+            // fails its queued packets before the Expired event. (No lock
+            // on `inner` is held here: a watching read's guard takes it
+            // when its future is dropped.)
+            for (ticket, _) in pipeline.waiting.drain(..) {
+                replies.push((ticket, Err(ZkError::SessionExpired)));
+            }
+        }
         let mut inner = lock(&self.inner);
-        let id = inner.next_id;
-        inner.next_id += 1;
-        let sent_tick = inner.tick;
-        inner
-            .paths
-            .entry(path.to_owned())
-            .or_default()
-            .inflight
-            .push(Inflight { id, sent_tick });
-        InflightGuard {
-            zk: self,
-            path: path.to_owned(),
-            id,
-            sent_tick,
-            done: false,
+        let reconnected = batch.sessions.first() == Some(&SessionEvent::Connected);
+        if reconnected {
+            // Published before anything queued in the outage is sent.
+            for &event in &batch.sessions {
+                inner.queue.event(ClientEvent::Session(event));
+            }
+        }
+        for (ticket, result) in replies {
+            inner.queue.reply(ticket, result);
+        }
+        for event in batch.watches {
+            inner.queue.event(ClientEvent::Watch(event));
+        }
+        if !reconnected {
+            for event in batch.sessions {
+                inner.queue.event(ClientEvent::Session(event));
+            }
         }
     }
 
-    fn arm(&self, mut guard: InflightGuard<'_>, witness: Witness, watcher: zk::OneshotWatcher) {
-        guard.done = true;
-        let mut inner = lock(&self.inner);
-        let terminal = inner.terminal;
-        let watches = inner.paths.entry(guard.path.clone()).or_default();
-        watches.inflight.retain(|f| f.id != guard.id);
-        if !terminal {
-            watches.armed.push(Armed {
-                sent_tick: guard.sent_tick,
-                witness,
-                fut: Box::pin(watcher.changed()),
-            });
-        } else if watches.is_empty() {
-            inner.paths.remove(&guard.path);
+    /// Starts `op` on the crate and returns its reply future, the request
+    /// already handed to the crate's session task: the crate's request
+    /// methods queue their request when called, not when polled, and the
+    /// one poll here runs [`run`] up to that call.
+    fn start(&self, client: zk::Client, op: Op) -> ReplyFuture {
+        let mut fut: ReplyFuture = Box::pin(run(self.inner.clone(), client, op));
+        let mut cx = Context::from_waker(&self.waker);
+        match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(result) => Box::pin(std::future::ready(result)),
+            Poll::Pending => fut,
         }
     }
+}
 
-    async fn run(&self, client: &zk::Client, op: Op) -> Result<Reply, ZkError> {
-        match op {
-            Op::Create { path, data, mode } => {
-                let options = create_options(mode)?;
-                let (stat, sequence) = client
-                    .create(&path, &data, &options)
-                    .await
-                    .map_err(|e| map_error(&e))?;
-                let path = if mode.is_sequential() {
-                    format!("{path}{sequence}")
-                } else {
-                    path
-                };
-                Ok(Reply::Create {
-                    path,
-                    stat: convert_stat(&stat),
-                })
-            }
-            Op::Delete { path, version } => {
-                client
-                    .delete(&path, Some(version))
-                    .await
-                    .map_err(|e| map_error(&e))?;
-                Ok(Reply::Delete)
-            }
-            Op::Exists { path, watch: false } => {
-                let stat = client.check_stat(&path).await.map_err(|e| map_error(&e))?;
-                Ok(Reply::Exists(stat.as_ref().map(convert_stat)))
-            }
-            Op::Exists { path, watch: true } => {
-                let guard = self.begin_watch(&path);
-                let (stat, watcher) = client
-                    .check_and_watch_stat(&path)
-                    .await
-                    .map_err(|e| map_error(&e))?;
-                self.arm(guard, Witness::of(stat.as_ref()), watcher);
-                Ok(Reply::Exists(stat.as_ref().map(convert_stat)))
-            }
-            Op::GetData { path, watch: false } => {
-                let (data, stat) = client.get_data(&path).await.map_err(|e| map_error(&e))?;
-                Ok(Reply::GetData {
-                    data,
-                    stat: convert_stat(&stat),
-                })
-            }
-            Op::GetData { path, watch: true } => {
-                let guard = self.begin_watch(&path);
-                let (data, stat, watcher) = client
-                    .get_and_watch_data(&path)
-                    .await
-                    .map_err(|e| map_error(&e))?;
-                self.arm(guard, Witness::of(Some(&stat)), watcher);
-                Ok(Reply::GetData {
-                    data,
-                    stat: convert_stat(&stat),
-                })
-            }
-            Op::SetData {
+/// What a submitted request waits in.
+#[derive(Default)]
+struct Pipeline {
+    next_ticket: u64,
+    /// In submission order.
+    waiting: VecDeque<(Ticket, ReplyFuture)>,
+}
+
+/// Registers a watching read before it is sent, so that a dispatch
+/// record is kept while this read could still join it.
+fn begin_watch(inner_arc: &Arc<Mutex<Inner>>, path: &str) -> InflightGuard {
+    let mut inner = lock(inner_arc);
+    let id = inner.next_id;
+    inner.next_id += 1;
+    let sent_tick = inner.tick;
+    inner
+        .paths
+        .entry(path.to_owned())
+        .or_default()
+        .inflight
+        .push(Inflight { id, sent_tick });
+    InflightGuard {
+        inner: inner_arc.clone(),
+        path: path.to_owned(),
+        id,
+        sent_tick,
+        done: false,
+    }
+}
+
+fn arm(mut guard: InflightGuard, witness: Witness, watcher: zk::OneshotWatcher) {
+    guard.done = true;
+    let mut inner = lock(&guard.inner);
+    let terminal = inner.terminal;
+    let watches = inner.paths.entry(guard.path.clone()).or_default();
+    watches.inflight.retain(|f| f.id != guard.id);
+    if !terminal {
+        watches.armed.push(Armed {
+            sent_tick: guard.sent_tick,
+            witness,
+            fut: Box::pin(watcher.changed()),
+        });
+    } else if watches.is_empty() {
+        inner.paths.remove(&guard.path);
+    }
+}
+
+/// One request on the crate. Owns what it uses, so that a submitted one
+/// can wait in the pipeline.
+async fn run(inner: Arc<Mutex<Inner>>, client: zk::Client, op: Op) -> Result<Reply, ZkError> {
+    match op {
+        Op::Create { path, data, mode } => {
+            let options = create_options(mode)?;
+            let (stat, sequence) = client
+                .create(&path, &data, &options)
+                .await
+                .map_err(|e| map_error(&e))?;
+            let path = if mode.is_sequential() {
+                format!("{path}{sequence}")
+            } else {
+                path
+            };
+            Ok(Reply::Create {
                 path,
-                data,
-                version,
-            } => {
-                let stat = client
-                    .set_data(&path, &data, Some(version))
-                    .await
-                    .map_err(|e| map_error(&e))?;
-                Ok(Reply::SetData(convert_stat(&stat)))
-            }
-            Op::GetChildren { path, watch: false } => {
-                let (children, stat) = client
-                    .get_children(&path)
-                    .await
-                    .map_err(|e| map_error(&e))?;
-                Ok(Reply::GetChildren {
-                    children,
-                    stat: convert_stat(&stat),
-                })
-            }
-            Op::GetChildren { path, watch: true } => {
-                let guard = self.begin_watch(&path);
-                let (children, stat, watcher) = client
-                    .get_and_watch_children(&path)
-                    .await
-                    .map_err(|e| map_error(&e))?;
-                self.arm(guard, Witness::of(Some(&stat)), watcher);
-                Ok(Reply::GetChildren {
-                    children,
-                    stat: convert_stat(&stat),
-                })
-            }
-            Op::Sync { path } => {
-                client.sync(&path).await.map_err(|e| map_error(&e))?;
-                Ok(Reply::Sync)
-            }
-            Op::Multi(ops) => run_multi(client, ops).await,
+                stat: convert_stat(&stat),
+            })
         }
+        Op::Delete { path, version } => {
+            client
+                .delete(&path, Some(version))
+                .await
+                .map_err(|e| map_error(&e))?;
+            Ok(Reply::Delete)
+        }
+        Op::Exists { path, watch: false } => {
+            let stat = client.check_stat(&path).await.map_err(|e| map_error(&e))?;
+            Ok(Reply::Exists(stat.as_ref().map(convert_stat)))
+        }
+        Op::Exists { path, watch: true } => {
+            let guard = begin_watch(&inner, &path);
+            let (stat, watcher) = client
+                .check_and_watch_stat(&path)
+                .await
+                .map_err(|e| map_error(&e))?;
+            arm(guard, Witness::of(stat.as_ref()), watcher);
+            Ok(Reply::Exists(stat.as_ref().map(convert_stat)))
+        }
+        Op::GetData { path, watch: false } => {
+            let (data, stat) = client.get_data(&path).await.map_err(|e| map_error(&e))?;
+            Ok(Reply::GetData {
+                data,
+                stat: convert_stat(&stat),
+            })
+        }
+        Op::GetData { path, watch: true } => {
+            let guard = begin_watch(&inner, &path);
+            let (data, stat, watcher) = client
+                .get_and_watch_data(&path)
+                .await
+                .map_err(|e| map_error(&e))?;
+            arm(guard, Witness::of(Some(&stat)), watcher);
+            Ok(Reply::GetData {
+                data,
+                stat: convert_stat(&stat),
+            })
+        }
+        Op::SetData {
+            path,
+            data,
+            version,
+        } => {
+            let stat = client
+                .set_data(&path, &data, Some(version))
+                .await
+                .map_err(|e| map_error(&e))?;
+            Ok(Reply::SetData(convert_stat(&stat)))
+        }
+        Op::GetChildren { path, watch: false } => {
+            let (children, stat) = client
+                .get_children(&path)
+                .await
+                .map_err(|e| map_error(&e))?;
+            Ok(Reply::GetChildren {
+                children,
+                stat: convert_stat(&stat),
+            })
+        }
+        Op::GetChildren { path, watch: true } => {
+            let guard = begin_watch(&inner, &path);
+            let (children, stat, watcher) = client
+                .get_and_watch_children(&path)
+                .await
+                .map_err(|e| map_error(&e))?;
+            arm(guard, Witness::of(Some(&stat)), watcher);
+            Ok(Reply::GetChildren {
+                children,
+                stat: convert_stat(&stat),
+            })
+        }
+        Op::Sync { path } => {
+            client.sync(&path).await.map_err(|e| map_error(&e))?;
+            Ok(Reply::Sync)
+        }
+        Op::Multi(ops) => run_multi(&client, ops).await,
     }
 }
 
@@ -354,21 +486,61 @@ impl Zk for RealZk {
         let Some(client) = self.current_client() else {
             return Err(ZkError::SessionExpired);
         };
-        let result = self.run(&client, op).await;
+        let result = run(self.inner.clone(), client, op).await;
         // Events that preceded this reply are dispatched by now.
-        self.poll_now();
+        self.poll_all();
         result
+    }
+
+    /// Sent now, in submission order (see `RealZk::start`); the reply is
+    /// queued by the poll that finds it, behind the replies of requests
+    /// submitted earlier.
+    fn submit(&self, op: Op) -> Ticket {
+        // Held while the request is handed over, so that tickets and the
+        // crate's queue agree on the order.
+        let mut pipeline = lock(&self.pipeline);
+        let ticket = Ticket(pipeline.next_ticket);
+        pipeline.next_ticket += 1;
+        let local = match validate_op(&op) {
+            Err(e) => Some(Err(e)),
+            Ok(()) if matches!(&op, Op::Multi(ops) if ops.is_empty()) => {
+                Some(Ok(Reply::Multi(Vec::new())))
+            }
+            Ok(()) => None,
+        };
+        let fut: ReplyFuture = match (local, self.current_client()) {
+            (Some(result), _) => Box::pin(std::future::ready(result)),
+            (None, None) => Box::pin(std::future::ready(Err(ZkError::SessionExpired))),
+            (None, Some(client)) => self.start(client, op),
+        };
+        pipeline.waiting.push_back((ticket, fut));
+        drop(pipeline);
+        // Whoever waits in next_delivery looks again (an answer may be
+        // ready already).
+        self.waker.wake_by_ref();
+        ticket
+    }
+
+    fn next_delivery(&self) -> impl Future<Output = Delivery> + Send {
+        futures::future::poll_fn(move |cx| {
+            // Register before polling, so a change in between still wakes us.
+            self.waiters.register(cx.waker());
+            match self.try_next_delivery() {
+                Some(delivery) => Poll::Ready(delivery),
+                None => Poll::Pending,
+            }
+        })
+    }
+
+    fn try_next_delivery(&self) -> Option<Delivery> {
+        self.poll_all();
+        lock(&self.inner).queue.pop()
     }
 
     fn next_event(&self) -> impl Future<Output = ClientEvent> + Send {
         futures::future::poll_fn(move |cx| {
-            // Register before polling, so a change in between still wakes us.
             self.waiters.register(cx.waker());
-            let mut inner = lock(&self.inner);
-            if inner.queue.is_empty() {
-                inner.poll(&self.waker);
-            }
-            match inner.queue.pop_front() {
+            match self.try_next_event() {
                 Some(event) => Poll::Ready(event),
                 None => Poll::Pending,
             }
@@ -376,9 +548,8 @@ impl Zk for RealZk {
     }
 
     fn try_next_event(&self) -> Option<ClientEvent> {
-        let mut inner = lock(&self.inner);
-        inner.poll(&self.waker);
-        inner.queue.pop_front()
+        self.poll_all();
+        lock(&self.inner).queue.pop_event()
     }
 
     /// Closes the session and waits until the crate reports the outcome:
@@ -393,6 +564,22 @@ impl Zk for RealZk {
             return Ok(());
         };
         let mut watcher = client.state_watcher();
+        // Whatever has come in goes first; a submitted request still in
+        // flight then fails with SessionExpired, before the end, as a
+        // closed Java handle fails its queued packets. Dropping it also
+        // drops its hold on the crate's client.
+        self.poll_all();
+        let abandoned: Vec<(Ticket, ReplyFuture)> = {
+            let mut pipeline = lock(&self.pipeline);
+            let abandoned: Vec<_> = pipeline.waiting.drain(..).collect();
+            let mut inner = lock(&self.inner);
+            for (ticket, _) in &abandoned {
+                inner.queue.reply(*ticket, Err(ZkError::SessionExpired));
+            }
+            abandoned
+        };
+        // Dropped with no lock held: a watching read's guard takes `inner`.
+        drop(abandoned);
         // The crate sends closeSession once its last handle is gone.
         drop(client);
         let bound = Duration::from_millis(self.session_timeout_ms.saturating_mul(2))
@@ -412,14 +599,16 @@ impl Zk for RealZk {
             Ok(_) => (SessionEvent::Expired, Err(ZkError::SessionExpired)),
             Err(_) => (SessionEvent::Closed, Err(ZkError::ConnectionLoss)),
         };
+        self.poll_all();
         let mut inner = lock(&self.inner);
-        inner.poll(&self.waker);
         if !inner.terminal {
             inner.push_session(event);
             inner.terminal = true;
         }
         inner.state = None;
         inner.paths.clear();
+        drop(inner);
+        self.waker.wake_by_ref();
         result
     }
 }
@@ -708,13 +897,20 @@ impl PathWatches {
     }
 }
 
+/// What one poll of the watchers and the state found.
+struct Batch {
+    watches: Vec<WatchEvent>,
+    sessions: Vec<SessionEvent>,
+}
+
 struct Inner {
     /// Counts polls; orders reads against deliveries.
     tick: u64,
     next_id: u64,
     /// By path, so a batch is collected in a deterministic order.
     paths: BTreeMap<String, PathWatches>,
-    queue: VecDeque<ClientEvent>,
+    /// The stream, as `RealZk::poll_all` orders it.
+    queue: Deliveries,
     /// `None` once terminal.
     state: Option<StateFuture>,
     last_session: SessionEvent,
@@ -722,8 +918,9 @@ struct Inner {
 }
 
 impl Inner {
-    /// Takes whatever has fired or changed, without waiting.
-    fn poll(&mut self, waker: &Waker) {
+    /// Takes whatever has fired or changed, without waiting; the caller
+    /// places it in the stream.
+    fn poll(&mut self, waker: &Waker) -> Batch {
         let mut cx = Context::from_waker(waker);
         self.tick += 1;
         let tick = self.tick;
@@ -779,13 +976,13 @@ impl Inner {
         }
         self.paths.retain(|_, watches| !watches.is_empty());
         fresh.sort_by(|a, b| order_key(a).cmp(&order_key(b)));
-        self.queue.extend(fresh.into_iter().map(ClientEvent::Watch));
+        let mut sessions = Vec::new();
 
         while let Some(fut) = self.state.as_mut() {
             let Poll::Ready((watcher, state)) = fut.as_mut().poll(&mut cx) else {
                 break;
             };
-            self.on_state(state);
+            self.on_state(state, &mut sessions);
             self.state = if self.terminal {
                 None
             } else {
@@ -796,9 +993,14 @@ impl Inner {
             // Nothing fires after the end; the crate has dropped its side.
             self.paths.clear();
         }
+        Batch {
+            watches: fresh,
+            sessions,
+        }
     }
 
-    fn on_state(&mut self, state: zk::SessionState) {
+    /// Notes a state the crate published; the events it makes go to `out`.
+    fn on_state(&mut self, state: zk::SessionState, out: &mut Vec<SessionEvent>) {
         if self.terminal {
             return;
         }
@@ -820,38 +1022,41 @@ impl Inner {
                     } else {
                         SessionEvent::Connected
                     };
-                    self.push_session(missed);
+                    out.push(missed);
                 }
-                self.push_session(event);
+                out.push(event);
             }
             SessionEvent::Expired | SessionEvent::Closed => {
-                self.push_session(event);
+                out.push(event);
                 self.terminal = true;
             }
+        }
+        if let Some(&last) = out.last() {
+            self.last_session = last;
         }
     }
 
     fn push_session(&mut self, event: SessionEvent) {
         self.last_session = event;
-        self.queue.push_back(ClientEvent::Session(event));
+        self.queue.event(ClientEvent::Session(event));
     }
 }
 
 /// Removes a watching read's registration if it ends without arming.
-struct InflightGuard<'a> {
-    zk: &'a RealZk,
+struct InflightGuard {
+    inner: Arc<Mutex<Inner>>,
     path: String,
     id: u64,
     sent_tick: u64,
     done: bool,
 }
 
-impl Drop for InflightGuard<'_> {
+impl Drop for InflightGuard {
     fn drop(&mut self) {
         if self.done {
             return;
         }
-        let mut inner = lock(&self.zk.inner);
+        let mut inner = lock(&self.inner);
         if let Some(watches) = inner.paths.get_mut(&self.path) {
             watches.inflight.retain(|f| f.id != self.id);
             if watches.is_empty() {

@@ -1,28 +1,51 @@
-//! Runs a recipe machine over a [`Zk`] handle: the machine's requests are
-//! sent one at a time, in order (the session is FIFO anyway).
+//! Runs a recipe machine over a [`Zk`] handle: every request the machine
+//! queues is sent at once, in order ([`Zk::submit`]: several may be in
+//! flight, as a real client pipelines them), and the machine is fed the
+//! handle's one ordered stream ([`Zk::next_delivery`]): replies and watch
+//! and session events, each in its place.
 //!
-//! A reply is handed to the machine before the events that arrived with
-//! it. The handle cannot say which of them came first on the wire, and
-//! this order is the safe one: an event the server sent before the reply
-//! describes a change the reply already shows (the machine reads again,
-//! needlessly), while an event handed over before a reply it came after
-//! would be taken for news about a state the machine has not seen yet — a
-//! lock waiter would then take its predecessor's NodeDeleted before the
-//! exists() reply that says the node is there, and wait for ever.
+//! # What order the machine sees, and why it is safe
 //!
-//! Cancellation-safe: a request in flight is kept by the driver, so a
-//! caller may put a timeout around [`Driver::next_outcome`] and call it
-//! again later without losing the reply.
+//! The machine sees what the server sent on the connection in the order
+//! it sent it, as a Java application's callbacks and watcher do (exactly
+//! so over the simulator and [`crate::client::local::LocalZk`]; over
+//! [`crate::client::real::RealZk`] an event may come later than its
+//! place, never earlier: see its docs). So an event may now come before
+//! the reply to a request that was in flight when the server sent it.
+//!
+//! That order is safe because it is the server's: a reply reflects every
+//! change whose event came before it (the server applied the change, sent
+//! its notification, then answered), and an event that comes after a
+//! reply is news about a state later than the one the reply showed. A
+//! lock waiter whose predecessor goes away while its exists() is in flight
+//! gets either the reply "gone" (the delete came first: the exists armed
+//! nothing, and any NodeDeleted it takes beforehand comes from an earlier
+//! watch) or the reply "there" followed by the NodeDeleted. What was unsafe
+//! is the opposite — an event handed over before a reply the server sent
+//! earlier, which the machine would take for news about a state it has not
+//! seen yet — and a handle that cannot see the wire errs the other way.
+//! The recipes' models ([`crate::models`]) explore the same thing: a FIFO
+//! of requests per client, and replies and events delivered as the server
+//! sends them.
+//!
+//! Session events keep their place too: the requests in flight when a
+//! connection breaks fail with ConnectionLoss, in issue order, before the
+//! `Disconnected`; after a reconnect `Connected` comes before any reply on
+//! the new connection; on expiry the failures come before `Expired`.
+//!
+//! Cancellation-safe: a request is submitted, and its ticket recorded,
+//! before the driver waits, and a delivery is taken from the stream only
+//! when it is handed to the machine; so a caller may put a timeout around
+//! [`Driver::next_outcome`] and call it again later without losing
+//! anything. The driver takes the whole stream of its handle: run one
+//! driver per handle (a [`Zk::call`] on the same handle is fine: its reply
+//! never enters the stream).
 
-use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::{Input, Machine, OpId, Output};
-use crate::client::Zk;
-use crate::proto::{ClientEvent, Op, Reply, SessionEvent, ZkError};
-
-type Call<'z> = Pin<Box<dyn Future<Output = Result<Reply, ZkError>> + Send + 'z>>;
+use crate::client::{Delivery, Ticket, Zk};
+use crate::proto::{ClientEvent, Op, SessionEvent};
 
 /// What a driver reports, in the order it happened: an outcome of its
 /// machine, or (only with [`Driver::noting_sessions`]) a session event it
@@ -36,16 +59,19 @@ pub enum Noted<O> {
     Session(SessionEvent),
 }
 
-/// A machine run over a [`Zk`] handle: it sends the machine's requests one at a time,
-/// feeds it their replies and the session's events, and queues its outcomes.
+/// A machine run over a [`Zk`] handle: it sends the machine's requests as
+/// soon as it queues them, feeds it the handle's replies and events in
+/// stream order, and queues its outcomes.
 pub struct Driver<'z, Z: Zk, M: Machine> {
     zk: &'z Z,
     machine: M,
     /// Outcomes, and session events handed over when noting them.
     outcomes: VecDeque<Noted<M::Outcome>>,
     noting: bool,
+    /// Queued by the machine, not submitted yet (sent at the next step).
     sends: VecDeque<(OpId, Op)>,
-    in_flight: Option<(OpId, Call<'z>)>,
+    /// Submitted and not answered yet: the machine's id for each ticket.
+    in_flight: BTreeMap<Ticket, OpId>,
 }
 
 impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
@@ -57,7 +83,7 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
             outcomes: VecDeque::new(),
             noting: false,
             sends: VecDeque::new(),
-            in_flight: None,
+            in_flight: BTreeMap::new(),
         }
     }
 
@@ -93,13 +119,18 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
         self.collect();
     }
 
-    /// Hands the machine every event that has already arrived, without
-    /// waiting and without sending anything.
+    /// Hands the machine every reply and event that has already arrived,
+    /// in stream order, without waiting and without sending anything.
     pub fn pump(&mut self) {
-        while let Some(event) = self.zk.try_next_event() {
-            self.deliver(event);
+        while let Some(delivery) = self.zk.try_next_delivery() {
+            self.take(delivery);
         }
         self.collect();
+    }
+
+    /// How many of the machine's requests are sent and not answered yet.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
     }
 
     /// The next outcome already reported, if any.
@@ -140,30 +171,30 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
         }
     }
 
-    /// One step: send the next request and take its reply, or, with none
-    /// to send, wait for one event.
+    /// One step: send every request the machine has queued, in order,
+    /// then wait for the next delivery of the stream and hand it over.
     pub async fn step(&mut self) {
         self.collect();
-        if self.in_flight.is_none() {
-            if let Some((id, op)) = self.sends.pop_front() {
-                self.in_flight = Some((id, Box::pin(self.zk.call(op))));
-            }
+        while let Some((id, op)) = self.sends.pop_front() {
+            let ticket = self.zk.submit(op);
+            self.in_flight.insert(ticket, id);
         }
-        match &mut self.in_flight {
-            Some((id, call)) => {
-                let (id, result) = (*id, call.as_mut().await);
-                self.in_flight = None;
-                self.machine.handle(Input::Reply(id, result));
-                while let Some(event) = self.zk.try_next_event() {
-                    self.deliver(event);
+        let delivery = self.zk.next_delivery().await;
+        self.take(delivery);
+        self.collect();
+    }
+
+    fn take(&mut self, delivery: Delivery) {
+        match delivery {
+            Delivery::Reply(ticket, result) => {
+                // A ticket not ours was submitted by someone else on this
+                // handle (see the module docs): nothing to hand over.
+                if let Some(id) = self.in_flight.remove(&ticket) {
+                    self.machine.handle(Input::Reply(id, result));
                 }
             }
-            None => {
-                let event = self.zk.next_event().await;
-                self.deliver(event);
-            }
+            Delivery::Event(event) => self.deliver(event),
         }
-        self.collect();
     }
 
     fn deliver(&mut self, event: ClientEvent) {
@@ -181,7 +212,7 @@ impl<'z, Z: Zk + Sync, M: Machine> Driver<'z, Z, M> {
     }
 
     /// Takes what the machine has queued: outcomes are reported at once,
-    /// requests wait their turn.
+    /// requests go out at the next step.
     fn collect(&mut self) {
         while let Some(out) = self.machine.poll() {
             match out {

@@ -10,7 +10,13 @@
 //!   (replayed by the server); the session is either back (Connected, then
 //!   the replayed events) or gone (Expired: the handle is dead);
 //! * requests issued while disconnected wait for the next connection; the
-//!   two [`Flavour`]s differ in how long.
+//!   two [`Flavour`]s differ in how long;
+//! * replies to submitted requests and events go into one stream
+//!   ([`crate::client::Delivery`]) in the order the server sent them on the
+//!   connection (a notification fired by a write before the replies the
+//!   server sends after it), with the failures the client decides itself
+//!   (ConnectionLoss, SessionExpired) placed where it decides them, before
+//!   the Disconnected, Expired or Closed that follows.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
@@ -29,7 +35,7 @@ use tokio::sync::Notify;
 use super::net::{Datagram, Inbox, Socket};
 use super::record::Recorder;
 use super::{client_addr, lock, now_ms, Network, Outbox, Reorder, Wire};
-use crate::client::Zk;
+use crate::client::{wait_for, Deliveries, Delivery, Ticket, Zk};
 use crate::ensemble::msg::{ClientMsg, ConnId, ServerId, ServerMsg, WatchLists};
 use crate::history::{Actor, HistOp, OpId, Outcome};
 use crate::path::validate_op;
@@ -99,8 +105,28 @@ enum Arm {
     Child,
 }
 
+/// Where a request's reply goes.
+enum Route {
+    /// To the [`Zk::call`] awaiting it (which may have given up).
+    Call(oneshot::Sender<Result<Reply, ZkError>>),
+    /// Into the ordered stream, under its [`Zk::submit`] ticket.
+    Stream(Ticket),
+}
+
+impl Route {
+    fn answer(self, stream: &mut Deliveries, result: Result<Reply, ZkError>) {
+        match self {
+            // The caller may have given up (dropped its future).
+            Route::Call(tx) => {
+                let _ = tx.send(result);
+            }
+            Route::Stream(ticket) => stream.reply(ticket, result),
+        }
+    }
+}
+
 struct Waiter {
-    tx: oneshot::Sender<Result<Reply, ZkError>>,
+    to: Route,
     arm: Option<(Arm, String)>,
     /// The request's invocation in the history, when recording.
     op: Option<OpId>,
@@ -158,7 +184,10 @@ struct State {
     waiting: BTreeMap<i64, Waiter>,
     /// Issued while not connected.
     held: VecDeque<(i64, Op, Waiter)>,
-    events: VecDeque<ClientEvent>,
+    /// Replies to submitted requests and events, in the order they came
+    /// off the connection (or, for failures no server sent, in the order
+    /// the client decided them).
+    stream: Deliveries,
     last_state: Option<SessionEvent>,
     watches: Watches,
     last_zxid: Zxid,
@@ -189,11 +218,11 @@ impl State {
     }
 
     /// Fails a request with an error no server sent; records it.
-    fn fail(&self, w: Waiter, e: ZkError) {
+    fn fail(&mut self, w: Waiter, e: ZkError) {
         if let (Some(r), Some(id)) = (&self.recorder, w.op) {
             r.complete(id, None, None, Outcome::Err(e));
         }
-        let _ = w.tx.send(Err(e));
+        w.to.answer(&mut self.stream, Err(e));
     }
 
     /// How the trace names this client: its node, and its session once
@@ -216,7 +245,7 @@ impl State {
                 r.session(self.actor, self.session, e, server);
             }
             self.last_state = Some(e);
-            self.events.push_back(ClientEvent::Session(e));
+            self.stream.event(ClientEvent::Session(e));
         }
     }
 
@@ -281,7 +310,7 @@ pub struct SimZk {
     state: Arc<Mutex<State>>,
     actor: Actor,
     recorder: Option<Recorder>,
-    /// Wakes `next_event` callers.
+    /// Wakes whoever waits on the stream (`next_event`, `next_delivery`).
     events: Arc<Notify>,
     /// Wakes the connector when the connection breaks.
     broken: Arc<Notify>,
@@ -306,7 +335,7 @@ impl SimZk {
             next_xid: 1,
             waiting: BTreeMap::new(),
             held: VecDeque::new(),
-            events: VecDeque::new(),
+            stream: Deliveries::default(),
             last_state: None,
             watches: Watches::default(),
             last_zxid: 0,
@@ -413,8 +442,71 @@ impl SimZk {
         tracing::info!(target: "zoosim::fault", "break the connection of {}", st.who());
         st.disconnect(self.socket);
         drop(st);
-        self.events.notify_one();
+        self.events.notify_waiters();
         self.broken.notify_one();
+    }
+
+    /// Sends `op` now on the current connection, or holds it until the
+    /// next one; a request that needs no server (a bad path, an empty
+    /// multi, a dead handle) is answered at once, through `to`.
+    fn issue(&self, op: Op, to: Route) {
+        let mut st = lock(&self.state);
+        let ended = match st.phase {
+            Phase::Closed | Phase::Expired => true,
+            _ => st.closing.is_some(),
+        };
+        let local = match validate_op(&op) {
+            Err(e) => Some(Err(e)),
+            Ok(()) if matches!(&op, Op::Multi(ops) if ops.is_empty()) => {
+                Some(Ok(Reply::Multi(Vec::new())))
+            }
+            Ok(()) if ended => Some(Err(ZkError::SessionExpired)),
+            Ok(()) => None,
+        };
+        if let Some(result) = local {
+            // A call that ends here, without a request, is recorded here.
+            if let Some(r) = &self.recorder {
+                let outcome = match &result {
+                    Ok(reply) => Outcome::Ok(Some(reply.clone())),
+                    Err(e) => Outcome::Err(*e),
+                };
+                r.local(
+                    self.actor,
+                    Some(self.session),
+                    HistOp::Zk(op.clone()),
+                    outcome,
+                );
+            }
+            to.answer(&mut st.stream, result);
+            drop(st);
+            self.events.notify_waiters();
+            return;
+        }
+        let arm = match &op {
+            Op::Exists { path, watch: true } => Some((Arm::Exists, path.clone())),
+            Op::GetData { path, watch: true } => Some((Arm::Data, path.clone())),
+            Op::GetChildren { path, watch: true } => Some((Arm::Child, path.clone())),
+            _ => None,
+        };
+        let xid = st.next_xid;
+        st.next_xid += 1;
+        tracing::debug!(target: "zoosim::client", "{} request {xid}: {op:?}", st.who());
+        let rec = self.recorder.as_ref().map(|r| {
+            r.invoke(
+                self.actor,
+                Some(self.session),
+                Some(xid),
+                HistOp::Zk(op.clone()),
+            )
+        });
+        let w = Waiter { to, arm, op: rec };
+        match st.phase {
+            Phase::Connected { conn, server } => {
+                st.waiting.insert(xid, w);
+                st.send_on(self.socket, conn, server, ClientMsg::Request { xid, op });
+            }
+            _ => st.held.push_back((xid, op, w)),
+        }
     }
 }
 
@@ -486,25 +578,26 @@ async fn reconnect(
                     {
                         st.expire();
                         drop(st);
-                        events.notify_one();
+                        events.notify_waiters();
                         return;
                     }
                 }
                 next = (next + 1) % servers.len();
                 let outcome = attempt(socket, &state, servers[next]).await;
-                events.notify_one();
+                if outcome == Attempted::Failed {
+                    let mut st = lock(&state);
+                    if st.flavour == Flavour::Java {
+                        // Requests queued for this attempt fail with it.
+                        for (_, _, w) in std::mem::take(&mut st.held) {
+                            st.fail(w, ZkError::ConnectionLoss);
+                        }
+                    }
+                }
+                events.notify_waiters();
                 match outcome {
                     Attempted::Connected => break 'round,
                     Attempted::Expired => return,
-                    Attempted::Failed => {
-                        let mut st = lock(&state);
-                        if st.flavour == Flavour::Java {
-                            // Requests queued for this attempt fail with it.
-                            for (_, _, w) in std::mem::take(&mut st.held) {
-                                st.fail(w, ZkError::ConnectionLoss);
-                            }
-                        }
-                    }
+                    Attempted::Failed => {}
                 }
             }
             // A full round failed: back off about a second.
@@ -535,7 +628,7 @@ async fn keep_alive(
             tracing::debug!(target: "zoosim::client", "{} heard nothing from server {} for {} ms: read timeout", st.who(), server, now - st.last_heard_ms);
             st.disconnect(socket);
             drop(st);
-            events.notify_one();
+            events.notify_waiters();
             broken.notify_one();
             continue;
         }
@@ -588,7 +681,7 @@ async fn receive(
             }
         }
         drop(st);
-        events.notify_one();
+        events.notify_waiters();
     }
 }
 
@@ -678,8 +771,7 @@ fn on_message(socket: Socket, st: &mut State, conn: ConnId, msg: ServerMsg, brok
             if let (Some(r), Some(id)) = (&st.recorder, w.op) {
                 r.complete(id, st.server(), Some(zxid), outcome(&result));
             }
-            // The caller may have given up (dropped its future).
-            let _ = w.tx.send(result);
+            w.to.answer(&mut st.stream, result);
         }
         ServerMsg::Watch(event) => {
             tracing::debug!(target: "zoosim::client", "{} watch event {:?} {}", st.who(), event.event_type, event.path);
@@ -687,7 +779,7 @@ fn on_message(socket: Socket, st: &mut State, conn: ConnId, msg: ServerMsg, brok
                 if let Some(r) = &st.recorder {
                     r.watch(st.actor, st.session, st.server(), event.clone());
                 }
-                st.events.push_back(ClientEvent::Watch(event));
+                st.stream.event(ClientEvent::Watch(event));
             }
         }
         ServerMsg::Closed => {
@@ -714,88 +806,31 @@ impl Zk for SimZk {
     }
 
     fn call(&self, op: Op) -> impl Future<Output = Result<Reply, ZkError>> + Send {
-        // A call that ends here, without a request, is recorded here.
-        let local = |op: &Op, result: &Result<Option<_>, ZkError>| {
-            if let Some(r) = &self.recorder {
-                let outcome = match result {
-                    Ok(_) => Outcome::Ok(Some(Reply::Multi(Vec::new()))),
-                    Err(e) => Outcome::Err(*e),
-                };
-                r.local(
-                    self.actor,
-                    Some(self.session),
-                    HistOp::Zk(op.clone()),
-                    outcome,
-                );
-            }
-        };
-        let sent = validate_op(&op).and_then(|()| {
-            if matches!(&op, Op::Multi(ops) if ops.is_empty()) {
-                return Ok(None);
-            }
-            let st = lock(&self.state);
-            match st.phase {
-                Phase::Closed | Phase::Expired => return Err(ZkError::SessionExpired),
-                _ if st.closing.is_some() => return Err(ZkError::SessionExpired),
-                _ => {}
-            }
-            Ok(Some(st))
-        });
-        let sent = match sent {
-            Ok(Some(mut st)) => {
-                let arm = match &op {
-                    Op::Exists { path, watch: true } => Some((Arm::Exists, path.clone())),
-                    Op::GetData { path, watch: true } => Some((Arm::Data, path.clone())),
-                    Op::GetChildren { path, watch: true } => Some((Arm::Child, path.clone())),
-                    _ => None,
-                };
-                let (tx, rx) = oneshot::channel();
-                let xid = st.next_xid;
-                st.next_xid += 1;
-                tracing::debug!(target: "zoosim::client", "{} request {xid}: {op:?}", st.who());
-                let rec = self.recorder.as_ref().map(|r| {
-                    r.invoke(
-                        self.actor,
-                        Some(self.session),
-                        Some(xid),
-                        HistOp::Zk(op.clone()),
-                    )
-                });
-                let w = Waiter { tx, arm, op: rec };
-                match st.phase {
-                    Phase::Connected { conn, server } => {
-                        st.waiting.insert(xid, w);
-                        st.send_on(self.socket, conn, server, ClientMsg::Request { xid, op });
-                    }
-                    _ => st.held.push_back((xid, op, w)),
-                }
-                Ok(Some(rx))
-            }
-            ended => {
-                let ended = ended.map(|_| None);
-                local(&op, &ended);
-                ended
-            }
-        };
-        async move {
-            match sent? {
-                None => Ok(Reply::Multi(Vec::new())),
-                Some(rx) => rx.await.unwrap_or(Err(ZkError::ConnectionLoss)),
-            }
-        }
+        let (tx, rx) = oneshot::channel();
+        self.issue(op, Route::Call(tx));
+        async move { rx.await.unwrap_or(Err(ZkError::ConnectionLoss)) }
+    }
+
+    fn submit(&self, op: Op) -> Ticket {
+        let ticket = lock(&self.state).stream.ticket();
+        self.issue(op, Route::Stream(ticket));
+        ticket
+    }
+
+    async fn next_delivery(&self) -> Delivery {
+        wait_for(&self.events, || self.try_next_delivery()).await
+    }
+
+    fn try_next_delivery(&self) -> Option<Delivery> {
+        lock(&self.state).stream.pop()
     }
 
     async fn next_event(&self) -> ClientEvent {
-        loop {
-            if let Some(e) = self.try_next_event() {
-                return e;
-            }
-            self.events.notified().await;
-        }
+        wait_for(&self.events, || self.try_next_event()).await
     }
 
     fn try_next_event(&self) -> Option<ClientEvent> {
-        lock(&self.state).events.pop_front()
+        lock(&self.state).stream.pop_event()
     }
 
     fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send {
@@ -829,6 +864,8 @@ impl Zk for SimZk {
             }
         }
         drop(st);
+        // Ending here put failures and Closed in the stream.
+        self.events.notify_waiters();
         async move {
             if let Some(rx) = rx {
                 rx.await.map_err(|_| ZkError::ConnectionLoss)?;

@@ -3,6 +3,7 @@
 //! the run ends, under whatever the nemesis does. Every outcome goes into
 //! the log [`crate::check::queue`] judges.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,7 +12,7 @@ use madsim::rand::{thread_rng, Rng};
 use madsim::time::{sleep, timeout, Instant};
 
 use crate::check::queue::QueueEvent;
-use crate::client::Zk;
+use crate::client::{Delivery, Ticket, Zk};
 use crate::ensemble::sim::nemesis::ClientSlots;
 use crate::ensemble::sim::{Ensemble, SimZk};
 use crate::proto::{ClientEvent, Op, Reply, SessionId, ZkError};
@@ -163,6 +164,7 @@ async fn consume<M: ConsumerMachine>(
         dir: w.priority.then_some(w.dir.as_str()),
         c,
         log: &log,
+        listings: Mutex::new(BTreeSet::new()),
     };
     let mut driver = Driver::new(&listing, machine);
     loop {
@@ -183,6 +185,30 @@ struct Listing<'a> {
     dir: Option<&'a str>,
     c: usize,
     log: &'a QueueLog,
+    /// Submitted listings of `dir` whose replies have not been taken yet.
+    listings: Mutex<BTreeSet<Ticket>>,
+}
+
+impl Listing<'_> {
+    fn is_listing(&self, op: &Op) -> bool {
+        matches!((op, self.dir), (Op::GetChildren { path, .. }, Some(d)) if path == d)
+    }
+
+    fn note(&self, reply: &Result<Reply, ZkError>) {
+        if let Ok(Reply::GetChildren { children, .. }) = reply {
+            let items = children.iter().filter_map(|n| priority_rank(n)).collect();
+            self.log.record(self.c, QueueEvent::Listed { items });
+        }
+    }
+
+    /// Logs a listing's reply as it is taken from the stream.
+    fn taken(&self, delivery: &Delivery) {
+        if let Delivery::Reply(ticket, reply) = delivery {
+            if self.listings.lock().unwrap().remove(ticket) {
+                self.note(reply);
+            }
+        }
+    }
 }
 
 impl Zk for Listing<'_> {
@@ -195,17 +221,39 @@ impl Zk for Listing<'_> {
     }
 
     fn call(&self, op: Op) -> impl Future<Output = Result<Reply, ZkError>> + Send {
-        let listing =
-            matches!((&op, self.dir), (Op::GetChildren { path, .. }, Some(d)) if path == d);
+        let listing = self.is_listing(&op);
         let call = self.zk.call(op);
         async move {
             let reply = call.await;
-            if let (true, Ok(Reply::GetChildren { children, .. })) = (listing, &reply) {
-                let items = children.iter().filter_map(|n| priority_rank(n)).collect();
-                self.log.record(self.c, QueueEvent::Listed { items });
+            if listing {
+                self.note(&reply);
             }
             reply
         }
+    }
+
+    fn submit(&self, op: Op) -> Ticket {
+        let listing = self.is_listing(&op);
+        // Noted before the reply can be taken: a reply answered at once
+        // is in the stream when submit returns.
+        let mut listings = self.listings.lock().unwrap();
+        let ticket = self.zk.submit(op);
+        if listing {
+            listings.insert(ticket);
+        }
+        ticket
+    }
+
+    async fn next_delivery(&self) -> Delivery {
+        let delivery = self.zk.next_delivery().await;
+        self.taken(&delivery);
+        delivery
+    }
+
+    fn try_next_delivery(&self) -> Option<Delivery> {
+        let delivery = self.zk.try_next_delivery()?;
+        self.taken(&delivery);
+        Some(delivery)
     }
 
     fn next_event(&self) -> impl Future<Output = ClientEvent> + Send {
