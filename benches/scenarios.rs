@@ -79,7 +79,7 @@ fn main() {
     let mut seeds = 0;
     for f in files {
         let s = load(&f).unwrap_or_else(|e| panic!("{e}"));
-        let summary = run_scenario(&s, &options, &|_| {});
+        let summary = run_scenario(&s, &options, &|_| {}).expect("the seeds fit");
         assert!(
             summary.failures.is_empty() || s.expect_failure,
             "{}",

@@ -52,8 +52,8 @@ enum Command {
     Run {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Seeds per scenario (default: each file's `seeds`).
-        #[arg(long)]
+        /// Seeds per scenario (default: each file's `seeds`; at least 1).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         seeds: Option<u64>,
         /// The first seed (default: each file's `seed_start`).
         #[arg(long)]
@@ -151,8 +151,9 @@ enum Command {
     /// The recipes, their variants, workload keys, properties and
     /// counters; the faults; the scenarios in a directory.
     List {
-        #[arg(default_value = "scenarios")]
-        dir: PathBuf,
+        /// A directory of scenario files, or one file (default:
+        /// `scenarios`, when there is one).
+        dir: Option<PathBuf>,
     },
     /// Check history files for linearizability against a model
     /// (Jepsen's log format or EDN maps): a verdict per file.
@@ -177,6 +178,16 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 /// built-in recipes and `registry`'s. Exit codes: 0 all as expected, 1 a
 /// scenario not as expected (or a replayed seed failed), 2 bad input.
 pub fn main_with(registry: Registry) -> ExitCode {
+    // A closed pipe (`zoosim replay ... --trace | head -1`) ends the
+    // command quietly, as it ends Unix tools. Rust ignores SIGPIPE, so each
+    // later write would fail instead: the trace reported every failure,
+    // then a print panicked.
+    #[cfg(unix)]
+    // SAFETY: called before any thread is started; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     main_from(registry, std::env::args_os())
 }
 
@@ -425,7 +436,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::List { dir } => {
-            print!("{}", list(registry, &dir)?);
+            print!("{}", list(registry, dir.as_deref())?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Lin(args) => lin::run(&args),
@@ -525,10 +536,14 @@ fn run_all(
 ) -> Result<ExitCode, String> {
     use crate::scenario::runner;
     use indicatif::{ProgressBar, ProgressStyle};
-    let total: u64 = scenarios
+    // Every scenario's seeds are checked to fit before any runs.
+    let mut all_seeds = Vec::new();
+    for s in scenarios {
+        all_seeds.push(runner::seeds_of(s, options).map_err(|e| e.to_string())?);
+    }
+    let total: u64 = all_seeds
         .iter()
-        .map(|s| runner::seeds_of(s, options).len() as u64)
-        .sum();
+        .fold(0u64, |sum, seeds| sum.saturating_add(seeds.len()));
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {msg}  [{elapsed}]")
@@ -567,10 +582,9 @@ fn run_all(
             }
             bar.inc(1);
         };
-        let summary = runner::run_scenario(s, options, &on_seed);
+        let summary = runner::run_scenario(s, options, &on_seed).map_err(|e| e.to_string())?;
         // A scenario that stopped early: its unrun seeds leave the bar.
-        let ran = runner::seeds_of(s, options).len() as u64;
-        bar.inc(ran.saturating_sub(summary.seeds_run));
+        bar.inc(all_seeds[k].len().saturating_sub(summary.seeds_run));
         summaries.push(summary);
     }
     bar.finish_and_clear();
@@ -648,9 +662,9 @@ fn run_all(
             .iter()
             .zip(scenarios)
             .map(|(sum, s)| {
-                let mut seeds = runner::seeds_of(s, options);
-                seeds.truncate(sum.seeds_run as usize);
-                seeds.into_iter().collect()
+                runner::seeds_of(s, options)
+                    .map(|seeds| seeds.take(sum.seeds_run).collect())
+                    .unwrap_or_default()
             })
             .collect();
         let mut pages = std::collections::BTreeSet::new();
@@ -879,7 +893,7 @@ fn merge(
 fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
     match command {
         Command::List { dir } => {
-            print!("{}", list(registry, &dir)?);
+            print!("{}", list(registry, dir.as_deref())?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Lin(args) => lin::run(&args),
@@ -905,7 +919,23 @@ fn shown(n: Option<impl std::fmt::Display>) -> String {
 /// What `zoosim list` prints: the recipes (built-in, then `registry`'s),
 /// their variants, workload keys, properties and counters; the faults;
 /// the scenarios in `dir` (if it is a directory).
-pub fn list(registry: &Registry, dir: &Path) -> Result<String, String> {
+pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<String, String> {
+    // A path given must hold scenarios (a directory of them, or one file):
+    // checked before anything is printed. None given: `scenarios`, when
+    // the current directory has one.
+    let listed = match dir {
+        Some(p) => Some((
+            p.to_path_buf(),
+            scenario_files(&[p.to_path_buf()]).map_err(|e| e.to_string())?,
+        )),
+        None => {
+            let p = PathBuf::from("scenarios");
+            match p.is_dir() {
+                true => Some((p.clone(), scenario_files(&[p]).map_err(|e| e.to_string())?)),
+                false => None,
+            }
+        }
+    };
     let mut out = String::new();
     let _ = writeln!(out, "recipes (variant names go in `variant = ...`):");
     for r in registry.recipes() {
@@ -941,9 +971,9 @@ pub fn list(registry: &Registry, dir: &Path) -> Result<String, String> {
     for f in crate::ensemble::fault::Fault::ALL {
         let _ = writeln!(out, "  {f}");
     }
-    if dir.is_dir() {
+    if let Some((dir, files)) = listed {
         let _ = writeln!(out, "scenarios in {}:", dir.display());
-        for f in scenario_files(&[dir.to_path_buf()]).map_err(|e| e.to_string())? {
+        for f in files {
             match load_in(&f, registry) {
                 Ok(s) => {
                     let _ = writeln!(

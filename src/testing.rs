@@ -64,7 +64,13 @@ pub fn run_scenarios(registry: &Registry, dir: impl AsRef<Path>) -> Vec<(Scenari
         if options.seeds == Some(0) {
             continue;
         }
-        let summary = run_scenario(&s, &options, &|_| {});
+        let summary = match run_scenario(&s, &options, &|_| {}) {
+            Ok(summary) => summary,
+            Err(e) => {
+                bad.push(e.to_string());
+                continue;
+            }
+        };
         eprintln!(
             "{:<42} {:>4} seeds {:>6.1} s  {}",
             s.name,

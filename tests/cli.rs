@@ -758,3 +758,164 @@ fn merge_report_writes_one_index_over_the_shards_pages() {
     assert!(linked >= failed.len(), "{row}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// Issue: hostile but valid-looking arguments. Each of these once broke the
+// command (memory, a wrap-around, a panic); each must be refused, or done,
+// without one.
+
+#[test]
+fn seed_counts_and_starts_that_do_not_fit_are_refused_before_any_seed_runs() {
+    // Zero seeds: refused by the argument parser, as files refuse it.
+    let (code, _, err) = zoosim(&["run", "scenarios/lock.toml", "--seeds", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--seeds"), "{err}");
+    // A range past the largest seed: named, not wrapped round to seed 0
+    // (release) nor an overflow panic (debug).
+    let max = u64::MAX.to_string();
+    let (code, out, err) = zoosim(&[
+        "run",
+        "scenarios/lock.toml",
+        "--seed-start",
+        &max,
+        "--seeds",
+        "3",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("3 seeds from 18446744073709551615 pass the largest seed")
+            && err.contains("at most 1 from there"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // The largest seed alone is fine.
+    let plain = scratch("plain-max.toml", "format = 1\nrecipe = \"lock\"\n");
+    let (code, out, err) = zoosim(&["run", &plain, "--seed-start", &max, "--seeds", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn a_huge_seed_count_is_not_allocated_up_front() {
+    // 2^64 - 1 seeds: the run starts at once (a list of every seed was
+    // built first, and killed for memory).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zoosim"))
+        .args([
+            "run",
+            "scenarios/bug-lock-herd.toml",
+            "--seed-start",
+            "0",
+            "--seeds",
+            &u64::MAX.to_string(),
+            "--jobs",
+            "1",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("zoosim runs");
+    // An expected failure stops at its first failing seed (within the
+    // first few from 0): the run ends quickly if nothing was allocated
+    // per seed.
+    let out = child.wait_with_output().expect("zoosim ends");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("caught as expected"), "{text}");
+}
+
+#[test]
+fn a_closed_pipe_ends_a_trace_quietly() {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zoosim"))
+        .args([
+            "replay",
+            "scenarios/lock.toml",
+            "--seed",
+            "281280512",
+            "--trace",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("zoosim runs");
+    // Read one line, as `| head -1` does, and close the pipe.
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut first = [0u8; 64];
+    let n = stdout.read(&mut first).expect("some output");
+    assert!(n > 0);
+    drop(stdout);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut err)
+        .expect("stderr");
+    let status = child.wait().expect("zoosim ends");
+    assert!(!err.contains("Broken pipe"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // Ended by SIGPIPE, as Unix tools are (or exited on its own, had it
+    // finished writing before the pipe closed).
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        status.signal() == Some(libc::SIGPIPE) || status.success(),
+        "{status:?}: {err}"
+    );
+}
+
+#[test]
+fn list_refuses_a_missing_path_and_lists_a_single_file() {
+    let (code, out, err) = zoosim(&["list", "no/such/dir"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("no/such/dir: no such file or directory"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "{out}");
+    let (code, out, err) = zoosim(&["list", "scenarios/lock.toml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("scenarios in scenarios/lock.toml:"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("lock ") && l.contains("200 seeds")),
+        "{out}"
+    );
+    assert!(!out.contains("bug-lock-herd"), "{out}");
+}
+
+#[test]
+fn a_file_named_twice_runs_once() {
+    let plain = scratch("plain-twice.toml", "format = 1\nrecipe = \"lock\"\n");
+    let dir = std::path::Path::new(&plain)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let again = format!(
+        "{dir}/../{}/plain-twice.toml",
+        std::path::Path::new(&dir)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    let (code, out, err) = zoosim(&["run", &plain, &again, &plain, "--seeds", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 scenarios, 1 seeds"), "{out}");
+}
+
+#[test]
+fn a_symbolic_link_loop_is_named_as_one() {
+    let dir = std::env::temp_dir().join(format!("zoosim-cli-loop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.toml"), dir.join("b.toml"));
+    let _ = std::fs::remove_file(&a);
+    let _ = std::fs::remove_file(&b);
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let (code, _, err) = zoosim(&["run", a.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot read"), "{err}");
+    assert!(!err.contains("no such file"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

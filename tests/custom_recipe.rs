@@ -61,7 +61,7 @@ fn the_counter_passes_every_seed_with_its_counters_up_and_faults_hit() {
     assert_eq!(s.recipe_name(), "cas-counter");
     assert!(s.test_seeds >= 20);
     let started = std::time::Instant::now();
-    let summary = run_scenario(&s, &options(&s), &|_| {});
+    let summary = run_scenario(&s, &options(&s), &|_| {}).expect("the seeds fit");
     eprintln!(
         "cas-counter: {} seeds in {:.1} s: {}; {:?}",
         summary.seeds_run,
@@ -99,7 +99,7 @@ fn the_counter_passes_every_seed_with_its_counters_up_and_faults_hit() {
 fn the_blind_variant_is_caught_within_its_seeds() {
     let s = scenario("bug-cas-counter-blind.toml");
     assert!(s.expect_failure);
-    let summary = run_scenario(&s, &options(&s), &|_| {});
+    let summary = run_scenario(&s, &options(&s), &|_| {}).expect("the seeds fit");
     assert!(summary.passed(), "{}", summary.verdict());
     let property = summary.failures[0].property();
     assert!(
@@ -162,7 +162,7 @@ fn an_unknown_recipe_is_refused_with_its_place_and_the_registered_names() {
 
 #[test]
 fn the_command_lists_and_runs_the_registered_recipe() {
-    let text = zoosim::cli::list(&registry(), Path::new("examples/custom_recipe")).unwrap();
+    let text = zoosim::cli::list(&registry(), Some(Path::new("examples/custom_recipe"))).unwrap();
     for needle in [
         "  cas-counter  a shared counter",
         "variant cas-counter/blind-set",
@@ -174,7 +174,8 @@ fn the_command_lists_and_runs_the_registered_recipe() {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
     // The built-in command does not know it.
-    let builtin = zoosim::cli::list(&Registry::new(), Path::new("examples/custom_recipe")).unwrap();
+    let builtin =
+        zoosim::cli::list(&Registry::new(), Some(Path::new("examples/custom_recipe"))).unwrap();
     assert!(!builtin.contains("  cas-counter  "));
     assert!(
         builtin.contains("unknown recipe \"cas-counter\""),

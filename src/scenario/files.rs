@@ -64,10 +64,22 @@ impl From<SpecError> for LoadError {
 }
 
 /// The scenario files under `paths`: files as given, directories' *.toml
-/// sorted by name.
+/// sorted by name; a file named twice (directly, through a directory or
+/// a link) is taken once, where it first came.
 pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     let mut files = Vec::new();
     for p in paths {
+        // `is_dir` and `is_file` answer false for a path that cannot be
+        // followed (a symbolic link loop, a denied directory): say why.
+        if let Err(error) = std::fs::metadata(p) {
+            return Err(match error.kind() {
+                std::io::ErrorKind::NotFound => LoadError::Missing { path: p.clone() },
+                _ => LoadError::Io {
+                    path: p.clone(),
+                    error,
+                },
+            });
+        }
         if p.is_dir() {
             let io = |error| LoadError::Io {
                 path: p.clone(),
@@ -89,6 +101,8 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
             return Err(LoadError::Missing { path: p.clone() });
         }
     }
+    let mut seen = std::collections::BTreeSet::new();
+    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
     Ok(files)
 }
 

@@ -180,13 +180,91 @@ pub fn seed_range(s: &Scenario, o: &RunOptions) -> (u64, u64) {
     )
 }
 
-/// The seeds a run takes, in order.
-pub fn seeds_of(s: &Scenario, o: &RunOptions) -> Vec<u64> {
+/// A run's seeds that do not fit in a seed (u64): refused before any seed
+/// runs, rather than wrapped round to 0 (or, in a debug build, a panic).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedOverflow {
+    /// The scenario.
+    pub scenario: String,
+    /// The first seed.
+    pub start: u64,
+    /// How many were asked for.
+    pub count: u64,
+}
+
+impl std::fmt::Display for SeedOverflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} seeds from {} pass the largest seed, {} (at most {} from there)",
+            self.scenario,
+            self.count,
+            self.start,
+            u64::MAX,
+            u64::MAX - self.start + 1
+        )
+    }
+}
+
+impl std::error::Error for SeedOverflow {}
+
+/// The seeds a run takes, in order, computed as they are asked for: a
+/// sweep of 2^64 - 1 seeds holds no list of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seeds {
+    start: u64,
+    /// The shard's first index among the scenario's seeds, and the step.
+    first: u64,
+    step: u64,
+    len: u64,
+}
+
+impl Seeds {
+    /// How many seeds the run takes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when the run takes none (a shard past a short range).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The `i`th seed of the run (`i < len`).
+    pub fn get(&self, i: u64) -> u64 {
+        assert!(i < self.len, "seed index {i} of {}", self.len);
+        // In range: checked by `seeds_of` for the whole range.
+        self.start + self.first + i * self.step
+    }
+
+    /// The first `n` seeds of the run.
+    pub fn take(&self, n: u64) -> impl Iterator<Item = u64> + '_ {
+        (0..n.min(self.len)).map(|i| self.get(i))
+    }
+}
+
+/// The seeds a run takes, or why they do not fit in a seed.
+pub fn seeds_of(s: &Scenario, o: &RunOptions) -> Result<Seeds, SeedOverflow> {
     let (start, n) = seed_range(s, o);
-    (0..n)
-        .filter(|i| o.shard.is_none_or(|(k, of)| i % of == k))
-        .map(|i| start + i)
-        .collect()
+    if n > 0 && start.checked_add(n - 1).is_none() {
+        return Err(SeedOverflow {
+            scenario: s.name.clone(),
+            start,
+            count: n,
+        });
+    }
+    let (first, step) = o.shard.unwrap_or((0, 1));
+    let len = if first < n {
+        (n - first).div_ceil(step)
+    } else {
+        0
+    };
+    Ok(Seeds {
+        start,
+        first,
+        step,
+        len,
+    })
 }
 
 /// One seed as run: its outcome (or its panic, an `invariants`
@@ -276,8 +354,13 @@ fn servers_seen(records: &[Record]) -> u32 {
 /// its history: the place to write histories or reports, since the
 /// summary keeps only what it counts. A scenario expected to fail stops
 /// at its first failure.
-pub fn run_scenario(s: &Scenario, o: &RunOptions, on_seed: &(dyn Fn(&SeedRun) + Sync)) -> Summary {
-    let seeds = seeds_of(s, o);
+/// Seeds that do not fit in a seed are refused before any runs.
+pub fn run_scenario(
+    s: &Scenario,
+    o: &RunOptions,
+    on_seed: &(dyn Fn(&SeedRun) + Sync),
+) -> Result<Summary, SeedOverflow> {
+    let seeds = seeds_of(s, o)?;
     let started = std::time::Instant::now();
     let next = AtomicU64::new(0);
     // Expected to fail: no seed after the lowest failing one is needed.
@@ -287,10 +370,10 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, on_seed: &(dyn Fn(&SeedRun) + 
         for _ in 0..o.jobs.max(1) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= seeds.len() as u64 || i > stop_after.load(Ordering::Relaxed) {
+                if i >= seeds.len() || i > stop_after.load(Ordering::Relaxed) {
                     break;
                 }
-                let seed = seeds[i as usize];
+                let seed = seeds.get(i);
                 // Keep what the summary needs; a long sweep must not hold
                 // every seed's outcome log.
                 let run = run_one_recorded(s, seed);
@@ -346,7 +429,7 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, on_seed: &(dyn Fn(&SeedRun) + 
                 }
             }
             Err(panic) => summary.failures.push(Failure {
-                seed: seeds[i as usize],
+                seed: seeds.get(i),
                 violations: vec![panic],
             }),
         }
@@ -362,7 +445,7 @@ pub fn run_scenario(s: &Scenario, o: &RunOptions, on_seed: &(dyn Fn(&SeedRun) + 
             &summary.counters,
         );
     }
-    summary
+    Ok(summary)
 }
 
 /// The one command that replays `seed` of the scenario in `file`.
