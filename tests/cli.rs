@@ -797,7 +797,7 @@ fn seed_counts_and_starts_that_do_not_fit_are_refused_before_any_seed_runs() {
 fn a_huge_seed_count_is_not_allocated_up_front() {
     // 2^64 - 1 seeds: the run starts at once (a list of every seed was
     // built first, and killed for memory).
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zoosim"))
+    let child = Command::new(env!("CARGO_BIN_EXE_zoosim"))
         .args([
             "run",
             "scenarios/bug-lock-herd.toml",
