@@ -919,3 +919,19 @@ fn a_symbolic_link_loop_is_named_as_one() {
     assert!(!err.contains("no such file"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_seed_that_did_nothing_does_not_pass() {
+    // Every link slower than the session timeout: no client ever connects.
+    let f = scratch(
+        "did-nothing.toml",
+        "format = 1\nrecipe = \"queue\"\n[ensemble]\nsession_timeout_ms = 4000\n\
+         link_latency_ms = [9000, 9000]\n",
+    );
+    let (code, out, err) = zoosim(&["run", &f, "--seeds", "1"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("progress: the clients logged no operation"),
+        "{out}"
+    );
+}

@@ -630,7 +630,7 @@ fn judge(
     faults: &[InjectedFault],
     liveness: Liveness,
 ) -> Verdict {
-    use super::verdict::run_properties::{DECLARED_NAMES, ENSEMBLE_LIVENESS, INVARIANTS};
+    use super::verdict::run_properties::{DECLARED_NAMES, ENSEMBLE_LIVENESS, INVARIANTS, PROGRESS};
     let ctx = JudgeCtx {
         ensemble,
         slots,
@@ -667,6 +667,17 @@ fn judge(
     }
     for d in undeclared {
         verdict.violation(DECLARED_NAMES, d);
+    }
+    if verdict.log.is_empty() {
+        verdict.violation(
+            PROGRESS,
+            format!(
+                "the clients logged no operation in {} simulated ms: nothing was tested \
+                 (are the links slower than the session timeout, or every limit at its \
+                 maximum?)",
+                ctx.liveness.end_ms
+            ),
+        );
     }
     verdict
 }

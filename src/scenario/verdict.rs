@@ -27,8 +27,15 @@ pub mod run_properties {
         "declared-names",
         "a verdict names only the properties and counters its recipe declares",
     );
+    /// The run did something: a seed whose clients logged no operation at
+    /// all (every link slower than the session timeout, say) proves
+    /// nothing, and must not pass.
+    pub const PROGRESS: Property = Property::new(
+        "progress",
+        "the clients log at least one operation over the run",
+    );
     /// All of them, as `zoosim list` shows them.
-    pub const ALL: [Property; 3] = [INVARIANTS, ENSEMBLE_LIVENESS, DECLARED_NAMES];
+    pub const ALL: [Property; 4] = [INVARIANTS, ENSEMBLE_LIVENESS, DECLARED_NAMES, PROGRESS];
 }
 
 /// Counters every run reports: from the ensemble's servers (with what the
