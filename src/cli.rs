@@ -253,6 +253,18 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             if let Some(dir) = &report {
                 reports::check_dir(dir)?;
             }
+            if shrink {
+                // Where the shrunk scenarios go, checked before any seed
+                // runs (a failure found in an hour's run must not end in
+                // "cannot write").
+                let shrunk = Path::new("shrunk");
+                let (dir, what) = match shrunk.exists() {
+                    true => (shrunk, "shrunk/"),
+                    false => (Path::new("."), "the current directory (for shrunk/)"),
+                };
+                histories::check_dir_for("--shrink", dir)
+                    .map_err(|e| format!("{e} [writing to {what}]"))?;
+            }
             let line = run_line(&paths, seeds, seed_start, shard);
             // Every file is read and checked before any seed runs, and the
             // summary's file is known to be writable.
@@ -396,6 +408,9 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                     out.display()
                 ));
             }
+            // A shrink works for minutes: an output it cannot write is
+            // refused before, not after.
+            check_writable(&out)?;
             let started = std::time::Instant::now();
             let shrunk = crate::scenario::shrink::shrink(&s, seed, &|step| eprintln!("  {step}"))
                 .map_err(|e| e.to_string())?;
@@ -608,12 +623,17 @@ fn run_all(
     let bad = print_table(&record);
     let seeds: u64 = summaries.iter().map(|s| s.seeds_run).sum();
     let wall = started.elapsed().as_secs_f64();
+    let mut unwritten = false;
     if shrink {
         for (s, scenario) in summaries.iter().zip(scenarios) {
             let Some(f) = s.failures.first().filter(|_| !s.expect_failure) else {
                 continue;
             };
-            std::fs::create_dir_all("shrunk").map_err(|e| format!("shrunk/: {e}"))?;
+            if let Err(e) = std::fs::create_dir_all("shrunk") {
+                eprintln!("error: shrunk/: {e}");
+                unwritten = true;
+                break;
+            }
             // Never over a file already there.
             let out = (1..)
                 .map(|k| match k {
@@ -622,10 +642,21 @@ fn run_all(
                 })
                 .find(|p| !p.exists())
                 .expect("a free name");
-            let shrunk = crate::scenario::shrink::shrink(scenario, f.seed, &|_| {})
-                .map_err(|e| e.to_string())?;
-            std::fs::write(&out, shrunk.scenario.to_toml())
-                .map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
+            // A shrink that cannot finish loses nothing else: the summary
+            // is printed and written already, the other shrinks go on.
+            let shrunk = match crate::scenario::shrink::shrink(scenario, f.seed, &|_| {}) {
+                Ok(shrunk) => shrunk,
+                Err(e) => {
+                    eprintln!("error: cannot shrink {} seed {}: {e}", s.name, f.seed);
+                    unwritten = true;
+                    continue;
+                }
+            };
+            if let Err(e) = std::fs::write(&out, shrunk.scenario.to_toml()) {
+                eprintln!("error: {}: cannot write: {e}", out.display());
+                unwritten = true;
+                continue;
+            }
             println!(
                 "  shrunk {} seed {} into {} ({} faults placed by hand, {} clients)",
                 s.name,
@@ -637,7 +668,6 @@ fn run_all(
         }
     }
     // After the summary, so that a failed write loses nothing of it.
-    let mut unwritten = false;
     let mut written_histories = written_histories
         .into_inner()
         .unwrap_or_else(|e| e.into_inner());
@@ -731,6 +761,24 @@ fn run_all(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Refuses an output file that cannot be written (its directory missing
+/// or read-only), before the work that would fill it; leaves no file
+/// behind that was not there.
+#[cfg_attr(not(madsim), allow(dead_code))]
+fn check_writable(out: &Path) -> Result<(), String> {
+    let existed = out.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(out)
+        .map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(out);
+    }
+    Ok(())
 }
 
 /// The summary table `zoosim run` and `zoosim merge` print: a line per

@@ -935,3 +935,48 @@ fn a_seed_that_did_nothing_does_not_pass() {
         "{out}"
     );
 }
+
+#[test]
+fn shrink_outputs_that_cannot_be_written_are_refused_before_any_work() {
+    // `shrink --out` into a directory that does not exist: refused at
+    // once, not after minutes of shrinking.
+    let started = std::time::Instant::now();
+    let (code, _, err) = zoosim(&[
+        "shrink",
+        "scenarios/bug-lock-herd.toml",
+        "--seed",
+        "281280512",
+        "--out",
+        "/nonexistent-dir/x.toml",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("/nonexistent-dir/x.toml: cannot write"),
+        "{err}"
+    );
+    assert!(!err.contains("shrink step"), "no work was done: {err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    // `run --shrink` where shrunk/ cannot be made (here a plain file has
+    // its name): refused before any seed runs, with the flag named.
+    let dir = std::env::temp_dir().join(format!("zoosim-cli-shrunk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("shrunk"), "not a directory").unwrap();
+    let scenario =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/bug-lock-herd.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_zoosim"))
+        .args(["run", scenario.to_str().unwrap(), "--shrink"])
+        .current_dir(&dir)
+        .output()
+        .expect("zoosim runs");
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}{err}");
+    assert!(
+        err.contains("--shrink") && err.contains("not a directory"),
+        "{err}"
+    );
+    assert!(!stdout.contains("seeds in"), "no seed ran: {stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
