@@ -424,11 +424,39 @@ struct RawEnsemble {
     broken: Option<Spanned<String>>,
 }
 
-#[derive(Deserialize, Clone)]
-#[serde(untagged)]
+/// An integer, or a list of integers to draw from per seed. Read by hand
+/// rather than as an untagged enum, whose error ("data did not match any
+/// variant of untagged enum OneOrMany") told a user nothing.
+#[derive(Clone)]
 enum OneOrMany {
     One(i64),
     Many(Vec<i64>),
+}
+
+impl<'de> Deserialize<'de> for OneOrMany {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = OneOrMany;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer or a list of integers, e.g. 3 or [3, 5]")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<OneOrMany, E> {
+                Ok(OneOrMany::One(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<OneOrMany, A::Error> {
+                let mut values = Vec::new();
+                while let Some(v) = seq.next_element::<i64>()? {
+                    values.push(v);
+                }
+                Ok(OneOrMany::Many(values))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl OneOrMany {

@@ -776,3 +776,13 @@ fn the_default_liveness_bound_follows_the_session_timeout_the_tick_and_the_clien
     assert_eq!(default_liveness_bound_ms(40_000, 2_000, 5), 87_000);
     assert_eq!(default_liveness_bound_ms(4_000, 500, usize::MAX), u64::MAX);
 }
+
+#[test]
+fn a_value_that_is_neither_an_integer_nor_a_list_says_what_is_accepted() {
+    // Once "data did not match any variant of untagged enum OneOrMany".
+    for value in ["\"five\"", "3.5", "{ a = 1 }"] {
+        let text = format!("format = 1\nrecipe = \"lock\"\n[ensemble]\nservers = {value}\n");
+        assert_err(&text, 4, 11, "expected an integer or a list of integers");
+        assert!(!err(&text).message.contains("OneOrMany"));
+    }
+}
