@@ -22,6 +22,8 @@ pub use watch::WatchTable;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use imbl::OrdMap;
+
 use crate::path::{basename, join, parent};
 use crate::proto::{
     EventType, MultiResult, Op, Reply, SessionId, Stat, WatchEvent, WatchKind, ZkError, Zxid,
@@ -211,12 +213,15 @@ impl ReadRef<'_> {
     }
 }
 
-/// The znodes by path. Paths and nodes are shared between the copies of a
-/// tree (a change copies the node it changes, [`Arc::make_mut`]): the
-/// contract check copies a tree at each write it tries, and its states
-/// compare trees that are mostly the same nodes. Hashed, compared and
-/// shown as a map of `String` to `Node` would be.
-type Nodes = BTreeMap<Arc<str>, Arc<Node>>;
+/// The znodes by path, in path order. A persistent map: a copy of the
+/// tree shares the map's own B-tree nodes with the original, so copying is
+/// O(1) and a change copies only the O(log n) map nodes on its way down
+/// (and, with [`Arc::make_mut`], the znode it changes). The contract check
+/// copies a tree at each write it tries, on trees of hundreds to thousands
+/// of znodes, and its states compare trees that are mostly the same nodes
+/// (shared map nodes are skipped by the comparison). Iterated in the same
+/// sorted order as a `BTreeMap`, so every run is the same as before.
+type Nodes = OrdMap<Arc<str>, Arc<Node>>;
 
 /// The replicated data tree. `Clone + Eq + Hash`: models hold it as state.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -240,7 +245,7 @@ impl DataTree {
     /// A fresh tree: `/`, `/zookeeper`, `/zookeeper/quota` and
     /// `/zookeeper/config`, added without touching any counter.
     pub fn new(config: TreeConfig) -> DataTree {
-        let mut nodes = BTreeMap::new();
+        let mut nodes = Nodes::new();
         let mut root = Node::new(Vec::new(), 0, 0, Owner::Persistent);
         root.children.insert("zookeeper".into());
         let mut zk = Node::new(Vec::new(), 0, 0, Owner::Persistent);
@@ -696,15 +701,21 @@ impl DataTree {
     /// SetWatches, the invariants) answers as before. The next txn's zxid
     /// follows the renamed last one.
     pub fn relabel_zxids(&mut self, mut f: impl FnMut(Zxid) -> Zxid) {
-        for n in self.nodes.values_mut() {
-            let (czxid, mzxid, pzxid) = (f(n.czxid), f(n.mzxid), f(n.pzxid));
-            // A node whose zxids keep their names stays shared.
-            if (czxid, mzxid, pzxid) != (n.czxid, n.mzxid, n.pzxid) {
-                let n = Arc::make_mut(n);
-                n.czxid = czxid;
-                n.mzxid = mzxid;
-                n.pzxid = pzxid;
-            }
+        // A node whose zxids keep their names stays shared (and so do the
+        // map's nodes above it).
+        let changed: Vec<(Arc<str>, [Zxid; 3])> = self
+            .nodes
+            .iter()
+            .filter_map(|(p, n)| {
+                let zxids = [f(n.czxid), f(n.mzxid), f(n.pzxid)];
+                (zxids != [n.czxid, n.mzxid, n.pzxid]).then(|| (p.clone(), zxids))
+            })
+            .collect();
+        for (p, [czxid, mzxid, pzxid]) in changed {
+            let n = self.node_mut(&p).expect("a node just seen");
+            n.czxid = czxid;
+            n.mzxid = mzxid;
+            n.pzxid = pzxid;
         }
         self.last_zxid = f(self.last_zxid);
     }
@@ -740,19 +751,21 @@ impl DataTree {
             debug_assert!(n.children.is_empty(), "renamed {new}, which has children");
             self.nodes.insert(new.into(), n);
         }
-        for n in self.nodes.values_mut() {
-            let owner = match n.owner {
-                Owner::Ephemeral(s) => Owner::Ephemeral(session(s)),
-                owner => owner,
-            };
-            let children = n.children.iter().any(|c| name(c).is_some());
-            // A node that keeps its owner and children stays shared.
-            if owner == n.owner && !children {
-                continue;
-            }
-            let n = Arc::make_mut(n);
-            n.owner = owner;
-            if children {
+        let owner_of = |n: &Node| match n.owner {
+            Owner::Ephemeral(s) => Owner::Ephemeral(session(s)),
+            owner => owner,
+        };
+        // A node that keeps its owner and children stays shared.
+        let changed: Vec<Arc<str>> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| owner_of(n) != n.owner || n.children.iter().any(|c| name(c).is_some()))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in changed {
+            let n = self.node_mut(&p).expect("a node just seen");
+            n.owner = owner_of(n);
+            if n.children.iter().any(|c| name(c).is_some()) {
                 n.children = std::mem::take(&mut n.children)
                     .into_iter()
                     .map(|c| name(&c).unwrap_or(c))
