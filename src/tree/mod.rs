@@ -20,6 +20,7 @@ pub use txn::{sequence_suffix, Txn, TxnBody, TxnOp};
 pub use watch::WatchTable;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use imbl::OrdMap;
@@ -223,10 +224,64 @@ impl ReadRef<'_> {
 /// sorted order as a `BTreeMap`, so every run is the same as before.
 type Nodes = OrdMap<Arc<str>, Arc<Node>>;
 
+/// A znode's share of the tree's digest: a fixed 64-bit hash of its path
+/// and of every field but its children.
+///
+/// The idea is ZooKeeper's own (ZOOKEEPER-3114, `DigestCalculator`): the
+/// tree's digest is the sum of its nodes' digests, kept up to date at each
+/// change by taking the changed node's old digest out and putting its new
+/// one in, so that it costs O(1) per change instead of a walk of the tree.
+/// The children are left out (as ZooKeeper leaves them out): they are
+/// implied by the other nodes' paths, so nothing is lost, and a parent's
+/// digest does not grow with its child list nor change when a child is
+/// made or deleted other than through its counters.
+///
+/// The hasher is SipHash with fixed keys ([`DefaultHasher::new`]), never a
+/// randomly keyed one: the digest feeds the tree's [`Hash`], which must be
+/// the same in every run of a seed.
+fn node_digest(path: &str, node: &Node) -> u64 {
+    // Every field named, so that a field added to Node is a decision here.
+    let Node {
+        data,
+        czxid,
+        mzxid,
+        pzxid,
+        ctime,
+        mtime,
+        version,
+        aversion,
+        child_creates,
+        owner,
+        children: _,
+    } = node;
+    let mut h = DefaultHasher::new();
+    path.hash(&mut h);
+    data.hash(&mut h);
+    (czxid, mzxid, pzxid, ctime, mtime).hash(&mut h);
+    (version, aversion, child_creates).hash(&mut h);
+    owner.hash(&mut h);
+    h.finish()
+}
+
+/// The digest of `nodes` computed from scratch (what [`DataTree`] keeps).
+fn digest_of(nodes: &Nodes) -> u64 {
+    nodes
+        .iter()
+        .fold(0u64, |d, (p, n)| d.wrapping_add(node_digest(p, n)))
+}
+
 /// The replicated data tree. `Clone + Eq + Hash`: models hold it as state.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+/// Cloning is O(1) (the nodes are a persistent map) and hashing O(sessions)
+/// (the nodes are hashed through their kept digest).
+#[derive(Clone, Debug)]
 pub struct DataTree {
     nodes: Nodes,
+    /// The wrapping sum of [`node_digest`] over `nodes`, kept at every
+    /// change by [`DataTree::insert_node`], [`DataTree::remove_node`] and
+    /// [`DataTree::update_node`], the only ways the nodes change (but for
+    /// a child list, which is not in it: [`DataTree::update_children`]).
+    /// Equal trees have equal digests, however they were reached.
+    digest: u64,
     /// Live sessions and their timeouts (createSession/closeSession txns).
     sessions: BTreeMap<SessionId, u64>,
     /// Each session's ephemerals (DataTree.ephemerals).
@@ -241,19 +296,55 @@ impl Default for DataTree {
     }
 }
 
+/// A full comparison (a digest is a hash, and hashes collide), but trees
+/// of different digests are told apart without a look at their nodes, and
+/// the nodes' comparison skips the parts of the map two copies share.
+impl PartialEq for DataTree {
+    fn eq(&self, other: &DataTree) -> bool {
+        self.digest == other.digest
+            && self.last_zxid == other.last_zxid
+            && self.config == other.config
+            && self.sessions == other.sessions
+            && self.nodes == other.nodes
+            && self.ephemerals == other.ephemerals
+    }
+}
+
+impl Eq for DataTree {}
+
+/// The nodes through their kept digest, O(1) however many there are. The
+/// ephemeral index is left out too: it is a function of the nodes (their
+/// owners and paths, [`Invariant::EphemeralIndex`]), so equal trees still
+/// hash equal.
+impl Hash for DataTree {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.digest.hash(h);
+        self.sessions.hash(h);
+        self.last_zxid.hash(h);
+        self.config.hash(h);
+    }
+}
+
 impl DataTree {
     /// A fresh tree: `/`, `/zookeeper`, `/zookeeper/quota` and
     /// `/zookeeper/config`, added without touching any counter.
     pub fn new(config: TreeConfig) -> DataTree {
-        let mut nodes = Nodes::new();
+        let mut tree = DataTree {
+            nodes: Nodes::new(),
+            digest: 0,
+            sessions: BTreeMap::new(),
+            ephemerals: BTreeMap::new(),
+            last_zxid: 0,
+            config,
+        };
         let mut root = Node::new(Vec::new(), 0, 0, Owner::Persistent);
         root.children.insert("zookeeper".into());
         let mut zk = Node::new(Vec::new(), 0, 0, Owner::Persistent);
         zk.children.insert("quota".into());
         zk.children.insert("config".into());
-        nodes.insert("/".into(), Arc::new(root));
-        nodes.insert("/zookeeper".into(), Arc::new(zk));
-        nodes.insert(
+        tree.insert_node("/".into(), Arc::new(root));
+        tree.insert_node("/zookeeper".into(), Arc::new(zk));
+        tree.insert_node(
             "/zookeeper/quota".into(),
             Arc::new(Node::new(Vec::new(), 0, 0, Owner::Persistent)),
         );
@@ -261,14 +352,8 @@ impl DataTree {
         // conformance; its ACL is set apart from the others).
         let mut config_node = Node::new(Vec::new(), 0, 0, Owner::Persistent);
         config_node.aversion = -1;
-        nodes.insert("/zookeeper/config".into(), Arc::new(config_node));
-        DataTree {
-            nodes,
-            sessions: BTreeMap::new(),
-            ephemerals: BTreeMap::new(),
-            last_zxid: 0,
-            config,
-        }
+        tree.insert_node("/zookeeper/config".into(), Arc::new(config_node));
+        tree
     }
 
     /// The server settings this tree was made with.
@@ -291,10 +376,45 @@ impl DataTree {
         self.nodes.get(path).map(|n| &**n)
     }
 
-    /// The znode at `path`, to change (copied first if another tree
-    /// shares it).
-    fn node_mut(&mut self, path: &str) -> Option<&mut Node> {
-        self.nodes.get_mut(path).map(Arc::make_mut)
+    /// Puts `node` at `path`, keeping the digest; returns the node it
+    /// replaced, if any.
+    fn insert_node(&mut self, path: Arc<str>, node: Arc<Node>) -> Option<Arc<Node>> {
+        let added = node_digest(&path, &node);
+        let old = self.nodes.insert(Arc::clone(&path), node);
+        let removed = old.as_ref().map_or(0, |o| node_digest(&path, o));
+        self.digest = self.digest.wrapping_add(added).wrapping_sub(removed);
+        old
+    }
+
+    /// Takes the node at `path` out, keeping the digest.
+    fn remove_node(&mut self, path: &str) -> Option<Arc<Node>> {
+        let old = self.nodes.remove(path)?;
+        self.digest = self.digest.wrapping_sub(node_digest(path, &old));
+        Some(old)
+    }
+
+    /// Changes the node at `path` by `change` (copied first if another
+    /// tree shares it), keeping the digest: `None` if there is none.
+    fn update_node<R>(&mut self, path: &str, change: impl FnOnce(&mut Node) -> R) -> Option<R> {
+        let slot = self.nodes.get_mut(path)?;
+        let before = node_digest(path, slot);
+        let node = Arc::make_mut(slot);
+        let r = change(node);
+        let after = node_digest(path, node);
+        self.digest = self.digest.wrapping_sub(before).wrapping_add(after);
+        Some(r)
+    }
+
+    /// Changes the child list of the node at `path` alone: the digest
+    /// leaves child lists out ([`node_digest`]), so it stays as it is
+    /// without hashing the node twice.
+    fn update_children<R>(
+        &mut self,
+        path: &str,
+        change: impl FnOnce(&mut BTreeSet<String>) -> R,
+    ) -> Option<R> {
+        let slot = self.nodes.get_mut(path)?;
+        Some(change(&mut Arc::make_mut(slot).children))
     }
 
     /// The number of znodes, the root and `/zookeeper` subtree included.
@@ -390,38 +510,33 @@ impl DataTree {
             match step {
                 UndoStep::Created(path) => {
                     let node = self
-                        .nodes
-                        .remove(path.as_str())
+                        .remove_node(&path)
                         .unwrap_or_else(|| panic!("undo create {path}: missing"));
                     assert!(node.children.is_empty(), "undo create {path}: has children");
                     if let Owner::Ephemeral(s) = node.owner {
                         self.unindex_ephemeral(s, &path);
                     }
-                    let parent = self
-                        .node_mut(parent(&path))
+                    self.update_children(parent(&path), |c| c.remove(basename(&path)))
                         .unwrap_or_else(|| panic!("undo create {path}: parent missing"));
-                    parent.children.remove(basename(&path));
                 }
                 UndoStep::Deleted(path, node) => {
                     if let Owner::Ephemeral(s) = node.owner {
                         self.ephemerals.entry(s).or_default().insert(path.clone());
                     }
-                    let parent = self
-                        .node_mut(parent(&path))
+                    self.update_children(parent(&path), |c| c.insert(basename(&path).to_owned()))
                         .unwrap_or_else(|| panic!("undo delete {path}: parent missing"));
-                    parent.children.insert(basename(&path).to_owned());
-                    self.nodes.insert(path.into(), node);
+                    self.insert_node(path.into(), node);
                 }
                 UndoStep::Counters {
                     path,
                     child_creates,
                     pzxid,
                 } => {
-                    let n = self
-                        .node_mut(&path)
-                        .unwrap_or_else(|| panic!("undo counters of {path}: missing"));
-                    n.child_creates = child_creates;
-                    n.pzxid = pzxid;
+                    self.update_node(&path, |n| {
+                        n.child_creates = child_creates;
+                        n.pzxid = pzxid;
+                    })
+                    .unwrap_or_else(|| panic!("undo counters of {path}: missing"));
                 }
                 UndoStep::Data {
                     path,
@@ -430,13 +545,13 @@ impl DataTree {
                     mzxid,
                     mtime,
                 } => {
-                    let n = self
-                        .node_mut(&path)
-                        .unwrap_or_else(|| panic!("undo setData {path}: missing"));
-                    n.data = data;
-                    n.version = version;
-                    n.mzxid = mzxid;
-                    n.mtime = mtime;
+                    self.update_node(&path, |n| {
+                        n.data = data;
+                        n.version = version;
+                        n.mzxid = mzxid;
+                        n.mtime = mtime;
+                    })
+                    .unwrap_or_else(|| panic!("undo setData {path}: missing"));
                 }
                 UndoStep::SessionCreated(s) => {
                     self.sessions.remove(&s);
@@ -557,31 +672,35 @@ impl DataTree {
                 parent_cversion,
             } => {
                 let parent_path = parent(path);
-                let parent = self
-                    .node_mut(parent_path)
+                let (child_creates, pzxid) = self
+                    .update_node(parent_path, |parent| {
+                        assert!(
+                            !matches!(parent.owner, Owner::Ephemeral(_)),
+                            "create {path}: parent is ephemeral"
+                        );
+                        let fresh = parent.children.insert(basename(path).to_owned());
+                        assert!(fresh, "create {path}: already a child at apply");
+                        let before = (parent.child_creates, parent.pzxid);
+                        // DataTree.createNode: counter and pzxid move only
+                        // forward.
+                        if *parent_cversion > parent.child_creates {
+                            parent.child_creates = *parent_cversion;
+                            parent.pzxid = txn.zxid;
+                        }
+                        before
+                    })
                     .unwrap_or_else(|| panic!("create {path}: parent missing at apply"));
-                assert!(
-                    !matches!(parent.owner, Owner::Ephemeral(_)),
-                    "create {path}: parent is ephemeral"
-                );
-                let fresh = parent.children.insert(basename(path).to_owned());
-                assert!(fresh, "create {path}: already a child at apply");
                 if let Some(j) = journal {
                     j.push(UndoStep::Counters {
                         path: parent_path.to_owned(),
-                        child_creates: parent.child_creates,
-                        pzxid: parent.pzxid,
+                        child_creates,
+                        pzxid,
                     });
                     j.push(UndoStep::Created(path.clone()));
                 }
-                // DataTree.createNode: counter and pzxid move only forward.
-                if *parent_cversion > parent.child_creates {
-                    parent.child_creates = *parent_cversion;
-                    parent.pzxid = txn.zxid;
-                }
                 let node = Node::new(data.clone(), txn.zxid, txn.time_ms, *owner);
                 let stat = node.stat();
-                let old = self.nodes.insert(path.as_str().into(), Arc::new(node));
+                let old = self.insert_node(path.as_str().into(), Arc::new(node));
                 assert!(old.is_none(), "create {path}: node exists at apply");
                 if let Owner::Ephemeral(s) = owner {
                     assert!(
@@ -599,29 +718,32 @@ impl DataTree {
             }
             TxnOp::Delete { path } => {
                 let node = self
-                    .nodes
-                    .remove(path.as_str())
+                    .remove_node(path)
                     .unwrap_or_else(|| panic!("delete {path}: missing at apply"));
                 assert!(node.children.is_empty(), "delete {path}: has children");
                 if let Owner::Ephemeral(s) = node.owner {
                     self.unindex_ephemeral(s, path);
                 }
                 let parent_path = parent(path);
-                let parent = self
-                    .node_mut(parent_path)
+                let (child_creates, pzxid) = self
+                    .update_node(parent_path, |parent| {
+                        let was_child = parent.children.remove(basename(path));
+                        assert!(was_child, "delete {path}: not its parent's child");
+                        let before = (parent.child_creates, parent.pzxid);
+                        // A delete moves pzxid only forward
+                        // (DataTree.deleteNode).
+                        parent.pzxid = parent.pzxid.max(txn.zxid);
+                        before
+                    })
                     .unwrap_or_else(|| panic!("delete {path}: parent missing at apply"));
-                let was_child = parent.children.remove(basename(path));
-                assert!(was_child, "delete {path}: not its parent's child");
                 if let Some(j) = journal {
                     j.push(UndoStep::Deleted(path.clone(), node));
                     j.push(UndoStep::Counters {
                         path: parent_path.to_owned(),
-                        child_creates: parent.child_creates,
-                        pzxid: parent.pzxid,
+                        child_creates,
+                        pzxid,
                     });
                 }
-                // A delete moves pzxid only forward (DataTree.deleteNode).
-                parent.pzxid = parent.pzxid.max(txn.zxid);
                 triggers.push(event(EventType::NodeDeleted, path));
                 triggers.push(event(EventType::NodeChildrenChanged, parent_path));
                 MultiResult::Delete
@@ -631,29 +753,31 @@ impl DataTree {
                 data,
                 version,
             } => {
-                let node = self
-                    .node_mut(path)
+                let stat = self
+                    .update_node(path, |node| {
+                        assert_eq!(
+                            *version,
+                            node.version.wrapping_add(1),
+                            "setData {path}: version skew"
+                        );
+                        if let Some(j) = journal {
+                            j.push(UndoStep::Data {
+                                path: path.clone(),
+                                data: std::mem::take(&mut node.data),
+                                version: node.version,
+                                mzxid: node.mzxid,
+                                mtime: node.mtime,
+                            });
+                        }
+                        node.data.clone_from(data);
+                        node.version = *version;
+                        node.mzxid = txn.zxid;
+                        node.mtime = txn.time_ms;
+                        node.stat()
+                    })
                     .unwrap_or_else(|| panic!("setData {path}: missing at apply"));
-                assert_eq!(
-                    *version,
-                    node.version.wrapping_add(1),
-                    "setData {path}: version skew"
-                );
-                if let Some(j) = journal {
-                    j.push(UndoStep::Data {
-                        path: path.clone(),
-                        data: std::mem::take(&mut node.data),
-                        version: node.version,
-                        mzxid: node.mzxid,
-                        mtime: node.mtime,
-                    });
-                }
-                node.data.clone_from(data);
-                node.version = *version;
-                node.mzxid = txn.zxid;
-                node.mtime = txn.time_ms;
                 triggers.push(event(EventType::NodeDataChanged, path));
-                MultiResult::SetData { stat: node.stat() }
+                MultiResult::SetData { stat }
             }
             TxnOp::Check { path } => {
                 assert!(
@@ -712,10 +836,12 @@ impl DataTree {
             })
             .collect();
         for (p, [czxid, mzxid, pzxid]) in changed {
-            let n = self.node_mut(&p).expect("a node just seen");
-            n.czxid = czxid;
-            n.mzxid = mzxid;
-            n.pzxid = pzxid;
+            self.update_node(&p, |n| {
+                n.czxid = czxid;
+                n.mzxid = mzxid;
+                n.pzxid = pzxid;
+            })
+            .expect("a node just seen");
         }
         self.last_zxid = f(self.last_zxid);
     }
@@ -745,11 +871,11 @@ impl DataTree {
             .collect();
         let nodes: Vec<(String, Arc<Node>)> = moved
             .into_iter()
-            .filter_map(|(old, new)| self.nodes.remove(&old).map(|n| (new, n)))
+            .filter_map(|(old, new)| self.remove_node(&old).map(|n| (new, n)))
             .collect();
         for (new, n) in nodes {
             debug_assert!(n.children.is_empty(), "renamed {new}, which has children");
-            self.nodes.insert(new.into(), n);
+            self.insert_node(new.into(), n);
         }
         let owner_of = |n: &Node| match n.owner {
             Owner::Ephemeral(s) => Owner::Ephemeral(session(s)),
@@ -763,14 +889,16 @@ impl DataTree {
             .map(|(p, _)| p.clone())
             .collect();
         for p in changed {
-            let n = self.node_mut(&p).expect("a node just seen");
-            n.owner = owner_of(n);
-            if n.children.iter().any(|c| name(c).is_some()) {
-                n.children = std::mem::take(&mut n.children)
-                    .into_iter()
-                    .map(|c| name(&c).unwrap_or(c))
-                    .collect();
-            }
+            self.update_node(&p, |n| {
+                n.owner = owner_of(n);
+                if n.children.iter().any(|c| name(c).is_some()) {
+                    n.children = std::mem::take(&mut n.children)
+                        .into_iter()
+                        .map(|c| name(&c).unwrap_or(c))
+                        .collect();
+                }
+            })
+            .expect("a node just seen");
         }
         self.sessions = std::mem::take(&mut self.sessions)
             .into_iter()
@@ -872,14 +1000,29 @@ impl DataTree {
                 format!("indexed {:?}, owned {seen_ephemerals:?}", self.ephemerals),
             );
         }
+        let digest = digest_of(&self.nodes);
+        if self.digest != digest {
+            return broken(
+                Invariant::Digest,
+                format!("kept {:#018x}, computed {digest:#018x}", self.digest),
+            );
+        }
         Ok(())
     }
 
     /// The nodes, for tests that break the tree on purpose to see the
-    /// checks catch it.
+    /// checks catch it. Changed through this, the kept digest goes stale
+    /// ([`Invariant::Digest`]) until [`DataTree::recompute_digest_for_test`].
     #[cfg(test)]
     pub(crate) fn nodes_mut_for_test(&mut self) -> &mut Nodes {
         &mut self.nodes
+    }
+
+    /// Sets the kept digest to the nodes' own, after
+    /// [`DataTree::nodes_mut_for_test`]: for tests of the other invariants.
+    #[cfg(test)]
+    pub(crate) fn recompute_digest_for_test(&mut self) {
+        self.digest = digest_of(&self.nodes);
     }
 }
 
@@ -904,6 +1047,9 @@ pub enum Invariant {
     EphemeralOwnerLive,
     /// The per-session index of ephemerals is exactly the nodes' owners.
     EphemeralIndex,
+    /// The kept digest is the sum of the nodes' digests: every change went
+    /// through the helpers that keep it (ZOOKEEPER-3114's digest check).
+    Digest,
 }
 
 impl Invariant {
@@ -918,6 +1064,7 @@ impl Invariant {
             Invariant::EphemeralLeaf => "ephemeral-leaf",
             Invariant::EphemeralOwnerLive => "ephemeral-owner-live",
             Invariant::EphemeralIndex => "ephemeral-index",
+            Invariant::Digest => "digest",
         }
     }
 }
