@@ -1018,6 +1018,20 @@ impl DataTree {
         &mut self.nodes
     }
 
+    /// A copy that shares nothing with this tree (its map and every
+    /// znode copied), for tests of the shortcuts taken on shared parts.
+    #[cfg(test)]
+    pub(crate) fn unshared_for_test(&self) -> DataTree {
+        DataTree {
+            nodes: self
+                .nodes
+                .iter()
+                .map(|(p, n)| (Arc::from(&**p), Arc::new(Node::clone(n))))
+                .collect(),
+            ..self.clone()
+        }
+    }
+
     /// Sets the kept digest to the nodes' own, after
     /// [`DataTree::nodes_mut_for_test`]: for tests of the other invariants.
     #[cfg(test)]
