@@ -19,11 +19,11 @@ mod watch;
 pub use txn::{sequence_suffix, Txn, TxnBody, TxnOp};
 pub use watch::WatchTable;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use imbl::OrdMap;
+use imbl::{OrdMap, OrdSet};
 
 use crate::path::{basename, join, parent};
 use crate::proto::{
@@ -283,9 +283,13 @@ pub struct DataTree {
     /// Equal trees have equal digests, however they were reached.
     digest: u64,
     /// Live sessions and their timeouts (createSession/closeSession txns).
-    sessions: BTreeMap<SessionId, u64>,
+    /// Persistent maps, as the nodes are, so that a copy of the tree
+    /// allocates nothing: as `BTreeMap`s copied at each write the contract
+    /// check tried, these two (the ephemerals' paths above all) were a
+    /// tenth of its time once the nodes were shared. Same sorted order.
+    sessions: OrdMap<SessionId, u64>,
     /// Each session's ephemerals (DataTree.ephemerals).
-    ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
+    ephemerals: OrdMap<SessionId, OrdSet<String>>,
     last_zxid: Zxid,
     config: TreeConfig,
 }
@@ -332,8 +336,8 @@ impl DataTree {
         let mut tree = DataTree {
             nodes: Nodes::new(),
             digest: 0,
-            sessions: BTreeMap::new(),
-            ephemerals: BTreeMap::new(),
+            sessions: OrdMap::new(),
+            ephemerals: OrdMap::new(),
             last_zxid: 0,
             config,
         };
@@ -571,7 +575,7 @@ impl DataTree {
             .ephemerals
             .get_mut(&session)
             .unwrap_or_else(|| panic!("ephemeral {path}: session {session} not indexed"));
-        let known = set.remove(path);
+        let known = set.remove(path).is_some();
         assert!(known, "ephemeral {path} missing from its session's index");
         if set.is_empty() {
             self.ephemerals.remove(&session);
@@ -923,7 +927,7 @@ impl DataTree {
     /// invariant.
     pub fn check_invariants(&self) -> Result<(), Violation> {
         let broken = |invariant, detail: String| Err(Violation { invariant, detail });
-        let mut seen_ephemerals: BTreeMap<SessionId, BTreeSet<String>> = BTreeMap::new();
+        let mut seen_ephemerals: OrdMap<SessionId, OrdSet<String>> = OrdMap::new();
         for (path, node) in &self.nodes {
             let path: &str = path;
             if path != "/" {
