@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::proto::{CreateMode, MultiOp};
+use std::hash::DefaultHasher;
 
 const S1: SessionId = SessionId(0x100);
 const S2: SessionId = SessionId(0x200);
