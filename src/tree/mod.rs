@@ -19,8 +19,12 @@ mod watch;
 pub use txn::{sequence_suffix, Txn, TxnBody, TxnOp};
 pub use watch::WatchTable;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+
+use imbl::{OrdMap, OrdSet};
+use rustc_hash::FxHasher;
 
 use crate::path::{basename, join, parent};
 use crate::proto::{
@@ -211,21 +215,89 @@ impl ReadRef<'_> {
     }
 }
 
-/// The znodes by path. Paths and nodes are shared between the copies of a
-/// tree (a change copies the node it changes, [`Arc::make_mut`]): the
-/// contract check copies a tree at each write it tries, and its states
-/// compare trees that are mostly the same nodes. Hashed, compared and
-/// shown as a map of `String` to `Node` would be.
-type Nodes = BTreeMap<Arc<str>, Arc<Node>>;
+/// The znodes by path, in path order. A persistent map: a copy of the
+/// tree shares the map's own B-tree nodes with the original, so copying is
+/// O(1) and a change copies only the O(log n) map nodes on its way down
+/// (and, with [`Arc::make_mut`], the znode it changes). The contract check
+/// copies a tree at each write it tries, on trees of hundreds to thousands
+/// of znodes, and its states compare trees that are mostly the same nodes
+/// (shared map nodes are skipped by the comparison). Iterated in the same
+/// sorted order as a `BTreeMap`, so every run is the same as before.
+type Nodes = OrdMap<Arc<str>, Arc<Node>>;
+
+/// A znode's share of the tree's digest: a fixed 64-bit hash of its path
+/// and of every field but its children.
+///
+/// The idea is ZooKeeper's own (ZOOKEEPER-3114, `DigestCalculator`): the
+/// tree's digest is the sum of its nodes' digests, kept up to date at each
+/// change by taking the changed node's old digest out and putting its new
+/// one in, so that it costs O(1) per change instead of a walk of the tree.
+/// The children are left out (as ZooKeeper leaves them out): they are
+/// implied by the other nodes' paths, so nothing is lost, and a parent's
+/// digest does not grow with its child list nor change when a child is
+/// made or deleted other than through its counters.
+///
+/// The hasher is fixed, never randomly keyed: the digest feeds the tree's
+/// [`Hash`], which must be the same in every run of a seed. It is Fx, whose
+/// output is then mixed (the SplitMix64 finalizer) so that every bit of a
+/// node's digest depends on every input bit and a sum of them spreads over
+/// all 64 bits; with SipHash ([`std::hash::DefaultHasher`]) this function
+/// was 6 % of the contract check. A collision costs only a full comparison
+/// ([`DataTree`]'s `Eq` never trusts the digest alone).
+fn node_digest(path: &str, node: &Node) -> u64 {
+    // Every field named, so that a field added to Node is a decision here.
+    let Node {
+        data,
+        czxid,
+        mzxid,
+        pzxid,
+        ctime,
+        mtime,
+        version,
+        aversion,
+        child_creates,
+        owner,
+        children: _,
+    } = node;
+    let mut h = FxHasher::default();
+    path.hash(&mut h);
+    data.hash(&mut h);
+    (czxid, mzxid, pzxid, ctime, mtime).hash(&mut h);
+    (version, aversion, child_creates).hash(&mut h);
+    owner.hash(&mut h);
+    let mut z = h.finish();
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The digest of `nodes` computed from scratch (what [`DataTree`] keeps).
+fn digest_of(nodes: &Nodes) -> u64 {
+    nodes
+        .iter()
+        .fold(0u64, |d, (p, n)| d.wrapping_add(node_digest(p, n)))
+}
 
 /// The replicated data tree. `Clone + Eq + Hash`: models hold it as state.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+/// Cloning is O(1) (the nodes are a persistent map) and hashing O(sessions)
+/// (the nodes are hashed through their kept digest).
+#[derive(Clone, Debug)]
 pub struct DataTree {
     nodes: Nodes,
+    /// The wrapping sum of [`node_digest`] over `nodes`, kept at every
+    /// change by [`DataTree::insert_node`], [`DataTree::remove_node`] and
+    /// [`DataTree::update_node`], the only ways the nodes change (but for
+    /// a child list, which is not in it: [`DataTree::update_children`]).
+    /// Equal trees have equal digests, however they were reached.
+    digest: u64,
     /// Live sessions and their timeouts (createSession/closeSession txns).
-    sessions: BTreeMap<SessionId, u64>,
+    /// Persistent maps, as the nodes are, so that a copy of the tree
+    /// allocates nothing: as `BTreeMap`s copied at each write the contract
+    /// check tried, these two (the ephemerals' paths above all) were a
+    /// tenth of its time once the nodes were shared. Same sorted order.
+    sessions: OrdMap<SessionId, u64>,
     /// Each session's ephemerals (DataTree.ephemerals).
-    ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
+    ephemerals: OrdMap<SessionId, OrdSet<String>>,
     last_zxid: Zxid,
     config: TreeConfig,
 }
@@ -236,19 +308,55 @@ impl Default for DataTree {
     }
 }
 
+/// A full comparison (a digest is a hash, and hashes collide), but trees
+/// of different digests are told apart without a look at their nodes, and
+/// the nodes' comparison skips the parts of the map two copies share.
+impl PartialEq for DataTree {
+    fn eq(&self, other: &DataTree) -> bool {
+        self.digest == other.digest
+            && self.last_zxid == other.last_zxid
+            && self.config == other.config
+            && self.sessions == other.sessions
+            && self.nodes == other.nodes
+            && self.ephemerals == other.ephemerals
+    }
+}
+
+impl Eq for DataTree {}
+
+/// The nodes through their kept digest, O(1) however many there are. The
+/// ephemeral index is left out too: it is a function of the nodes (their
+/// owners and paths, [`Invariant::EphemeralIndex`]), so equal trees still
+/// hash equal.
+impl Hash for DataTree {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.digest.hash(h);
+        self.sessions.hash(h);
+        self.last_zxid.hash(h);
+        self.config.hash(h);
+    }
+}
+
 impl DataTree {
     /// A fresh tree: `/`, `/zookeeper`, `/zookeeper/quota` and
     /// `/zookeeper/config`, added without touching any counter.
     pub fn new(config: TreeConfig) -> DataTree {
-        let mut nodes = BTreeMap::new();
+        let mut tree = DataTree {
+            nodes: Nodes::new(),
+            digest: 0,
+            sessions: OrdMap::new(),
+            ephemerals: OrdMap::new(),
+            last_zxid: 0,
+            config,
+        };
         let mut root = Node::new(Vec::new(), 0, 0, Owner::Persistent);
         root.children.insert("zookeeper".into());
         let mut zk = Node::new(Vec::new(), 0, 0, Owner::Persistent);
         zk.children.insert("quota".into());
         zk.children.insert("config".into());
-        nodes.insert("/".into(), Arc::new(root));
-        nodes.insert("/zookeeper".into(), Arc::new(zk));
-        nodes.insert(
+        tree.insert_node("/".into(), Arc::new(root));
+        tree.insert_node("/zookeeper".into(), Arc::new(zk));
+        tree.insert_node(
             "/zookeeper/quota".into(),
             Arc::new(Node::new(Vec::new(), 0, 0, Owner::Persistent)),
         );
@@ -256,14 +364,8 @@ impl DataTree {
         // conformance; its ACL is set apart from the others).
         let mut config_node = Node::new(Vec::new(), 0, 0, Owner::Persistent);
         config_node.aversion = -1;
-        nodes.insert("/zookeeper/config".into(), Arc::new(config_node));
-        DataTree {
-            nodes,
-            sessions: BTreeMap::new(),
-            ephemerals: BTreeMap::new(),
-            last_zxid: 0,
-            config,
-        }
+        tree.insert_node("/zookeeper/config".into(), Arc::new(config_node));
+        tree
     }
 
     /// The server settings this tree was made with.
@@ -286,10 +388,45 @@ impl DataTree {
         self.nodes.get(path).map(|n| &**n)
     }
 
-    /// The znode at `path`, to change (copied first if another tree
-    /// shares it).
-    fn node_mut(&mut self, path: &str) -> Option<&mut Node> {
-        self.nodes.get_mut(path).map(Arc::make_mut)
+    /// Puts `node` at `path`, keeping the digest; returns the node it
+    /// replaced, if any.
+    fn insert_node(&mut self, path: Arc<str>, node: Arc<Node>) -> Option<Arc<Node>> {
+        let added = node_digest(&path, &node);
+        let old = self.nodes.insert(Arc::clone(&path), node);
+        let removed = old.as_ref().map_or(0, |o| node_digest(&path, o));
+        self.digest = self.digest.wrapping_add(added).wrapping_sub(removed);
+        old
+    }
+
+    /// Takes the node at `path` out, keeping the digest.
+    fn remove_node(&mut self, path: &str) -> Option<Arc<Node>> {
+        let old = self.nodes.remove(path)?;
+        self.digest = self.digest.wrapping_sub(node_digest(path, &old));
+        Some(old)
+    }
+
+    /// Changes the node at `path` by `change` (copied first if another
+    /// tree shares it), keeping the digest: `None` if there is none.
+    fn update_node<R>(&mut self, path: &str, change: impl FnOnce(&mut Node) -> R) -> Option<R> {
+        let slot = self.nodes.get_mut(path)?;
+        let before = node_digest(path, slot);
+        let node = Arc::make_mut(slot);
+        let r = change(node);
+        let after = node_digest(path, node);
+        self.digest = self.digest.wrapping_sub(before).wrapping_add(after);
+        Some(r)
+    }
+
+    /// Changes the child list of the node at `path` alone: the digest
+    /// leaves child lists out ([`node_digest`]), so it stays as it is
+    /// without hashing the node twice.
+    fn update_children<R>(
+        &mut self,
+        path: &str,
+        change: impl FnOnce(&mut BTreeSet<String>) -> R,
+    ) -> Option<R> {
+        let slot = self.nodes.get_mut(path)?;
+        Some(change(&mut Arc::make_mut(slot).children))
     }
 
     /// The number of znodes, the root and `/zookeeper` subtree included.
@@ -385,38 +522,33 @@ impl DataTree {
             match step {
                 UndoStep::Created(path) => {
                     let node = self
-                        .nodes
-                        .remove(path.as_str())
+                        .remove_node(&path)
                         .unwrap_or_else(|| panic!("undo create {path}: missing"));
                     assert!(node.children.is_empty(), "undo create {path}: has children");
                     if let Owner::Ephemeral(s) = node.owner {
                         self.unindex_ephemeral(s, &path);
                     }
-                    let parent = self
-                        .node_mut(parent(&path))
+                    self.update_children(parent(&path), |c| c.remove(basename(&path)))
                         .unwrap_or_else(|| panic!("undo create {path}: parent missing"));
-                    parent.children.remove(basename(&path));
                 }
                 UndoStep::Deleted(path, node) => {
                     if let Owner::Ephemeral(s) = node.owner {
                         self.ephemerals.entry(s).or_default().insert(path.clone());
                     }
-                    let parent = self
-                        .node_mut(parent(&path))
+                    self.update_children(parent(&path), |c| c.insert(basename(&path).to_owned()))
                         .unwrap_or_else(|| panic!("undo delete {path}: parent missing"));
-                    parent.children.insert(basename(&path).to_owned());
-                    self.nodes.insert(path.into(), node);
+                    self.insert_node(path.into(), node);
                 }
                 UndoStep::Counters {
                     path,
                     child_creates,
                     pzxid,
                 } => {
-                    let n = self
-                        .node_mut(&path)
-                        .unwrap_or_else(|| panic!("undo counters of {path}: missing"));
-                    n.child_creates = child_creates;
-                    n.pzxid = pzxid;
+                    self.update_node(&path, |n| {
+                        n.child_creates = child_creates;
+                        n.pzxid = pzxid;
+                    })
+                    .unwrap_or_else(|| panic!("undo counters of {path}: missing"));
                 }
                 UndoStep::Data {
                     path,
@@ -425,13 +557,13 @@ impl DataTree {
                     mzxid,
                     mtime,
                 } => {
-                    let n = self
-                        .node_mut(&path)
-                        .unwrap_or_else(|| panic!("undo setData {path}: missing"));
-                    n.data = data;
-                    n.version = version;
-                    n.mzxid = mzxid;
-                    n.mtime = mtime;
+                    self.update_node(&path, |n| {
+                        n.data = data;
+                        n.version = version;
+                        n.mzxid = mzxid;
+                        n.mtime = mtime;
+                    })
+                    .unwrap_or_else(|| panic!("undo setData {path}: missing"));
                 }
                 UndoStep::SessionCreated(s) => {
                     self.sessions.remove(&s);
@@ -451,7 +583,7 @@ impl DataTree {
             .ephemerals
             .get_mut(&session)
             .unwrap_or_else(|| panic!("ephemeral {path}: session {session} not indexed"));
-        let known = set.remove(path);
+        let known = set.remove(path).is_some();
         assert!(known, "ephemeral {path} missing from its session's index");
         if set.is_empty() {
             self.ephemerals.remove(&session);
@@ -552,31 +684,35 @@ impl DataTree {
                 parent_cversion,
             } => {
                 let parent_path = parent(path);
-                let parent = self
-                    .node_mut(parent_path)
+                let (child_creates, pzxid) = self
+                    .update_node(parent_path, |parent| {
+                        assert!(
+                            !matches!(parent.owner, Owner::Ephemeral(_)),
+                            "create {path}: parent is ephemeral"
+                        );
+                        let fresh = parent.children.insert(basename(path).to_owned());
+                        assert!(fresh, "create {path}: already a child at apply");
+                        let before = (parent.child_creates, parent.pzxid);
+                        // DataTree.createNode: counter and pzxid move only
+                        // forward.
+                        if *parent_cversion > parent.child_creates {
+                            parent.child_creates = *parent_cversion;
+                            parent.pzxid = txn.zxid;
+                        }
+                        before
+                    })
                     .unwrap_or_else(|| panic!("create {path}: parent missing at apply"));
-                assert!(
-                    !matches!(parent.owner, Owner::Ephemeral(_)),
-                    "create {path}: parent is ephemeral"
-                );
-                let fresh = parent.children.insert(basename(path).to_owned());
-                assert!(fresh, "create {path}: already a child at apply");
                 if let Some(j) = journal {
                     j.push(UndoStep::Counters {
                         path: parent_path.to_owned(),
-                        child_creates: parent.child_creates,
-                        pzxid: parent.pzxid,
+                        child_creates,
+                        pzxid,
                     });
                     j.push(UndoStep::Created(path.clone()));
                 }
-                // DataTree.createNode: counter and pzxid move only forward.
-                if *parent_cversion > parent.child_creates {
-                    parent.child_creates = *parent_cversion;
-                    parent.pzxid = txn.zxid;
-                }
                 let node = Node::new(data.clone(), txn.zxid, txn.time_ms, *owner);
                 let stat = node.stat();
-                let old = self.nodes.insert(path.as_str().into(), Arc::new(node));
+                let old = self.insert_node(path.as_str().into(), Arc::new(node));
                 assert!(old.is_none(), "create {path}: node exists at apply");
                 if let Owner::Ephemeral(s) = owner {
                     assert!(
@@ -594,29 +730,32 @@ impl DataTree {
             }
             TxnOp::Delete { path } => {
                 let node = self
-                    .nodes
-                    .remove(path.as_str())
+                    .remove_node(path)
                     .unwrap_or_else(|| panic!("delete {path}: missing at apply"));
                 assert!(node.children.is_empty(), "delete {path}: has children");
                 if let Owner::Ephemeral(s) = node.owner {
                     self.unindex_ephemeral(s, path);
                 }
                 let parent_path = parent(path);
-                let parent = self
-                    .node_mut(parent_path)
+                let (child_creates, pzxid) = self
+                    .update_node(parent_path, |parent| {
+                        let was_child = parent.children.remove(basename(path));
+                        assert!(was_child, "delete {path}: not its parent's child");
+                        let before = (parent.child_creates, parent.pzxid);
+                        // A delete moves pzxid only forward
+                        // (DataTree.deleteNode).
+                        parent.pzxid = parent.pzxid.max(txn.zxid);
+                        before
+                    })
                     .unwrap_or_else(|| panic!("delete {path}: parent missing at apply"));
-                let was_child = parent.children.remove(basename(path));
-                assert!(was_child, "delete {path}: not its parent's child");
                 if let Some(j) = journal {
                     j.push(UndoStep::Deleted(path.clone(), node));
                     j.push(UndoStep::Counters {
                         path: parent_path.to_owned(),
-                        child_creates: parent.child_creates,
-                        pzxid: parent.pzxid,
+                        child_creates,
+                        pzxid,
                     });
                 }
-                // A delete moves pzxid only forward (DataTree.deleteNode).
-                parent.pzxid = parent.pzxid.max(txn.zxid);
                 triggers.push(event(EventType::NodeDeleted, path));
                 triggers.push(event(EventType::NodeChildrenChanged, parent_path));
                 MultiResult::Delete
@@ -626,29 +765,31 @@ impl DataTree {
                 data,
                 version,
             } => {
-                let node = self
-                    .node_mut(path)
+                let stat = self
+                    .update_node(path, |node| {
+                        assert_eq!(
+                            *version,
+                            node.version.wrapping_add(1),
+                            "setData {path}: version skew"
+                        );
+                        if let Some(j) = journal {
+                            j.push(UndoStep::Data {
+                                path: path.clone(),
+                                data: std::mem::take(&mut node.data),
+                                version: node.version,
+                                mzxid: node.mzxid,
+                                mtime: node.mtime,
+                            });
+                        }
+                        node.data.clone_from(data);
+                        node.version = *version;
+                        node.mzxid = txn.zxid;
+                        node.mtime = txn.time_ms;
+                        node.stat()
+                    })
                     .unwrap_or_else(|| panic!("setData {path}: missing at apply"));
-                assert_eq!(
-                    *version,
-                    node.version.wrapping_add(1),
-                    "setData {path}: version skew"
-                );
-                if let Some(j) = journal {
-                    j.push(UndoStep::Data {
-                        path: path.clone(),
-                        data: std::mem::take(&mut node.data),
-                        version: node.version,
-                        mzxid: node.mzxid,
-                        mtime: node.mtime,
-                    });
-                }
-                node.data.clone_from(data);
-                node.version = *version;
-                node.mzxid = txn.zxid;
-                node.mtime = txn.time_ms;
                 triggers.push(event(EventType::NodeDataChanged, path));
-                MultiResult::SetData { stat: node.stat() }
+                MultiResult::SetData { stat }
             }
             TxnOp::Check { path } => {
                 assert!(
@@ -696,15 +837,23 @@ impl DataTree {
     /// SetWatches, the invariants) answers as before. The next txn's zxid
     /// follows the renamed last one.
     pub fn relabel_zxids(&mut self, mut f: impl FnMut(Zxid) -> Zxid) {
-        for n in self.nodes.values_mut() {
-            let (czxid, mzxid, pzxid) = (f(n.czxid), f(n.mzxid), f(n.pzxid));
-            // A node whose zxids keep their names stays shared.
-            if (czxid, mzxid, pzxid) != (n.czxid, n.mzxid, n.pzxid) {
-                let n = Arc::make_mut(n);
+        // A node whose zxids keep their names stays shared (and so do the
+        // map's nodes above it).
+        let changed: Vec<(Arc<str>, [Zxid; 3])> = self
+            .nodes
+            .iter()
+            .filter_map(|(p, n)| {
+                let zxids = [f(n.czxid), f(n.mzxid), f(n.pzxid)];
+                (zxids != [n.czxid, n.mzxid, n.pzxid]).then(|| (p.clone(), zxids))
+            })
+            .collect();
+        for (p, [czxid, mzxid, pzxid]) in changed {
+            self.update_node(&p, |n| {
                 n.czxid = czxid;
                 n.mzxid = mzxid;
                 n.pzxid = pzxid;
-            }
+            })
+            .expect("a node just seen");
         }
         self.last_zxid = f(self.last_zxid);
     }
@@ -734,30 +883,34 @@ impl DataTree {
             .collect();
         let nodes: Vec<(String, Arc<Node>)> = moved
             .into_iter()
-            .filter_map(|(old, new)| self.nodes.remove(&old).map(|n| (new, n)))
+            .filter_map(|(old, new)| self.remove_node(&old).map(|n| (new, n)))
             .collect();
         for (new, n) in nodes {
             debug_assert!(n.children.is_empty(), "renamed {new}, which has children");
-            self.nodes.insert(new.into(), n);
+            self.insert_node(new.into(), n);
         }
-        for n in self.nodes.values_mut() {
-            let owner = match n.owner {
-                Owner::Ephemeral(s) => Owner::Ephemeral(session(s)),
-                owner => owner,
-            };
-            let children = n.children.iter().any(|c| name(c).is_some());
-            // A node that keeps its owner and children stays shared.
-            if owner == n.owner && !children {
-                continue;
-            }
-            let n = Arc::make_mut(n);
-            n.owner = owner;
-            if children {
-                n.children = std::mem::take(&mut n.children)
-                    .into_iter()
-                    .map(|c| name(&c).unwrap_or(c))
-                    .collect();
-            }
+        let owner_of = |n: &Node| match n.owner {
+            Owner::Ephemeral(s) => Owner::Ephemeral(session(s)),
+            owner => owner,
+        };
+        // A node that keeps its owner and children stays shared.
+        let changed: Vec<Arc<str>> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| owner_of(n) != n.owner || n.children.iter().any(|c| name(c).is_some()))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in changed {
+            self.update_node(&p, |n| {
+                n.owner = owner_of(n);
+                if n.children.iter().any(|c| name(c).is_some()) {
+                    n.children = std::mem::take(&mut n.children)
+                        .into_iter()
+                        .map(|c| name(&c).unwrap_or(c))
+                        .collect();
+                }
+            })
+            .expect("a node just seen");
         }
         self.sessions = std::mem::take(&mut self.sessions)
             .into_iter()
@@ -782,7 +935,7 @@ impl DataTree {
     /// invariant.
     pub fn check_invariants(&self) -> Result<(), Violation> {
         let broken = |invariant, detail: String| Err(Violation { invariant, detail });
-        let mut seen_ephemerals: BTreeMap<SessionId, BTreeSet<String>> = BTreeMap::new();
+        let mut seen_ephemerals: OrdMap<SessionId, OrdSet<String>> = OrdMap::new();
         for (path, node) in &self.nodes {
             let path: &str = path;
             if path != "/" {
@@ -859,14 +1012,43 @@ impl DataTree {
                 format!("indexed {:?}, owned {seen_ephemerals:?}", self.ephemerals),
             );
         }
+        let digest = digest_of(&self.nodes);
+        if self.digest != digest {
+            return broken(
+                Invariant::Digest,
+                format!("kept {:#018x}, computed {digest:#018x}", self.digest),
+            );
+        }
         Ok(())
     }
 
     /// The nodes, for tests that break the tree on purpose to see the
-    /// checks catch it.
+    /// checks catch it. Changed through this, the kept digest goes stale
+    /// ([`Invariant::Digest`]) until [`DataTree::recompute_digest_for_test`].
     #[cfg(test)]
     pub(crate) fn nodes_mut_for_test(&mut self) -> &mut Nodes {
         &mut self.nodes
+    }
+
+    /// A copy that shares nothing with this tree (its map and every
+    /// znode copied), for tests of the shortcuts taken on shared parts.
+    #[cfg(test)]
+    pub(crate) fn unshared_for_test(&self) -> DataTree {
+        DataTree {
+            nodes: self
+                .nodes
+                .iter()
+                .map(|(p, n)| (Arc::from(&**p), Arc::new(Node::clone(n))))
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// Sets the kept digest to the nodes' own, after
+    /// [`DataTree::nodes_mut_for_test`]: for tests of the other invariants.
+    #[cfg(test)]
+    pub(crate) fn recompute_digest_for_test(&mut self) {
+        self.digest = digest_of(&self.nodes);
     }
 }
 
@@ -891,6 +1073,9 @@ pub enum Invariant {
     EphemeralOwnerLive,
     /// The per-session index of ephemerals is exactly the nodes' owners.
     EphemeralIndex,
+    /// The kept digest is the sum of the nodes' digests: every change went
+    /// through the helpers that keep it (ZOOKEEPER-3114's digest check).
+    Digest,
 }
 
 impl Invariant {
@@ -905,6 +1090,7 @@ impl Invariant {
             Invariant::EphemeralLeaf => "ephemeral-leaf",
             Invariant::EphemeralOwnerLive => "ephemeral-owner-live",
             Invariant::EphemeralIndex => "ephemeral-index",
+            Invariant::Digest => "digest",
         }
     }
 }

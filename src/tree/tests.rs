@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::proto::{CreateMode, MultiOp};
+use std::hash::DefaultHasher;
 
 const S1: SessionId = SessionId(0x100);
 const S2: SessionId = SessionId(0x200);
@@ -35,6 +36,13 @@ fn write(t: &mut DataTree, session: SessionId, op: Op) -> Result<Reply, ZkError>
 
 fn stat(t: &DataTree, path: &str) -> Stat {
     t.node(path).unwrap().stat()
+}
+
+/// A value's hash under a fixed hasher.
+fn hash_of(t: &impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    t.hash(&mut h);
+    h.finish()
 }
 
 #[test]
@@ -107,7 +115,7 @@ fn sequence_counter_sticks_at_its_maximum() {
     // MAX + 1 wraps to MIN at prep, is not larger, and is not applied.
     let mut t = tree();
     create(&mut t, "/p", CreateMode::Persistent).unwrap();
-    t.node_mut("/p").unwrap().child_creates = i32::MAX - 1;
+    t.update_node("/p", |n| n.child_creates = i32::MAX - 1);
     let a = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
     let b = create(&mut t, "/p/x-", CreateMode::PersistentSequential).unwrap();
     assert_eq!(a, "/p/x-2147483646");
@@ -141,9 +149,12 @@ fn equal_histories_give_equal_trees() {
     )
     .unwrap();
     t.last_zxid = before.last_zxid;
-    t.node_mut("/").unwrap().child_creates = 0;
-    t.node_mut("/").unwrap().pzxid = 0;
+    t.update_node("/", |n| {
+        n.child_creates = 0;
+        n.pzxid = 0;
+    });
     assert_eq!(t, before);
+    assert_eq!(hash_of(&t), hash_of(&before));
 }
 
 #[test]
@@ -233,7 +244,7 @@ fn versions_check_and_wrap() {
     write(&mut t, S1, set(0)).unwrap();
     write(&mut t, S1, set(-1)).unwrap();
     assert_eq!(stat(&t, "/a").version, 2);
-    t.node_mut("/a").unwrap().version = i32::MAX;
+    t.update_node("/a", |n| n.version = i32::MAX);
     write(&mut t, S1, set(i32::MAX)).unwrap();
     assert_eq!(stat(&t, "/a").version, i32::MIN);
 }
@@ -620,14 +631,24 @@ fn at<'a>(nodes: &'a mut Nodes, path: &str) -> &'a mut Node {
 }
 
 /// `/a` persistent with `/a/e` ephemeral (of S1), then `corrupt`: which
-/// invariant the check says is broken.
+/// invariant the check says is broken. The digest is recomputed after the
+/// corruption, so that each case trips the invariant it is about rather
+/// than the digest's (checked last).
 fn broken_by(corrupt: impl FnOnce(&mut Nodes)) -> Invariant {
+    broken_with_digest(corrupt, true)
+}
+
+/// [`broken_by`], the kept digest recomputed after `corrupt` or left stale.
+fn broken_with_digest(corrupt: impl FnOnce(&mut Nodes), recompute: bool) -> Invariant {
     let mut t = tree();
     create(&mut t, "/a", CreateMode::Persistent).unwrap();
     create(&mut t, "/a/e", CreateMode::Ephemeral).unwrap();
     t.check_invariants().unwrap();
     let last = t.last_zxid();
     corrupt(t.nodes_mut_for_test());
+    if recompute {
+        t.recompute_digest_for_test();
+    }
     let violation = t.check_invariants().unwrap_err();
     let shown = violation.to_string();
     assert!(
@@ -697,6 +718,171 @@ fn the_invariant_check_names_the_invariant_broken() {
         broken_by(|n| at(n, "/a/e").owner = Owner::Persistent),
         Invariant::EphemeralIndex
     );
+    // A change that went round the digest's helpers, structurally sound.
+    assert_eq!(
+        broken_with_digest(|n| at(n, "/a").data.push(b'!'), false),
+        Invariant::Digest
+    );
+    assert_eq!(
+        broken_with_digest(|n| at(n, "/a").version += 1, false),
+        Invariant::Digest
+    );
+    // A child list is not in the digest, so this trips its own invariant
+    // even with the digest stale.
+    assert_eq!(
+        broken_with_digest(
+            |n| {
+                at(n, "/a").children.insert("ghost".into());
+            },
+            false
+        ),
+        Invariant::ChildExists
+    );
+}
+
+/// A long, fixed, random-looking run of writes (creates plain and
+/// sequential, persistent and ephemeral, deletes, setData, multis, session
+/// closes and new sessions): after every one the kept digest is the one
+/// computed from scratch (the invariant check compares them).
+#[test]
+fn the_kept_digest_follows_every_write() {
+    const PATHS: [&str; 8] = ["/a", "/a/b", "/a/b/c", "/a/d", "/q", "/q/n-", "/q/m-", "/e"];
+    const MODES: [CreateMode; 4] = [
+        CreateMode::Persistent,
+        CreateMode::Ephemeral,
+        CreateMode::PersistentSequential,
+        CreateMode::EphemeralSequential,
+    ];
+    // xorshift64: a fixed sequence, no dependency on a random source.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let mut t = tree();
+    let mut sessions = [S1, S2];
+    let mut fresh_session = 0x300;
+    let (mut created, mut closed) = (0, 0);
+    for step in 0..2_000 {
+        let path = PATHS[next(PATHS.len())].to_owned();
+        let data = vec![b'0' + next(10) as u8; next(4)];
+        let session = sessions[next(sessions.len())];
+        let op = match next(12) {
+            0..=3 => Op::Create {
+                path,
+                data,
+                mode: MODES[next(MODES.len())],
+            },
+            4..=6 => Op::Delete { path, version: -1 },
+            7..=8 => Op::SetData {
+                path,
+                data,
+                version: -1,
+            },
+            9..=10 => Op::Multi(
+                (0..1 + next(3))
+                    .map(|_| {
+                        let path = PATHS[next(PATHS.len())].to_owned();
+                        match next(3) {
+                            0 => MultiOp::Create {
+                                path,
+                                data: b"m".to_vec(),
+                                mode: MODES[next(MODES.len())],
+                            },
+                            1 => MultiOp::Delete { path, version: -1 },
+                            _ => MultiOp::SetData {
+                                path,
+                                data: b"x".to_vec(),
+                                version: -1,
+                            },
+                        }
+                    })
+                    .collect(),
+            ),
+            _ => {
+                // Close a session (its ephemerals go) and open another.
+                let k = next(sessions.len());
+                if t.ephemerals(sessions[k]).next().is_some() {
+                    closed += 1;
+                }
+                t.close_session(step, sessions[k]);
+                sessions[k] = SessionId(fresh_session);
+                t.create_session(step, SessionId(fresh_session), 30_000);
+                fresh_session += 1;
+                t.check_invariants().unwrap();
+                continue;
+            }
+        };
+        if let Some(Ok(Reply::Create { .. })) = t.execute(step, session, &op).reply {
+            created += 1;
+        }
+        t.check_invariants()
+            .unwrap_or_else(|v| panic!("step {step}, {op:?}: {v}"));
+    }
+    assert!(created > 100, "{created} creates: the run reaches deep");
+    assert!(closed > 10, "{closed} closes with ephemerals");
+    assert!(t.node_count() > 8);
+}
+
+/// Trees with the same content have the same digest and hash, whatever
+/// writes made them: nodes created in another order, data set through
+/// other values, failed writes in between, a node made and deleted again
+/// (the zxids then renamed alike, as the models' canonical states do).
+#[test]
+fn equal_trees_reached_apart_have_one_digest() {
+    let set = |t: &mut DataTree, path: &str, data: &[u8]| {
+        let op = Op::SetData {
+            path: path.into(),
+            data: data.to_vec(),
+            version: -1,
+        };
+        write(t, S1, op).unwrap();
+    };
+    let mut a = tree();
+    create(&mut a, "/x", CreateMode::Persistent).unwrap();
+    create(&mut a, "/y", CreateMode::Persistent).unwrap();
+    create(&mut a, "/x/k", CreateMode::Ephemeral).unwrap();
+    set(&mut a, "/x", b"one");
+    set(&mut a, "/x", b"two");
+    let mut b = tree();
+    create(&mut b, "/y", CreateMode::Persistent).unwrap();
+    assert_eq!(
+        create(&mut b, "/y", CreateMode::Persistent),
+        Err(ZkError::NodeExists)
+    );
+    create(&mut b, "/x", CreateMode::Persistent).unwrap();
+    create(&mut b, "/x/k", CreateMode::Ephemeral).unwrap();
+    set(&mut b, "/x", b"three");
+    set(&mut b, "/x", b"two");
+    // Taken back by the undo journal: as if never applied.
+    let txn = b.prepare(
+        b.next_zxid(),
+        7,
+        S1,
+        &Op::Delete {
+            path: "/x/k".into(),
+            version: -1,
+        },
+    );
+    let (_, undo) = b.apply_undoable(&txn);
+    b.undo(undo);
+    assert_ne!(a, b, "the zxids differ");
+    for t in [&mut a, &mut b] {
+        t.relabel_zxids(|_| 1);
+        t.check_invariants().unwrap();
+    }
+    assert_eq!(a, b);
+    assert_eq!(a.digest, b.digest);
+    assert_eq!(hash_of(&a), hash_of(&b));
+    // Any one field apart: another digest.
+    let mut c = b.clone();
+    c.update_node("/x/k", |n| n.mtime += 1);
+    c.check_invariants().unwrap();
+    assert_ne!(a, c);
+    assert_ne!(a.digest, c.digest);
+    assert_ne!(hash_of(&a), hash_of(&c));
 }
 
 mod undo {
@@ -791,6 +977,7 @@ mod undo {
                 let (applied, undo) = t.apply_undoable(&txn);
                 prop_assert_eq!(&applied, &expected);
                 prop_assert_eq!(&t, &plain);
+                t.check_invariants().unwrap();
                 t.undo(undo);
                 prop_assert_eq!(&t, &before);
                 t.check_invariants().unwrap();
