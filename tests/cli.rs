@@ -931,7 +931,7 @@ fn a_seed_that_did_nothing_does_not_pass() {
     let (code, out, err) = zoosim(&["run", &f, "--seeds", "1"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
-        out.contains("progress: the clients logged no operation"),
+        out.contains("workload-ran: the clients logged no operation"),
         "{out}"
     );
 }

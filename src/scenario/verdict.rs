@@ -31,7 +31,7 @@ pub mod run_properties {
     /// all (every link slower than the session timeout, say) proves
     /// nothing, and must not pass.
     pub const PROGRESS: Property = Property::new(
-        "progress",
+        "workload-ran",
         "the clients log at least one operation over the run",
     );
     /// All of them, as `zoosim list` shows them.
