@@ -10,7 +10,7 @@
 use super::model::{State, STATE_BYTES};
 use super::{Input, Placed, StepKind, ZkModel};
 use crate::check::lin::{self, check_partition, Budget, Operation, Outcome, Step, Verdict};
-use crate::proto::Zxid;
+use crate::proto::{MultiOp, Op, Zxid};
 
 /// How many of the next operations in zxid order a local search may
 /// place before a stuck one, and how many steps it may take: enough for
@@ -36,6 +36,12 @@ const CHECKPOINTS: usize = 4;
 /// three passes: a correct run's stuck step is placed in a few thousand;
 /// a broken run's cannot be, and this bounds what the attempt costs it.
 const RESTART_STEPS: u64 = 40_000;
+/// The steps a local search may take first without the creates of
+/// unknown outcome (those not taken back from the order), a session's end
+/// tried first.
+const CAP_STEPS: u64 = 2_500;
+const CAPS: [u32; 4] = [1, 2, 4, 8];
+const CAPPED_RESTART_STEPS: u64 = 40_000;
 
 /// A kept state of the pass: how many operations were placed, the model
 /// state and the time then.
@@ -211,6 +217,13 @@ struct Pass<'a> {
     /// The steps left for searches from kept states (shared by the
     /// passes).
     restart_steps: &'a mut u64,
+    /// Likewise, for the searches with few operations of unknown effect
+    /// (and every search from a kept state once those have carried this
+    /// pass past a step).
+    capped_steps: &'a mut u64,
+    /// Whether the searches with few operations of unknown effect carried
+    /// this pass past a step.
+    rescued: bool,
 }
 
 impl Pass<'_> {
@@ -279,62 +292,126 @@ impl Pass<'_> {
         false
     }
 
+    /// Places `d`, which the model refused where the pass tried it, by
+    /// the remedies in turn: after one operation of unknown effect; by a
+    /// local search from here; from an earlier kept state; then, where
+    /// those fail, by the searches with few operations of unknown effect
+    /// ([`CAPS`]), from here and from the kept states. The last come last
+    /// so that a pass the first three carry through does just what it
+    /// did without them; once they have carried a pass, its searches from
+    /// kept states spend their steps, not the others' (so that a pass
+    /// after it starts as it did without them).
+    fn rescue(
+        &mut self,
+        d: usize,
+        upcoming: &[usize],
+        deferred: &[usize],
+        loose: &[usize],
+    ) -> bool {
+        if self.place_after_loose(d, loose)
+            || self.place_by_search(d, upcoming, deferred, loose, None)
+            || self.place_by_restart(d, upcoming, deferred, loose, &[None])
+        {
+            return true;
+        }
+        let few = CAPS.map(Some);
+        let rescued = few
+            .iter()
+            .any(|&cap| self.place_by_search(d, upcoming, deferred, loose, cap))
+            || self.place_by_restart(d, upcoming, deferred, loose, &few);
+        self.rescued |= rescued;
+        rescued
+    }
+
     /// A local search for a way to place `d` from here: the operations
     /// that returned before `d` was called (they must come first), the
     /// next [`WINDOW`] operations in zxid order, what was deferred and the
     /// operations of unknown effect called by then, any of which may come
     /// first; the model and the time windows decide (the lin engine, from
-    /// this pass's state). On success they are placed in the order found.
+    /// this pass's state), with at most `cap` operations of unknown effect
+    /// if capped. On success they are placed in the order found.
     fn place_by_search(
         &mut self,
         d: usize,
         upcoming: &[usize],
         deferred: &[usize],
         loose: &[usize],
+        cap: Option<u32>,
     ) -> bool {
-        let mut steps = WINDOW_STEPS;
-        self.search_from_here(d, upcoming, deferred, loose, &[], &mut steps)
+        let mut steps = if cap.is_some() {
+            CAP_STEPS
+        } else {
+            WINDOW_STEPS
+        };
+        self.search_from_here(d, upcoming, deferred, loose, &[], cap, &mut steps)
     }
 
     /// [`Pass::place_by_search`] from an earlier kept state: everything
     /// placed since is taken back and searched again with the rest (its
     /// session steps must be placed again, its operations of unknown
-    /// effect may). The most recent kept state is tried first; on failure
-    /// the pass is as it was.
+    /// effect may). Each of `caps` is tried from every kept state, the
+    /// most recent first, before the next; on failure the pass is as it
+    /// was. The search without a cap starts from no state before the
+    /// first kept after 24 operations.
     fn place_by_restart(
         &mut self,
         d: usize,
         upcoming: &[usize],
         deferred: &[usize],
         loose: &[usize],
+        caps: &[Option<u32>],
     ) -> bool {
         // Spent (a broken history's pass sticks at every step): nothing to
         // try, so no copy of the state to make.
-        if *self.restart_steps == 0 {
+        let few = |cap: Option<u32>, pass: &Pass<'_>| cap.is_some() || pass.rescued;
+        if caps.iter().all(|&cap| {
+            (if few(cap, self) {
+                *self.capped_steps
+            } else {
+                *self.restart_steps
+            }) == 0
+        }) {
             return false;
         }
         let (state, now, order) = (self.state.clone(), self.now, self.order.clone());
-        for c in (0..self.checkpoints.len()).rev() {
-            let from = self.checkpoints[c].placed;
-            let redo: Vec<usize> = self.order.split_off(from);
-            for &j in &redo {
-                self.used[j] = false;
-            }
-            self.state = self.checkpoints[c].state.clone();
-            self.now = self.checkpoints[c].now;
-            if *self.restart_steps > 0 {
-                let mut steps = *self.restart_steps;
-                let placed = self.search_from_here(d, upcoming, deferred, loose, &redo, &mut steps);
-                *self.restart_steps = steps;
+        for &cap in caps {
+            for c in (0..self.checkpoints.len()).rev() {
+                let pool = match (cap, few(cap, self)) {
+                    (Some(_), _) => (*self.capped_steps).min(CAP_STEPS),
+                    (None, true) => *self.capped_steps,
+                    (None, false) => *self.restart_steps,
+                };
+                if pool == 0 {
+                    break;
+                }
+                let from = self.checkpoints[c].placed;
+                if from == 0 && cap.is_none() {
+                    continue;
+                }
+                let redo: Vec<usize> = self.order.split_off(from);
+                for &j in &redo {
+                    self.used[j] = false;
+                }
+                self.state = self.checkpoints[c].state.clone();
+                self.now = self.checkpoints[c].now;
+                let mut steps = pool;
+                let placed =
+                    self.search_from_here(d, upcoming, deferred, loose, &redo, cap, &mut steps);
+                let spent = pool - steps;
+                if few(cap, self) {
+                    *self.capped_steps -= spent;
+                } else {
+                    *self.restart_steps -= spent;
+                }
                 if placed {
                     return true;
                 }
-            }
-            self.state = state.clone();
-            self.now = now;
-            self.order = order.clone();
-            for &j in &redo {
-                self.used[j] = true;
+                self.state = state.clone();
+                self.now = now;
+                self.order = order.clone();
+                for &j in &redo {
+                    self.used[j] = true;
+                }
             }
         }
         false
@@ -350,6 +427,7 @@ impl Pass<'_> {
         deferred: &[usize],
         loose: &[usize],
         redo: &[usize],
+        cap: Option<u32>,
         steps: &mut u64,
     ) -> bool {
         let Some(deadline) = self.placed[d].ret_us else {
@@ -364,6 +442,8 @@ impl Pass<'_> {
                 may.push(j);
             }
         }
+        // The steps that come before a session's end in `may`.
+        let mut ending: Vec<usize> = Vec::new();
         let open = |j: usize, pass: &Pass<'_>| !pass.used[j] && j != d;
         for &j in upcoming.iter().chain(deferred) {
             if !open(j, self) || must.contains(&j) || may.contains(&j) {
@@ -393,11 +473,50 @@ impl Pass<'_> {
                     if !must.contains(&k) && !may.contains(&k) {
                         may.push(k);
                     }
+                    ending.push(k);
                 }
             }
             may.push(j);
         }
-        let all: Vec<usize> = must.iter().chain(&may).copied().collect();
+        // With few operations of unknown effect (see CAPS): those and the
+        // steps that must come before a session's end alone, one of each
+        // kind (the same write of a session retried), sessions' ends
+        // tried first and writes that create last.
+        if cap.is_some() {
+            let rank = |j: &usize| match &self.placed[*j].input {
+                Input::Expire { .. } | Input::End { .. } => 0,
+                input if creates(input) => 2,
+                _ => 1,
+            };
+            let mut seen: Vec<&Input> = Vec::new();
+            may.retain(|&j| {
+                let input = &self.placed[j].input;
+                match input {
+                    Input::Step { .. } => ending.contains(&j),
+                    Input::Indeterminate { .. } if !redo.contains(&j) => {
+                        let first = !seen.contains(&input);
+                        seen.push(input);
+                        first
+                    }
+                    _ => true,
+                }
+            });
+            may.sort_by_key(rank);
+        }
+        self.search_order(&must, &may, cap, steps)
+    }
+
+    /// The engine's search from here for an order of `must` (all placed)
+    /// and any of `may`, within `steps` (less what it took, on return);
+    /// on success the order found is placed.
+    fn search_order(
+        &mut self,
+        must: &[usize],
+        may: &[usize],
+        cap: Option<u32>,
+        steps: &mut u64,
+    ) -> bool {
+        let all: Vec<usize> = must.iter().chain(may).copied().collect();
         let ops: Vec<Operation<Input, ()>> = all
             .iter()
             .enumerate()
@@ -419,6 +538,7 @@ impl Pass<'_> {
         let from = From {
             model: self.model,
             start: &self.state,
+            cap,
         };
         let budget = Budget {
             max_steps: *steps,
@@ -506,8 +626,16 @@ pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Result<Vec<usize>, Stuck
     // a read of a version an unanswered setData made, then a delete).
     let mut best: Option<Stuck> = None;
     let mut restart_steps = RESTART_STEPS;
+    let mut capped_steps = CAPPED_RESTART_STEPS;
     for remedy in [Remedy::LooseFirst, Remedy::Defer, Remedy::DeferUntilWrite] {
-        match pass(model, placed, &keys, remedy, &mut restart_steps) {
+        match pass(
+            model,
+            placed,
+            &keys,
+            remedy,
+            &mut restart_steps,
+            &mut capped_steps,
+        ) {
             Ok(order) => return Ok(order),
             Err(s) => {
                 if best.as_ref().is_none_or(|b| s.order.len() > b.order.len()) {
@@ -540,6 +668,7 @@ fn pass(
     keys: &[Key],
     remedy: Remedy,
     restart_steps: &mut u64,
+    capped_steps: &mut u64,
 ) -> Result<Vec<usize>, Stuck> {
     let (mut sure, mut loose): (Vec<usize>, Vec<usize>) =
         (0..placed.len()).partition(|&i| matches!(placed[i].input, Input::Step { .. }));
@@ -565,6 +694,8 @@ fn pass(
         end,
         checkpoints: Vec::new(),
         restart_steps,
+        capped_steps,
+        rescued: false,
     };
     let mut deferred: Vec<usize> = Vec::new();
     let stuck = |pass: Pass<'_>, d: usize| Stuck {
@@ -576,7 +707,11 @@ fn pass(
         if pass.used[i] {
             continue;
         }
-        if pass.checkpoints.last().map_or(0, |c| c.placed) + CHECKPOINT_EVERY <= pass.order.len() {
+        if pass
+            .checkpoints
+            .last()
+            .is_none_or(|c| c.placed + CHECKPOINT_EVERY <= pass.order.len())
+        {
             if pass.checkpoints.len() == CHECKPOINTS {
                 pass.checkpoints.remove(0);
             }
@@ -594,10 +729,7 @@ fn pass(
         {
             let d = deferred.remove(at);
             let upcoming = &sure[n..(n + WINDOW).min(sure.len())];
-            if !pass.place_after_loose(d, &loose)
-                && !pass.place_by_search(d, upcoming, &deferred, &loose)
-                && !pass.place_by_restart(d, upcoming, &deferred, &loose)
-            {
+            if !pass.rescue(d, upcoming, &deferred, &loose) {
                 return Err(stuck(pass, d));
             }
             deferred.retain(|&j| !pass.used[j]);
@@ -635,10 +767,7 @@ fn pass(
     }
     while !deferred.is_empty() {
         let d = deferred.remove(0);
-        if !pass.place_after_loose(d, &loose)
-            && !pass.place_by_search(d, &[], &deferred, &loose)
-            && !pass.place_by_restart(d, &[], &deferred, &loose)
-        {
+        if !pass.rescue(d, &[], &deferred, &loose) {
             return Err(stuck(pass, d));
         }
         deferred.retain(|&j| !pass.used[j]);
@@ -657,29 +786,53 @@ fn pass(
     Ok(pass.order)
 }
 
+/// Whether `input` is a write of unknown outcome that may create a node
+/// (a create, or a multi with one).
+fn creates(input: &Input) -> bool {
+    match input {
+        Input::Indeterminate { op, .. } => match op {
+            Op::Create { .. } => true,
+            Op::Multi(ops) => ops.iter().any(|o| matches!(o, MultiOp::Create { .. })),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// The contract's model started from a given state (a local search after
-/// a verified prefix).
+/// a verified prefix), with at most `cap` operations of unknown effect
+/// placed, if capped: the state counts them.
 struct From<'a> {
     model: &'a ZkModel<'a>,
     start: &'a State,
+    cap: Option<u32>,
 }
 
 impl<'a> lin::Model for From<'a> {
-    type State = State;
+    type State = (State, u32);
     type Input = Input<'a>;
     type Output = ();
 
-    fn init(&self) -> State {
-        self.start.clone()
+    fn init(&self) -> (State, u32) {
+        (self.start.clone(), 0)
     }
 
     fn state_bytes(&self) -> usize {
         STATE_BYTES
     }
 
-    fn step(&self, state: &State, input: &Input, _: Outcome<&()>) -> Step<State> {
+    fn step(&self, state: &(State, u32), input: &Input, _: Outcome<&()>) -> Step<(State, u32)> {
+        let (state, n) = state;
+        let loose = !matches!(input, Input::Step { .. });
+        let counted = loose && self.cap.is_some();
+        if counted && self.cap.is_some_and(|cap| *n >= cap) {
+            return Step::Impossible;
+        }
         match self.model.step(state, input) {
-            Some(next) => Step::To(next),
+            // An operation of unknown effect that changes nothing is not
+            // one of the few.
+            Some(next) if counted && next == *state => Step::Unchanged,
+            Some(next) => Step::To((next, n + u32::from(counted))),
             None => Step::Impossible,
         }
     }
@@ -688,7 +841,7 @@ impl<'a> lin::Model for From<'a> {
         lin::Model::describe_op(self.model, input, output)
     }
 
-    fn describe_state(&self, state: &State) -> String {
-        lin::Model::describe_state(self.model, state)
+    fn describe_state(&self, state: &(State, u32)) -> String {
+        lin::Model::describe_state(self.model, &state.0)
     }
 }
