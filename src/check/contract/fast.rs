@@ -343,7 +343,8 @@ impl Pass<'_> {
         } else {
             WINDOW_STEPS
         };
-        self.search_from_here(d, upcoming, deferred, loose, &[], cap, &mut steps)
+        let attempt = Attempt { redo: &[], cap };
+        self.search_from_here(d, upcoming, deferred, loose, attempt, &mut steps)
     }
 
     /// [`Pass::place_by_search`] from an earlier kept state: everything
@@ -395,8 +396,14 @@ impl Pass<'_> {
                 self.state = self.checkpoints[c].state.clone();
                 self.now = self.checkpoints[c].now;
                 let mut steps = pool;
-                let placed =
-                    self.search_from_here(d, upcoming, deferred, loose, &redo, cap, &mut steps);
+                let placed = self.search_from_here(
+                    d,
+                    upcoming,
+                    deferred,
+                    loose,
+                    Attempt { redo: &redo, cap },
+                    &mut steps,
+                );
                 let spent = pool - steps;
                 if few(cap, self) {
                     *self.capped_steps -= spent;
@@ -417,19 +424,19 @@ impl Pass<'_> {
         false
     }
 
-    /// The search of [`Pass::place_by_search`], with `redo` (taken back
-    /// from the order) to place again, within `steps` (less what it took,
-    /// on return).
+    /// The search of [`Pass::place_by_search`], with `attempt.redo`
+    /// (taken back from the order) to place again, within `steps` (less
+    /// what it took, on return).
     fn search_from_here(
         &mut self,
         d: usize,
         upcoming: &[usize],
         deferred: &[usize],
         loose: &[usize],
-        redo: &[usize],
-        cap: Option<u32>,
+        attempt: Attempt<'_>,
         steps: &mut u64,
     ) -> bool {
+        let Attempt { redo, cap } = attempt;
         let Some(deadline) = self.placed[d].ret_us else {
             return false;
         };
@@ -784,6 +791,15 @@ fn pass(
         }
     }
     Ok(pass.order)
+}
+
+/// What a local search places again, and how many operations of unknown
+/// effect it may place ([`CAPS`]; None: any).
+#[derive(Clone, Copy)]
+struct Attempt<'s> {
+    /// Taken back from the order (a search from a kept state).
+    redo: &'s [usize],
+    cap: Option<u32>,
 }
 
 /// Whether `input` is a write of unknown outcome that may create a node
