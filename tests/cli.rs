@@ -224,7 +224,7 @@ fn replay_trace_shows_requests_replies_watches_faults_and_elections() {
     // Tracing watches the run; it must not change it.
     assert_eq!(digest(&plain), digest(&traced));
     for needle in [
-        "zoosim::client: client-",
+        "zoosim::client: client 0 session 0x",
         "request 1: Create",
         "reply 1 at 0x",
         "watch event NodeDeleted /locks/l/",
@@ -978,5 +978,127 @@ fn shrink_outputs_that_cannot_be_written_are_refused_before_any_work() {
         "{err}"
     );
     assert!(!stdout.contains("seeds in"), "no seed ran: {stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn replay_trace_names_clients_as_the_fault_schedule_does_and_shows_no_skipped_fault() {
+    // Issue 17: the trace numbered clients by their sessions' order (its
+    // `client-2` was the schedule's `client 4`), traced faults the
+    // schedule marks skipped, and printed a healed delay as "by 0ns".
+    let (code, out, err) = zoosim(&["replay", "scenarios/lock.toml", "--seed", "1", "--trace"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("by 0ns"), "{out}");
+    // The schedule: "   3.914 s  client-crash client 3 (skipped)".
+    let schedule: Vec<(String, String, bool)> = out
+        .lines()
+        .filter_map(|l| {
+            let (t, rest) = l.trim_start().split_once(" s  ")?;
+            t.parse::<f64>().ok()?;
+            Some((t.to_owned(), rest.to_owned(), rest.ends_with("(skipped)")))
+        })
+        .collect();
+    // The trace: "     3.914s  INFO zoosim::fault: crash client 3 session 0x...".
+    let traced: Vec<(String, String)> = out
+        .lines()
+        .filter_map(|l| {
+            let (head, what) = l.split_once("zoosim::fault: ")?;
+            let t = head.split_whitespace().next()?.trim_end_matches('s');
+            Some((t.to_owned(), what.to_owned()))
+        })
+        .collect();
+    assert!(!schedule.is_empty() && !traced.is_empty(), "{out}");
+    let (mut named, mut skipped) = (0, 0);
+    for (t, what, skip) in &schedule {
+        let at_t: Vec<&str> = traced
+            .iter()
+            .filter(|(u, _)| u == t)
+            .map(|(_, w)| w.as_str())
+            .collect();
+        if *skip {
+            let alone = schedule.iter().filter(|(u, _, _)| u == t).count() == 1;
+            if alone {
+                assert!(at_t.is_empty(), "skipped `{what}` traced as {at_t:?}");
+                skipped += 1;
+            }
+            continue;
+        }
+        let aimed = [
+            "client-crash",
+            "lost-write-reply",
+            "short-client-pause",
+            "long-client-pause",
+            "client-cut-off",
+            "client-isolated",
+            "broken-connection",
+        ];
+        if !aimed.iter().any(|f| what.starts_with(f)) {
+            continue;
+        }
+        let c = what
+            .split(" client ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .expect("a client fault names its client");
+        assert!(
+            at_t.iter().any(|w| w.contains(&format!("client {c} "))),
+            "`{what}` at {t} s traced as {at_t:?}"
+        );
+        named += 1;
+    }
+    assert!(
+        named > 0 && skipped > 0,
+        "named {named}, skipped {skipped}:\n{out}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_prints_the_summary_so_far_with_replay_commands() {
+    // Issue 17: Ctrl-C lost what an hour's run had found. A buggy variant
+    // run as if it were expected to pass fails on many seeds: after the
+    // interrupt, the table shows them with their replay commands.
+    let f = scratch(
+        "interrupted.toml",
+        "format = 1\nrecipe = \"lock\"\nvariant = \"lock/herd\"\nseeds = 1000000\n",
+    );
+    let dir = std::env::temp_dir().join(format!("zoosim-ctrl-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let summary = dir.join("summary.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_zoosim"))
+        .args(["run", &f, "--jobs", "1", "--summary"])
+        .arg(&summary)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("zoosim runs");
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("zoosim ends");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("interrupted: finishing the seeds in flight"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("INTERRUPTED after"), "{stdout}");
+    assert!(stdout.contains("FAILED"), "{stdout}");
+    assert!(stdout.contains("replay: "), "{stdout}");
+    assert!(
+        stdout.contains("interrupted: the summary above is what ran"),
+        "{stdout}"
+    );
+    let json = std::fs::read_to_string(&summary).expect("the summary was written");
+    assert!(json.contains("\"interrupted\": true"), "{json}");
+    assert!(json.contains("\"passed\": false"), "{json}");
+    // An interrupted run's counts are not a shard's: merge refuses them.
+    let (code, _, err) = zoosim(&["merge", summary.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("was interrupted after"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

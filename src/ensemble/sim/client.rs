@@ -225,12 +225,17 @@ impl State {
         w.to.answer(&mut self.stream, Err(e));
     }
 
-    /// How the trace names this client: its node, and its session once
-    /// it has one.
+    /// How the trace names this client: by its scenario client number
+    /// when it has one (the number the fault schedule and the outcome log
+    /// use), else by its node; and its session once it has one.
     fn who(&self) -> String {
-        match self.session {
-            Some(s) => format!("client-{} session {s}", self.n),
+        let client = match self.actor.client {
+            Some(c) => format!("client {c}"),
             None => format!("client-{}", self.n),
+        };
+        match self.session {
+            Some(s) => format!("{client} session {s}"),
+            None => client,
         }
     }
 
@@ -415,6 +420,12 @@ impl SimZk {
     /// The client's network address (for link faults).
     pub fn addr(&self) -> SocketAddr {
         self.socket.addr()
+    }
+
+    /// How the trace names this client (its scenario client number and
+    /// session), for the faults aimed at it.
+    pub(crate) fn who(&self) -> String {
+        lock(&self.state).who()
     }
 
     /// The largest zxid this client has seen in a reply.

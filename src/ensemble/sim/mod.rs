@@ -594,7 +594,7 @@ impl Ensemble {
 
     /// Fault: the client and server `server` cannot reach each other.
     pub fn cut_client(&self, zk: &SimZk, server: ServerId) {
-        tracing::info!(target: "zoosim::fault", "cut session {} from server {server}", zk.session_id());
+        tracing::info!(target: "zoosim::fault", "cut {} from server {server}", zk.who());
         let (x, y) = (zk.addr().ip(), server_addr(server).ip());
         self.shared.net.cut(x, y);
         self.shared.net.cut(y, x);
@@ -603,7 +603,11 @@ impl Ensemble {
     /// Fault: every datagram from server `from` to server `to` takes
     /// `delay` more (zero removes the delay).
     pub fn delay(&self, from: ServerId, to: ServerId, delay: Duration) {
-        tracing::info!(target: "zoosim::fault", "delay server {from} -> server {to} by {delay:?}");
+        if delay.is_zero() {
+            tracing::info!(target: "zoosim::fault", "end the delay of server {from} -> server {to}");
+        } else {
+            tracing::info!(target: "zoosim::fault", "delay server {from} -> server {to} by {delay:?}");
+        }
         let (x, y) = (server_addr(from).ip(), server_addr(to).ip());
         self.shared.net.delay(x, y, delay);
     }
@@ -725,20 +729,25 @@ impl Ensemble {
     /// is connected and writing).
     /// Returns false if there is no leader to do it.
     pub fn expire_session_with_window(&self, session: SessionId, window: Duration) -> bool {
-        tracing::info!(target: "zoosim::fault", "expire session {session} (closing window {window:?})");
         let Some(leader) = self.leader() else {
             return false;
         };
         let events = lock(&self.servers[leader as usize].events);
-        events
+        // Traced only once it applies: the fault schedule marks the
+        // others skipped, and the trace must not show them injected.
+        let sent = events
             .as_ref()
-            .is_some_and(|e| e.unbounded_send(Event::Expire(session, window)).is_ok())
+            .is_some_and(|e| e.unbounded_send(Event::Expire(session, window)).is_ok());
+        if sent {
+            tracing::info!(target: "zoosim::fault", "expire session {session} (closing window {window:?})");
+        }
+        sent
     }
 
     /// Fault: the client's node dies (its pings stop; the handle must not
     /// be used again).
     pub fn crash_client(&self, zk: &SimZk) {
-        tracing::info!(target: "zoosim::fault", "crash the client of session {}", zk.session_id());
+        tracing::info!(target: "zoosim::fault", "crash {}", zk.who());
         Handle::current().kill(zk.node());
     }
 
@@ -905,7 +914,6 @@ impl Ensemble {
     /// server, which breaks the connection; the write is applied. Returns
     /// false if the client is not connected.
     pub fn lose_next_write_reply(&self, zk: &SimZk) -> bool {
-        tracing::info!(target: "zoosim::fault", "lose the next write reply of session {}", zk.session_id());
         let Some(server) = zk.current_server() else {
             return false;
         };
@@ -913,13 +921,16 @@ impl Ensemble {
         let sent = lock(&slot.events)
             .as_ref()
             .is_some_and(|e| e.unbounded_send(Event::LoseReply(zk.session_id())).is_ok());
+        if sent {
+            tracing::info!(target: "zoosim::fault", "lose the next write reply of {}", zk.who());
+        }
         sent
     }
 
     /// Fault: the client's node stalls for `stall` (a GC pause): it runs
     /// nothing, then resumes where it was.
     pub fn pause_client(&self, zk: &SimZk, stall: Duration) {
-        tracing::info!(target: "zoosim::fault", "pause the client of session {} for {stall:?}", zk.session_id());
+        tracing::info!(target: "zoosim::fault", "pause {} for {stall:?}", zk.who());
         let node = zk.node();
         Handle::current().pause(node);
         madsim::task::spawn(async move {
