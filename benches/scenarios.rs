@@ -74,6 +74,7 @@ fn main() {
         seed_start: None,
         jobs: 1,
         shard: None,
+        stop: None,
     };
     let started = Instant::now();
     let mut seeds = 0;

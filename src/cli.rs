@@ -286,6 +286,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 jobs: jobs
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 shard,
+                stop: Some(&INTERRUPTED),
             };
             let command = sweep::CommandLine {
                 seeds,
@@ -572,7 +573,11 @@ fn run_all(
     // Reports likewise (the contract check and the page made on the
     // thread that ran the seed).
     let written_reports: std::sync::Mutex<Vec<WrittenReport>> = std::sync::Mutex::default();
+    catch_ctrl_c();
     for (k, s) in scenarios.iter().enumerate() {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
         bar.set_message(s.name.clone());
         let on_seed = |run: &runner::SeedRun| {
             if let Some((dir, all)) = keep.report {
@@ -603,6 +608,7 @@ fn run_all(
         summaries.push(summary);
     }
     bar.finish_and_clear();
+    let interrupted = INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
     let records: Vec<sweep::ScenarioRecord> = summaries
         .iter()
         .zip(scenarios)
@@ -749,18 +755,62 @@ fn run_all(
         seeds as f64 / wall.max(1e-9),
         as_expected(bad)
     );
+    if interrupted {
+        let unrun: Vec<&str> = scenarios[summaries.len()..]
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        println!(
+            "interrupted: the summary above is what ran{}",
+            match unrun.is_empty() {
+                true => String::new(),
+                false => format!("; not run: {}", unrun.join(", ")),
+            }
+        );
+    }
     match written {
         Some(Err(e)) => return Err(e.to_string()),
         Some(Ok(path)) => println!("summary written to {path}"),
         None => {}
     }
-    Ok(if bad > 0 {
+    Ok(if interrupted {
+        // As a shell reports a command ended by SIGINT.
+        ExitCode::from(130)
+    } else if bad > 0 {
         ExitCode::from(1)
     } else if unwritten {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Set by the first Ctrl-C of a `zoosim run`: no more seeds are started,
+/// the seeds in flight end, and the summary so far is printed and written.
+#[cfg_attr(not(madsim), allow(dead_code))]
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes Ctrl-C (SIGINT, and SIGTERM) stop a run with the summary of what
+/// ran, rather than lose it; a second one ends the process at once.
+#[cfg(madsim)]
+fn catch_ctrl_c() {
+    use std::sync::atomic::Ordering;
+    // Set once per process (a test may run several commands in one).
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let set = ctrlc::set_handler(|| {
+            if INTERRUPTED.swap(true, Ordering::Relaxed) {
+                std::process::exit(130);
+            }
+            eprintln!(
+                "\ninterrupted: finishing the seeds in flight, then the summary so far \
+                 (Ctrl-C again to quit at once)"
+            );
+        });
+        if let Err(e) = set {
+            eprintln!("warning: Ctrl-C will not print a summary: {e}");
+        }
+    });
 }
 
 /// Refuses an output file that cannot be written (its directory missing

@@ -53,12 +53,14 @@ pub fn run_scenarios(registry: &Registry, dir: impl AsRef<Path>) -> Vec<(Scenari
                 seed_start: Some(seed),
                 jobs: 1,
                 shard: None,
+                stop: None,
             },
             None => RunOptions {
                 seeds: Some(env_u64("ZOOSIM_SEEDS").unwrap_or(s.test_seeds)),
                 seed_start: None,
                 jobs,
                 shard: None,
+                stop: None,
             },
         };
         if options.seeds == Some(0) {

@@ -41,6 +41,7 @@ fn options(s: &Scenario) -> RunOptions {
         seed_start: None,
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         shard: None,
+        stop: None,
     }
 }
 

@@ -50,6 +50,7 @@ fn every_shrunk_scenario_fails_with_its_originals_property() {
             seed_start: None,
             jobs: 1,
             shard: None,
+            stop: None,
         };
         let summary = run_scenario(s, &options, &|_| {}).expect("the seeds fit");
         let caught = summary

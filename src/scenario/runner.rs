@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::run::{history_meta, judged, lines, run_seed_recording, SeedOutcome};
@@ -28,6 +28,9 @@ pub struct RunOptions {
     /// (i, n): only the seeds whose index is i modulo n (coverage goals are
     /// then reported, not enforced).
     pub shard: Option<(u64, u64)>,
+    /// Set (by Ctrl-C) to stop handing out seeds: the seeds in flight end,
+    /// and the summary counts what ran ([`Summary::interrupted`]).
+    pub stop: Option<&'static AtomicBool>,
 }
 
 /// A failing seed, as the summary keeps it.
@@ -79,30 +82,39 @@ pub struct Summary {
     /// All of the scenario's seeds were given, not one shard of them:
     /// coverage goals and an expected failure are judged.
     pub whole: bool,
+    /// Stopped ([`RunOptions::stop`]) before its seeds were all run (and
+    /// before the failure it expected): neither passed nor judged.
+    pub interrupted: bool,
 }
 
 impl Summary {
     /// The scenario did what it should.
     pub fn passed(&self) -> bool {
-        passed(
-            self.expect_failure,
-            self.failures.len(),
-            &self.missed_goals,
-            self.whole,
-        )
+        !self.interrupted
+            && passed(
+                self.expect_failure,
+                self.failures.len(),
+                &self.missed_goals,
+                self.whole,
+            )
     }
 
     /// Why not, in a line.
     pub fn verdict(&self) -> String {
         let first = self.failures.first().map(|f| (f.seed, f.why()));
-        verdict(
+        let v = verdict(
             self.expect_failure,
             self.seeds_run,
             self.failures.len(),
             first.as_ref().map(|(seed, why)| (*seed, why.as_str())),
             &self.missed_goals,
-            self.whole,
-        )
+            self.whole && !self.interrupted,
+        );
+        if self.interrupted {
+            interrupted_verdict(self.seeds_run, &v)
+        } else {
+            v
+        }
     }
 }
 
@@ -145,6 +157,16 @@ pub fn verdict(
             missed_goals.join(", ")
         ),
         (false, None) => "ok".to_owned(),
+    }
+}
+
+/// The verdict of a scenario whose run was interrupted after `seeds_run`
+/// seeds, from what its counts say (`v`, judged as a shard's).
+pub fn interrupted_verdict(seeds_run: u64, v: &str) -> String {
+    if v.starts_with("FAILED") {
+        format!("INTERRUPTED after {seeds_run} seeds; {v}")
+    } else {
+        format!("INTERRUPTED after {seeds_run} seeds (no failure so far; coverage not judged)")
     }
 }
 
@@ -369,6 +391,11 @@ pub fn run_scenario(
     std::thread::scope(|scope| {
         for _ in 0..o.jobs.max(1) {
             scope.spawn(|| loop {
+                // Checked before a seed is taken: every seed taken is run,
+                // so the seeds counted are the first ones, with no gap.
+                if o.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= seeds.len() || i > stop_after.load(Ordering::Relaxed) {
                     break;
@@ -395,6 +422,8 @@ pub fn run_scenario(
     let mut results = results.into_inner().unwrap();
     results.sort_by_key(|(i, _)| *i);
     let limit = stop_after.load(Ordering::Relaxed);
+    let caught = limit != u64::MAX;
+    let interrupted = !caught && (results.len() as u64) < seeds.len();
     let mut summary = Summary {
         name: s.name.clone(),
         file: s.file.clone(),
@@ -408,6 +437,7 @@ pub fn run_scenario(
         missed_goals: Vec::new(),
         // Shard 0/1 is the whole sweep.
         whole: o.shard.is_none_or(|(_, n)| n == 1),
+        interrupted,
     };
     for (i, r) in results {
         if i > limit {
@@ -437,7 +467,7 @@ pub fn run_scenario(
     // A shard sees a part of the seeds: its coverage is reported, and the
     // whole sweep's is for whoever gathers the shards to judge (`zoosim
     // merge`).
-    if summary.whole {
+    if summary.whole && !summary.interrupted {
         summary.missed_goals = missed_goals(
             s.expect_failure,
             summary.failures.len(),

@@ -67,16 +67,44 @@ pub struct SpecError {
 
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = shorten_words(&self.message);
         if self.line == 0 {
-            write!(f, "{}: {}", self.file, self.message)
+            write!(f, "{}: {message}", self.file)
         } else {
-            write!(
-                f,
-                "{}:{}:{}: {}",
-                self.file, self.line, self.column, self.message
-            )
+            write!(f, "{}:{}:{}: {message}", self.file, self.line, self.column)
         }
     }
+}
+
+/// The longest word of a message shown in full: messages quote what the
+/// file said (a key, a value), and a 50 MB key must not be echoed whole.
+const LONGEST_WORD_CHARS: usize = 80;
+
+/// `message` with every word longer than [`LONGEST_WORD_CHARS`] cut to
+/// its start and its length.
+fn shorten_words(message: &str) -> std::borrow::Cow<'_, str> {
+    if !message
+        .split(' ')
+        .any(|w| w.chars().count() > LONGEST_WORD_CHARS)
+    {
+        return message.into();
+    }
+    let words: Vec<String> = message
+        .split(' ')
+        .map(|w| {
+            let n = w.chars().count();
+            if n > LONGEST_WORD_CHARS {
+                // Its start, and its last two characters (the closing
+                // quote and punctuation, where it had them).
+                let start: String = w.chars().take(LONGEST_WORD_CHARS / 2).collect();
+                let end: String = w.chars().skip(n - 2).collect();
+                format!("{start}...{end} ({n} characters)")
+            } else {
+                w.to_owned()
+            }
+        })
+        .collect();
+    words.join(" ").into()
 }
 
 impl std::error::Error for SpecError {}
@@ -539,6 +567,45 @@ pub fn parse_in(file: &str, text: &str, registry: &Registry) -> Result<Scenario,
     at.scenario(raw)
 }
 
+/// Ensemble counters that only some faults can move (read off where each
+/// is counted): a goal on one is unreachable where none of them can fire.
+const FAULT_COUNTERS: [(&str, &[Fault]); 5] = [
+    ("client-resets", &[Fault::ServerKill]),
+    ("deposed-while-paused", &[Fault::ServerPause]),
+    ("syncing-leader-crashes", &[Fault::NewLeaderCrash]),
+    (
+        "sessions-survived-outage",
+        &[Fault::MajorityCrash, Fault::EnsembleCrash],
+    ),
+    ("isolated-past-expiry", &[Fault::ClientIsolated]),
+];
+
+/// Why coverage goal `goal` can never be reached under `faults` and
+/// `ensemble`, if it cannot: a run that can only fail its coverage is
+/// refused before it runs.
+fn unreachable_goal(goal: &str, faults: &FaultSpec, ensemble: &EnsembleSpec) -> Option<String> {
+    let may_fire = |f: Fault| {
+        (faults.phase_ms > 0 && faults.kinds.contains(&f)) || faults.at.iter().any(|a| a.fault == f)
+    };
+    if let Some(f) = goal.strip_prefix("fault:").and_then(Fault::from_name) {
+        return (!may_fire(f)).then(|| {
+            format!("fault {f} is neither in `faults.kinds` (with a fault phase) nor placed in `[[faults.at]]`")
+        });
+    }
+    if goal == "breakage-hits" && ensemble.broken.is_none() {
+        return Some("the ensemble has no `broken` breakage".to_owned());
+    }
+    let (_, needs) = FAULT_COUNTERS.iter().find(|(c, _)| *c == goal)?;
+    if needs.iter().any(|&f| may_fire(f)) {
+        return None;
+    }
+    let names: Vec<&str> = needs.iter().map(|f| f.name()).collect();
+    Some(format!(
+        "only {} can move it, and the scenario can inject none",
+        names.join(" or ")
+    ))
+}
+
 struct Locator<'a> {
     file: &'a str,
     text: &'a str,
@@ -774,6 +841,12 @@ impl Locator<'_> {
                         counters.join(", "),
                         ENSEMBLE_COUNTERS.join(", ")
                     ),
+                );
+            }
+            if let Some(why) = unreachable_goal(name, &faults, &ensemble) {
+                return self.err(
+                    g.span(),
+                    format!("coverage goal {name:?} can never be reached: {why}"),
                 );
             }
             coverage.push(name.clone());

@@ -786,3 +786,62 @@ fn a_value_that_is_neither_an_integer_nor_a_list_says_what_is_accepted() {
         assert!(!err(&text).message.contains("OneOrMany"));
     }
 }
+
+#[test]
+fn a_huge_key_is_not_echoed_whole() {
+    // Issue 17: a 50 MB key came back in full in the message.
+    let key = "k".repeat(100_000);
+    let e = err(&format!("format = 1\nrecipe = \"lock\"\n{key} = 1\n"));
+    let shown = e.to_string();
+    assert!(shown.starts_with("s.toml:3:1: unknown field"), "{shown}");
+    assert!(shown.contains("kkk...`, (100003 characters)"), "{shown}");
+    assert!(shown.len() < 1_000, "{} bytes shown", shown.len());
+}
+
+#[test]
+fn nesting_past_the_parser_limit_is_refused_with_its_position() {
+    let deep = format!("x = {}{}\n", "[".repeat(200), "]".repeat(200));
+    let e = err(&format!("format = 1\nrecipe = \"lock\"\n{deep}"));
+    assert_eq!(e.line, 3, "{e}");
+    assert!(e.column > 1, "{e}");
+    assert!(e.message.contains("recursion"), "{e}");
+}
+
+#[test]
+fn a_coverage_goal_nothing_can_reach_is_refused_at_parse() {
+    // Issue 17: a run that can only fail its coverage is refused before
+    // it runs, at the goal.
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\n[faults]\nkinds = [\"server-crash\"]\n\
+         [coverage]\ngoals = [\"fault:server-kill\"]\n",
+        6,
+        10,
+        "fault server-kill is neither in `faults.kinds`",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\n[faults]\nkinds = [\"server-kill\"]\nphase_ms = 0\n\
+         [coverage]\ngoals = [\"client-resets\"]\n",
+        7,
+        10,
+        "only server-kill can move it",
+    );
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\n[coverage]\ngoals = [\"breakage-hits\"]\n",
+        4,
+        10,
+        "no `broken` breakage",
+    );
+    // Placed by hand, or drawn: reachable.
+    parse(
+        "s.toml",
+        "format = 1\nrecipe = \"lock\"\n[faults]\nkinds = []\n\
+         [[faults.at]]\nat_ms = 100\nfault = \"server-kill\"\n\
+         [coverage]\ngoals = [\"fault:server-kill\", \"client-resets\"]\n",
+    )
+    .expect("a placed kill can reach both");
+    parse(
+        "s.toml",
+        "format = 1\nrecipe = \"lock\"\n[coverage]\ngoals = [\"sessions-survived-outage\"]\n",
+    )
+    .expect("every fault is drawn by default");
+}

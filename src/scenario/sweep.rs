@@ -154,6 +154,10 @@ pub struct ScenarioRecord {
     pub passed: bool,
     /// The verdict in a line, as `zoosim run` prints it (derived).
     pub verdict: String,
+    /// The run was stopped (Ctrl-C) before its seeds were all run: what
+    /// it found is kept, but it is not passed, and not merged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// A coverage goal: a counter that must not stay at zero over the sweep.
@@ -306,6 +310,7 @@ impl ScenarioRecord {
             missed_goals: Vec::new(),
             passed: false,
             verdict: String::new(),
+            interrupted: summary.interrupted,
         };
         record.judge();
         record
@@ -319,7 +324,7 @@ impl ScenarioRecord {
             g.count = self.counters.get(&g.goal).copied().unwrap_or(0);
             g.reached = g.count > 0;
         }
-        self.missed_goals = if self.seeds.complete() {
+        self.missed_goals = if self.seeds.complete() && !self.interrupted {
             let goals: Vec<String> = self.coverage.iter().map(|g| g.goal.clone()).collect();
             runner::missed_goals(
                 self.expect_failure,
@@ -330,13 +335,14 @@ impl ScenarioRecord {
         } else {
             Vec::new()
         };
-        let whole = self.seeds.complete();
-        self.passed = runner::passed(
-            self.expect_failure,
-            self.failures.len(),
-            &self.missed_goals,
-            whole,
-        );
+        let whole = self.seeds.complete() && !self.interrupted;
+        self.passed = !self.interrupted
+            && runner::passed(
+                self.expect_failure,
+                self.failures.len(),
+                &self.missed_goals,
+                whole,
+            );
         let first = self.failures.first().map(|f| (f.seed, f.why()));
         self.verdict = runner::verdict(
             self.expect_failure,
@@ -346,6 +352,9 @@ impl ScenarioRecord {
             &self.missed_goals,
             whole,
         );
+        if self.interrupted {
+            self.verdict = runner::interrupted_verdict(self.seeds_run, &self.verdict);
+        }
     }
 }
 
@@ -429,6 +438,16 @@ pub enum MergeError {
         /// The second.
         file: String,
     },
+    /// A run stopped before its seeds were all run: its counts are not a
+    /// shard's.
+    Interrupted {
+        /// The summary file.
+        file: String,
+        /// The scenario's name.
+        scenario: String,
+        /// Seeds it ran.
+        seeds_run: u64,
+    },
     /// Shards no file gives.
     MissingShards {
         /// The scenario's name.
@@ -465,6 +484,15 @@ impl fmt::Display for MergeError {
             MergeError::ScenarioTwice { file, scenario } => {
                 write!(f, "{file}: scenario {scenario} appears twice")
             }
+            MergeError::Interrupted {
+                file,
+                scenario,
+                seeds_run,
+            } => write!(
+                f,
+                "{file}: scenario {scenario} was interrupted after {seeds_run} seeds: \
+                 run its shard again to merge it"
+            ),
             MergeError::DifferentScenarioFile {
                 scenario,
                 file,
@@ -573,6 +601,14 @@ pub fn merge(sources: &[Source]) -> Result<SweepSummary, Vec<MergeError>> {
                 errors.push(MergeError::ScenarioTwice {
                     file: s.file.clone(),
                     scenario: r.name.clone(),
+                });
+                continue;
+            }
+            if r.interrupted {
+                errors.push(MergeError::Interrupted {
+                    file: s.file.clone(),
+                    scenario: r.name.clone(),
+                    seeds_run: r.seeds_run,
                 });
                 continue;
             }

@@ -54,6 +54,7 @@ fn record(
         missed_goals: Vec::new(),
         passed: true,
         verdict: String::new(),
+        interrupted: false,
     }
 }
 
