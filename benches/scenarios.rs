@@ -75,6 +75,7 @@ fn main() {
         jobs: 1,
         shard: None,
         stop: None,
+        progress: None,
     };
     let started = Instant::now();
     let mut seeds = 0;

@@ -287,6 +287,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 shard,
                 stop: Some(&INTERRUPTED),
+                progress: Some(std::sync::Arc::default()),
             };
             let command = sweep::CommandLine {
                 seeds,
@@ -566,6 +567,22 @@ fn run_all(
             .expect("a valid template"),
     );
     let started = std::time::Instant::now();
+    // The scenario running, and its seeds in flight that have logged
+    // thousands of outcomes: a long seed shows how far it got.
+    let running = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let ticker = options.progress.clone().map(|progress| {
+        let (bar, running) = (bar.clone(), running.clone());
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = done.clone();
+        let thread = std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                let name = running.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                bar.set_message(long_seeds_line(&name, &progress.in_flight()));
+            }
+        });
+        (done, thread)
+    });
     let mut summaries = Vec::new();
     // Histories are written as their seeds end (the summary keeps only
     // counts); where each went is printed after the table, in seed order.
@@ -579,6 +596,7 @@ fn run_all(
             break;
         }
         bar.set_message(s.name.clone());
+        *running.lock().unwrap_or_else(|e| e.into_inner()) = s.name.clone();
         let on_seed = |run: &runner::SeedRun| {
             if let Some((dir, all)) = keep.report {
                 if all || run.failed() {
@@ -606,6 +624,10 @@ fn run_all(
         // A scenario that stopped early: its unrun seeds leave the bar.
         bar.inc(all_seeds[k].len().saturating_sub(summary.seeds_run));
         summaries.push(summary);
+    }
+    if let Some((done, thread)) = ticker {
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = thread.join();
     }
     bar.finish_and_clear();
     let interrupted = INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
@@ -783,6 +805,22 @@ fn run_all(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The progress bar's message: the scenario running, and each of its
+/// seeds in flight that has logged thousands of outcomes (seed, simulated
+/// time, outcomes), so that a long seed shows it is moving.
+#[cfg(madsim)]
+fn long_seeds_line(scenario: &str, in_flight: &[(u64, u64, u64)]) -> String {
+    let mut line = scenario.to_owned();
+    for (seed, sim_ms, outcomes) in in_flight.iter().filter(|(_, _, n)| *n > 0) {
+        let _ = write!(
+            line,
+            "  seed {seed}: {:.0} s simulated, {outcomes} outcomes",
+            *sim_ms as f64 / 1000.0
+        );
+    }
+    line
 }
 
 /// Set by the first Ctrl-C of a `zoosim run`: no more seeds are started,

@@ -54,6 +54,7 @@ pub fn run_scenarios(registry: &Registry, dir: impl AsRef<Path>) -> Vec<(Scenari
                 jobs: 1,
                 shard: None,
                 stop: None,
+                progress: None,
             },
             None => RunOptions {
                 seeds: Some(env_u64("ZOOSIM_SEEDS").unwrap_or(s.test_seeds)),
@@ -61,6 +62,7 @@ pub fn run_scenarios(registry: &Registry, dir: impl AsRef<Path>) -> Vec<(Scenari
                 jobs,
                 shard: None,
                 stop: None,
+                progress: None,
             },
         };
         if options.seeds == Some(0) {

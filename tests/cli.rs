@@ -1102,3 +1102,57 @@ fn ctrl_c_prints_the_summary_so_far_with_replay_commands() {
     assert!(err.contains("was interrupted after"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn zoosim_with_budget(args: &[&str], outcomes: u64) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_zoosim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("ZOOSIM_SEED_BUDGET_OUTCOMES", outcomes.to_string())
+        .output()
+        .expect("zoosim runs");
+    (
+        out.status.code().expect("exited"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_seed_over_its_budget_is_stopped_and_told_which_keys_made_it() {
+    // Issue 17: a file that parses but describes an hour of busy clients
+    // ran for minutes per seed and grew past a gigabyte. The budget is
+    // lowered here so that the test reaches it in seconds.
+    let busy = scratch(
+        "busy.toml",
+        "format = 1\nrecipe = \"lock\"\nseeds = 1\n\
+         [workload]\nclients = 8\nhold_ms = 0\nthink_ms_max = 0\n\
+         [faults]\nkinds = []\nphase_ms = 3600000\n",
+    );
+    let (code, out, err) = zoosim_with_budget(&["run", &busy], 5_000);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("seed-budget: stopped at simulated"), "{out}");
+    assert!(out.contains("over a seed's budget of 5000"), "{out}");
+    assert!(out.contains("lower `workload.clients`"), "{out}");
+    // The same seed replays to the same stop.
+    let (code, replayed, err) = zoosim_with_budget(&["replay", &busy, "--seed", "0"], 5_000);
+    assert_eq!(code, 1, "{replayed}{err}");
+    let stop = |s: &str| {
+        s.lines()
+            .find(|l| l.contains("seed-budget: stopped at"))
+            .map(|l| l.split("seed-budget: ").nth(1).unwrap_or("").to_owned())
+            .expect("a seed-budget line")
+    };
+    assert_eq!(stop(&out), stop(&replayed));
+
+    // Slow clients over long phases: the phases are named.
+    let long = scratch(
+        "long.toml",
+        "format = 1\nrecipe = \"lock\"\nseeds = 1\n\
+         [workload]\nclients = 1\nhold_ms = 5000\n\
+         [faults]\nkinds = [\"broken-connection\"]\ninterval_ms = [600000, 600000]\n\
+         phase_ms = 3600000\n",
+    );
+    let (code, out, err) = zoosim_with_budget(&["run", &long], 1_000);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("`faults.phase_ms` = 3600000"), "{out}");
+}

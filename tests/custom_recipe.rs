@@ -42,6 +42,7 @@ fn options(s: &Scenario) -> RunOptions {
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         shard: None,
         stop: None,
+        progress: None,
     }
 }
 

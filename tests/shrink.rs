@@ -51,6 +51,7 @@ fn every_shrunk_scenario_fails_with_its_originals_property() {
             jobs: 1,
             shard: None,
             stop: None,
+            progress: None,
         };
         let summary = run_scenario(s, &options, &|_| {}).expect("the seeds fit");
         let caught = summary

@@ -8,7 +8,7 @@
 //! runner ([`runner`]), the shrinker ([`shrink`]) and sweeps across
 //! machines ([`sweep`]: shards' summaries and their merge).
 //!
-//! Module order, bottom first: workload, verdict ← sim ← recipe ←
+//! Module order, bottom first: workload, verdict, budget ← sim ← recipe ←
 //! builtin ← registry ← spec ← files, run ← runner ← shrink, sweep.
 
 pub mod builtin;
@@ -19,6 +19,8 @@ pub mod spec;
 pub mod verdict;
 pub mod workload;
 
+#[cfg(madsim)]
+pub mod budget;
 #[cfg(madsim)]
 pub mod run;
 #[cfg(madsim)]

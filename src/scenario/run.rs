@@ -15,10 +15,11 @@ use madsim::runtime::Runtime;
 use madsim::task::JoinHandle;
 use madsim::time::{sleep, timeout, Instant};
 
+use super::budget;
 use super::sim::{ensure_slots, now_ms, Ending, JudgeCtx, RunCtx, Running, Task};
 use super::spec::{default_liveness_bound_ms, Scenario};
 use super::verdict::Verdict;
-use super::verdict::Violation;
+use super::verdict::{run_properties, Violation};
 use crate::check::contract::{self, ContractReport, ContractVerdict};
 use crate::check::lin::Budget;
 use crate::check::Liveness;
@@ -28,6 +29,7 @@ use crate::ensemble::sim::nemesis::{
 };
 use crate::ensemble::sim::{Ensemble, EnsembleConfig, Recorder};
 use crate::history::{History, Meta, FORMAT_VERSION};
+use futures::future::{select, Either};
 
 /// What one seed did.
 #[derive(Clone, Debug)]
@@ -168,6 +170,15 @@ pub fn run_seed_unrecorded(scenario: &Scenario, seed: u64) -> SeedOutcome {
 fn simulate(scenario: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome {
     let runtime = Runtime::with_seed_and_config(seed, madsim::Config::default());
     let owned = scenario.clone();
+    budget::arm(seed);
+    // Disarmed however the seed ends (a panic is a verdict too).
+    struct Disarm;
+    impl Drop for Disarm {
+        fn drop(&mut self) {
+            budget::disarm();
+        }
+    }
+    let _disarm = Disarm;
     runtime.block_on(async move { run(&owned, seed, recorder).await })
 }
 
@@ -352,14 +363,19 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
     let tasks: Vec<JoinHandle<()>> = started.tasks.into_iter().map(madsim::task::spawn).collect();
     let running = started.running;
     let fault_start_ms = now_ms();
-    let injected = nemesis::run_planned(
+    let nemesis = nemesis::run_planned(
         ensemble.clone(),
         slots.clone(),
         &nemesis_config,
         &plan,
         fault_end,
-    )
-    .await;
+    );
+    // The budget is awaited beside each phase: it wakes nothing unless
+    // the seed goes over it, so a seed within it runs as without it.
+    let injected = match select(Box::pin(nemesis), Box::pin(budget::exceeded())).await {
+        Either::Left((injected, _)) => injected,
+        Either::Right(_) => return over_budget(s, seed, &ensemble, &tasks, drawn),
+    };
     let quiet_from = now_ms();
     let bound_ms = s.liveness_bound_ms.unwrap_or_else(|| {
         default_liveness_bound_ms(
@@ -380,17 +396,22 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
     // quiet phase). A counted ending wakes this task only then (each
     // wake-up draws from the seed's RNG), so a run with a bound is the run
     // without one until a client stops.
-    match running.ending() {
-        Ending::Counted { done, clients } => {
-            let _ = timeout(quiet, done.reach(clients)).await;
-        }
-        Ending::Polled => {
-            let end = Instant::now() + quiet;
-            while Instant::now() < end && !running.finished() {
-                sleep(Duration::from_millis(10)).await;
+    let quiet_phase = async {
+        match running.ending() {
+            Ending::Counted { done, clients } => {
+                let _ = timeout(quiet, done.reach(clients)).await;
             }
+            Ending::Polled => {
+                let end = Instant::now() + quiet;
+                while Instant::now() < end && !running.finished() {
+                    sleep(Duration::from_millis(10)).await;
+                }
+            }
+            Ending::QuietPhase => sleep(quiet).await,
         }
-        Ending::QuietPhase => sleep(quiet).await,
+    };
+    if let Either::Right(_) = select(Box::pin(quiet_phase), Box::pin(budget::exceeded())).await {
+        return over_budget(s, seed, &ensemble, &tasks, drawn);
     }
     let liveness = Liveness {
         from_ms: quiet_from,
@@ -440,6 +461,65 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
         digest,
         log: verdict.log,
     }
+}
+
+/// A seed stopped over its budget ([`budget`]): its clients and servers
+/// stopped where they were, and one violation, of `seed-budget`, naming
+/// what made the run so long or so busy.
+fn over_budget(
+    s: &Scenario,
+    seed: u64,
+    ensemble: &Ensemble,
+    tasks: &[JoinHandle<()>],
+    drawn: Drawn,
+) -> SeedOutcome {
+    for task in tasks {
+        task.abort();
+    }
+    ensemble.shutdown();
+    let (logged, limit) = budget::logged();
+    let at_ms = now_ms();
+    let per_s = logged as f64 / (at_ms.max(1) as f64 / 1000.0);
+    // Long phases, or a busy workload: the first past ten simulated
+    // minutes is the phases' doing.
+    let cause = if at_ms > 600_000 {
+        format!(
+            "its phases make it long: `faults.phase_ms` = {} and `quiet.phase_ms` = {}; \
+             shorten them",
+            s.faults.phase_ms, s.quiet_ms
+        )
+    } else {
+        format!(
+            "its workload is busy: {} clients logged {per_s:.0} outcomes per simulated second; \
+             lower `workload.clients`, or lengthen the holds and pauses in `[workload]`",
+            shown_clients(s)
+        )
+    };
+    let detail = format!(
+        "stopped at simulated {:.1} s after {logged} outcomes, over a seed's budget of {limit} \
+         (for its memory and time): {cause}",
+        at_ms as f64 / 1000.0
+    );
+    SeedOutcome {
+        seed,
+        violations: vec![Violation::new(run_properties::SEED_BUDGET, detail)],
+        report: String::new(),
+        ops: logged,
+        event_ms: Vec::new(),
+        counters: BTreeMap::new(),
+        faults: Vec::new(),
+        sim_ms: at_ms,
+        fault_start_ms: 0,
+        drawn,
+        digest: digest(&[], &[]),
+        log: Vec::new(),
+    }
+}
+
+fn shown_clients(s: &Scenario) -> String {
+    s.workload
+        .clients()
+        .map_or_else(|| "its".to_owned(), |n| n.to_string())
 }
 
 /// The seed's ensemble, and what it drew for it (size, syncLimit,

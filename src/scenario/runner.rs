@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use super::budget::{self, Progress};
 use super::run::{history_meta, judged, lines, run_seed_recording, SeedOutcome};
 use super::spec::Scenario;
 use super::verdict::{run_properties, Violation};
@@ -31,6 +32,9 @@ pub struct RunOptions {
     /// Set (by Ctrl-C) to stop handing out seeds: the seeds in flight end,
     /// and the summary counts what ran ([`Summary::interrupted`]).
     pub stop: Option<&'static AtomicBool>,
+    /// Where each thread shows its seed in flight (for a progress line
+    /// within long seeds).
+    pub progress: Option<Arc<Progress>>,
 }
 
 /// A failing seed, as the summary keeps it.
@@ -388,34 +392,39 @@ pub fn run_scenario(
     // Expected to fail: no seed after the lowest failing one is needed.
     let stop_after = AtomicU64::new(u64::MAX);
     let results: Mutex<Vec<(u64, Result<SeedOutcome, Violation>)>> = Mutex::default();
+    let run_seeds = || loop {
+        // Checked before a seed is taken: every seed taken is run, so the
+        // seeds counted are the first ones, with no gap.
+        if o.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+            break;
+        }
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= seeds.len() || i > stop_after.load(Ordering::Relaxed) {
+            break;
+        }
+        let seed = seeds.get(i);
+        // Keep what the summary needs; a long sweep must not hold every
+        // seed's outcome log.
+        let run = run_one_recorded(s, seed);
+        if run.failed() && s.expect_failure {
+            stop_after.fetch_min(i, Ordering::Relaxed);
+        }
+        on_seed(&run);
+        let r = run.result.map(|mut out| {
+            out.log = Vec::new();
+            out.event_ms = Vec::new();
+            out.faults = Vec::new();
+            out.report = String::new();
+            out
+        });
+        results.lock().unwrap().push((i, r));
+    };
     std::thread::scope(|scope| {
         for _ in 0..o.jobs.max(1) {
-            scope.spawn(|| loop {
-                // Checked before a seed is taken: every seed taken is run,
-                // so the seeds counted are the first ones, with no gap.
-                if o.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= seeds.len() || i > stop_after.load(Ordering::Relaxed) {
-                    break;
-                }
-                let seed = seeds.get(i);
-                // Keep what the summary needs; a long sweep must not hold
-                // every seed's outcome log.
-                let run = run_one_recorded(s, seed);
-                if run.failed() && s.expect_failure {
-                    stop_after.fetch_min(i, Ordering::Relaxed);
-                }
-                on_seed(&run);
-                let r = run.result.map(|mut out| {
-                    out.log = Vec::new();
-                    out.event_ms = Vec::new();
-                    out.faults = Vec::new();
-                    out.report = String::new();
-                    out
-                });
-                results.lock().unwrap().push((i, r));
+            scope.spawn(|| {
+                budget::publish_to(o.progress.as_ref().map(|p| p.gauge()));
+                run_seeds();
+                budget::publish_to(None);
             });
         }
     });

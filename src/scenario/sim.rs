@@ -356,14 +356,16 @@ impl<E: Clone> OutcomeLog<E> {
 
     /// `client` saw or did `event`, now.
     pub fn record(&self, client: usize, event: E) {
+        let at_ms = now_ms();
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(Entry {
-                at_ms: now_ms(),
+                at_ms,
                 client,
                 event,
             });
+        super::budget::note_outcome(at_ms);
     }
 
     /// The entries so far, in the order they were recorded (which is time

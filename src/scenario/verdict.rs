@@ -34,8 +34,22 @@ pub mod run_properties {
         "workload-ran",
         "the clients log at least one operation over the run",
     );
+    /// A seed stays within its budget (src/scenario/budget.rs): a
+    /// scenario that describes hours of busy clients is stopped and told
+    /// which keys made it so, not left to run for minutes and grow past a
+    /// gigabyte.
+    pub const SEED_BUDGET: Property = Property::new(
+        "seed-budget",
+        "a seed logs at most its budget of outcomes (500,000 by default)",
+    );
     /// All of them, as `zoosim list` shows them.
-    pub const ALL: [Property; 4] = [INVARIANTS, ENSEMBLE_LIVENESS, DECLARED_NAMES, PROGRESS];
+    pub const ALL: [Property; 5] = [
+        INVARIANTS,
+        ENSEMBLE_LIVENESS,
+        DECLARED_NAMES,
+        PROGRESS,
+        SEED_BUDGET,
+    ];
 }
 
 /// Counters every run reports: from the ensemble's servers (with what the
