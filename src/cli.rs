@@ -418,14 +418,17 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 .map_err(|e| e.to_string())?;
             std::fs::write(&out, shrunk.scenario.to_toml())
                 .map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
-            let size = shrunk.size().map_or_else(
-                || "unbounded operations".to_owned(),
-                |n| format!("{n} faults + operations"),
-            );
+            // The size the shrinker minimises: faults tried plus clients
+            // times operations.
+            let size = shrunk
+                .size()
+                .map_or_else(|| "unbounded".to_owned(), |n| n.to_string());
             println!(
-                "{} seed {seed}: shrunk to {size} ({} faults injected, {} placed by hand, \
-                 random faults {}; {} clients, {} operations each) in {} runs, {:.1} s",
+                "{} seed {seed}: shrunk to size {size}: {} clients, {} operations each, and {} \
+                 faults injected ({} placed by hand, random faults {}) in {} runs, {:.1} s",
                 s.name,
+                shown(shrunk.scenario.workload.clients()),
+                shown(shrunk.scenario.workload.operations()),
                 shrunk.faults_injected,
                 shrunk.scenario.faults.at.len(),
                 if shrunk.scenario.faults.kinds.is_empty() {
@@ -433,8 +436,6 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 } else {
                     "on"
                 },
-                shown(shrunk.scenario.workload.clients()),
-                shown(shrunk.scenario.workload.operations()),
                 shrunk.runs,
                 started.elapsed().as_secs_f64()
             );

@@ -152,9 +152,9 @@ fn shrink_caught(scenario: &str, target: &str) -> ([String; 6], String, u64) {
     let (code, out, err) = zoosim(&args.each_ref().map(String::as_str));
     assert_eq!(code, 0, "{out}{err}");
     let size: u64 = out
-        .split("shrunk to ")
+        .split("shrunk to size ")
         .nth(1)
-        .and_then(|r| r.split_whitespace().next())
+        .and_then(|r| r.split(':').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("a size in: {out}"));
     (args, seed, size)
@@ -166,7 +166,10 @@ fn shrink_writes_a_small_scenario_that_fails_on_replay_and_keeps_existing_files(
     std::fs::remove_file(&target).unwrap();
     let (args, seed, size) = shrink_caught("scenarios/bug-lock-herd.toml", &target);
     let args = args.each_ref().map(String::as_str);
-    assert!(size <= 15, "shrunk to {size} faults + operations");
+    assert!(
+        size <= 15,
+        "shrunk to size {size} (faults tried + operations)"
+    );
     let (code, replayed, _) = zoosim(&["replay", &target, "--seed", &seed]);
     assert_eq!(code, 1, "the shrunk scenario fails:\n{replayed}");
     assert!(replayed.contains("herd"), "{replayed}");
@@ -277,7 +280,10 @@ fn shrink_bounds_a_barrier_to_a_few_rounds() {
     let target = scratch("barrier-shrunk.toml", "");
     std::fs::remove_file(&target).unwrap();
     let (_, seed, size) = shrink_caught("scenarios/bug-barrier-no-sync.toml", &target);
-    assert!(size <= 15, "shrunk to {size} faults + operations");
+    assert!(
+        size <= 15,
+        "shrunk to size {size} (faults tried + operations)"
+    );
     let shrunk = std::fs::read_to_string(&target).unwrap();
     assert!(shrunk.contains("operations = "), "{shrunk}");
     let (code, replayed, _) = zoosim(&["replay", &target, "--seed", &seed, "--trace"]);
