@@ -185,6 +185,15 @@ pub(crate) fn is_special(path: &str) -> bool {
     )
 }
 
+/// Nodes whose ACL lets clients only read: `/zookeeper/config`, which
+/// the server creates with `world:anyone` READ alone (DataTree.addConfigNode,
+/// ZOOKEEPER-2014: reconfiguration is access controlled), so that a write
+/// to it, or a create or delete under it, is NoAuth. Every other node is
+/// `world:anyone` with every permission (the tree models no other ACLs).
+pub(crate) fn is_read_only(path: &str) -> bool {
+    path == "/zookeeper/config"
+}
+
 /// Java's `String.format("%010d", n)` for an int.
 pub fn sequence_suffix(counter: i32) -> String {
     format!("{counter:010}")
@@ -228,6 +237,10 @@ impl DataTree {
                 }
                 let parent_path = path::parent(path);
                 let mut parent = self.view(overlay, parent_path).ok_or(ZkError::NoNode)?;
+                // CREATE on the parent, checked before the name is made.
+                if is_read_only(parent_path) {
+                    return Err(ZkError::NoAuth);
+                }
                 let name = if mode.is_sequential() {
                     let full = format!("{path}{}", sequence_suffix(parent.child_creates));
                     validate_path(&full, false)?;
@@ -279,6 +292,10 @@ impl DataTree {
                 }
                 let parent_path = path::parent(path);
                 let mut parent = self.view(overlay, parent_path).ok_or(ZkError::NoNode)?;
+                // DELETE on the parent, before the node is looked up.
+                if is_read_only(parent_path) {
+                    return Err(ZkError::NoAuth);
+                }
                 let node = self.view(overlay, path).ok_or(ZkError::NoNode)?;
                 if version != -1 && version != node.version {
                     return Err(ZkError::BadVersion);
@@ -300,6 +317,10 @@ impl DataTree {
             } => {
                 self.check_session(session)?;
                 let mut node = self.view(overlay, path).ok_or(ZkError::NoNode)?;
+                // WRITE on the node, before its version.
+                if is_read_only(path) {
+                    return Err(ZkError::NoAuth);
+                }
                 if version != -1 && version != node.version {
                     return Err(ZkError::BadVersion);
                 }

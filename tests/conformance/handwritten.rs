@@ -25,6 +25,14 @@ fn create(path: &str, mode: CreateMode) -> Op {
     }
 }
 
+fn set_data(path: &str, version: i32) -> Op {
+    Op::SetData {
+        path: path.into(),
+        data: b"d".to_vec(),
+        version,
+    }
+}
+
 fn delete(path: &str, version: i32) -> Op {
     Op::Delete {
         path: path.into(),
@@ -359,6 +367,39 @@ fn true_root_and_zxid_accounting() {
                 watch: false,
             },
         ),
+        // /zookeeper/config is read-only to clients (16..=22).
+        op(0, set_data("/zookeeper/config", -1)),
+        op(0, set_data("/zookeeper/config", 99)),
+        op(0, create("/zookeeper/config/x", CreateMode::Persistent)),
+        op(
+            0,
+            create("/zookeeper/config/s-", CreateMode::EphemeralSequential),
+        ),
+        op(0, delete("/zookeeper/config/x", -1)),
+        op(
+            1,
+            Op::GetData {
+                path: "/zookeeper/config".into(),
+                watch: true,
+            },
+        ),
+        op(
+            0,
+            Op::Multi(vec![
+                MultiOp::Check {
+                    path: "/zookeeper/config".into(),
+                    version: -1,
+                },
+                MultiOp::SetData {
+                    path: "/zookeeper/config".into(),
+                    data: b"d".to_vec(),
+                    version: -1,
+                },
+            ]),
+        ),
+        // /zookeeper itself and /zookeeper/quota are open (23, 24).
+        op(0, create("/zookeeper/quota/q", CreateMode::Persistent)),
+        op(0, delete("/zookeeper/quota/q", -1)),
     ];
     let (t, _) = runtime()
         .block_on(differential(&connect, "", 2, &steps, true))
@@ -398,6 +439,20 @@ fn true_root_and_zxid_accounting() {
         czxid(14) - czxid(11),
         3,
         "the failed create and multi used a zxid each"
+    );
+    for i in 16..=20 {
+        assert_eq!(
+            r(i),
+            &Err(ZkError::NoAuth),
+            "step {i}: /zookeeper/config is read-only"
+        );
+    }
+    assert!(matches!(r(21), Ok(Reply::GetData { .. })), "{:?}", r(21));
+    assert!(
+        matches!(r(23), Ok(Reply::Create { .. })) && r(24) == &Ok(Reply::Delete),
+        "{:?} {:?}",
+        r(23),
+        r(24)
     );
     drop(server);
     eprintln!(
