@@ -192,12 +192,19 @@ fn shrink_writes_a_small_scenario_that_fails_on_replay_and_keeps_existing_files(
 }
 
 fn zoosim_with_log(args: &[&str], rust_log: Option<&str>) -> (i32, String, String) {
+    zoosim_with_env(args, &[("RUST_LOG", rust_log)])
+}
+
+/// [`zoosim`] with variables set (`Some`) or removed (`None`).
+fn zoosim_with_env(args: &[&str], env: &[(&str, Option<&str>)]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zoosim"));
     cmd.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
-    match rust_log {
-        Some(filter) => cmd.env("RUST_LOG", filter),
-        None => cmd.env_remove("RUST_LOG"),
-    };
+    for (k, v) in env {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
     let out = cmd.output().expect("zoosim runs");
     (
         out.status.code().expect("exited"),
@@ -1110,16 +1117,9 @@ fn ctrl_c_prints_the_summary_so_far_with_replay_commands() {
 }
 
 fn zoosim_with_budget(args: &[&str], outcomes: u64) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_zoosim"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("ZOOSIM_SEED_BUDGET_OUTCOMES", outcomes.to_string())
-        .output()
-        .expect("zoosim runs");
-    (
-        out.status.code().expect("exited"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    zoosim_with_env(
+        args,
+        &[("ZOOSIM_SEED_BUDGET_OUTCOMES", Some(&outcomes.to_string()))],
     )
 }
 
