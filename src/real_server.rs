@@ -378,6 +378,10 @@ impl Member {
             // No perf data, or every SIGKILL leaves /tmp/hsperfdata_*/<pid>.
             .args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .arg("-XX:-UsePerfData")
+            // The container reaper (every 60 s by default) would delete a
+            // case's empty containers behind the model's back, at a time
+            // no case controls: once a day, it never runs within a test.
+            .arg("-Dznode.container.checkIntervalMs=86400000")
             .arg(format!(
                 "-Djava.io.tmpdir={}",
                 self.dir.join("tmp").display()
