@@ -491,3 +491,59 @@ pub fn run_scenario(
 pub fn replay_command(file: &str, seed: u64) -> String {
     format!("cargo run --release -- replay {file} --seed {seed} --trace")
 }
+
+#[cfg(test)]
+mod progress_tests {
+    //! A long seed shows its progress ([`budget`]) while the runner runs it.
+    use super::*;
+    use crate::scenario::budget::PUBLISH_EVERY;
+    use crate::scenario::spec::parse;
+
+    #[test]
+    fn a_long_seed_shows_its_progress_while_it_runs() {
+        // One client, 0 ms holds: thousands of outcomes in a simulated
+        // minute, published every PUBLISH_EVERY of them.
+        let s = parse(
+            "busy.toml",
+            "format = 1\nrecipe = \"lock\"\nseeds = 1\nseed_start = 7\n\
+             [workload]\nclients = 3\nhold_ms = 0\nthink_ms_max = 0\n\
+             [faults]\nkinds = []\nphase_ms = 60000\n",
+        )
+        .expect("valid");
+        let progress = Arc::new(Progress::default());
+        let options = RunOptions {
+            seeds: None,
+            seed_start: None,
+            jobs: 1,
+            shard: None,
+            stop: None,
+            progress: Some(progress.clone()),
+        };
+        let seen: Mutex<Vec<(u64, u64, u64)>> = Mutex::default();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    seen.lock().unwrap().extend(progress.in_flight());
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            });
+            let summary = run_scenario(&s, &options, &|_| {}).expect("the seeds fit");
+            done.store(true, Ordering::Relaxed);
+            assert_eq!(summary.seeds_run, 1);
+            assert!(summary.ops > 3 * PUBLISH_EVERY, "{} ops", summary.ops);
+        });
+        let seen = seen.into_inner().unwrap();
+        let moving: Vec<_> = seen.iter().filter(|(_, _, n)| *n > 0).collect();
+        assert!(moving.iter().all(|(seed, _, _)| *seed == 7), "{moving:?}");
+        // Seen at two points at least, the later further on.
+        let first = moving.first().expect("progress published");
+        let last = moving.last().unwrap();
+        assert!(
+            last.2 > first.2 && last.1 > first.1,
+            "{first:?} .. {last:?}"
+        );
+        // Once the seed ended, nothing is in flight.
+        assert!(progress.in_flight().is_empty());
+    }
+}
