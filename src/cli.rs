@@ -576,10 +576,22 @@ fn run_all(
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = done.clone();
         let thread = std::thread::spawn(move || {
+            // Without a terminal (a CI log) the bar is hidden: a line every
+            // 30 s while a seed is long, so the log shows it moving.
+            let mut ticks = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 std::thread::sleep(std::time::Duration::from_millis(250));
+                ticks += 1;
                 let name = running.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                bar.set_message(long_seeds_line(&name, &progress.in_flight()));
+                let in_flight = progress.in_flight();
+                let line = long_seeds_line(&name, &in_flight);
+                if bar.is_hidden() {
+                    if ticks % 120 == 0 && in_flight.iter().any(|(_, _, n)| *n > 0) {
+                        eprintln!("still running: {line}");
+                    }
+                } else {
+                    bar.set_message(line);
+                }
             }
         });
         (done, thread)

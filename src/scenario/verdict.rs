@@ -40,7 +40,7 @@ pub mod run_properties {
     /// gigabyte.
     pub const SEED_BUDGET: Property = Property::new(
         "seed-budget",
-        "a seed logs at most its budget of outcomes (500,000 by default)",
+        "a seed logs at most its budget of outcomes (250,000 by default)",
     );
     /// All of them, as `zoosim list` shows them.
     pub const ALL: [Property; 5] = [
