@@ -5,11 +5,18 @@
 //!
 //! `ZOOSIM_CONFORMANCE_CASES` changes the number of generated sequences
 //! (default 500); the seed is fixed, and a failing case is shrunk.
+//!
+//! pipelined.rs does the same with several requests in flight per session
+//! and sessions interleaving (`ZOOSIM_PIPELINED_CASES`, default
+//! [`pipelined::DEFAULT_CASES`]; `ZOOSIM_PIPELINED_SEED` runs from another
+//! seed); sim.rs runs those on the simulated ensemble too.
 
 mod coverage;
 mod gen;
 mod handwritten;
 mod harness;
+mod pipelined;
+mod proxy;
 mod replay;
 #[cfg(madsim)]
 mod sim;

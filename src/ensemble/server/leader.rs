@@ -670,6 +670,16 @@ impl Server {
         let grid = self.tick_grid();
         let broken = self.config.broken;
         let (log_len, all_committed) = (self.log.len(), self.committed == self.log.len());
+        // Breakage::ClosePrepIgnoresInFlight: the close's prep against the
+        // committed tree, blind to the proposals in flight.
+        let committed_close = match &request {
+            Forwarded::CloseSession { session }
+                if broken == Some(Breakage::ClosePrepIgnoresInFlight) =>
+            {
+                Some(self.tree().prepare_close_session(0, now_ms, *session))
+            }
+            _ => None,
+        };
         let b = self
             .broadcast_mut()
             .expect("only an established leader leads");
@@ -690,6 +700,7 @@ impl Server {
         .then_some(origin)
         .flatten()
         .filter(|o| o.server == id);
+        let mut missed_in_flight = false;
         let txn = match request {
             // The session checks of prep, in ZooKeeper's order: closing or
             // already closed is SessionExpired (docs/ZOOKEEPER.md, "Errors
@@ -729,12 +740,22 @@ impl Server {
                 b.tracker.remove(&session);
                 b.owner.remove(&session);
                 b.to_close.retain(|(s, _)| *s != session);
-                b.proposed.prepare_close_session(zxid, now_ms, session)
+                let txn = b.proposed.prepare_close_session(zxid, now_ms, session);
+                match committed_close {
+                    Some(blind) if blind.body != txn.body => {
+                        missed_in_flight = true;
+                        Txn { zxid, ..blind }
+                    }
+                    _ => txn,
+                }
             }
             Forwarded::Sync => unreachable!("handled above"),
         };
         let result = b.proposed.apply(&txn).reply;
         b.acks.insert(zxid, BTreeSet::from([id]));
+        if missed_in_flight {
+            self.stats.breakage_hits += 1;
+        }
         let entry = Entry { txn, origin };
         let to: Vec<ServerId> = self.broadcast_learners().collect();
         for to in to {
