@@ -42,15 +42,16 @@ pub enum Breakage {
     /// the same path has been answered (or the server's next tick): the
     /// client sees the data change before the event that announces it.
     LateWatchEvent,
-    /// The leader preps a closeSession against its committed tree instead
-    /// of the proposed one (applied state plus the proposals in flight):
-    /// the session's creates still in flight are not collected, so their
-    /// ephemerals outlive the session (ZOOKEEPER-1208, fixed upstream by
-    /// `PrepRequestProcessor` looking at its outstanding changes). Not in
-    /// [`Breakage::ALL`], and no scenario file can name it: it exists for
-    /// the pipelined conformance test (tests/conformance/sim.rs), which
-    /// must catch it; no scenario checker is claimed to.
-    ClosePrepIgnoresInFlight,
+    /// The leader preps a create's parent check against its committed
+    /// tree instead of the proposed one (applied state plus the proposals
+    /// in flight), as a `PrepRequestProcessor.getRecordForPath` that
+    /// ignored the outstanding changes would: a child created in the same
+    /// pipeline as its parent fails with NoNode while the parent's create
+    /// is uncommitted. Not in [`Breakage::ALL`], so no scenario file can
+    /// name it: it exists for the pipelined conformance test
+    /// (tests/conformance/sim.rs), which must catch it; no scenario
+    /// checker is claimed to.
+    CreatePrepIgnoresInFlightParent,
 }
 
 impl Breakage {
@@ -71,7 +72,7 @@ impl Breakage {
             Breakage::ReplyBeforeQuorum => "reply-before-quorum",
             Breakage::StaleRead => "stale-read",
             Breakage::LateWatchEvent => "late-watch-event",
-            Breakage::ClosePrepIgnoresInFlight => "close-prep-ignores-in-flight",
+            Breakage::CreatePrepIgnoresInFlightParent => "create-prep-ignores-in-flight-parent",
         }
     }
 
@@ -93,7 +94,9 @@ impl Breakage {
             Breakage::LateWatchEvent => {
                 "a client sees a watch event before the data change that triggered it"
             }
-            Breakage::ClosePrepIgnoresInFlight => "a session's ephemerals go when it closes",
+            Breakage::CreatePrepIgnoresInFlightParent => {
+                "a session's writes are applied in its order, each seeing the ones before"
+            }
         }
     }
 }
