@@ -226,10 +226,13 @@ fn sim_pipelined_case(
         Ok((trace, hits)) => {
             let outcome =
                 runtime().block_on(pipelined::check_against_tree(&trace, &root, case, true));
-            if let (Ok(()), Some(cov)) = (&outcome, cov) {
+            if let (Ok(failed_at_prep), Some(cov)) = (&outcome, cov) {
                 pipelined::count(cov, case, &trace);
+                for _ in 0..*failed_at_prep {
+                    cov.bump(pipelined::FAILED_AT_PREP);
+                }
             }
-            (outcome, hits)
+            (outcome.map(|_| ()), hits)
         }
     }
 }
