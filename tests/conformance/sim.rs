@@ -252,7 +252,8 @@ fn pipelined_cases_on_the_simulated_ensemble_match_the_tree() {
         let (outcome, _) = sim_pipelined_case(seed, &case, None, Some(&mut cov));
         if let Err(e) = outcome {
             panic!(
-                "the simulated ensemble and the tree differ on a pipelined case:\n{e}\n\
+                "the simulated ensemble (\"real\" below) and the tree differ on a pipelined \
+                 case:\n{e}\n\
                  (this case alone: ZOOSIM_PIPELINED_SEED={seed:#x} ZOOSIM_SIM_PIPELINED_CASES=1)"
             );
         }
