@@ -905,15 +905,13 @@ fn contiguous_writes(case: &Case, trace: &PTrace) -> Result<(), String> {
             }
         }
     }
-    let mut expect = stat.czxid + 1;
-    for z in zxids {
+    for (expect, z) in (stat.czxid + 1..).zip(zxids) {
         if z != expect {
             return Err(format!(
                 "zxid accounting differs: the case's writes skip {expect:#x} (next is {z:#x}): \
                  a txn not of this case"
             ));
         }
-        expect += 1;
     }
     Ok(())
 }
