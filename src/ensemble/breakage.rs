@@ -42,6 +42,16 @@ pub enum Breakage {
     /// the same path has been answered (or the server's next tick): the
     /// client sees the data change before the event that announces it.
     LateWatchEvent,
+    /// The leader preps a create's parent check against its committed
+    /// tree instead of the proposed one (applied state plus the proposals
+    /// in flight), as a `PrepRequestProcessor.getRecordForPath` that
+    /// ignored the outstanding changes would: a child created in the same
+    /// pipeline as its parent fails with NoNode while the parent's create
+    /// is uncommitted. Not in [`Breakage::ALL`], so no scenario file can
+    /// name it: it exists for the pipelined conformance test
+    /// (tests/conformance/sim.rs), which must catch it; no scenario
+    /// checker is claimed to.
+    CreatePrepIgnoresInFlightParent,
 }
 
 impl Breakage {
@@ -62,6 +72,7 @@ impl Breakage {
             Breakage::ReplyBeforeQuorum => "reply-before-quorum",
             Breakage::StaleRead => "stale-read",
             Breakage::LateWatchEvent => "late-watch-event",
+            Breakage::CreatePrepIgnoresInFlightParent => "create-prep-ignores-in-flight-parent",
         }
     }
 
@@ -82,6 +93,9 @@ impl Breakage {
             Breakage::StaleRead => "a session's reads never go backwards and see its own writes",
             Breakage::LateWatchEvent => {
                 "a client sees a watch event before the data change that triggered it"
+            }
+            Breakage::CreatePrepIgnoresInFlightParent => {
+                "a session's writes are applied in its order, each seeing the ones before"
             }
         }
     }

@@ -48,7 +48,7 @@ pub const REQUIRED: &[&str] = &[
     "event NodeChildrenChanged",
 ];
 
-fn outcome(op: &Op, reply: &Result<Reply, ZkError>) -> Vec<String> {
+pub fn outcome(op: &Op, reply: &Result<Reply, ZkError>) -> Vec<String> {
     let name = op.name();
     let mut out = Vec::new();
     match reply {
@@ -85,6 +85,29 @@ fn outcome(op: &Op, reply: &Result<Reply, ZkError>) -> Vec<String> {
 }
 
 impl Coverage {
+    /// Counts one more of `key`.
+    pub fn bump(&mut self, key: &str) {
+        *self.counts.entry(key.to_owned()).or_default() += 1;
+    }
+
+    /// Prints the table under `title`; fails naming every key of
+    /// `required` below `min`.
+    pub fn check_keys(&self, title: &str, required: &[&str], min: u64) -> Result<(), String> {
+        eprintln!("{title} (operation × outcome: count):");
+        for (k, v) in &self.counts {
+            eprintln!("  {k:<72} {v:>6}");
+        }
+        let low: Vec<_> = required
+            .iter()
+            .filter(|k| self.counts.get(**k).copied().unwrap_or(0) < min)
+            .collect();
+        if low.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{title}: coverage below {min} for: {low:?}"))
+        }
+    }
+
     pub fn add(&mut self, steps: &[Step], trace: &Trace) {
         let offset = trace.steps.len() - steps.len();
         for (step, st) in steps.iter().zip(&trace.steps[offset..]) {

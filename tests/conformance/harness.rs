@@ -160,20 +160,20 @@ pub async fn run<Z: Zk + Sync>(sessions: &[Z], root: &str, steps: &[Step], sync:
 
 /// The real ↔ model correspondences built up while comparing.
 #[derive(Default)]
-struct Correspondence {
+pub struct Correspondence {
     /// Also require equal gaps: real − real₀ = model − model₀, from the first
     /// pair seen (only on a server no other test writes to).
-    strict: bool,
+    pub strict: bool,
     origin: Option<(Zxid, Zxid)>,
     zxid_r2m: BTreeMap<Zxid, Zxid>,
     zxid_m2r: BTreeMap<Zxid, Zxid>,
     /// (real zxid, real time) pairs: times must not go back as zxids grow.
     times: BTreeSet<(Zxid, i64)>,
-    owner_r2m: BTreeMap<i64, i64>,
+    pub owner_r2m: BTreeMap<i64, i64>,
 }
 
 impl Correspondence {
-    fn zxid(&mut self, what: &str, real: Zxid, model: Zxid) -> Result<(), String> {
+    pub fn zxid(&mut self, what: &str, real: Zxid, model: Zxid) -> Result<(), String> {
         let m = *self.zxid_r2m.entry(real).or_insert(model);
         let r = *self.zxid_m2r.entry(model).or_insert(real);
         if m != model || r != real {
@@ -194,7 +194,7 @@ impl Correspondence {
         Ok(())
     }
 
-    fn stat(&mut self, what: &str, real: &Stat, model: &Stat) -> Result<(), String> {
+    pub fn stat(&mut self, what: &str, real: &Stat, model: &Stat) -> Result<(), String> {
         self.zxid(&format!("{what}.czxid"), real.czxid, model.czxid)?;
         self.zxid(&format!("{what}.mzxid"), real.mzxid, model.mzxid)?;
         self.zxid(&format!("{what}.pzxid"), real.pzxid, model.pzxid)?;
@@ -234,7 +234,7 @@ impl Correspondence {
         Ok(())
     }
 
-    fn reply(
+    pub fn reply(
         &mut self,
         what: &str,
         real: &Result<Reply, ZkError>,
@@ -311,7 +311,7 @@ impl Correspondence {
 
     /// zxid order must be the same on both sides; times must not decrease
     /// as real zxids grow.
-    fn check_orders(&self) -> Result<(), String> {
+    pub fn check_orders(&self) -> Result<(), String> {
         let mut last: Option<(Zxid, Zxid)> = None;
         for (&r, &m) in &self.zxid_r2m {
             if let Some((lr, lm)) = last {
@@ -389,12 +389,18 @@ pub fn compare(
             return Err(msg);
         }
     }
-    let paths = |t: &Trace| {
-        t.final_state
-            .iter()
-            .map(|n| n.path.clone())
-            .collect::<Vec<_>>()
-    };
+    compare_final(&mut c, &real.final_state, &model.final_state)?;
+    c.check_orders()
+}
+
+/// Compares the subtrees read after the last step: the same paths, data
+/// and children, and Stats under the correspondence.
+pub fn compare_final(
+    c: &mut Correspondence,
+    real: &[NodeState],
+    model: &[NodeState],
+) -> Result<(), String> {
+    let paths = |t: &[NodeState]| t.iter().map(|n| n.path.clone()).collect::<Vec<_>>();
     if paths(real) != paths(model) {
         return Err(format!(
             "after the last step, the trees differ:\n  real  {:?}\n  model {:?}",
@@ -402,7 +408,7 @@ pub fn compare(
             paths(model)
         ));
     }
-    for (r, m) in real.final_state.iter().zip(&model.final_state) {
+    for (r, m) in real.iter().zip(model) {
         if (&r.data, &r.children) != (&m.data, &m.children) {
             return Err(format!(
                 "after the last step, {} differs:\n  real  {r:?}\n  model {m:?}",
@@ -415,5 +421,5 @@ pub fn compare(
             &m.stat,
         )?;
     }
-    c.check_orders()
+    Ok(())
 }

@@ -5,11 +5,20 @@
 //!
 //! `ZOOSIM_CONFORMANCE_CASES` changes the number of generated sequences
 //! (default 500); the seed is fixed, and a failing case is shrunk.
+//!
+//! pipelined.rs does the same with several requests in flight per session
+//! and sessions interleaving, on the standalone server
+//! (`ZOOSIM_PIPELINED_CASES`, default [`pipelined::DEFAULT_CASES`]) and on a
+//! real 3-node ensemble (`ZOOSIM_PIPELINED_ENSEMBLE_CASES`); sim.rs runs
+//! them on the simulated ensemble (`ZOOSIM_SIM_PIPELINED_CASES`).
+//! `ZOOSIM_PIPELINED_SEED` starts them from another seed.
 
 mod coverage;
 mod gen;
 mod handwritten;
 mod harness;
+mod pipelined;
+mod proxy;
 mod replay;
 #[cfg(madsim)]
 mod sim;

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Breakage, Entry, LearnerMsg, Output, PeerMsg, Role, Server, ServerConfig, ServerId};
 use crate::ensemble::msg::{Forwarded, LeaderMsg, Origin};
-use crate::proto::{Reply, SessionId, ZkError, Zxid};
+use crate::proto::{Op, Reply, SessionId, ZkError, Zxid};
 use crate::tree::{DataTree, Txn, TxnBody};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -670,6 +670,22 @@ impl Server {
         let grid = self.tick_grid();
         let broken = self.config.broken;
         let (log_len, all_committed) = (self.log.len(), self.committed == self.log.len());
+        // Breakage::CreatePrepIgnoresInFlightParent: a create whose parent
+        // is in the proposed tree but not yet in the committed one.
+        let parent_in_flight = broken == Some(Breakage::CreatePrepIgnoresInFlightParent)
+            && match &request {
+                Forwarded::Write {
+                    op: Op::Create { path, .. },
+                    ..
+                } => {
+                    let parent = crate::path::parent(path);
+                    self.tree().node(parent).is_none()
+                        && self
+                            .broadcast()
+                            .is_some_and(|b| b.proposed.node(parent).is_some())
+                }
+                _ => false,
+            };
         let b = self
             .broadcast_mut()
             .expect("only an established leader leads");
@@ -690,6 +706,7 @@ impl Server {
         .then_some(origin)
         .flatten()
         .filter(|o| o.server == id);
+        let mut hit = false;
         let txn = match request {
             // The session checks of prep, in ZooKeeper's order: closing or
             // already closed is SessionExpired (docs/ZOOKEEPER.md, "Errors
@@ -706,6 +723,10 @@ impl Server {
                     .is_some_and(|o| *b.owner.entry(session).or_insert(o.server) != o.server) =>
             {
                 error_txn(zxid, now_ms, session, ZkError::SessionMoved)
+            }
+            Forwarded::Write { session, .. } if parent_in_flight => {
+                hit = true;
+                error_txn(zxid, now_ms, session, ZkError::NoNode)
             }
             Forwarded::Write { session, op } => b.proposed.prepare(zxid, now_ms, session, &op),
             Forwarded::CreateSession { timeout_ms } => {
@@ -735,6 +756,9 @@ impl Server {
         };
         let result = b.proposed.apply(&txn).reply;
         b.acks.insert(zxid, BTreeSet::from([id]));
+        if hit {
+            self.stats.breakage_hits += 1;
+        }
         let entry = Entry { txn, origin };
         let to: Vec<ServerId> = self.broadcast_learners().collect();
         for to in to {
