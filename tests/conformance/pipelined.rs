@@ -795,14 +795,9 @@ fn opcode_fits(sent: Option<&Item>, opcode: i32) -> bool {
 /// starts.
 pub const CONNECTING: &str = "connecting";
 
-/// Runs `case` on the real server at `connect`, each session through a
-/// recording proxy; attaches the reply headers read off the wire.
-pub async fn run_real(connect: &str, root: &str, case: &Case) -> Result<PTrace, String> {
-    run_real_on(&[connect.to_owned()], root, case, false).await
-}
-
-/// [`run_real`] with session i on server `members[i % len]`; `sync` as
-/// for [`run`] (an ensemble's followers lag).
+/// Runs `case` on real servers, session i on `members[i % len]`, each
+/// session through a recording proxy; attaches the reply headers read off
+/// the wire. `sync` as for [`run`] (an ensemble's followers lag).
 pub async fn run_real_on(
     members: &[String],
     root: &str,
@@ -1468,26 +1463,29 @@ pub fn seeds(var: &str, default: u64) -> (u64, u64) {
     (first, cases)
 }
 
-#[test]
-fn pipelined_cases_match_the_real_server() {
-    use zoosim::real_server::{fresh_root, shared_server, RealServer};
-    if shared_server("pipelined_cases_match_the_real_server").is_none() {
-        return;
-    }
-    let started = std::time::Instant::now();
-    // A server of its own: no other test's txns, so zxid gaps are compared.
-    let server = RealServer::start().expect("a dedicated real server");
-    let connect = server.connect_string();
-    let (first, cases) = seeds("ZOOSIM_PIPELINED_CASES", DEFAULT_CASES);
+/// Runs `cases` cases from seed `first` on real servers (session i on
+/// `members[i % len]`, through the proxies; `sync` for an ensemble's
+/// lagging followers), each checked against the tree replaying the order
+/// read off the wire, strictly (the servers are the test's own). Panics
+/// with `differ` and the command that reruns the failing case alone
+/// (`cases_var`); returns the coverage and how many cases ran again.
+fn run_real_cases(
+    differ: &str,
+    cases_var: &str,
+    members: &[String],
+    (first, cases): (u64, u64),
+    sync: bool,
+) -> (Coverage, u64) {
+    use zoosim::real_server::fresh_root;
     let mut cov = Coverage::default();
     let mut again = 0;
     for i in 0..cases {
         let seed = first.wrapping_add(i);
         let case = generate(seed);
         let attempt = |tag: &str| {
-            let root = fresh_root(&format!("pipe{i}{tag}"));
+            let root = fresh_root(&format!("pipe{}{i}{tag}", if sync { "-ens" } else { "" }));
             crate::runtime().block_on(async {
-                let real = run_real(&connect, &root, &case)
+                let real = run_real_on(members, &root, &case, sync)
                     .await
                     .map_err(|e| explain(&case, None, &e))?;
                 let failed_at_prep = check_against_tree(&real, &root, &case, true).await?;
@@ -1495,9 +1493,10 @@ fn pipelined_cases_match_the_real_server() {
             })
         };
         let mut outcome = attempt("");
-        // As in the sequential suite: a txn not of this case (an earlier
-        // session expiring on a loaded machine) shifts the zxid gaps; run
-        // the case once more. A real accounting difference fails again.
+        // As in the sequential suite: a connection that failed on a loaded
+        // machine, or a txn not of this case (an earlier session expiring)
+        // shifting the zxid gaps: the case once more. A real difference
+        // fails again.
         if matches!(&outcome, Err(e) if e.contains("zxid accounting differs")
             || e.contains(&format!(": {CONNECTING} real session")))
         {
@@ -1513,11 +1512,32 @@ fn pipelined_cases_match_the_real_server() {
                 }
             }
             Err(e) => panic!(
-                "the real server and the tree differ on a pipelined case:\n{e}\n\
-                 (this case alone: ZOOSIM_PIPELINED_SEED={seed:#x} ZOOSIM_PIPELINED_CASES=1)"
+                "{differ}:\n{e}\n\
+                 (this case alone: ZOOSIM_PIPELINED_SEED={seed:#x} {cases_var}=1)"
             ),
         }
     }
+    (cov, again)
+}
+
+#[test]
+fn pipelined_cases_match_the_real_server() {
+    use zoosim::real_server::{shared_server, RealServer};
+    if shared_server("pipelined_cases_match_the_real_server").is_none() {
+        return;
+    }
+    let started = std::time::Instant::now();
+    // A server of its own: no other test's txns, so zxid gaps are compared.
+    let server = RealServer::start().expect("a dedicated real server");
+    let connect = server.connect_string();
+    let (first, cases) = seeds("ZOOSIM_PIPELINED_CASES", DEFAULT_CASES);
+    let (cov, again) = run_real_cases(
+        "the real server and the tree differ on a pipelined case",
+        "ZOOSIM_PIPELINED_CASES",
+        &[connect],
+        (first, cases),
+        false,
+    );
     eprintln!(
         "pipelined conformance: {cases} cases from seed {first:#x} ({again} run again after \
          outside txns) in {:.1} s",
@@ -1541,7 +1561,7 @@ fn pipelined_cases_match_a_real_ensemble() {
     // of the last txn the serving member had applied, so the order is
     // recovered the same way. Syncs before each round's end keep a
     // lagging follower's reads inside their round.
-    use zoosim::real_server::{fresh_root, require_zookeeper, RealEnsemble};
+    use zoosim::real_server::{require_zookeeper, RealEnsemble};
     if !require_zookeeper("pipelined_cases_match_a_real_ensemble") {
         return;
     }
@@ -1549,48 +1569,15 @@ fn pipelined_cases_match_a_real_ensemble() {
     let ensemble = RealEnsemble::start(3).expect("a 3-node ensemble");
     let members: Vec<String> = (0..3).map(|i| ensemble.member_connect_string(i)).collect();
     let (first, cases) = seeds("ZOOSIM_PIPELINED_ENSEMBLE_CASES", DEFAULT_ENSEMBLE_CASES);
-    let mut cov = Coverage::default();
-    let mut again = 0;
-    for i in 0..cases {
-        let seed = first.wrapping_add(i);
-        let case = generate(seed);
-        let attempt = |tag: &str| {
-            let root = fresh_root(&format!("pipe-ens{i}{tag}"));
-            crate::runtime().block_on(async {
-                let real = run_real_on(&members, &root, &case, true)
-                    .await
-                    .map_err(|e| explain(&case, None, &e))?;
-                // Strict: the ensemble is this test's own, and every txn
-                // of it is the case's.
-                let failed_at_prep = check_against_tree(&real, &root, &case, true).await?;
-                Ok::<_, String>((real, failed_at_prep))
-            })
-        };
-        let mut outcome = attempt("");
-        // A connection that failed on a loaded machine, or a txn not of
-        // this case (a session of an earlier one expiring) shifting the
-        // zxid gaps: the case once more. A real difference fails again.
-        if matches!(&outcome, Err(e) if e.contains("zxid accounting differs")
-            || e.contains(&format!(": {CONNECTING} real session")))
-        {
-            again += 1;
-            std::thread::sleep(std::time::Duration::from_secs(1));
-            outcome = attempt("-again");
-        }
-        match outcome {
-            Ok((real, failed_at_prep)) => {
-                count(&mut cov, &case, &real);
-                for _ in 0..failed_at_prep {
-                    cov.bump(FAILED_AT_PREP);
-                }
-            }
-            Err(e) => panic!(
-                "a real ensemble and the tree differ on a pipelined case:\n{e}\n\
-                 (this case alone: ZOOSIM_PIPELINED_SEED={seed:#x} \
-                 ZOOSIM_PIPELINED_ENSEMBLE_CASES=1)"
-            ),
-        }
-    }
+    // Strict, as on the standalone server: the ensemble is this test's
+    // own, and every txn of it is the case's.
+    let (cov, again) = run_real_cases(
+        "a real ensemble and the tree differ on a pipelined case",
+        "ZOOSIM_PIPELINED_ENSEMBLE_CASES",
+        &members,
+        (first, cases),
+        true,
+    );
     eprintln!(
         "pipelined conformance on a real ensemble: {cases} cases from seed {first:#x} \
          ({again} run again) in {:.1} s",
