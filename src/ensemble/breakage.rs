@@ -52,6 +52,12 @@ pub enum Breakage {
     /// (tests/conformance/sim.rs), which must catch it; no scenario
     /// checker is claimed to.
     CreatePrepIgnoresInFlightParent,
+    /// A follower applies every committed setData with empty data (its
+    /// zxids, versions and Stats as the leader's): replicas that applied
+    /// the same txns hold different trees. Not in [`Breakage::ALL`]: it
+    /// exists for the conformance suite's comparison of the replicas
+    /// (tests/conformance/sim.rs), which must catch it.
+    FollowerEmptiesSetData,
 }
 
 impl Breakage {
@@ -73,6 +79,7 @@ impl Breakage {
             Breakage::StaleRead => "stale-read",
             Breakage::LateWatchEvent => "late-watch-event",
             Breakage::CreatePrepIgnoresInFlightParent => "create-prep-ignores-in-flight-parent",
+            Breakage::FollowerEmptiesSetData => "follower-empties-set-data",
         }
     }
 
@@ -96,6 +103,9 @@ impl Breakage {
             }
             Breakage::CreatePrepIgnoresInFlightParent => {
                 "a session's writes are applied in its order, each seeing the ones before"
+            }
+            Breakage::FollowerEmptiesSetData => {
+                "every server applies the same txns to the same state"
             }
         }
     }

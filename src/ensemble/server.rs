@@ -886,6 +886,24 @@ impl Server {
         }
     }
 
+    /// Breakage::FollowerEmptiesSetData: entry `i` as a follower applies
+    /// it, if that differs (a setData's data emptied).
+    fn emptied_set_data(&mut self, i: usize) -> Option<crate::tree::Txn> {
+        if self.config.broken != Some(Breakage::FollowerEmptiesSetData) || self.is_leader() {
+            return None;
+        }
+        let mut txn = self.log[i].txn.clone();
+        let TxnBody::Op(crate::tree::TxnOp::SetData { data, .. }) = &mut txn.body else {
+            return None;
+        };
+        if data.is_empty() {
+            return None;
+        }
+        data.clear();
+        self.stats.breakage_hits += 1;
+        Some(txn)
+    }
+
     /// Applies the committed prefix: watches fire, then the txn's own
     /// connection (if here) gets its answer.
     fn apply_committed(&mut self, out: &mut Vec<Output>) {
@@ -908,7 +926,10 @@ impl Server {
             self.applied += 1;
             // Borrow the entry rather than clone it: this runs for every txn
             // on every server.
-            let applied = self.tree.apply(&self.log[i].txn);
+            let applied = match self.emptied_set_data(i) {
+                Some(txn) => self.tree.apply(&txn),
+                None => self.tree.apply(&self.log[i].txn),
+            };
             if self.applied % TREE_CHECK_INTERVAL == 0 {
                 self.check_tree();
             }

@@ -50,6 +50,9 @@ fn sim_run(seed: u64, root: &str, sessions: usize, steps: &[gen::Step]) -> harne
         let trace = run_and_snapshot(&zks, reader, root, steps, true)
             .await
             .expect("the simulated ensemble answers");
+        if let Err(e) = replicas_agree(&ensemble).await {
+            panic!("simulation seed {seed}: {e}");
+        }
         for s in 0..servers {
             ensemble
                 .with_server(s, |s| s.tree().check_invariants())
@@ -57,6 +60,40 @@ fn sim_run(seed: u64, root: &str, sessions: usize, steps: &[gen::Step]) -> harne
         }
         trace
     })
+}
+
+/// After a case, every replica that has applied the same txns holds the
+/// same tree: nodes, Stats, sessions, ephemerals (ZooKeeper's servers
+/// apply one sequence of txns, so they must). Followers apply a commit
+/// after the leader: they are given up to a simulated second to catch up.
+async fn replicas_agree(ensemble: &Ensemble) -> Result<(), String> {
+    let servers = ensemble.config().servers;
+    let last = |s: u32| ensemble.with_server(s, |s| s.tree().last_zxid());
+    for _ in 0..100 {
+        if (1..servers).all(|s| last(s) == last(0)) {
+            break;
+        }
+        madsim::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let first = ensemble.with_server(0, |s| s.tree().clone());
+    for s in 1..servers {
+        if last(s) != first.last_zxid() {
+            return Err(format!(
+                "server {s} applied up to {:#x}, server 0 up to {:#x}, a simulated second after \
+                 the case",
+                last(s),
+                first.last_zxid()
+            ));
+        }
+        if !ensemble.with_server(s, |t| *t.tree() == first) {
+            return Err(format!(
+                "replicas differ after the same txns (up to {:#x}): server {s}'s tree is not \
+                 server 0's",
+                first.last_zxid()
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[test]
@@ -201,6 +238,7 @@ pub fn sim_pipelined(
                 }
             }
         }
+        replicas_agree(&ensemble).await?;
         for s in 0..servers {
             ensemble
                 .with_server(s, |s| s.tree().check_invariants())
@@ -317,6 +355,32 @@ fn pipelined_conformance_catches_a_create_prep_blind_to_an_in_flight_parent() {
     );
     assert!(
         head[1].contains("Err(NoNode)") && head[2].contains("Ok(Create"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_replicas_comparison_catches_a_follower_that_applies_txns_differently() {
+    // Breakage::FollowerEmptiesSetData: followers apply each committed
+    // setData with empty data, at the same zxid and version. A case with a
+    // successful setData leaves the replicas with different trees after
+    // the same txns, which replicas_agree must name.
+    let (first, _) = pipelined::seeds("ZOOSIM_SIM_PIPELINED_CASES", 0);
+    let mut caught = None;
+    for i in 0..40 {
+        let seed = first.wrapping_add(i);
+        let case = pipelined::generate(seed);
+        let root = format!("/pipe-replicas-{seed:x}");
+        let broken = Some(Breakage::FollowerEmptiesSetData);
+        if let Err(e) = sim_pipelined(seed, &root, &case, broken) {
+            caught = Some((seed, e));
+            break;
+        }
+    }
+    let (seed, e) = caught.expect("in 40 cases no setData reached a follower");
+    eprintln!("caught at seed {seed:#x}: {e}");
+    assert!(
+        e.contains("replicas differ after the same txns") && e.contains("is not server 0's"),
         "{e}"
     );
 }
