@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use zoosim::proto::{EventType, MultiResult, Op, Reply, ZkError};
+use zoosim::proto::{EventType, MultiOp, MultiResult, Op, Reply, ZkError};
 
 use crate::gen::Step;
 use crate::harness::Trace;
@@ -41,6 +41,17 @@ pub const REQUIRED: &[&str] = &[
     "multi ok",
     "multi aborted",
     "multi aborted before its last op",
+    // Each kind of sub-operation with each way it can end inside a multi.
+    "multi/create ok",
+    "multi/delete ok",
+    "multi/set_data ok",
+    "multi/check ok",
+    "multi/create rolled back",
+    "multi/check rolled back",
+    "multi/create NodeExists",
+    "multi/delete NoNode",
+    "multi/check BadVersion",
+    "multi/create not reached",
     "close deleted watched ephemerals",
     "event NodeCreated",
     "event NodeDeleted",
@@ -58,17 +69,12 @@ pub fn outcome(op: &Op, reply: &Result<Reply, ZkError>) -> Vec<String> {
             "exists {}",
             if s.is_some() { "some" } else { "none" }
         )),
-        Ok(r @ Reply::Multi(results)) => match r.multi_error() {
-            Some(e) => {
-                out.push("multi aborted".into());
-                out.push(format!("multi aborted {e:?}"));
-                if results.last() == Some(&MultiResult::Failed(ZkError::RuntimeInconsistency)) {
-                    out.push("multi aborted before its last op".into());
-                }
+        Ok(r @ Reply::Multi(results)) => {
+            if let Op::Multi(ops) = op {
+                out.extend(sub_outcomes(ops, results));
             }
-            None if results.is_empty() => out.push("multi empty".into()),
-            None => out.push("multi ok".into()),
-        },
+            out.extend(multi_outcome(r, results));
+        }
         Ok(_) => {
             out.push(format!("{name} ok"));
             if let Op::Create { mode, .. } = op {
@@ -80,6 +86,47 @@ pub fn outcome(op: &Op, reply: &Result<Reply, ZkError>) -> Vec<String> {
                 }
             }
         }
+    }
+    out
+}
+
+/// "multi/<sub-operation> <how it ended>" for each sub-operation of a
+/// multi: ok, rolled back (it passed, and a later one failed), the error
+/// it failed with, or not reached (after the failing one).
+fn sub_outcomes(ops: &[MultiOp], results: &[MultiResult]) -> Vec<String> {
+    ops.iter()
+        .zip(results)
+        .map(|(o, r)| {
+            let name = match o {
+                MultiOp::Create { .. } => "create",
+                MultiOp::Delete { .. } => "delete",
+                MultiOp::SetData { .. } => "set_data",
+                MultiOp::Check { .. } => "check",
+            };
+            let how = match r {
+                MultiResult::RolledBack => "rolled back".to_owned(),
+                MultiResult::Failed(ZkError::RuntimeInconsistency) => "not reached".to_owned(),
+                MultiResult::Failed(e) => format!("{e:?}"),
+                _ => "ok".to_owned(),
+            };
+            format!("multi/{name} {how}")
+        })
+        .collect()
+}
+
+/// The multi as a whole: ok, empty, or aborted (with its error).
+fn multi_outcome(r: &Reply, results: &[MultiResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    match r.multi_error() {
+        Some(e) => {
+            out.push("multi aborted".into());
+            out.push(format!("multi aborted {e:?}"));
+            if results.last() == Some(&MultiResult::Failed(ZkError::RuntimeInconsistency)) {
+                out.push("multi aborted before its last op".into());
+            }
+        }
+        None if results.is_empty() => out.push("multi empty".into()),
+        None => out.push("multi ok".into()),
     }
     out
 }
