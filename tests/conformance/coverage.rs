@@ -177,7 +177,7 @@ impl Coverage {
                 }
             };
             for k in keys {
-                *self.counts.entry(k).or_default() += 1;
+                self.bump(&k);
             }
             for e in st.events.iter().flatten() {
                 let key = match e.event_type {
@@ -186,25 +186,13 @@ impl Coverage {
                     EventType::NodeDataChanged => "event NodeDataChanged",
                     EventType::NodeChildrenChanged => "event NodeChildrenChanged",
                 };
-                *self.counts.entry(key.into()).or_default() += 1;
+                self.bump(key);
             }
         }
     }
 
     /// Prints the table; fails naming every required pair below `min`.
     pub fn check(&self, min: u64) -> Result<(), String> {
-        eprintln!("conformance coverage (operation × outcome: count):");
-        for (k, v) in &self.counts {
-            eprintln!("  {k:<36} {v:>6}");
-        }
-        let low: Vec<_> = REQUIRED
-            .iter()
-            .filter(|k| self.counts.get(**k).copied().unwrap_or(0) < min)
-            .collect();
-        if low.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("coverage below {min} for: {low:?}"))
-        }
+        self.check_keys("conformance coverage", REQUIRED, min)
     }
 }

@@ -599,6 +599,50 @@ pub enum Sent {
     Flush,
 }
 
+/// Session events (round, session, event) other than the first Connected:
+/// none are expected.
+type Stray = Vec<(usize, usize, ClientEvent)>;
+
+/// What each handle received before the first round, but its Connected
+/// (as round 0's).
+fn strays_at_start<Z: Zk>(zks: &[Z]) -> Stray {
+    let mut stray = Vec::new();
+    for (i, z) in zks.iter().enumerate() {
+        while let Some(e) = z.try_next_event() {
+            if e != ClientEvent::Session(SessionEvent::Connected) {
+                stray.push((0, i, e));
+            }
+        }
+    }
+    stray
+}
+
+/// Ends round `r` on session `s`'s handle `z`: an exists of `path`, whose
+/// reply comes behind every event the server sent before it; the watch
+/// events delivered go to `events` (then sorted: a multiset per session),
+/// any other event to `stray`.
+async fn flush_events<Z: Zk>(
+    z: &Z,
+    path: &str,
+    (r, s): (usize, usize),
+    events: &mut Vec<WatchEvent>,
+    stray: &mut Stray,
+) {
+    let _ = z
+        .call(Op::Exists {
+            path: path.to_owned(),
+            watch: false,
+        })
+        .await;
+    while let Some(e) = z.try_next_event() {
+        match e {
+            ClientEvent::Watch(w) => events.push(w),
+            e => stray.push((r + 1, s, e)),
+        }
+    }
+    events.sort();
+}
+
 type CloseFuture<'a> = Pin<Box<dyn Future<Output = Result<(), ZkError>> + Send + 'a>>;
 
 /// Runs `case` on `zks` under `root` (created first by session 0); `sync`
@@ -613,14 +657,7 @@ pub async fn run<Z: Zk + Sync>(
 ) -> (PTrace, Vec<Vec<Sent>>) {
     let n = zks.len();
     let mut sent = vec![Vec::new(); n];
-    let mut stray = Vec::new();
-    for (i, z) in zks.iter().enumerate() {
-        while let Some(e) = z.try_next_event() {
-            if e != ClientEvent::Session(SessionEvent::Connected) {
-                stray.push((0, i, e));
-            }
-        }
-    }
+    let mut stray = strays_at_start(zks);
     sent[0].push(Sent::Setup);
     let setup = PReply::new(
         zks[0]
@@ -724,19 +761,7 @@ pub async fn run<Z: Zk + Sync>(
                 let _ = z.sync(&flush_path).await;
             }
             sent[s].push(Sent::Flush);
-            let _ = z
-                .call(Op::Exists {
-                    path: flush_path.clone(),
-                    watch: false,
-                })
-                .await;
-            while let Some(e) = z.try_next_event() {
-                match e {
-                    ClientEvent::Watch(w) => events[s].push(w),
-                    e => stray.push((r + 1, s, e)),
-                }
-            }
-            events[s].sort();
+            flush_events(z, &flush_path, (r, s), &mut events[s], &mut stray).await;
         }
         rounds.push(PRound {
             replies: replies
@@ -956,14 +981,7 @@ pub async fn model_replay(
     let zks: Vec<_> = (0..case.sessions)
         .map(|_| server.connect(SESSION_TIMEOUT_MS))
         .collect();
-    let mut stray = Vec::new();
-    for (i, z) in zks.iter().enumerate() {
-        while let Some(e) = z.try_next_event() {
-            if e != ClientEvent::Session(SessionEvent::Connected) {
-                stray.push((0, i, e));
-            }
-        }
-    }
+    let mut stray = strays_at_start(&zks);
     let mut setup = PReply::new(
         zks[0]
             .call(Op::Create {
@@ -1019,19 +1037,7 @@ pub async fn model_replay(
                 while z.try_next_delivery().is_some() {}
                 continue;
             }
-            let _ = z
-                .call(Op::Exists {
-                    path: root.to_owned(),
-                    watch: false,
-                })
-                .await;
-            while let Some(e) = z.try_next_event() {
-                match e {
-                    ClientEvent::Watch(w) => events[s].push(w),
-                    e => stray.push((r + 1, s, e)),
-                }
-            }
-            events[s].sort();
+            flush_events(z, root, (r, s), &mut events[s], &mut stray).await;
         }
         rounds.push(PRound {
             replies: replies
