@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use super::{wait_for, Deliveries, Delivery, Ticket, Zk};
 use crate::path::validate_op;
 use crate::proto::{ClientEvent, Op, Reply, SessionEvent, SessionId, ZkError};
-use crate::tree::{DataTree, TreeConfig, WatchTable};
+use crate::tree::{DataTree, Outstanding, TreeConfig, TxnBody, WatchTable};
 
 /// Session timeout bounds, as the server negotiates them (2 and 20 ticks).
 #[derive(Clone, Copy, Debug)]
@@ -52,6 +52,9 @@ struct Session {
 
 struct State {
     tree: DataTree,
+    /// Held prep records ([`LocalServer::hold_prep_records`]); `None`: each
+    /// txn is applied before the next is prepped, so there are none.
+    held: Option<Outstanding>,
     watches: WatchTable<SessionId>,
     sessions: BTreeMap<SessionId, Session>,
     next_session: i64,
@@ -94,6 +97,7 @@ impl LocalServer {
         LocalServer {
             state: Arc::new(Mutex::new(State {
                 tree: DataTree::new(config.tree),
+                held: None,
                 watches: WatchTable::new(),
                 sessions: BTreeMap::new(),
                 next_session: 0,
@@ -143,6 +147,41 @@ impl LocalServer {
     pub fn tree(&self) -> DataTree {
         self.lock().tree.clone()
     }
+
+    /// From now on, writes are prepped as a pipelined server preps them:
+    /// over the outstanding change records of the txns not yet applied
+    /// ([`Outstanding`]), starting from `records` (normally
+    /// [`Outstanding::new`]). Replies still come at once; how far the
+    /// server had applied when it prepped the next write is set with
+    /// [`LocalServer::applied_upto`]. For replaying a real server's
+    /// pipelined order (the conformance tests).
+    pub fn hold_prep_records(&self, records: Outstanding) {
+        self.lock().held = Some(records);
+    }
+
+    /// The txns up to `zxid` count as applied at the next write's prep.
+    pub fn applied_upto(&self, zxid: crate::proto::Zxid) {
+        if let Some(held) = &mut self.lock().held {
+            held.applied(zxid);
+        }
+    }
+
+    /// What prep would decide for `op` from `session` if the txns up to
+    /// `applied` were applied when it ran; changes nothing.
+    pub fn prep_outcome(
+        &self,
+        session: SessionId,
+        op: &Op,
+        applied: crate::proto::Zxid,
+    ) -> TxnBody {
+        let st = self.lock();
+        let mut records = st.held.clone().unwrap_or_default();
+        records.applied(applied);
+        let zxid = st.tree.next_zxid();
+        st.tree
+            .prepare_over(&records, zxid, st.clock_ms + 1, session, op)
+            .body
+    }
 }
 
 /// One session on a [`LocalServer`].
@@ -174,7 +213,15 @@ impl LocalZk {
         }
         if op.is_write() {
             let time = st.tick();
-            let applied = st.tree.execute(time, self.session, op);
+            let applied = match &mut st.held {
+                None => st.tree.execute(time, self.session, op),
+                Some(held) => {
+                    let zxid = st.tree.next_zxid();
+                    let txn = st.tree.prepare_over(held, zxid, time, self.session, op);
+                    held.prepped(&txn);
+                    st.tree.apply(&txn)
+                }
+            };
             let fired = st.watches.fire_all(&applied.triggers);
             st.deliver(fired);
             applied.reply.expect("a client write always has a reply")
@@ -256,7 +303,15 @@ impl Zk for LocalZk {
                 // closes the connection); the handle is dead, so drop them.
                 st.watches.remove_connection(self.session);
                 let time = st.tick();
-                let triggers = st.tree.close_session(time, self.session);
+                let triggers = match &mut st.held {
+                    None => st.tree.close_session(time, self.session),
+                    Some(held) => {
+                        let zxid = st.tree.next_zxid();
+                        let txn = st.tree.prepare_close_session(zxid, time, self.session);
+                        held.prepped(&txn);
+                        st.tree.apply(&txn).triggers
+                    }
+                };
                 let fired = st.watches.fire_all(&triggers);
                 st.deliver(fired);
                 Ok(())

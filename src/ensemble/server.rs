@@ -163,6 +163,11 @@ pub struct ServerStats {
     /// truncated away; stale reads that differ from the fresh answer;
     /// watch events delivered after a read reply showing their change.
     pub breakage_hits: u64,
+    /// Writes the leader's prep failed with NotEmpty only because a close
+    /// of the node's children was still outstanding (prepped, not yet
+    /// applied: ZooKeeper's prep counts them until then,
+    /// [`crate::tree::Outstanding`]).
+    pub not_empty_behind_close: u64,
 }
 
 /// A logged proposal: the txn and who to answer.

@@ -588,6 +588,7 @@ fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
         total.reconnect_closes += s.reconnect_closes;
         total.role_change_drops += s.role_change_drops;
         total.breakage_hits += s.breakage_hits;
+        total.not_empty_behind_close += s.not_empty_behind_close;
         total.peer_resets += s.peer_resets;
     }
     let faults = e.fault_counts();
@@ -601,6 +602,7 @@ fn ensemble_counters(e: &Ensemble) -> Vec<(&'static str, u64)> {
         ("reconnect-closes", total.reconnect_closes),
         ("role-change-drops", total.role_change_drops),
         ("breakage-hits", total.breakage_hits),
+        ("not-empty-behind-close", total.not_empty_behind_close),
         ("served-after-expiry", e.served_after_expiry().len() as u64),
         ("isolated-past-expiry", e.isolated_past_expiry()),
         ("client-resets", faults.client_resets),

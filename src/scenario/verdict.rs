@@ -58,11 +58,13 @@ pub mod run_properties {
 /// clients whose session expired meanwhile; and what the server faults
 /// caused: connections a killed server reset, peers that saw a kill at
 /// once, leaders that resumed from a pause deposed, new leaders crashed
-/// mid-sync, sessions that outlived a quorum outage), and from
+/// mid-sync, sessions that outlived a quorum outage; deletes the leader's
+/// prep refused NotEmpty because a close of the node's children was
+/// still outstanding, as ZooKeeper's does), and from
 /// ZooKeeper's contract checked on what the clients saw (runs it decided
 /// held; runs its search could not decide within its budget; runs the
 /// zxid-ordered fast path decided without a search).
-pub const ENSEMBLE_COUNTERS: [&str; 20] = [
+pub const ENSEMBLE_COUNTERS: [&str; 21] = [
     "elections-won",
     "session-expiries",
     "setwatches-replayed",
@@ -80,6 +82,7 @@ pub const ENSEMBLE_COUNTERS: [&str; 20] = [
     "deposed-while-paused",
     "syncing-leader-crashes",
     "sessions-survived-outage",
+    "not-empty-behind-close",
     "contract-held",
     "contract-undecided",
     "contract-fast",

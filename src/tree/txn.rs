@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use super::prep::Outstanding;
 use super::{DataTree, Owner};
 use crate::path::{self, validate_path};
 use crate::proto::{CreateMode, MultiOp, MultiResult, Op, SessionId, ZkError, Zxid};
@@ -151,19 +152,29 @@ struct NodeView {
     owner: Owner,
 }
 
-/// Pending changes of a multi in preparation, on top of the tree. A single
-/// op needs none, so an inactive overlay records nothing (the hot path).
-#[derive(Default)]
-struct Overlay {
+/// Pending changes of a multi in preparation, on top of the tree and the
+/// server's outstanding records. A single op needs none, so an inactive
+/// overlay records nothing (the hot path).
+struct Overlay<'a> {
     active: bool,
     nodes: BTreeMap<String, Option<NodeView>>,
+    records: &'a Outstanding,
 }
 
-impl Overlay {
-    fn for_multi() -> Overlay {
+impl<'a> Overlay<'a> {
+    fn single(records: &'a Outstanding) -> Overlay<'a> {
+        Overlay {
+            active: false,
+            nodes: BTreeMap::new(),
+            records,
+        }
+    }
+
+    fn for_multi(records: &'a Outstanding) -> Overlay<'a> {
         Overlay {
             active: true,
             nodes: BTreeMap::new(),
+            records,
         }
     }
 
@@ -207,7 +218,7 @@ impl DataTree {
         self.node(path).map(|n| NodeView {
             version: n.version,
             child_creates: n.child_creates,
-            num_children: n.children.len() as i32,
+            num_children: n.children.len() as i32 + overlay.records.extra_children(path),
             owner: n.owner,
         })
     }
@@ -355,9 +366,28 @@ impl DataTree {
 
     /// Prep of a client write: decides its txn against this (proposed)
     /// state without changing it. Reads are not txns: pass only writes.
+    /// For a server that applies each txn before it preps the next; a
+    /// pipelined one preps over its outstanding records
+    /// ([`DataTree::prepare_over`]).
     pub fn prepare(&self, zxid: Zxid, time_ms: i64, session: SessionId, op: &Op) -> Txn {
+        self.prepare_over(&Outstanding::new(), zxid, time_ms, session, op)
+    }
+
+    /// [`DataTree::prepare`] as a server with txns prepped but not yet
+    /// applied decides it: against this proposed state as `records` say
+    /// prep sees it (a closing session's ephemerals still counted in their
+    /// parents, [`Outstanding`]).
+    pub fn prepare_over(
+        &self,
+        records: &Outstanding,
+        zxid: Zxid,
+        time_ms: i64,
+        session: SessionId,
+        op: &Op,
+    ) -> Txn {
         let body = match op {
             Op::Create { path, data, mode } => self.prep_single(
+                records,
                 session,
                 WriteRef::Create {
                     path,
@@ -366,6 +396,7 @@ impl DataTree {
                 },
             ),
             Op::Delete { path, version } => self.prep_single(
+                records,
                 session,
                 WriteRef::Delete {
                     path,
@@ -377,6 +408,7 @@ impl DataTree {
                 data,
                 version,
             } => self.prep_single(
+                records,
                 session,
                 WriteRef::SetData {
                     path,
@@ -384,7 +416,7 @@ impl DataTree {
                     version: *version,
                 },
             ),
-            Op::Multi(ops) => self.prep_multi(session, ops),
+            Op::Multi(ops) => self.prep_multi(records, session, ops),
             Op::Exists { .. } | Op::GetData { .. } | Op::GetChildren { .. } | Op::Sync { .. } => {
                 panic!("prepare() takes writes only, got {}", op.name())
             }
@@ -397,8 +429,8 @@ impl DataTree {
         }
     }
 
-    fn prep_single(&self, session: SessionId, op: WriteRef<'_>) -> TxnBody {
-        match self.prep_one(&mut Overlay::default(), session, op) {
+    fn prep_single(&self, records: &Outstanding, session: SessionId, op: WriteRef<'_>) -> TxnBody {
+        match self.prep_one(&mut Overlay::single(records), session, op) {
             Ok(op) => TxnBody::Op(op),
             Err(e) => TxnBody::Error(e),
         }
@@ -406,8 +438,8 @@ impl DataTree {
 
     /// Each op is checked against the state the earlier ones leave; the
     /// first failure aborts the whole multi (docs/ZOOKEEPER.md, "Multi").
-    fn prep_multi(&self, session: SessionId, ops: &[MultiOp]) -> TxnBody {
-        let mut overlay = Overlay::for_multi();
+    fn prep_multi(&self, records: &Outstanding, session: SessionId, ops: &[MultiOp]) -> TxnBody {
+        let mut overlay = Overlay::for_multi(records);
         let mut txn_ops = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             match self.prep_one(&mut overlay, session, WriteRef::from_multi(op)) {

@@ -49,25 +49,26 @@
 //!
 //! # A delete racing a close: the one outcome the order does not decide
 //!
-//! ZooKeeper's prep of closeSession (3.8 `PrepRequestProcessor`,
-//! `case OpCode.closeSession`) records the deletion of each ephemeral as
-//! an outstanding change, and (with digests on, the default) a copy of
-//! its parent's record with a new pzxid, but it does **not** lower the
-//! parent's `childCount`, as the prep of a delete does. Until the close is
-//! applied, a delete of that parent is prepped against a record (or the
-//! data tree) that still counts the ephemerals: it fails with NotEmpty,
-//! although in zxid order the close came first. Whether it is prepped
-//! before or after the close is applied is timing the reply headers do not
-//! show. So where the server answered a delete with NotEmpty, the replay
-//! checks that the tree allows that too — a close earlier in the same
-//! round deleted children of the node, and the tree would otherwise have
-//! deleted it (it exists, has no children now, the version matches; in a
-//! multi, the ops before it pass and touch nothing under it) — and then
-//! replays it as failed (one zxid, nothing changed). Anywhere else a
-//! NotEmpty the tree does not give is a difference. The outcome is chosen
-//! by the server, as the order is; the tree decides what is legal.
-//! (The simulated leader preps over its proposed tree, where the close
-//! has already lowered the count: it never gives this NotEmpty.)
+//! ZooKeeper preps each write against its outstanding change records of
+//! the txns prepped but not yet applied, and a closeSession's prep (3.8
+//! `PrepRequestProcessor`, `case OpCode.closeSession`) records each
+//! ephemeral as deleted but does **not** lower the parent's `childCount`,
+//! as the prep of a delete does. Until the close is applied, a delete of
+//! that parent is prepped against a count that still includes the
+//! ephemerals: it fails with NotEmpty, although in zxid order the close
+//! came first. The tree models those records (`zoosim::tree::Outstanding`,
+//! and the simulated leader preps over them); how far the server had
+//! applied when it prepped each write is timing the reply headers do not
+//! show. So the replay (`model_replay`) preps each write over the records
+//! of the txns before it that may still have been outstanding, and takes
+//! the least applied prefix under which prep decides as the server did —
+//! only ever moving forward, and (on a standalone server, whose replies
+//! follow the apply) starting each round with everything before it
+//! applied. A NotEmpty no prefix explains is a difference, and so is one
+//! that only a prefix behind what an earlier write of the round needed
+//! explains (the server cannot un-apply the close). A test shows a prep
+//! that lowers the count at the close caught
+//! (`a_prep_that_lowers_counts_at_close_is_caught`).
 //!
 //! # A close with requests in flight
 //!
@@ -104,6 +105,7 @@ use zoosim::proto::{
     ClientEvent, CreateMode, MultiOp, MultiResult, Op, Reply, SessionEvent, SessionId, WatchEvent,
     ZkError, Zxid,
 };
+use zoosim::tree::{Outstanding, TxnBody};
 
 use crate::coverage::{self, Coverage};
 use crate::gen::rooted;
@@ -968,14 +970,75 @@ pub fn applied_order(case: &Case, trace: &PTrace, r: usize) -> Result<Vec<(usize
     Ok(keyed.into_iter().map(|(_, s, k)| (s, k)).collect())
 }
 
+/// How the replay treats prep's view of the txns not yet applied.
+#[derive(Clone, Debug)]
+pub struct Prep {
+    /// The records prep starts from: [`Outstanding::new`], or a
+    /// deliberately wrong copy in the tests that show it caught.
+    pub records: Outstanding,
+    /// Every reply of a round was sent after its txn was applied on the
+    /// server that preps (a standalone server; the simulated leader, which
+    /// applies at commit before any follower hears of it): at the next
+    /// round's start nothing is outstanding. On a real ensemble a
+    /// follower may answer before the leader has applied, so records may
+    /// outlast their round.
+    pub applied_at_round_start: bool,
+}
+
+impl Prep {
+    /// ZooKeeper's prep, on a server where every reply follows the apply.
+    pub fn faithful() -> Prep {
+        Prep {
+            records: Outstanding::new(),
+            applied_at_round_start: true,
+        }
+    }
+}
+
+/// The error that decided a write at prep: its own, or its multi's first
+/// failure; `None` if it went through.
+fn prep_error(reply: &Result<Reply, ZkError>) -> Option<ZkError> {
+    match reply {
+        Err(e) => Some(*e),
+        Ok(Reply::Multi(results)) => results.iter().find_map(|r| match r {
+            MultiResult::Failed(e) => Some(*e),
+            _ => None,
+        }),
+        Ok(_) => None,
+    }
+}
+
+fn txn_error(body: &TxnBody) -> Option<ZkError> {
+    match body {
+        TxnBody::Error(e) => Some(*e),
+        TxnBody::MultiError(results) => results.iter().find_map(|r| match r {
+            MultiResult::Failed(e) => Some(*e),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
 /// The tree's side: `case` replayed one item at a time in `orders` (per
 /// round) on a `LocalServer`; each header is the tree's last zxid after
-/// the item. Also returns the final tree.
+/// the item. Also returns the final tree, and how many writes the
+/// outstanding records decided (module docs, "A delete racing a close").
+///
+/// Writes are prepped over the outstanding records of the txns before
+/// them that the server may not have applied yet. How far it had applied
+/// at each prep is timing no reply shows; it only moves forward, and at
+/// a round's start (with [`Prep::applied_at_round_start`]) it has reached
+/// the round's first zxid. For each write the replay takes the least
+/// applied prefix under which prep decides as the server did (the error
+/// that failed it, or none), which leaves the most room to the writes
+/// after it; where none does, the tree's own outcome stands and the
+/// comparison reports it. Nothing else of the server's reply is used.
 pub async fn model_replay(
     root: &str,
     case: &Case,
     orders: &[Vec<(usize, usize)>],
-    outstanding_close: &BTreeMap<(usize, usize, usize), usize>,
+    server_trace: &PTrace,
+    prep: &Prep,
 ) -> (PTrace, zoosim::tree::DataTree, u64) {
     let server = LocalServer::default();
     let zks: Vec<_> = (0..case.sessions)
@@ -992,38 +1055,39 @@ pub async fn model_replay(
             .await,
     );
     setup.header = Some(server.tree().last_zxid());
+    server.hold_prep_records(prep.records.clone());
+    let mut applied = server.tree().last_zxid();
     let mut closed = vec![false; case.sessions];
     let mut rounds = Vec::new();
-    let mut failed_at_prep_count = 0;
+    let mut decided_by_records = 0;
     for (r, order) in orders.iter().enumerate() {
         let mut replies: Vec<Vec<Option<PReply>>> = (0..case.sessions)
             .map(|s| vec![None; case.items_of(r, s).len()])
             .collect();
-        // Parents whose children a close of this round deleted.
-        let mut close_parents = BTreeSet::new();
+        if prep.applied_at_round_start {
+            applied = server.tree().last_zxid();
+            server.applied_upto(applied);
+        }
         for &(s, k) in order {
             let reply = match case.items_of(r, s)[k] {
-                Item::Op(op) if outstanding_close.contains_key(&(r, s, k)) => {
-                    let at = outstanding_close[&(r, s, k)];
-                    let (reply, failed_at_prep) = replay_outstanding_close(
-                        &server,
-                        &zks[s],
-                        rooted(root, op),
-                        at,
-                        &close_parents,
-                    )
-                    .await;
-                    failed_at_prep_count += u64::from(failed_at_prep);
-                    reply
+                Item::Op(op) if op.is_write() => {
+                    let op = rooted(root, op);
+                    let want = prep_error(&server_trace.rounds[r].replies[s][k].reply);
+                    let next = server.tree().next_zxid();
+                    let sid = zks[s].session_id();
+                    let decided = |a| txn_error(&server.prep_outcome(sid, &op, a));
+                    if let Some(a) = (applied..next).find(|&a| decided(a) == want) {
+                        if decided(a) != decided(next - 1) {
+                            decided_by_records += 1;
+                        }
+                        applied = a;
+                        server.applied_upto(a);
+                    }
+                    zks[s].call(op).await
                 }
                 Item::Op(op) => zks[s].call(rooted(root, op)).await,
                 Item::Close => {
                     closed[s] = true;
-                    let tree = server.tree();
-                    close_parents.extend(
-                        tree.ephemerals(zks[s].session_id())
-                            .map(|p| parent_of(p).to_owned()),
-                    );
                     zks[s].close().await.map(|()| Reply::Sync)
                 }
             };
@@ -1058,75 +1122,7 @@ pub async fn model_replay(
     finish(&mut trace, &zks, &reader, root)
         .await
         .expect("the local server answers");
-    (trace, server.tree(), failed_at_prep_count)
-}
-
-/// Replays a delete (`op`, or the delete at `at` in the multi `op`)
-/// that the server failed with NotEmpty: as failed at prep if the tree
-/// allows it (module docs, "A delete racing a close"), else as it is.
-async fn replay_outstanding_close(
-    server: &LocalServer,
-    z: &impl Zk,
-    op: Op,
-    at: usize,
-    close_parents: &BTreeSet<String>,
-) -> (Result<Reply, ZkError>, bool) {
-    let (ops, single) = match &op {
-        Op::Delete { path, version } => (
-            vec![MultiOp::Delete {
-                path: path.clone(),
-                version: *version,
-            }],
-            true,
-        ),
-        Op::Multi(ops) => (ops.clone(), false),
-        _ => return (z.call(op).await, false),
-    };
-    let MultiOp::Delete { path, version } = &ops[at] else {
-        return (z.call(op).await, false);
-    };
-    let tree = server.tree();
-    // The tree would delete it: it exists, has no children (the close
-    // took them), and the version matches.
-    let would_succeed = tree.node(path).is_some_and(|n| {
-        let stat = n.stat();
-        stat.num_children == 0 && (*version == -1 || *version == stat.version)
-    });
-    let inside = format!("{path}/");
-    let untouched_before = ops[..at].iter().all(|o| {
-        let p = o.path();
-        p != path && !p.starts_with(&inside)
-    });
-    if !(close_parents.contains(path) && would_succeed && untouched_before) {
-        return (z.call(op).await, false);
-    }
-    // Failed at prep: one zxid, nothing changed, no event. The tree takes
-    // such a txn for a multi whose check fails; the ops before the delete
-    // go with it, so their own failures still show.
-    let mut probe = ops[..at].to_vec();
-    probe.push(MultiOp::Check {
-        path: path.clone(),
-        version: -2,
-    });
-    match z.call(Op::Multi(probe)).await {
-        Ok(Reply::Multi(results))
-            if results[..at].iter().all(|x| *x == MultiResult::RolledBack)
-                && results[at] == MultiResult::Failed(ZkError::BadVersion) =>
-        {
-            if single {
-                (Err(ZkError::NotEmpty), true)
-            } else {
-                let mut v = vec![MultiResult::RolledBack; at];
-                v.push(MultiResult::Failed(ZkError::NotEmpty));
-                v.resize(
-                    ops.len(),
-                    MultiResult::Failed(ZkError::RuntimeInconsistency),
-                );
-                (Ok(Reply::Multi(v)), true)
-            }
-        }
-        other => (other, false),
-    }
+    (trace, server.tree(), decided_by_records)
 }
 
 /// Compares a server's trace (real or simulated) with the tree's replay
@@ -1202,6 +1198,7 @@ pub async fn check_against_tree(
     root: &str,
     case: &Case,
     strict: bool,
+    prep: &Prep,
 ) -> Result<u64, String> {
     if strict {
         contiguous_writes(case, server_trace).map_err(|e| explain(case, None, &e))?;
@@ -1210,35 +1207,7 @@ pub async fn check_against_tree(
         .map(|r| applied_order(case, server_trace, r))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| explain(case, None, &e))?;
-    // The deletes the server failed with NotEmpty: where the tree says
-    // that is also legal (a close of the same round had just deleted the
-    // node's last children), the replay takes that outcome.
-    let mut outstanding_close = BTreeMap::new();
-    for (r, round) in server_trace.rounds.iter().enumerate() {
-        for (s, replies) in round.replies.iter().enumerate() {
-            for (k, p) in replies.iter().enumerate() {
-                match (case.items_of(r, s)[k], &p.reply) {
-                    (Item::Op(Op::Delete { .. }), Err(ZkError::NotEmpty)) => {
-                        outstanding_close.insert((r, s, k), 0);
-                    }
-                    (Item::Op(Op::Multi(ops)), Ok(Reply::Multi(results))) => {
-                        let first = results
-                            .iter()
-                            .position(|x| matches!(x, MultiResult::Failed(_)));
-                        if let Some(i) = first {
-                            if results[i] == MultiResult::Failed(ZkError::NotEmpty)
-                                && matches!(ops.get(i), Some(MultiOp::Delete { .. }))
-                            {
-                                outstanding_close.insert((r, s, k), i);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    let (model, tree, failed_at_prep) = model_replay(root, case, &orders, &outstanding_close).await;
+    let (model, tree, failed_at_prep) = model_replay(root, case, &orders, server_trace, prep).await;
     tree.check_invariants()
         .map_err(|e| explain(case, Some(&orders), &format!("model tree invariant: {e}")))?;
     compare(server_trace, &model, case, root, strict)
@@ -1494,7 +1463,11 @@ fn run_real_cases(
                 let real = run_real_on(members, &root, &case, sync)
                     .await
                     .map_err(|e| explain(&case, None, &e))?;
-                let failed_at_prep = check_against_tree(&real, &root, &case, true).await?;
+                let prep = Prep {
+                    applied_at_round_start: !sync,
+                    ..Prep::faithful()
+                };
+                let failed_at_prep = check_against_tree(&real, &root, &case, true, &prep).await?;
                 Ok::<_, String>((real, failed_at_prep))
             })
         };
@@ -1557,6 +1530,55 @@ fn pipelined_cases_match_the_real_server() {
     let required: Vec<&str> = KINDS.iter().copied().chain([FAILED_AT_PREP]).collect();
     cov.check_keys("pipelined conformance coverage", &required, min)
         .unwrap();
+}
+
+#[test]
+fn a_prep_that_lowers_counts_at_close_is_caught() {
+    // The tree's prep changed the way the simulated leader's used to be
+    // (a close lowers its parents' child counts at once, as a delete
+    // does): the real server's NotEmpty of a delete racing a close has no
+    // applied prefix that explains it any more, and the comparison says
+    // so. The same traces pass with the faithful prep, so it is that
+    // change alone that is caught.
+    use zoosim::real_server::{fresh_root, shared_server, RealServer};
+    if shared_server("a_prep_that_lowers_counts_at_close_is_caught").is_none() {
+        return;
+    }
+    let server = RealServer::start().expect("a dedicated real server");
+    let members = [server.connect_string()];
+    let broken = Prep {
+        records: Outstanding::lowering_counts_on_close(),
+        ..Prep::faithful()
+    };
+    let (first, _) = seeds("ZOOSIM_PIPELINED_CASES", 0);
+    let mut caught = None;
+    // About one case in four meets the race; 40 cases make missing it
+    // every time a 1e-5 chance.
+    for i in 0..40u64 {
+        let case = generate(first.wrapping_add(i));
+        let root = fresh_root(&format!("pipe-broken{i}"));
+        let outcome = crate::runtime().block_on(async {
+            let real = run_real_on(&members, &root, &case, false).await?;
+            let faithful = check_against_tree(&real, &root, &case, true, &Prep::faithful()).await;
+            let broken = check_against_tree(&real, &root, &case, true, &broken).await;
+            Ok::<_, String>((faithful, broken))
+        });
+        match outcome {
+            // A connection that failed on a loaded machine: next case.
+            Err(_) => continue,
+            Ok((Ok(_), Err(e))) => {
+                caught = Some(e);
+                break;
+            }
+            Ok((Ok(_), Ok(_))) => {}
+            Ok((Err(e), _)) => panic!("the faithful prep differs from the real server:\n{e}"),
+        }
+    }
+    let e = caught.expect("a prep that lowers counts at close went unnoticed in 40 cases");
+    assert!(
+        e.contains("NotEmpty"),
+        "caught, but not by the delete's NotEmpty: {e}"
+    );
 }
 
 #[test]

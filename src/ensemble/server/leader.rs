@@ -20,8 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Breakage, Entry, LearnerMsg, Output, PeerMsg, Role, Server, ServerConfig, ServerId};
 use crate::ensemble::msg::{Forwarded, LeaderMsg, Origin};
-use crate::proto::{Op, Reply, SessionId, ZkError, Zxid};
-use crate::tree::{DataTree, Txn, TxnBody};
+use crate::proto::{MultiResult, Op, Reply, SessionId, ZkError, Zxid};
+use crate::tree::{DataTree, Outstanding, Txn, TxnBody};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Stage {
@@ -67,8 +67,12 @@ pub(super) struct Leading {
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 struct Broadcast {
     epoch: u32,
-    /// Applied state plus every proposal not yet committed: what prep sees.
+    /// Applied state plus every proposal not yet committed: what prep sees,
     proposed: DataTree,
+    /// where prep's outstanding change records differ from it (a closing
+    /// session's ephemerals still counted in their parents until the close
+    /// is applied, as in ZooKeeper's prep).
+    outstanding: Outstanding,
     counter: u32,
     acks: BTreeMap<Zxid, BTreeSet<ServerId>>,
     /// Syncs waiting for the log prefix (by length) they came after.
@@ -104,6 +108,7 @@ impl Broadcast {
         Broadcast {
             epoch,
             proposed: tree.clone(),
+            outstanding: Outstanding::new(),
             counter: 0,
             acks: BTreeMap::new(),
             syncs: Vec::new(),
@@ -150,6 +155,19 @@ impl Leading {
 
     pub(super) fn is_established(&self) -> bool {
         self.broadcast.is_some()
+    }
+}
+
+/// Whether a write failed at prep with NotEmpty (a multi: at its first
+/// failing op).
+fn fails_not_empty(body: &TxnBody) -> bool {
+    match body {
+        TxnBody::Error(e) => *e == ZkError::NotEmpty,
+        TxnBody::MultiError(results) => results
+            .iter()
+            .find(|r| matches!(r, MultiResult::Failed(_)))
+            .is_some_and(|r| *r == MultiResult::Failed(ZkError::NotEmpty)),
+        _ => false,
     }
 }
 
@@ -707,6 +725,7 @@ impl Server {
         .flatten()
         .filter(|o| o.server == id);
         let mut hit = false;
+        let mut behind_close = false;
         let txn = match request {
             // The session checks of prep, in ZooKeeper's order: closing or
             // already closed is SessionExpired (docs/ZOOKEEPER.md, "Errors
@@ -728,7 +747,15 @@ impl Server {
                 hit = true;
                 error_txn(zxid, now_ms, session, ZkError::NoNode)
             }
-            Forwarded::Write { session, op } => b.proposed.prepare(zxid, now_ms, session, &op),
+            Forwarded::Write { session, op } => {
+                let txn = b
+                    .proposed
+                    .prepare_over(&b.outstanding, zxid, now_ms, session, &op);
+                behind_close = !b.outstanding.is_empty()
+                    && fails_not_empty(&txn.body)
+                    && !fails_not_empty(&b.proposed.prepare(zxid, now_ms, session, &op).body);
+                txn
+            }
             Forwarded::CreateSession { timeout_ms } => {
                 b.next_session += 1;
                 assert!(b.next_session < 1 << 32, "session counter overflow");
@@ -754,11 +781,13 @@ impl Server {
             }
             Forwarded::Sync => unreachable!("handled above"),
         };
+        b.outstanding.prepped(&txn);
         let result = b.proposed.apply(&txn).reply;
         b.acks.insert(zxid, BTreeSet::from([id]));
         if hit {
             self.stats.breakage_hits += 1;
         }
+        self.stats.not_empty_behind_close += u64::from(behind_close);
         let entry = Entry { txn, origin };
         let to: Vec<ServerId> = self.broadcast_learners().collect();
         for to in to {
@@ -804,6 +833,8 @@ impl Server {
             self.apply_committed(out);
             let committed = self.committed;
             let b = self.broadcast_mut().expect("an established leader");
+            // FinalRequestProcessor drops the applied txn's records.
+            b.outstanding.applied(zxid);
             // The hot path: most commits release no sync.
             if b.syncs.iter().any(|(upto, _)| *upto <= committed) {
                 let (done, waiting): (Vec<_>, Vec<_>) =
