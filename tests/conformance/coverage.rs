@@ -1,11 +1,11 @@
 //! Counts (operation × outcome) pairs over a run, so a green suite shows
 //! that the interesting outcomes really happened.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use zoosim::proto::{EventType, MultiOp, MultiResult, Op, Reply, ZkError};
 
-use crate::gen::Step;
+use crate::gen::{rooted, Step};
 use crate::harness::Trace;
 
 #[derive(Default, Debug)]
@@ -57,7 +57,110 @@ pub const REQUIRED: &[&str] = &[
     "event NodeDeleted",
     "event NodeDataChanged",
     "event NodeChildrenChanged",
+    // Each event by each kind of watch that can deliver it alone, and a
+    // delete both tables notify (delivered once).
+    "event NodeCreated via exists",
+    "event NodeDataChanged via getData",
+    "event NodeDataChanged via exists",
+    "event NodeDeleted via getData",
+    "event NodeDeleted via exists",
+    "event NodeDeleted via getChildren",
+    "event NodeDeleted via a data and a child watch, once",
+    "event NodeChildrenChanged via getChildren",
 ];
+
+/// Runs `batch` (`cases` generated cases, returning the run's result and
+/// the required keys still below their floor) until the floors are
+/// reached or three batches have run. The generator's seed is new each
+/// run, so a rare outcome can miss its floor by chance in one batch; a
+/// generator that stopped reaching it misses it in all three. Returns the
+/// last result and how many cases ran.
+pub fn run_to_floor<R>(
+    suite: &str,
+    cases: u32,
+    mut batch: impl FnMut() -> (Result<(), R>, Vec<&'static str>),
+) -> (Result<(), R>, u32) {
+    let mut ran = 0;
+    loop {
+        let (result, missing) = batch();
+        ran += cases;
+        if result.is_err() || missing.is_empty() || ran >= 3 * cases {
+            return (result, ran);
+        }
+        eprintln!(
+            "{suite}: after {ran} cases, below the coverage floor: {missing:?}; {cases} more"
+        );
+    }
+}
+
+/// The client call that armed a watch, as the coverage keys name it.
+type Armer = &'static str;
+
+/// The watch a read armed, if it did (a failed getData or getChildren
+/// sets none; exists sets one whether the node exists or not).
+fn armed_by(op: &Op, reply: &Result<Reply, ZkError>) -> Option<(String, Armer)> {
+    match (op, reply) {
+        (Op::GetData { path, watch: true }, Ok(_)) => Some((path.clone(), "getData")),
+        (Op::Exists { path, watch: true }, Ok(_)) => Some((path.clone(), "exists")),
+        (Op::GetChildren { path, watch: true }, Ok(_)) => Some((path.clone(), "getChildren")),
+        _ => None,
+    }
+}
+
+/// Whether a watch armed by `armer` fires on `event` (the server's data
+/// table holds getData's and exists's watches, its child table
+/// getChildren's; a deletion fires both).
+fn delivers(armer: Armer, event: EventType) -> bool {
+    match armer {
+        "getChildren" => matches!(
+            event,
+            EventType::NodeChildrenChanged | EventType::NodeDeleted
+        ),
+        _ => event != EventType::NodeChildrenChanged,
+    }
+}
+
+/// Which armed watches each session holds, per path, as the steps go:
+/// what delivered each event.
+#[derive(Default)]
+struct Armed {
+    by: BTreeMap<(usize, String), BTreeSet<Armer>>,
+}
+
+impl Armed {
+    /// The keys of `event` delivered to `session`: the watches it used.
+    fn deliver(&mut self, session: usize, path: &str, event: EventType) -> Vec<String> {
+        let key = (session, path.to_owned());
+        let set = self.by.entry(key.clone()).or_default();
+        let used: Vec<Armer> = set.iter().copied().filter(|a| delivers(a, event)).collect();
+        set.retain(|a| !delivers(a, event));
+        if set.is_empty() {
+            self.by.remove(&key);
+        }
+        let via = if used.is_empty() {
+            "nothing armed".to_owned()
+        } else {
+            used.join("+")
+        };
+        let mut keys = vec![format!("event {event:?} via {via}")];
+        if used.len() > 1 && used.contains(&"getChildren") {
+            // Both of the server's tables held the session's watch: one
+            // event all the same.
+            keys.push(format!(
+                "event {event:?} via a data and a child watch, once"
+            ));
+        }
+        keys
+    }
+
+    fn arm(&mut self, session: usize, path: String, armer: Armer) {
+        self.by.entry((session, path)).or_default().insert(armer);
+    }
+
+    fn close(&mut self, session: usize) {
+        self.by.retain(|(s, _), _| *s != session);
+    }
+}
 
 pub fn outcome(op: &Op, reply: &Result<Reply, ZkError>) -> Vec<String> {
     let name = op.name();
@@ -137,6 +240,15 @@ impl Coverage {
         *self.counts.entry(key.to_owned()).or_default() += 1;
     }
 
+    /// The keys of `required` seen fewer than `min` times.
+    pub fn missing(&self, required: &[&'static str], min: u64) -> Vec<&'static str> {
+        required
+            .iter()
+            .copied()
+            .filter(|k| self.counts.get(*k).copied().unwrap_or(0) < min)
+            .collect()
+    }
+
     /// Prints the table under `title`; fails naming every key of
     /// `required` below `min`.
     pub fn check_keys(&self, title: &str, required: &[&str], min: u64) -> Result<(), String> {
@@ -155,8 +267,11 @@ impl Coverage {
         }
     }
 
-    pub fn add(&mut self, steps: &[Step], trace: &Trace) {
+    /// Counts the outcomes of a run of `steps` under `root`, and which
+    /// kind of watch delivered each event.
+    pub fn add(&mut self, steps: &[Step], trace: &Trace, root: &str) {
         let offset = trace.steps.len() - steps.len();
+        let mut armed = Armed::default();
         for (step, st) in steps.iter().zip(&trace.steps[offset..]) {
             let keys = match step {
                 Step::Op { op, .. } => outcome(op, &st.reply),
@@ -179,14 +294,27 @@ impl Coverage {
             for k in keys {
                 self.bump(&k);
             }
-            for e in st.events.iter().flatten() {
-                let key = match e.event_type {
-                    EventType::NodeCreated => "event NodeCreated",
-                    EventType::NodeDeleted => "event NodeDeleted",
-                    EventType::NodeDataChanged => "event NodeDataChanged",
-                    EventType::NodeChildrenChanged => "event NodeChildrenChanged",
-                };
-                self.bump(key);
+            for (session, events) in st.events.iter().enumerate() {
+                for e in events {
+                    let key = match e.event_type {
+                        EventType::NodeCreated => "event NodeCreated",
+                        EventType::NodeDeleted => "event NodeDeleted",
+                        EventType::NodeDataChanged => "event NodeDataChanged",
+                        EventType::NodeChildrenChanged => "event NodeChildrenChanged",
+                    };
+                    self.bump(key);
+                    for k in armed.deliver(session, &e.path, e.event_type) {
+                        self.bump(&k);
+                    }
+                }
+            }
+            match step {
+                Step::Op { session, op } => {
+                    if let Some((path, armer)) = armed_by(&rooted(root, op), &st.reply) {
+                        armed.arm(*session, path, armer);
+                    }
+                }
+                Step::Close { session } => armed.close(*session),
             }
         }
     }

@@ -4,14 +4,16 @@
 //! event must match (rules in harness.rs).
 //!
 //! `ZOOSIM_CONFORMANCE_CASES` changes the number of generated sequences
-//! (default 500); the seed is fixed, and a failing case is shrunk.
+//! (default 500); the generator's seed is new each run and printed, and
+//! `ZOOSIM_CONFORMANCE_SEED` replays a run (a failing case is shrunk).
 //!
 //! pipelined.rs does the same with several requests in flight per session
 //! and sessions interleaving, on the standalone server
 //! (`ZOOSIM_PIPELINED_CASES`, default [`pipelined::DEFAULT_CASES`]) and on a
 //! real 3-node ensemble (`ZOOSIM_PIPELINED_ENSEMBLE_CASES`); sim.rs runs
 //! them on the simulated ensemble (`ZOOSIM_SIM_PIPELINED_CASES`).
-//! `ZOOSIM_PIPELINED_SEED` starts them from another seed.
+//! `ZOOSIM_PIPELINED_SEED` starts them from a given seed (else a new one
+//! each run, printed).
 
 mod coverage;
 mod gen;
@@ -35,6 +37,36 @@ use zoosim::real_server::{fresh_root, shared_server, RealServer};
 use coverage::Coverage;
 
 pub const SESSION_TIMEOUT_MS: u64 = 10_000;
+
+/// This run's generator seed: `var` if set (hex with `0x`, or decimal),
+/// else a new one each run, so that every run tries other cases. Printed
+/// by the suites; setting `var` to it replays the run.
+pub fn run_seed(var: &str) -> u64 {
+    let parse = |v: &str| {
+        v.strip_prefix("0x")
+            .map_or_else(|| v.parse().ok(), |h| u64::from_str_radix(h, 16).ok())
+    };
+    if let Ok(v) = std::env::var(var) {
+        return parse(&v).unwrap_or_else(|| panic!("{var}={v:?}: not a seed (0x… or decimal)"));
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    // splitmix64 of the time and the process: runs started together differ.
+    let mut z = nanos ^ (u64::from(std::process::id()) << 32);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) >> 32
+}
+
+/// A proptest generator seeded from a run seed.
+pub fn seeded_rng(seed: u64) -> TestRng {
+    let mut bytes = [0u8; 32];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&seed.wrapping_add(i as u64).to_le_bytes());
+    }
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}
 
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -135,19 +167,20 @@ fn generated_sequences_match_the_real_server() {
         max_shrink_iters: 2000,
         ..Config::default()
     };
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
-    let mut runner = TestRunner::new_with_rng(config, rng);
+    let seed = run_seed("ZOOSIM_CONFORMANCE_SEED");
+    eprintln!("conformance: generator seed {seed:#x} (ZOOSIM_CONFORMANCE_SEED={seed:#x} replays this run)");
+    let mut runner = TestRunner::new_with_rng(config, seeded_rng(seed));
     let connect = server.connect_string();
     let coverage = Mutex::new(Coverage::default());
     let case = Mutex::new(0u64);
     let interference = Mutex::new(0u64);
-    let result = runner.run(&gen::sequence(), |(sessions, steps)| {
+    let test = |(sessions, steps): (usize, Vec<gen::Step>)| {
         let n = {
             let mut c = case.lock().unwrap();
             *c += 1;
             *c
         };
-        let root = fresh_root(&format!("gen{n}"));
+        let mut root = fresh_root(&format!("gen{n}"));
         let mut outcome = runtime().block_on(differential(&connect, &root, sessions, &steps, true));
         // A txn not of this case (a session of an earlier one whose
         // connect timed out on a loaded machine expires meanwhile) shifts
@@ -163,26 +196,34 @@ fn generated_sequences_match_the_real_server() {
             );
             *interference.lock().unwrap() += 1;
             std::thread::sleep(std::time::Duration::from_secs(1));
-            let root = fresh_root(&format!("gen{n}-again"));
+            root = fresh_root(&format!("gen{n}-again"));
             outcome = runtime().block_on(differential(&connect, &root, sessions, &steps, true));
         }
         let (real, _) = outcome.map_err(TestCaseError::fail)?;
-        coverage.lock().unwrap().add(&steps, &real);
+        coverage.lock().unwrap().add(&steps, &real, &root);
         Ok(())
+    };
+    // At 500 cases most pairs are seen hundreds of times; 5 is a floor
+    // that still fails if the generator stops reaching an outcome.
+    let min = if cases >= 500 { 5 } else { 1 };
+    let (result, ran) = coverage::run_to_floor("conformance", cases, || {
+        let result = runner.run(&gen::sequence(), test);
+        let missing = coverage.lock().unwrap().missing(coverage::REQUIRED, min);
+        (result, missing)
     });
     eprintln!(
-        "conformance: {cases} generated sequences ({} runs with shrinking, {} run again \
+        "conformance: {ran} generated sequences ({} runs with shrinking, {} run again \
          after outside txns) in {:.1} s",
         case.lock().unwrap(),
         interference.lock().unwrap(),
         started.elapsed().as_secs_f64()
     );
     if let Err(e) = result {
-        panic!("the real server and the model differ:\n{e}");
+        panic!(
+            "the real server and the model differ:\n{e}\n\
+             (this run again: ZOOSIM_CONFORMANCE_SEED={seed:#x})"
+        );
     }
-    // At 500 cases most pairs are seen hundreds of times; 5 is a floor
-    // that still fails if the generator stops reaching an outcome.
-    let min = if cases >= 500 { 5 } else { 1 };
     coverage.lock().unwrap().check(min).unwrap();
 }
 

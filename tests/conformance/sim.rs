@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use madsim::runtime::Runtime;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use zoosim::client::Zk;
 use zoosim::ensemble::breakage::Breakage;
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Recorder};
@@ -18,7 +18,8 @@ use zoosim::real_server::{fresh_root, shared_server, RealServer};
 use zoosim::tree::TxnBody;
 
 use crate::{
-    gen, harness, pipelined, real_sessions, run_and_snapshot, runtime, SESSION_TIMEOUT_MS,
+    gen, harness, pipelined, real_sessions, run_and_snapshot, run_seed, runtime, seeded_rng,
+    SESSION_TIMEOUT_MS,
 };
 
 /// The simulated side of one case.
@@ -114,10 +115,15 @@ fn generated_sequences_on_the_simulated_ensemble_match_the_real_server() {
         max_shrink_iters: 1000,
         ..Config::default()
     };
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[11; 32]);
-    let mut runner = TestRunner::new_with_rng(config, rng);
+    let seed = run_seed("ZOOSIM_CONFORMANCE_SEED");
+    eprintln!(
+        "sim conformance: generator seed {seed:#x} (ZOOSIM_CONFORMANCE_SEED={seed:#x} replays \
+         this run)"
+    );
+    let mut runner = TestRunner::new_with_rng(config, seeded_rng(seed));
     let case = Mutex::new(0u64);
-    let result = runner.run(&gen::sequence(), |(sessions, steps)| {
+    let coverage = Mutex::new(crate::coverage::Coverage::default());
+    let test = |(sessions, steps): (usize, Vec<gen::Step>)| {
         let n = {
             let mut c = case.lock().unwrap();
             *c += 1;
@@ -134,16 +140,35 @@ fn generated_sequences_on_the_simulated_ensemble_match_the_real_server() {
         let sim = sim_run(n, &root, sessions, &steps);
         harness::compare(&real, &sim, &root, &steps, true)
             .map_err(|e| TestCaseError::fail(format!("simulation seed {n}: {e}")))?;
+        coverage.lock().unwrap().add(&steps, &sim, &root);
         Ok(())
+    };
+    // The simulated ensemble must reach what the real server reaches.
+    let min = u64::from(cases >= 100);
+    let (result, ran) = crate::coverage::run_to_floor("sim conformance", cases, || {
+        let result = runner.run(&gen::sequence(), test);
+        let missing = coverage
+            .lock()
+            .unwrap()
+            .missing(crate::coverage::REQUIRED, min);
+        (result, missing)
     });
     eprintln!(
-        "sim conformance: {cases} generated sequences ({} runs with shrinking) in {:.1} s",
+        "sim conformance: {ran} generated sequences ({} runs with shrinking) in {:.1} s",
         case.lock().unwrap(),
         started.elapsed().as_secs_f64()
     );
     if let Err(e) = result {
-        panic!("the simulated ensemble and the real server differ:\n{e}");
+        panic!(
+            "the simulated ensemble and the real server differ:\n{e}\n\
+             (this run again: ZOOSIM_CONFORMANCE_SEED={seed:#x})"
+        );
     }
+    coverage
+        .lock()
+        .unwrap()
+        .check_keys("sim conformance coverage", crate::coverage::REQUIRED, min)
+        .unwrap();
 }
 
 /// A pipelined case on the simulated ensemble (3 servers, session i on
