@@ -14,9 +14,10 @@
 //! and its own watcher session on the follower.
 //!
 //! Knobs: `ZOOSIM_SETWATCHES_CASES` (default [`DEFAULT_CASES`]),
-//! `ZOOSIM_SETWATCHES_SEED` (the first case's seed, decimal or 0x-hex; case
-//! `i` uses seed + i, so a failing case runs alone with its own seed and
-//! `ZOOSIM_SETWATCHES_CASES=1`).
+//! `ZOOSIM_SETWATCHES_SEED` (the first case's seed, decimal or 0x-hex; new
+//! each run without it, printed; case `i` uses seed + i, so a failing case
+//! runs alone with its own seed and `ZOOSIM_SETWATCHES_CASES=1`). A seed
+//! whose first cases miss a coverage key runs up to three times as many.
 //!
 //! What the Rust client sends (zookeeper-client 0.11,
 //! `WatchManager::resend_watches`): like the Java client, one SetWatches
@@ -765,21 +766,36 @@ fn recreated_as_deleted(
     events
 }
 
-/// The first seed and the number of cases.
+/// The first seed (new each run unless `ZOOSIM_SETWATCHES_SEED` gives
+/// it) and the number of cases.
 fn seeds() -> (u64, u64) {
-    let parse = |v: String| {
-        v.strip_prefix("0x")
-            .map_or_else(|| v.parse().ok(), |h| u64::from_str_radix(h, 16).ok())
-    };
-    let first = std::env::var("ZOOSIM_SETWATCHES_SEED")
-        .ok()
-        .and_then(parse)
-        .unwrap_or(0x5e7_0000);
+    let first = crate::run_seed("ZOOSIM_SETWATCHES_SEED");
     let cases = std::env::var("ZOOSIM_SETWATCHES_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_CASES);
     (first, cases)
+}
+
+/// How many cases from `first` reach every coverage key and show every
+/// wrong model, at least `cases`
+/// and at most three times as many (for the default count or more). The
+/// coverage is the model's, known
+/// before any server runs: a seed whose first cases miss a rare key runs
+/// a few batches more rather than failing by chance.
+fn cases_for_coverage(first: u64, cases: u64) -> u64 {
+    if cases < DEFAULT_CASES {
+        // A case run alone, or a few: exactly those.
+        return cases;
+    }
+    let mut coverage = Coverage::default();
+    let mut n = 0;
+    while n < cases || (n < 3 * cases && !coverage.missing(REQUIRED, 1).is_empty()) {
+        let case = generate(first.wrapping_add(n));
+        cover(&mut coverage, &model(&case, "/w", the_model));
+        n += 1;
+    }
+    n.div_ceil(CASES_PER_RESTART as u64) * CASES_PER_RESTART as u64
 }
 
 /// Takes every event queued on `z`; a session event is an error.
@@ -923,6 +939,8 @@ fn generated_set_watches_replays_match_the_model() {
         return;
     }
     let (first, cases) = seeds();
+    let cases = cases_for_coverage(first, cases);
+    eprintln!("{name}: seed {first:#x} (ZOOSIM_SETWATCHES_SEED={first:#x} replays this run)");
     let started = Instant::now();
     let mut ensemble = RealEnsemble::start(3).expect("a 3-node ensemble");
     let ensemble_up = started.elapsed();
