@@ -297,7 +297,12 @@ impl Correspondence {
                                     MultiResult::SetData { stat: ms },
                                 ) => self.stat(&w, rs, ms)?,
                                 (a, b) if a == b => {}
-                                _ => return differ(),
+                                // Name the op: a long list is hard to
+                                // read for the one result that differs.
+                                (a, b) => return Err(format!(
+                                    "{w}: multi results differ\n  real  {a:?}\n  model {b:?}\n  \
+                                         (whole lists: real {rr:?}, model {mr:?})"
+                                )),
                             }
                         }
                         Ok(())
