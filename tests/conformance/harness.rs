@@ -299,10 +299,13 @@ impl Correspondence {
                                 (a, b) if a == b => {}
                                 // Name the op: a long list is hard to
                                 // read for the one result that differs.
-                                (a, b) => return Err(format!(
-                                    "{w}: multi results differ\n  real  {a:?}\n  model {b:?}\n  \
-                                         (whole lists: real {rr:?}, model {mr:?})"
-                                )),
+                                (a, b) => {
+                                    let lists = format!("real {rr:?}, model {mr:?}");
+                                    return Err(format!(
+                                        "{w}: multi results differ\n  real  {a:?}\n  \
+                                         model {b:?}\n  (whole lists: {lists})"
+                                    ));
+                                }
                             }
                         }
                         Ok(())

@@ -42,7 +42,8 @@ pub struct WireCounts {
     /// Of those, failed multis': the lists `RealZk` rebuilds.
     pub failed_multis: u64,
     /// Creates and multis the client answered without sending them (a
-    /// path it refuses, an empty multi): nothing on the wire to compare.
+    /// path it refuses, a closed handle, an empty multi): nothing on the
+    /// wire to compare.
     pub not_sent: u64,
 }
 
@@ -171,25 +172,23 @@ impl<Z: Zk + Sync> Zk for Wired<Z> {
     fn session_timeout_ms(&self) -> u64 {
         self.zk.session_timeout_ms()
     }
-    fn call(&self, op: Op) -> impl std::future::Future<Output = Result<Reply, ZkError>> + Send {
-        async move {
-            if !matches!(op, Op::Create { .. } | Op::Multi(_)) {
-                return self.zk.call(op).await;
-            }
-            // The proxy notes a request before passing it on and a reply
-            // before the client can read it: once the reply is here, the
-            // requests from `from` on are this call's (the harness makes
-            // one call at a time; pings are not noted).
-            let from = self.proxy.len();
-            let client = self.zk.call(op.clone()).await;
-            self.calls.lock().unwrap().push(Call {
-                session: self.session,
-                op,
-                client: client.clone(),
-                wire: self.proxy.since(from),
-            });
-            client
+    async fn call(&self, op: Op) -> Result<Reply, ZkError> {
+        if !matches!(op, Op::Create { .. } | Op::Multi(_)) {
+            return self.zk.call(op).await;
         }
+        // The proxy notes a request before passing it on and a reply
+        // before the client can read it: once the reply is here, the
+        // requests from `from` on are this call's (the harness makes one
+        // call at a time; pings are not noted).
+        let from = self.proxy.len();
+        let client = self.zk.call(op.clone()).await;
+        self.calls.lock().unwrap().push(Call {
+            session: self.session,
+            op,
+            client: client.clone(),
+            wire: self.proxy.since(from),
+        });
+        client
     }
     fn submit(&self, op: Op) -> Ticket {
         self.zk.submit(op)
@@ -264,7 +263,18 @@ pub fn check_sequential(
             .map_err(|e| format!("{what}: {e}"))?
             .as_slice()
         {
-            [] => counts.not_sent += 1,
+            // Only what a client answers by itself may skip the wire: a
+            // path or mode it refuses, a handle closed before, an empty
+            // multi.
+            [] => match &call.client {
+                Err(ZkError::BadArguments | ZkError::SessionExpired) => counts.not_sent += 1,
+                Ok(Reply::Multi(results)) if results.is_empty() => counts.not_sent += 1,
+                other => {
+                    return Err(format!(
+                        "{what}: answered {other:?} without a request on the wire"
+                    ))
+                }
+            },
             [w] => {
                 if let Some(sent) = server_reply(&what, &call.client, w)? {
                     counts.note(&op, &sent);
