@@ -297,7 +297,15 @@ impl Correspondence {
                                     MultiResult::SetData { stat: ms },
                                 ) => self.stat(&w, rs, ms)?,
                                 (a, b) if a == b => {}
-                                _ => return differ(),
+                                // Name the op: a long list is hard to
+                                // read for the one result that differs.
+                                (a, b) => {
+                                    let lists = format!("real {rr:?}, model {mr:?}");
+                                    return Err(format!(
+                                        "{w}: multi results differ\n  real  {a:?}\n  \
+                                         model {b:?}\n  (whole lists: {lists})"
+                                    ));
+                                }
                             }
                         }
                         Ok(())

@@ -24,6 +24,7 @@ mod proxy;
 mod replay;
 #[cfg(madsim)]
 mod sim;
+mod wire;
 
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -95,9 +96,9 @@ pub async fn real_sessions(connect: &str, n: usize) -> Result<Vec<RealZk>, Strin
 /// Runs `steps` on `sessions`, then reads the final subtree with a fresh
 /// session (before the others close, so ephemerals are in it), then closes
 /// every session.
-pub async fn run_and_snapshot<Z: Zk + Sync>(
+pub async fn run_and_snapshot<Z: Zk + Sync, R: Zk + Sync>(
     sessions: &[Z],
-    reader: impl std::future::Future<Output = Result<Z, String>>,
+    reader: impl std::future::Future<Output = Result<R, String>>,
     root: &str,
     steps: &[gen::Step],
     sync: bool,
@@ -107,9 +108,10 @@ pub async fn run_and_snapshot<Z: Zk + Sync>(
     trace.final_state = harness::snapshot(&reader, root)
         .await
         .map_err(|e| format!("reading the final tree: {e}"))?;
-    for z in sessions.iter().chain([&reader]) {
+    for z in sessions {
         z.close().await.map_err(|e| format!("closing: {e}"))?;
     }
+    reader.close().await.map_err(|e| format!("closing: {e}"))?;
     Ok(trace)
 }
 
@@ -122,14 +124,31 @@ pub async fn differential(
     steps: &[gen::Step],
     strict: bool,
 ) -> Result<(harness::Trace, harness::Trace), String> {
-    let real = real_sessions(connect, sessions).await?;
+    let (real, model, _) = differential_wired(connect, root, sessions, steps, strict).await?;
+    Ok((real, model))
+}
+
+/// [`differential`], and what it compared from the wire: each real session
+/// runs through a recording proxy, and every created name and multi result
+/// list is compared as the server sent it too (wire.rs).
+pub async fn differential_wired(
+    connect: &str,
+    root: &str,
+    sessions: usize,
+    steps: &[gen::Step],
+    strict: bool,
+) -> Result<(harness::Trace, harness::Trace, wire::WireCounts), String> {
+    let calls = wire::Calls::default();
+    let real = wire::wired_sessions(connect, sessions, &calls).await?;
     let real_reader = async { Ok(real_sessions(connect, 1).await?.remove(0)) };
     let real_trace = run_and_snapshot(&real, real_reader, root, steps, false).await?;
     let (model_trace, tree) = model_run(root, sessions, steps).await;
     tree.check_invariants()
         .map_err(|e| format!("model tree invariant: {e}"))?;
     harness::compare(&real_trace, &model_trace, root, steps, strict)?;
-    Ok((real_trace, model_trace))
+    let calls = calls.lock().unwrap().clone();
+    let counts = wire::check_sequential(&calls, &real_trace, &model_trace, root, steps, strict)?;
+    Ok((real_trace, model_trace, counts))
 }
 
 /// The model side of a case, and its final tree.
@@ -174,6 +193,7 @@ fn generated_sequences_match_the_real_server() {
     let coverage = Mutex::new(Coverage::default());
     let case = Mutex::new(0u64);
     let interference = Mutex::new(0u64);
+    let from_wire = Mutex::new(wire::WireCounts::default());
     let test = |(sessions, steps): (usize, Vec<gen::Step>)| {
         let n = {
             let mut c = case.lock().unwrap();
@@ -181,7 +201,8 @@ fn generated_sequences_match_the_real_server() {
             *c
         };
         let mut root = fresh_root(&format!("gen{n}"));
-        let mut outcome = runtime().block_on(differential(&connect, &root, sessions, &steps, true));
+        let mut outcome =
+            runtime().block_on(differential_wired(&connect, &root, sessions, &steps, true));
         // A txn not of this case (a session of an earlier one whose
         // connect timed out on a loaded machine expires meanwhile) shifts
         // the zxid gaps: run the case once more on a fresh root. A real
@@ -197,10 +218,12 @@ fn generated_sequences_match_the_real_server() {
             *interference.lock().unwrap() += 1;
             std::thread::sleep(std::time::Duration::from_secs(1));
             root = fresh_root(&format!("gen{n}-again"));
-            outcome = runtime().block_on(differential(&connect, &root, sessions, &steps, true));
+            outcome =
+                runtime().block_on(differential_wired(&connect, &root, sessions, &steps, true));
         }
-        let (real, _) = outcome.map_err(TestCaseError::fail)?;
+        let (real, _, counts) = outcome.map_err(TestCaseError::fail)?;
         coverage.lock().unwrap().add(&steps, &real, &root);
+        from_wire.lock().unwrap().add(&counts);
         Ok(())
     };
     // At 500 cases most pairs are seen hundreds of times; 5 is a floor
@@ -218,11 +241,19 @@ fn generated_sequences_match_the_real_server() {
         interference.lock().unwrap(),
         started.elapsed().as_secs_f64()
     );
+    let from_wire = *from_wire.lock().unwrap();
+    from_wire.report("conformance");
     if let Err(e) = result {
         panic!(
             "the real server and the model differ:\n{e}\n\
              (this run again: ZOOSIM_CONFORMANCE_SEED={seed:#x})"
         );
+    }
+    // Every case of 50 carries a few creates and multis: sequential names
+    // and failed multis that were never read off the wire mean the wire
+    // comparison has come loose (counted over shrinking runs too).
+    if cases >= 50 {
+        from_wire.require("conformance").unwrap();
     }
     coverage.lock().unwrap().check(min).unwrap();
 }

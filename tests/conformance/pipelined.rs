@@ -110,7 +110,8 @@ use zoosim::tree::{Outstanding, TxnBody};
 use crate::coverage::{self, Coverage};
 use crate::gen::rooted;
 use crate::harness::{self, Correspondence, NodeState};
-use crate::proxy::{self, Proxy};
+use crate::proxy::Proxy;
+use crate::wire::{self, WireCounts};
 use crate::SESSION_TIMEOUT_MS;
 
 // ----------------------------------------------------------------------
@@ -557,8 +558,11 @@ pub struct PReply {
     /// `reply` was read off the wire.
     pub abandoned: bool,
     /// False when only the error code of `reply` is known (an abandoned
-    /// request other than a create): compare that alone.
+    /// request other than a create or multi): compare that alone.
     pub body_known: bool,
+    /// A create's or multi's reply as the server sent it, decoded off the
+    /// wire (real servers only): compared with the tree's too.
+    pub wire: Option<Result<Reply, ZkError>>,
 }
 
 impl PReply {
@@ -568,6 +572,7 @@ impl PReply {
             header: None,
             abandoned: false,
             body_known: true,
+            wire: None,
         }
     }
 }
@@ -881,27 +886,27 @@ pub async fn run_real_on(
             let Sent::Item { round, k } = *what else {
                 continue;
             };
-            let Some((zxid, err, body)) = &w.reply else {
+            let Some((zxid, err, _)) = &w.reply else {
                 return Err(format!("session {s}: no reply on the wire to {what:?}"));
             };
             let p = &mut trace.rounds[round].replies[s][k];
             p.header = Some(*zxid);
+            let described = format!("session {s}: {what:?}");
             // SessionExpired from the client, not the server: given up at
             // the close. What the server answered is on the wire.
             if p.reply == Err(ZkError::SessionExpired) && *err != ZkError::SessionExpired.code() {
                 p.abandoned = true;
-                if *err != 0 {
+                p.wire = w.as_reply().map_err(|e| format!("{described}: {e}"))?;
+                if let Some(sent) = &p.wire {
+                    p.reply = sent.clone();
+                } else if *err != 0 {
                     p.reply = Err(ZkError::from_code(*err).unwrap_or(ZkError::SystemError));
-                } else if let Some(Item::Op(Op::Create { mode, .. })) = item {
-                    let (path, stat) = proxy::decode_create(body)
-                        .ok_or_else(|| format!("session {s}: undecodable create reply"))?;
-                    let stat = stat.ok_or_else(|| format!("session {s}: a create without Stat"))?;
-                    let _ = mode;
-                    p.reply = Ok(Reply::Create { path, stat });
                 } else {
                     p.reply = Ok(Reply::Sync);
                     p.body_known = false;
                 }
+            } else {
+                p.wire = wire::server_reply(&described, &p.reply, w)?;
             }
         }
     }
@@ -1167,6 +1172,13 @@ pub fn compare(
                          real  {:?}\n  model {:?}",
                         rp.reply, mp.reply
                     ));
+                }
+                if let Some(sent) = &rp.wire {
+                    c.reply(
+                        &format!("{what}, as the server sent it (decoded off the wire)"),
+                        sent,
+                        &mp.reply,
+                    )?;
                 }
                 if let (Some(rh), Some(mh)) = (rp.header, mp.header) {
                     c.zxid(&format!("{what}: reply header"), rh, mh)?;
@@ -1439,17 +1451,19 @@ pub fn seeds(var: &str, default: u64) -> (u64, u64) {
 /// lagging followers), each checked against the tree replaying the order
 /// read off the wire, strictly (the servers are the test's own). Panics
 /// with `differ` and the command that reruns the failing case alone
-/// (`cases_var`); returns the coverage and how many cases ran again.
+/// (`cases_var`); returns the coverage, how many cases ran again, and what
+/// was compared from the wire.
 fn run_real_cases(
     differ: &str,
     cases_var: &str,
     members: &[String],
     (first, cases): (u64, u64),
     sync: bool,
-) -> (Coverage, u64) {
+) -> (Coverage, u64, WireCounts) {
     use zoosim::real_server::fresh_root;
     let mut cov = Coverage::default();
     let mut again = 0;
+    let mut from_wire = WireCounts::default();
     for i in 0..cases {
         let seed = first.wrapping_add(i);
         let case = generate(seed);
@@ -1490,6 +1504,7 @@ fn run_real_cases(
         match outcome {
             Ok((real, failed_at_prep)) => {
                 count(&mut cov, &case, &real);
+                from_wire.add(&count_wire(&case, &real));
                 for _ in 0..failed_at_prep {
                     cov.bump(FAILED_AT_PREP);
                 }
@@ -1508,7 +1523,22 @@ fn run_real_cases(
         "{differ}: {again} of {cases} cases had to run again (at most {allowed}); the reasons \
          are logged above"
     );
-    (cov, again)
+    (cov, again, from_wire)
+}
+
+/// What a checked trace compared from the wire.
+fn count_wire(case: &Case, trace: &PTrace) -> WireCounts {
+    let mut counts = WireCounts::default();
+    for (r, round) in trace.rounds.iter().enumerate() {
+        for (s, replies) in round.replies.iter().enumerate() {
+            for (item, p) in case.items_of(r, s).into_iter().zip(replies) {
+                if let (Item::Op(op), Some(sent)) = (item, &p.wire) {
+                    counts.note(op, sent);
+                }
+            }
+        }
+    }
+    counts
 }
 
 #[test]
@@ -1522,7 +1552,7 @@ fn pipelined_cases_match_the_real_server() {
     let server = RealServer::start().expect("a dedicated real server");
     let connect = server.connect_string();
     let (first, cases) = seeds("ZOOSIM_PIPELINED_CASES", DEFAULT_CASES);
-    let (cov, again) = run_real_cases(
+    let (cov, again, from_wire) = run_real_cases(
         "the real server and the tree differ on a pipelined case",
         "ZOOSIM_PIPELINED_CASES",
         &[connect],
@@ -1542,6 +1572,10 @@ fn pipelined_cases_match_the_real_server() {
     let required: Vec<&str> = KINDS.iter().copied().chain([FAILED_AT_PREP]).collect();
     cov.check_keys("pipelined conformance coverage", &required, min)
         .unwrap();
+    from_wire.report("pipelined conformance");
+    if min > 0 {
+        from_wire.require("pipelined conformance").unwrap();
+    }
 }
 
 #[test]
@@ -1611,7 +1645,7 @@ fn pipelined_cases_match_a_real_ensemble() {
     let (first, cases) = seeds("ZOOSIM_PIPELINED_ENSEMBLE_CASES", DEFAULT_ENSEMBLE_CASES);
     // Strict, as on the standalone server: the ensemble is this test's
     // own, and every txn of it is the case's.
-    let (cov, again) = run_real_cases(
+    let (cov, again, from_wire) = run_real_cases(
         "a real ensemble and the tree differ on a pipelined case",
         "ZOOSIM_PIPELINED_ENSEMBLE_CASES",
         &members,
@@ -1625,6 +1659,12 @@ fn pipelined_cases_match_a_real_ensemble() {
     );
     cov.check_keys("pipelined conformance coverage, real ensemble", &[], 0)
         .unwrap();
+    from_wire.report("pipelined conformance on a real ensemble");
+    if cases >= DEFAULT_ENSEMBLE_CASES {
+        from_wire
+            .require("pipelined conformance on a real ensemble")
+            .unwrap();
+    }
 }
 
 #[test]
