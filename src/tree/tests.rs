@@ -134,6 +134,60 @@ fn sequence_counter_sticks_at_its_maximum() {
 }
 
 #[test]
+fn sequence_counter_wraps_inside_a_multi() {
+    // Prep's record of the parent takes the wrapped counter
+    // (PrepRequestProcessor.pRequest2TxnCreate), so the create after the one
+    // at MAX in the same multi is named `-2147483648`; the apply still keeps
+    // the stored counter at MAX. Observed on 3.8.0 by the conformance test
+    // seq_limit.rs.
+    let mut t = tree();
+    create(&mut t, "/p", CreateMode::Persistent).unwrap();
+    t.update_node("/p", |n| n.child_creates = i32::MAX - 1);
+    let seq = || MultiOp::Create {
+        path: "/p/x-".into(),
+        data: vec![],
+        mode: CreateMode::PersistentSequential,
+    };
+    let missing = MultiOp::Check {
+        path: "/p/missing".into(),
+        version: -1,
+    };
+    // Failing: every create rolls back, the wrapped name included.
+    let ops = vec![seq(), seq(), seq(), missing];
+    assert_eq!(
+        write(&mut t, S1, Op::Multi(ops)),
+        Ok(Reply::Multi(vec![
+            MultiResult::RolledBack,
+            MultiResult::RolledBack,
+            MultiResult::RolledBack,
+            MultiResult::Failed(ZkError::NoNode),
+        ]))
+    );
+    assert_eq!(t.node("/p").unwrap().child_creates, i32::MAX - 1);
+    let Ok(Reply::Multi(results)) = write(&mut t, S1, Op::Multi(vec![seq(), seq(), seq()])) else {
+        panic!("the multi commits")
+    };
+    let names: Vec<_> = results
+        .iter()
+        .map(|r| match r {
+            MultiResult::Create { path, .. } => path.as_str(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        ["/p/x-2147483646", "/p/x-2147483647", "/p/x--2147483648"]
+    );
+    assert_eq!(t.node("/p").unwrap().child_creates, i32::MAX, "sticks");
+    // Alone, a create is named from the stored counter again.
+    assert_eq!(
+        create(&mut t, "/p/x-", CreateMode::PersistentSequential),
+        Err(ZkError::NodeExists)
+    );
+    t.check_invariants().unwrap();
+}
+
+#[test]
 fn equal_histories_give_equal_trees() {
     // An ephemeral created and deleted leaves no trace in the index.
     let mut t = tree();

@@ -146,7 +146,8 @@ impl<'a> WriteRef<'a> {
 #[derive(Clone, Copy, Debug)]
 struct NodeView {
     version: i32,
-    /// Child creates so far (the parent's sequence counter).
+    /// Child creates so far (the parent's sequence counter); unlike the
+    /// stored one, wraps past i32::MAX (see `prep_one`).
     child_creates: i32,
     num_children: i32,
     owner: Owner,
@@ -275,9 +276,13 @@ impl DataTree {
                     | CreateMode::PersistentSequentialWithTtl { ttl_ms } => Owner::Ttl(ttl_ms),
                 };
                 let parent_cversion = parent.child_creates.wrapping_add(1);
-                if parent_cversion > parent.child_creates {
-                    parent.child_creates = parent_cversion;
-                }
+                // Prep's own record of the parent takes the new counter as
+                // it is, wrapped or not (PrepRequestProcessor sets the
+                // ChangeRecord's cversion unconditionally), so the next
+                // create of the same multi is named from it: past i32::MAX,
+                // `-2147483648`. Only the apply keeps the stored counter
+                // from going back (DataTree.createNode).
+                parent.child_creates = parent_cversion;
                 parent.num_children += 1;
                 overlay.record(parent_path, Some(parent));
                 overlay.record(

@@ -22,6 +22,7 @@ mod harness;
 mod pipelined;
 mod proxy;
 mod replay;
+mod seq_limit;
 #[cfg(madsim)]
 mod sim;
 mod wire;
