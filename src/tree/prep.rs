@@ -8,7 +8,7 @@
 //! changes it; `FinalRequestProcessor` drops a txn's records once the txn
 //! is applied, each only while it is still its path's latest. The
 //! leader's proposed tree ([`super::DataTree`] with every prepped txn
-//! applied) agrees with those records everywhere but one place, which
+//! applied) agrees with those records everywhere but two places, which
 //! this type models:
 //!
 //! **A closeSession's prep does not lower the parents' child counts.** It
@@ -21,6 +21,14 @@
 //! it: a delete of the parent prepped meanwhile fails with NotEmpty, though
 //! it comes after the close in zxid order. Once the latest record of the
 //! path is applied, prep reads the data tree again and the count is right.
+//!
+//! **A create's prep sets the record's sequence counter as it is, wrapped
+//! or not** (`parentRecord.stat.setCversion(newCversion)`), while applying
+//! the create only ever raises the stored counter (ZOOKEEPER-3249). Past
+//! `i32::MAX` the record says `-2147483648` and on, the stored counter
+//! stays at the maximum: a create prepped while such a record is
+//! outstanding is named from the record, one prepped after from the
+//! stored counter (docs/ZOOKEEPER.md, "Sequence numbers").
 //!
 //! With digests off the close adds no parent record, but the parent's
 //! count then comes from an older record or from the data tree, which
@@ -49,6 +57,10 @@ use crate::proto::Zxid;
 #[derive(Clone, Default, PartialEq, Eq, Hash, Debug)]
 pub struct Outstanding {
     overcount: BTreeMap<String, (Zxid, i32)>,
+    /// For every path whose latest record's sequence counter has wrapped
+    /// past `i32::MAX` (the stored one stuck there): that record's zxid
+    /// and its counter.
+    wrapped: BTreeMap<String, (Zxid, i32)>,
     /// A deliberately wrong prep: closes lower their parents' counts (the
     /// proposed tree's view). Only for the tests that show the
     /// conformance suite catching a prep that differs from ZooKeeper's.
@@ -74,7 +86,16 @@ impl Outstanding {
 
     /// Whether prep sees the proposed tree as it is.
     pub fn is_empty(&self) -> bool {
-        self.overcount.is_empty()
+        self.overcount.is_empty() && self.wrapped.is_empty()
+    }
+
+    /// The sequence counter prep reads for `path` where it differs from
+    /// the stored one (wrapped past `i32::MAX` in an outstanding record).
+    pub fn sequence_counter(&self, path: &str) -> Option<i32> {
+        if self.wrapped.is_empty() {
+            return None;
+        }
+        self.wrapped.get(path).map(|&(_, c)| c)
     }
 
     /// How many more children than the proposed tree has prep counts
@@ -95,6 +116,7 @@ impl Outstanding {
                 for e in ephemerals {
                     // The node's record says deleted: no children counted.
                     self.overcount.remove(e.as_str());
+                    self.wrapped.remove(e.as_str());
                     if self.lowers_on_close {
                         self.touch(path::parent(e), txn.zxid);
                         continue;
@@ -124,8 +146,25 @@ impl Outstanding {
     fn prepped_op(&mut self, op: &TxnOp, zxid: Zxid) {
         match op {
             // A new node's record is new, not a copy: it counts right.
-            TxnOp::Create { path, .. } | TxnOp::Delete { path } => {
+            TxnOp::Create {
+                path,
+                parent_cversion,
+                ..
+            } => {
                 self.overcount.remove(path.as_str());
+                self.wrapped.remove(path.as_str());
+                let parent = path::parent(path);
+                self.touch(parent, zxid);
+                // Stored counters never go below 0 (they start there and
+                // only rise): a negative one is a wrapped record's.
+                if *parent_cversion < 0 {
+                    self.wrapped
+                        .insert(parent.to_owned(), (zxid, *parent_cversion));
+                }
+            }
+            TxnOp::Delete { path } => {
+                self.overcount.remove(path.as_str());
+                self.wrapped.remove(path.as_str());
                 self.touch(path::parent(path), zxid);
             }
             TxnOp::SetData { path, .. } => self.touch(path, zxid),
@@ -140,6 +179,9 @@ impl Outstanding {
         if let Some(entry) = self.overcount.get_mut(path) {
             entry.0 = zxid;
         }
+        if let Some(entry) = self.wrapped.get_mut(path) {
+            entry.0 = zxid;
+        }
     }
 
     /// Every txn up to `zxid` is applied: their records are dropped, each
@@ -148,6 +190,9 @@ impl Outstanding {
         if !self.overcount.is_empty() {
             self.overcount.retain(|_, (z, _)| *z > zxid);
         }
+        if !self.wrapped.is_empty() {
+            self.wrapped.retain(|_, (z, _)| *z > zxid);
+        }
     }
 }
 
@@ -155,7 +200,7 @@ impl Outstanding {
 mod tests {
     use super::*;
     use crate::proto::{CreateMode, MultiOp, Op, SessionId, ZkError};
-    use crate::tree::DataTree;
+    use crate::tree::{DataTree, Txn};
 
     const OWNER: SessionId = SessionId(0x100);
     const OTHER: SessionId = SessionId(0x200);
@@ -299,6 +344,45 @@ mod tests {
             "{body:?}"
         );
         assert_eq!(p.records.extra_children("/p"), 2);
+    }
+
+    #[test]
+    fn creates_in_flight_past_the_counter_limit_are_named_from_the_wrapped_record() {
+        let mut p = Pipeline::new(Outstanding::new());
+        // /p's stored counter at i32::MAX - 1 (a create txn carries it).
+        let zxid = p.proposed.next_zxid();
+        p.proposed.apply(&Txn {
+            zxid,
+            time_ms: 1,
+            session: OTHER,
+            body: TxnBody::Op(TxnOp::Create {
+                path: "/p/c".into(),
+                data: Vec::new(),
+                owner: crate::tree::Owner::Persistent,
+                parent_cversion: i32::MAX - 1,
+            }),
+        });
+        let name = |body: &TxnBody| match body {
+            TxnBody::Op(TxnOp::Create { path, .. }) => path.clone(),
+            other => panic!("{other:?}"),
+        };
+        let seq = || create("/p/s-", CreateMode::PersistentSequential);
+        let (_, first) = p.write(OTHER, seq());
+        let (at_max, second) = p.write(OTHER, seq());
+        assert_eq!(name(&first), "/p/s-2147483646");
+        assert_eq!(name(&second), "/p/s-2147483647");
+        assert_eq!(p.proposed.node("/p").unwrap().child_creates, i32::MAX);
+        // Prepped while the create at MAX is outstanding: its record wrapped.
+        assert_eq!(p.records.sequence_counter("/p"), Some(i32::MIN));
+        let (wrapped, third) = p.write(OTHER, seq());
+        assert_eq!(name(&third), "/p/s--2147483648");
+        // Once they are applied, prep reads the stored counter, stuck at MAX.
+        p.records.applied(at_max);
+        assert_eq!(p.records.sequence_counter("/p"), Some(i32::MIN + 1));
+        p.records.applied(wrapped);
+        assert!(p.records.is_empty());
+        let (_, fourth) = p.write(OTHER, seq());
+        assert_eq!(fourth, TxnBody::Error(ZkError::NodeExists));
     }
 
     #[test]

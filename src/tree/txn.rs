@@ -218,7 +218,10 @@ impl DataTree {
         }
         self.node(path).map(|n| NodeView {
             version: n.version,
-            child_creates: n.child_creates,
+            child_creates: overlay
+                .records
+                .sequence_counter(path)
+                .unwrap_or(n.child_creates),
             num_children: n.children.len() as i32 + overlay.records.extra_children(path),
             owner: n.owner,
         })

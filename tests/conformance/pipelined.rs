@@ -80,11 +80,14 @@
 //!
 //! # What is not here
 //!
-//! The sequence counter near its limit (`i32::MAX`): the counter is the
-//! parent's cversion, which only child creates move, so reaching it on a
-//! real server takes 2^31 creates; the tree's behaviour there is pinned by
-//! `tree::tests::sequence_counter_sticks_at_its_maximum` (from the 3.8
-//! source, docs/ZK_DIFFERENCES.md). The cases here race sequential creates
+//! The sequence counter near its limit (`i32::MAX`) is checked in
+//! seq_limit.rs, on a server whose snapshot was edited to put the counter
+//! there (single creates and multis, failing ones included); pipelined
+//! creates at the limit are not: the server names them from its
+//! outstanding record of the parent (`-2147483648` after the create at
+//! MAX), which the tree models (`tree::Outstanding`, pinned by a unit test
+//! from the source; docs/ZK_DIFFERENCES.md, "Counter overflow with
+//! requests in flight"). The cases here race sequential creates
 //! inside multis, failing ones included (whose counters roll back,
 //! ZOOKEEPER-1624), against other sessions' sequential creates instead.
 //!
