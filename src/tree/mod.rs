@@ -13,9 +13,11 @@
 //!
 //! Paths are validated at the client boundary ([`crate::path`]), not here.
 
+mod reaper;
 mod txn;
 mod watch;
 
+pub use reaper::REAPER_SESSION;
 pub use txn::{sequence_suffix, Txn, TxnBody, TxnOp};
 pub use watch::WatchTable;
 
