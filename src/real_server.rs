@@ -54,6 +54,61 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 done
 "#;
 
+/// Server settings a fixture starts its JVMs with (Java system
+/// properties).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct ServerOptions {
+    /// `znode.container.checkIntervalMs`: how often the container and TTL
+    /// reaper runs. The default is a day: the reaper (every 60 s in
+    /// ZooKeeper) would delete a case's empty containers behind the
+    /// model's back at a time no case controls, so by default it never
+    /// runs within a test.
+    pub container_check_interval_ms: u32,
+    /// `znode.container.maxPerMinute`: the reaper waits 60000 / this ms
+    /// between two deletes (ZooKeeper's default is 10000).
+    pub container_max_per_minute: u32,
+    /// `zookeeper.extendedTypesEnabled`: TTL nodes allowed (off by
+    /// default; TTL creates then fail with Unimplemented).
+    pub extended_types: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            container_check_interval_ms: 86_400_000,
+            container_max_per_minute: 10_000,
+            extended_types: false,
+        }
+    }
+}
+
+impl ServerOptions {
+    /// The fixture for container and TTL tests: TTL nodes on, the reaper
+    /// every `interval_ms`, and no pause between its deletes (a run's
+    /// deletes follow each other as fast as the pipeline takes them).
+    pub fn reaping_every(interval_ms: u32) -> ServerOptions {
+        ServerOptions {
+            container_check_interval_ms: interval_ms,
+            container_max_per_minute: 60_000_000,
+            extended_types: true,
+        }
+    }
+
+    fn jvm_properties(&self) -> Vec<String> {
+        vec![
+            format!(
+                "-Dznode.container.checkIntervalMs={}",
+                self.container_check_interval_ms
+            ),
+            format!(
+                "-Dznode.container.maxPerMinute={}",
+                self.container_max_per_minute.max(1)
+            ),
+            format!("-Dzookeeper.extendedTypesEnabled={}", self.extended_types),
+        ]
+    }
+}
+
 /// Why a fixture could not do what was asked.
 #[derive(Debug)]
 pub enum FixtureError {
@@ -291,6 +346,7 @@ struct Member {
     myid: usize,
     dir: PathBuf,
     client_port: u16,
+    options: ServerOptions,
     proc: Mutex<Proc>,
 }
 
@@ -378,10 +434,7 @@ impl Member {
             // No perf data, or every SIGKILL leaves /tmp/hsperfdata_*/<pid>.
             .args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
             .arg("-XX:-UsePerfData")
-            // The container reaper (every 60 s by default) would delete a
-            // case's empty containers behind the model's back, at a time
-            // no case controls: once a day, it never runs within a test.
-            .arg("-Dznode.container.checkIntervalMs=86400000")
+            .args(self.options.jvm_properties())
             .arg(format!(
                 "-Djava.io.tmpdir={}",
                 self.dir.join("tmp").display()
@@ -588,7 +641,7 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn start(n: usize) -> Result<Cluster, FixtureError> {
+    fn start(n: usize, options: ServerOptions) -> Result<Cluster, FixtureError> {
         if n == 0 {
             return Err(FixtureError::EmptyEnsemble);
         }
@@ -597,14 +650,14 @@ impl Cluster {
         }
         let mut attempt = 1;
         loop {
-            match Cluster::try_start(n) {
+            match Cluster::try_start(n, options) {
                 Err(e) if e.is_port_clash() && attempt < START_ATTEMPTS => attempt += 1,
                 result => return result,
             }
         }
     }
 
-    fn try_start(n: usize) -> Result<Cluster, FixtureError> {
+    fn try_start(n: usize, options: ServerOptions) -> Result<Cluster, FixtureError> {
         let dir = make_fixture_dir()?;
         // Built first so that Drop cleans up after any failure below.
         let mut cluster = Cluster {
@@ -630,6 +683,7 @@ impl Cluster {
                 myid: i + 1,
                 dir: cluster.dir.join((i + 1).to_string()),
                 client_port: p[0],
+                options,
                 proc: Mutex::new(Proc {
                     child: None,
                     log_start: 0,
@@ -691,9 +745,15 @@ pub struct RealServer {
 }
 
 impl RealServer {
-    /// Starts a server and waits until `srvr` says `Mode: standalone`.
+    /// Starts a server with the default [`ServerOptions`] and waits until
+    /// `srvr` says `Mode: standalone`.
     pub fn start() -> Result<RealServer, FixtureError> {
-        Cluster::start(1).map(|cluster| RealServer { cluster })
+        RealServer::start_with(ServerOptions::default())
+    }
+
+    /// [`RealServer::start`] with other server settings.
+    pub fn start_with(options: ServerOptions) -> Result<RealServer, FixtureError> {
+        Cluster::start(1, options).map(|cluster| RealServer { cluster })
     }
 
     fn member(&self) -> &Member {
@@ -723,6 +783,18 @@ impl RealServer {
     /// The server's `zookeeper.log` (in `dir()/1`).
     pub fn log_path(&self) -> PathBuf {
         self.member().log_path()
+    }
+
+    /// The directory of the server's txn log files (`log.<first zxid>`,
+    /// ZooKeeper's binary format; `dir()/1/data/version-2`). Every txn is
+    /// appended there before it is applied and answered.
+    pub fn txn_log_dir(&self) -> PathBuf {
+        self.member().dir.join("data").join("version-2")
+    }
+
+    /// The settings it was started with.
+    pub fn options(&self) -> ServerOptions {
+        self.member().options
     }
 
     /// SIGKILL: no goodbye to clients, data stays on disk.
@@ -757,7 +829,7 @@ impl RealEnsemble {
     /// Starts `n` members and waits until all report leader or follower
     /// (a single member runs standalone).
     pub fn start(n: usize) -> Result<RealEnsemble, FixtureError> {
-        Cluster::start(n).map(|cluster| RealEnsemble { cluster })
+        Cluster::start(n, ServerOptions::default()).map(|cluster| RealEnsemble { cluster })
     }
 
     /// All members, comma-separated.

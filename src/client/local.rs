@@ -182,6 +182,42 @@ impl LocalServer {
             .prepare_over(&records, zxid, st.clock_ms + 1, session, op)
             .body
     }
+
+    /// The server's logical clock in ms (one tick per txn until
+    /// [`LocalServer::advance_clock`]).
+    pub fn clock_ms(&self) -> i64 {
+        self.lock().clock_ms
+    }
+
+    /// Moves the logical clock `ms` forward: time passing with no txns,
+    /// for TTL nodes to expire.
+    pub fn advance_clock(&self, ms: i64) {
+        let mut st = self.lock();
+        st.clock_ms = st.clock_ms.saturating_add(ms.max(0));
+    }
+
+    /// What a reaper run would try to delete now
+    /// ([`DataTree::reaper_candidates`] at the server's clock).
+    pub fn reaper_candidates(&self) -> Vec<String> {
+        let st = self.lock();
+        st.tree.reaper_candidates(st.clock_ms)
+    }
+
+    /// One reaper `deleteContainer` of `path`, as a txn of its own (the
+    /// next zxid, whether it deletes or fails) whose watches fire like a
+    /// client's delete. The server runs no reaper by itself: its caller
+    /// decides when one runs and what it deletes.
+    pub fn delete_container(&self, path: &str) -> Result<Reply, ZkError> {
+        let mut st = self.lock();
+        let time = st.tick();
+        let txn = st
+            .tree
+            .prepare_delete_container(st.tree.next_zxid(), time, path);
+        let applied = st.tree.apply(&txn);
+        let fired = st.watches.fire_all(&applied.triggers);
+        st.deliver(fired);
+        applied.reply.expect("a deleteContainer txn has a reply")
+    }
 }
 
 /// One session on a [`LocalServer`].

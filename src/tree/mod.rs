@@ -14,10 +14,12 @@
 //! Paths are validated at the client boundary ([`crate::path`]), not here.
 
 mod prep;
+mod reaper;
 mod txn;
 mod watch;
 
 pub use prep::Outstanding;
+pub use reaper::REAPER_SESSION;
 pub use txn::{sequence_suffix, Txn, TxnBody, TxnOp};
 pub use watch::WatchTable;
 

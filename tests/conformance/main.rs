@@ -15,6 +15,7 @@
 //! `ZOOSIM_PIPELINED_SEED` starts them from a given seed (else a new one
 //! each run, printed).
 
+mod containers;
 mod coverage;
 mod gen;
 mod handwritten;
@@ -25,6 +26,7 @@ mod replay;
 mod seq_limit;
 #[cfg(madsim)]
 mod sim;
+mod txnlog;
 mod wire;
 
 use std::sync::{Mutex, OnceLock};
@@ -37,6 +39,31 @@ use zoosim::client::Zk;
 use zoosim::real_server::{fresh_root, shared_server, RealServer};
 
 use coverage::Coverage;
+use txnlog::{opcode, LoggedTxn, TxnLog};
+
+/// The txns of `txns` (a case's stretch of the log) from sessions the
+/// case did not create (every session of a case is created in it), in
+/// words: what disturbed its zxid gaps.
+fn outside_txns(txns: &[LoggedTxn]) -> String {
+    let created: std::collections::BTreeSet<i64> = txns
+        .iter()
+        .filter(|t| t.txn_type == opcode::CREATE_SESSION)
+        .map(|t| t.session)
+        .collect();
+    let outside: Vec<String> = txns
+        .iter()
+        .filter(|t| !created.contains(&t.session))
+        .map(|t| t.to_string())
+        .collect();
+    if outside.is_empty() {
+        format!(
+            "no txn of a session from outside the case in the {} txns logged meanwhile",
+            txns.len()
+        )
+    } else {
+        format!("outside txn(s): {}", outside.join("; "))
+    }
+}
 
 pub const SESSION_TIMEOUT_MS: u64 = 10_000;
 
@@ -177,6 +204,27 @@ fn generated_sequences_match_the_real_server() {
     let started = Instant::now();
     // A server of its own: no other test's txns, so zxid gaps are compared.
     let server = RealServer::start().expect("a dedicated real server");
+    // The reaper must never run here: a case's emptied containers stay.
+    let reaper = "checkIntervalMs=86400000";
+    let log_text = std::fs::read_to_string(server.log_path()).unwrap_or_default();
+    assert!(
+        log_text.contains(reaper),
+        "the server's log does not show {reaper}:\n{log_text}"
+    );
+    // The server's txn log, read case by case: it names what disturbed
+    // a case, and shows whether the reaper (session 0) ever ran.
+    let txn_log = Mutex::new(TxnLog::new(&server.txn_log_dir()));
+    let reaper_txns: Mutex<Vec<LoggedTxn>> = Mutex::new(Vec::new());
+    let read_log = || {
+        let txns = txn_log
+            .lock()
+            .unwrap()
+            .read_new()
+            .expect("reading the server's txn log");
+        let reaper = txns.iter().filter(|t| t.session == 0).cloned();
+        reaper_txns.lock().unwrap().extend(reaper);
+        txns
+    };
     let cases: u32 = std::env::var("ZOOSIM_CONFORMANCE_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -202,6 +250,7 @@ fn generated_sequences_match_the_real_server() {
             *c
         };
         let mut root = fresh_root(&format!("gen{n}"));
+        read_log();
         let mut outcome =
             runtime().block_on(differential_wired(&connect, &root, sessions, &steps, true));
         // A txn not of this case (a session of an earlier one whose
@@ -209,12 +258,14 @@ fn generated_sequences_match_the_real_server() {
         // the zxid gaps: run the case once more on a fresh root. A real
         // accounting difference fails again.
         if matches!(&outcome, Err(e) if e.contains("zxid accounting differs")) {
+            let txns = read_log();
             eprintln!(
-                "conformance: case {n}: zxid gaps disturbed ({}); running it again",
+                "conformance: case {n}: zxid gaps disturbed ({}) by {}; running it again",
                 outcome
                     .as_ref()
                     .err()
-                    .map_or("", |e| e.lines().next().unwrap_or(""))
+                    .map_or("", |e| e.lines().next().unwrap_or("")),
+                outside_txns(&txns)
             );
             *interference.lock().unwrap() += 1;
             std::thread::sleep(std::time::Duration::from_secs(1));
@@ -256,6 +307,21 @@ fn generated_sequences_match_the_real_server() {
     if cases >= 50 {
         from_wire.require("conformance").unwrap();
     }
+    read_log();
+    let reaper_txns = reaper_txns.into_inner().unwrap();
+    assert!(
+        reaper_txns.is_empty(),
+        "the container reaper ran on the main fixture: {reaper_txns:?}"
+    );
+    // Running a case again hides what disturbed it; more than 1 % means
+    // something outside the cases writes to the server regularly.
+    let again = *interference.lock().unwrap();
+    let allowed = (u64::from(ran) / 100).max(1);
+    assert!(
+        again <= allowed,
+        "{again} of {ran} cases had their zxid gaps disturbed (at most {allowed}, 1 %); what \
+         disturbed them is logged above"
+    );
     coverage.lock().unwrap().check(min).unwrap();
 }
 
