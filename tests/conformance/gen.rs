@@ -129,3 +129,37 @@ pub fn sequence() -> impl Strategy<Value = (usize, Vec<Step>)> {
 pub fn rooted(root: &str, op: &Op) -> Op {
     op.map_paths(|p| format!("{root}{p}"))
 }
+
+/// SplitMix64, for the suites whose cases are a function of their seed
+/// alone (pipelined.rs, replay.rs).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+    pub fn pick<T: Clone>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len())].clone()
+    }
+    pub fn weighted<T: Clone>(&mut self, v: &[(u32, T)]) -> T {
+        let total: u32 = v.iter().map(|(w, _)| w).sum();
+        let mut x = (self.next() % u64::from(total)) as u32;
+        for (w, t) in v {
+            if x < *w {
+                return t.clone();
+            }
+            x -= w;
+        }
+        unreachable!()
+    }
+}

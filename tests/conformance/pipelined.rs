@@ -111,7 +111,7 @@ use zoosim::proto::{
 use zoosim::tree::{Outstanding, TxnBody};
 
 use crate::coverage::{self, Coverage};
-use crate::gen::rooted;
+use crate::gen::{rooted, Rng};
 use crate::harness::{self, Correspondence, NodeState};
 use crate::proxy::Proxy;
 use crate::wire::{self, WireCounts};
@@ -166,39 +166,6 @@ impl Case {
             Item::Op(op) => format!("round {r}, session {s}, item {k}: {:?}", rooted(root, op)),
             Item::Close => format!("round {r}, session {s}, item {k}: close"),
         }
-    }
-}
-
-/// SplitMix64: the cases are a function of their seed alone.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-    fn pick<T: Clone>(&mut self, v: &[T]) -> T {
-        v[self.below(v.len())].clone()
-    }
-    fn weighted<T: Clone>(&mut self, v: &[(u32, T)]) -> T {
-        let total: u32 = v.iter().map(|(w, _)| w).sum();
-        let mut x = (self.next() % u64::from(total)) as u32;
-        for (w, t) in v {
-            if x < *w {
-                return t.clone();
-            }
-            x -= w;
-        }
-        unreachable!()
     }
 }
 

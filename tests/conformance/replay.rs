@@ -46,7 +46,7 @@ use zoosim::real_server::{fresh_root, require_zookeeper, RealEnsemble};
 use zoosim::tree::{DataTree, TreeConfig, WatchTable};
 
 use crate::coverage::Coverage;
-use crate::gen::rooted;
+use crate::gen::{rooted, Rng};
 use crate::runtime;
 
 /// Long enough that the watchers' sessions outlive a follower's restart
@@ -69,25 +69,6 @@ fn kid(p: &str) -> String {
 
 fn parent(p: &str) -> &str {
     &p[..p.rfind('/').unwrap_or(0)]
-}
-
-/// SplitMix64: a case is a function of its seed alone.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
 }
 
 /// One case; every path is relative to the case's root.
