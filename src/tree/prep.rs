@@ -41,9 +41,10 @@
 
 use std::collections::BTreeMap;
 
-use super::txn::{Txn, TxnBody, TxnOp};
+use super::txn::{PrepRecords, Txn, TxnBody, TxnOp};
+use super::DataTree;
 use crate::path;
-use crate::proto::Zxid;
+use crate::proto::{Op, SessionId, Zxid};
 
 /// The outstanding change records, as far as they differ from the
 /// proposed tree: for every path whose latest record counts more children
@@ -193,6 +194,33 @@ impl Outstanding {
         if !self.wrapped.is_empty() {
             self.wrapped.retain(|_, (z, _)| *z > zxid);
         }
+    }
+}
+
+impl PrepRecords for Outstanding {
+    fn extra_children(&self, path: &str) -> i32 {
+        Outstanding::extra_children(self, path)
+    }
+
+    fn sequence_counter(&self, path: &str) -> Option<i32> {
+        Outstanding::sequence_counter(self, path)
+    }
+}
+
+impl DataTree {
+    /// [`DataTree::prepare`] as a server with txns prepped but not yet
+    /// applied decides it: against this proposed state as `records` say
+    /// prep sees it (a closing session's ephemerals still counted in their
+    /// parents, a sequence counter wrapped past `i32::MAX`).
+    pub fn prepare_over(
+        &self,
+        records: &Outstanding,
+        zxid: Zxid,
+        time_ms: i64,
+        session: SessionId,
+        op: &Op,
+    ) -> Txn {
+        self.prepare_with(records, zxid, time_ms, session, op)
     }
 }
 

@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 
-use super::prep::Outstanding;
 use super::{DataTree, Owner};
 use crate::path::{self, validate_path};
 use crate::proto::{CreateMode, MultiOp, MultiResult, Op, SessionId, ZkError, Zxid};
@@ -153,17 +152,39 @@ struct NodeView {
     owner: Owner,
 }
 
+/// What prep reads of a server's outstanding change records where they
+/// differ from the proposed tree (`super::Outstanding` keeps them).
+pub(super) trait PrepRecords {
+    /// How many more children than the proposed tree has prep counts.
+    fn extra_children(&self, path: &str) -> i32;
+    /// The sequence counter prep reads where it differs from the stored one.
+    fn sequence_counter(&self, path: &str) -> Option<i32>;
+}
+
+/// A server that applies each txn before it preps the next: no records.
+struct NoRecords;
+
+impl PrepRecords for NoRecords {
+    fn extra_children(&self, _: &str) -> i32 {
+        0
+    }
+
+    fn sequence_counter(&self, _: &str) -> Option<i32> {
+        None
+    }
+}
+
 /// Pending changes of a multi in preparation, on top of the tree and the
 /// server's outstanding records. A single op needs none, so an inactive
 /// overlay records nothing (the hot path).
 struct Overlay<'a> {
     active: bool,
     nodes: BTreeMap<String, Option<NodeView>>,
-    records: &'a Outstanding,
+    records: &'a dyn PrepRecords,
 }
 
 impl<'a> Overlay<'a> {
-    fn single(records: &'a Outstanding) -> Overlay<'a> {
+    fn single(records: &'a dyn PrepRecords) -> Overlay<'a> {
         Overlay {
             active: false,
             nodes: BTreeMap::new(),
@@ -171,7 +192,7 @@ impl<'a> Overlay<'a> {
         }
     }
 
-    fn for_multi(records: &'a Outstanding) -> Overlay<'a> {
+    fn for_multi(records: &'a dyn PrepRecords) -> Overlay<'a> {
         Overlay {
             active: true,
             nodes: BTreeMap::new(),
@@ -378,16 +399,14 @@ impl DataTree {
     /// pipelined one preps over its outstanding records
     /// ([`DataTree::prepare_over`]).
     pub fn prepare(&self, zxid: Zxid, time_ms: i64, session: SessionId, op: &Op) -> Txn {
-        self.prepare_over(&Outstanding::new(), zxid, time_ms, session, op)
+        self.prepare_with(&NoRecords, zxid, time_ms, session, op)
     }
 
-    /// [`DataTree::prepare`] as a server with txns prepped but not yet
-    /// applied decides it: against this proposed state as `records` say
-    /// prep sees it (a closing session's ephemerals still counted in their
-    /// parents, [`Outstanding`]).
-    pub fn prepare_over(
+    /// [`DataTree::prepare`] against this proposed state as `records` say
+    /// prep sees it ([`DataTree::prepare_over`]).
+    pub(super) fn prepare_with(
         &self,
-        records: &Outstanding,
+        records: &dyn PrepRecords,
         zxid: Zxid,
         time_ms: i64,
         session: SessionId,
@@ -437,7 +456,12 @@ impl DataTree {
         }
     }
 
-    fn prep_single(&self, records: &Outstanding, session: SessionId, op: WriteRef<'_>) -> TxnBody {
+    fn prep_single(
+        &self,
+        records: &dyn PrepRecords,
+        session: SessionId,
+        op: WriteRef<'_>,
+    ) -> TxnBody {
         match self.prep_one(&mut Overlay::single(records), session, op) {
             Ok(op) => TxnBody::Op(op),
             Err(e) => TxnBody::Error(e),
@@ -446,7 +470,12 @@ impl DataTree {
 
     /// Each op is checked against the state the earlier ones leave; the
     /// first failure aborts the whole multi (docs/ZOOKEEPER.md, "Multi").
-    fn prep_multi(&self, records: &Outstanding, session: SessionId, ops: &[MultiOp]) -> TxnBody {
+    fn prep_multi(
+        &self,
+        records: &dyn PrepRecords,
+        session: SessionId,
+        ops: &[MultiOp],
+    ) -> TxnBody {
         let mut overlay = Overlay::for_multi(records);
         let mut txn_ops = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
