@@ -51,6 +51,22 @@ pub enum TxnBody {
     MultiError(Vec<MultiResult>),
 }
 
+impl TxnBody {
+    /// Why prep failed the write: its error, and in a multi at which op
+    /// (0 for a single write); `None` for a write that went through and
+    /// for session txns.
+    pub fn prep_failure(&self) -> Option<(usize, ZkError)> {
+        match self {
+            TxnBody::Error(e) => Some((0, *e)),
+            TxnBody::MultiError(results) => results.iter().enumerate().find_map(|(i, r)| match r {
+                MultiResult::Failed(e) => Some((i, *e)),
+                _ => None,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// One state change, fully decided at prep.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum TxnOp {

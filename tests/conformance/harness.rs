@@ -384,18 +384,7 @@ pub fn compare(
             },
         };
         c.reply(&what, &r.reply, &m.reply)?;
-        if r.events != m.events {
-            let mut msg = format!("{what}: watch events differ");
-            for (i, (re, me)) in r.events.iter().zip(&m.events).enumerate() {
-                if re != me {
-                    let _ = write!(
-                        msg,
-                        "\n  session {i}: real {re:?}\n  session {i}: model {me:?}"
-                    );
-                }
-            }
-            return Err(msg);
-        }
+        events_agree(&what, &r.events, &m.events)?;
     }
     compare_final(&mut c, &real.final_state, &model.final_state)?;
     c.check_orders()
@@ -430,4 +419,26 @@ pub fn compare_final(
         )?;
     }
     Ok(())
+}
+
+/// Each session's watch events of one step (or round) on both sides; the
+/// error names `what` and every session whose events differ.
+pub fn events_agree(
+    what: &str,
+    real: &[Vec<WatchEvent>],
+    model: &[Vec<WatchEvent>],
+) -> Result<(), String> {
+    if real == model {
+        return Ok(());
+    }
+    let mut msg = format!("{what}: watch events differ");
+    for (i, (re, me)) in real.iter().zip(model).enumerate() {
+        if re != me {
+            let _ = write!(
+                msg,
+                "\n  session {i}: real {re:?}\n  session {i}: model {me:?}"
+            );
+        }
+    }
+    Err(msg)
 }

@@ -108,7 +108,7 @@ use zoosim::proto::{
     ClientEvent, CreateMode, MultiOp, MultiResult, Op, Reply, SessionEvent, SessionId, WatchEvent,
     ZkError, Zxid,
 };
-use zoosim::tree::{Outstanding, TxnBody};
+use zoosim::tree::Outstanding;
 
 use crate::coverage::{self, Coverage};
 use crate::gen::{rooted, Rng};
@@ -202,21 +202,6 @@ const PATHS: &[(u32, &str)] = &[
     (1, "/missing/x"),
 ];
 
-/// The same without the delete-vs-close parents, for multis: the replay's
-/// NotEmpty alternative (module docs) covers plain deletes only.
-const MULTI_PATHS: &[(u32, &str)] = &[
-    (2, ""),
-    (5, "/a"),
-    (4, "/b"),
-    (3, "/b/x"),
-    (2, "/a/x"),
-    (3, "/e"),
-    (2, "/e/c"),
-    (2, "/a/s-0000000000"),
-    (1, "/q-0000000000"),
-    (1, "/missing/x"),
-];
-
 const SEQ_MODES: &[CreateMode] = &[
     CreateMode::PersistentSequential,
     CreateMode::EphemeralSequential,
@@ -277,7 +262,7 @@ fn filler(rng: &mut Rng) -> Op {
         },
         7 => Op::Sync { path: path(rng) },
         _ => {
-            let path = |rng: &mut Rng| rng.weighted(MULTI_PATHS).to_owned();
+            let path = |rng: &mut Rng| rng.weighted(PATHS).to_owned();
             Op::Multi(
                 (0..1 + rng.below(3))
                     .map(|_| match rng.below(4) {
@@ -975,24 +960,12 @@ impl Prep {
 fn prep_error(reply: &Result<Reply, ZkError>) -> Option<(usize, ZkError)> {
     match reply {
         Err(e) => Some((0, *e)),
-        Ok(Reply::Multi(results)) => first_failure(results),
+        Ok(Reply::Multi(results)) => results.iter().enumerate().find_map(|(i, r)| match r {
+            MultiResult::Failed(e) => Some((i, *e)),
+            _ => None,
+        }),
         Ok(_) => None,
     }
-}
-
-fn txn_error(body: &TxnBody) -> Option<(usize, ZkError)> {
-    match body {
-        TxnBody::Error(e) => Some((0, *e)),
-        TxnBody::MultiError(results) => first_failure(results),
-        _ => None,
-    }
-}
-
-fn first_failure(results: &[MultiResult]) -> Option<(usize, ZkError)> {
-    results.iter().enumerate().find_map(|(i, r)| match r {
-        MultiResult::Failed(e) => Some((i, *e)),
-        _ => None,
-    })
 }
 
 /// The tree's side: `case` replayed one item at a time in `orders` (per
@@ -1052,7 +1025,7 @@ pub async fn model_replay(
                     let want = prep_error(&server_trace.rounds[r].replies[s][k].reply);
                     let next = server.tree().next_zxid();
                     let sid = zks[s].session_id();
-                    let decided = |a| txn_error(&server.prep_outcome(sid, &op, a));
+                    let decided = |a| server.prep_outcome(sid, &op, a).prep_failure();
                     if let Some(a) = (applied..next).find(|&a| decided(a) == want) {
                         if decided(a) != decided(next - 1) {
                             decided_by_records += 1;
@@ -1155,18 +1128,7 @@ pub fn compare(
                 }
             }
         }
-        if rr.events != mr.events {
-            let mut msg = format!("round {r}: watch events differ");
-            for (s, (re, me)) in rr.events.iter().zip(&mr.events).enumerate() {
-                if re != me {
-                    let _ = write!(
-                        msg,
-                        "\n  session {s}: real {re:?}\n  session {s}: model {me:?}"
-                    );
-                }
-            }
-            return Err(msg);
-        }
+        harness::events_agree(&format!("round {r}"), &rr.events, &mr.events)?;
     }
     harness::compare_final(&mut c, &real.final_state, &model.final_state)?;
     c.check_orders()

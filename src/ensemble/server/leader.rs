@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Breakage, Entry, LearnerMsg, Output, PeerMsg, Role, Server, ServerConfig, ServerId};
 use crate::ensemble::msg::{Forwarded, LeaderMsg, Origin};
-use crate::proto::{MultiResult, Op, Reply, SessionId, ZkError, Zxid};
+use crate::proto::{Op, Reply, SessionId, ZkError, Zxid};
 use crate::tree::{DataTree, Outstanding, Txn, TxnBody};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -161,14 +161,8 @@ impl Leading {
 /// Whether a write failed at prep with NotEmpty (a multi: at its first
 /// failing op).
 fn fails_not_empty(body: &TxnBody) -> bool {
-    match body {
-        TxnBody::Error(e) => *e == ZkError::NotEmpty,
-        TxnBody::MultiError(results) => results
-            .iter()
-            .find(|r| matches!(r, MultiResult::Failed(_)))
-            .is_some_and(|r| *r == MultiResult::Failed(ZkError::NotEmpty)),
-        _ => false,
-    }
+    body.prep_failure()
+        .is_some_and(|(_, e)| e == ZkError::NotEmpty)
 }
 
 /// A write that failed at prep: it still uses its zxid.
