@@ -71,18 +71,22 @@ pub const REQUIRED: &[&str] = &[
 
 /// Runs `batch` (`cases` generated cases, returning the run's result and
 /// the required keys still below their floor) until the floors are
-/// reached or three batches have run. The generator's seed is new each
-/// run, so a rare outcome can miss its floor by chance in one batch; a
-/// generator that stopped reaching it misses it in all three. Returns the
-/// last result and how many cases ran.
+/// reached or three batches have run. `batch` gets the generator's seed
+/// for that batch: the run's seed for the first, then seeds derived from
+/// it ([`batch_seed`]), so each batch has cases of its own and the run's
+/// seed alone replays all of them. The run's seed is new each run, so a
+/// rare outcome can miss its floor by chance in one batch; a generator
+/// that stopped reaching it misses it in all three. Returns the last
+/// result and how many cases ran.
 pub fn run_to_floor<R>(
     suite: &str,
+    seed: u64,
     cases: u32,
-    mut batch: impl FnMut() -> (Result<(), R>, Vec<&'static str>),
+    mut batch: impl FnMut(u64) -> (Result<(), R>, Vec<&'static str>),
 ) -> (Result<(), R>, u32) {
     let mut ran = 0;
-    loop {
-        let (result, missing) = batch();
+    for i in 0.. {
+        let (result, missing) = batch(batch_seed(seed, i));
         ran += cases;
         if result.is_err() || missing.is_empty() || ran >= 3 * cases {
             return (result, ran);
@@ -91,6 +95,15 @@ pub fn run_to_floor<R>(
             "{suite}: after {ran} cases, below the coverage floor: {missing:?}; {cases} more"
         );
     }
+    unreachable!("the loop returns by its third batch")
+}
+
+/// The generator's seed for batch `i` of a run with seed `seed`: `seed`
+/// itself for the first. A proptest runner that has run its cases runs no
+/// more (its count of passed cases is kept), so each batch needs a runner
+/// of its own, and a seed of its own for new cases.
+pub fn batch_seed(seed: u64, i: u64) -> u64 {
+    seed.wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// The client call that armed a watch, as the coverage keys name it.

@@ -237,7 +237,6 @@ fn generated_sequences_match_the_real_server() {
     };
     let seed = run_seed("ZOOSIM_CONFORMANCE_SEED");
     eprintln!("conformance: generator seed {seed:#x} (ZOOSIM_CONFORMANCE_SEED={seed:#x} replays this run)");
-    let mut runner = TestRunner::new_with_rng(config, seeded_rng(seed));
     let connect = server.connect_string();
     let coverage = Mutex::new(Coverage::default());
     let case = Mutex::new(0u64);
@@ -281,7 +280,8 @@ fn generated_sequences_match_the_real_server() {
     // At 500 cases most pairs are seen hundreds of times; 5 is a floor
     // that still fails if the generator stops reaching an outcome.
     let min = if cases >= 500 { 5 } else { 1 };
-    let (result, ran) = coverage::run_to_floor("conformance", cases, || {
+    let (result, ran) = coverage::run_to_floor("conformance", seed, cases, |batch| {
+        let mut runner = TestRunner::new_with_rng(config.clone(), seeded_rng(batch));
         let result = runner.run(&gen::sequence(), test);
         let missing = coverage.lock().unwrap().missing(coverage::REQUIRED, min);
         (result, missing)

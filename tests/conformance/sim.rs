@@ -120,7 +120,6 @@ fn generated_sequences_on_the_simulated_ensemble_match_the_real_server() {
         "sim conformance: generator seed {seed:#x} (ZOOSIM_CONFORMANCE_SEED={seed:#x} replays \
          this run)"
     );
-    let mut runner = TestRunner::new_with_rng(config, seeded_rng(seed));
     let case = Mutex::new(0u64);
     let coverage = Mutex::new(crate::coverage::Coverage::default());
     let test = |(sessions, steps): (usize, Vec<gen::Step>)| {
@@ -145,7 +144,8 @@ fn generated_sequences_on_the_simulated_ensemble_match_the_real_server() {
     };
     // The simulated ensemble must reach what the real server reaches.
     let min = u64::from(cases >= 100);
-    let (result, ran) = crate::coverage::run_to_floor("sim conformance", cases, || {
+    let (result, ran) = crate::coverage::run_to_floor("sim conformance", seed, cases, |batch| {
+        let mut runner = TestRunner::new_with_rng(config.clone(), seeded_rng(batch));
         let result = runner.run(&gen::sequence(), test);
         let missing = coverage
             .lock()
