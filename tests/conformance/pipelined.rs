@@ -1378,25 +1378,78 @@ pub fn seeds(var: &str, default: u64) -> (u64, u64) {
     (first, cases)
 }
 
+/// What a run of real cases must have reached: the coverage keys and
+/// wire counts still missing.
+type Floor<'a> = &'a dyn Fn(&Coverage, &WireCounts) -> Vec<&'static str>;
+
 /// Runs `cases` cases from seed `first` on real servers (session i on
 /// `members[i % len]`, through the proxies; `sync` for an ensemble's
 /// lagging followers), each checked against the tree replaying the order
-/// read off the wire, strictly (the servers are the test's own). Panics
-/// with `differ` and the command that reruns the failing case alone
-/// (`cases_var`); returns the coverage, how many cases ran again, and what
-/// was compared from the wire.
+/// read off the wire, strictly (the servers are the test's own). While
+/// `floor` names something missing, up to two more batches of `cases`
+/// run, with the seeds that follow (the run's seed is new each run, so a
+/// rare outcome can miss one batch by chance). Panics with `differ` and
+/// the command that reruns the failing case alone (`cases_var`); returns
+/// the coverage, how many cases ran and how many ran again, and what was
+/// compared from the wire.
 fn run_real_cases(
     differ: &str,
     cases_var: &str,
     members: &[String],
     (first, cases): (u64, u64),
     sync: bool,
-) -> (Coverage, u64, WireCounts) {
-    use zoosim::real_server::fresh_root;
+    floor: Floor,
+) -> (Coverage, u64, u64, WireCounts) {
     let mut cov = Coverage::default();
     let mut again = 0;
     let mut from_wire = WireCounts::default();
-    for i in 0..cases {
+    let mut ran = 0;
+    loop {
+        let batch = (first, ran..ran + cases);
+        again += run_real_batch(
+            differ,
+            cases_var,
+            members,
+            batch,
+            sync,
+            &mut cov,
+            &mut from_wire,
+        );
+        ran += cases;
+        let missing = floor(&cov, &from_wire);
+        if missing.is_empty() || ran >= 3 * cases {
+            break;
+        }
+        eprintln!(
+            "pipelined cases from seed {first:#x}: after {ran} cases, below the floor: \
+             {missing:?}; {cases} more"
+        );
+    }
+    // Reruns are for a loaded machine's accidents, not a way around a
+    // difference that comes and goes.
+    let allowed = (ran / 100).max(1);
+    assert!(
+        again <= allowed,
+        "{differ}: {again} of {ran} cases had to run again (at most {allowed}); the reasons \
+         are logged above"
+    );
+    (cov, ran, again, from_wire)
+}
+
+/// Cases `first + i` for `i` in `range`, counted into `cov` and
+/// `from_wire`; returns how many ran again.
+fn run_real_batch(
+    differ: &str,
+    cases_var: &str,
+    members: &[String],
+    (first, range): (u64, std::ops::Range<u64>),
+    sync: bool,
+    cov: &mut Coverage,
+    from_wire: &mut WireCounts,
+) -> u64 {
+    use zoosim::real_server::fresh_root;
+    let mut again = 0;
+    for i in range {
         let seed = first.wrapping_add(i);
         let case = generate(seed);
         let attempt = |tag: &str| {
@@ -1435,7 +1488,7 @@ fn run_real_cases(
         }
         match outcome {
             Ok((real, failed_at_prep)) => {
-                count(&mut cov, &case, &real);
+                count(cov, &case, &real);
                 from_wire.add(&count_wire(&case, &real));
                 for _ in 0..failed_at_prep {
                     cov.bump(FAILED_AT_PREP);
@@ -1447,15 +1500,7 @@ fn run_real_cases(
             ),
         }
     }
-    // Reruns are for a loaded machine's accidents, not a way around a
-    // difference that comes and goes.
-    let allowed = (cases / 100).max(1);
-    assert!(
-        again <= allowed,
-        "{differ}: {again} of {cases} cases had to run again (at most {allowed}); the reasons \
-         are logged above"
-    );
-    (cov, again, from_wire)
+    again
 }
 
 /// What a checked trace compared from the wire.
@@ -1484,24 +1529,32 @@ fn pipelined_cases_match_the_real_server() {
     let server = RealServer::start().expect("a dedicated real server");
     let connect = server.connect_string();
     let (first, cases) = seeds("ZOOSIM_PIPELINED_CASES", DEFAULT_CASES);
-    let (cov, again, from_wire) = run_real_cases(
-        "the real server and the tree differ on a pipelined case",
-        "ZOOSIM_PIPELINED_CASES",
-        &[connect],
-        (first, cases),
-        false,
-    );
-    eprintln!(
-        "pipelined conformance: {cases} cases from seed {first:#x} ({again} run again after \
-         outside txns) in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
     // A handful of cases (one replayed alone, say) need not reach every
     // kind; the default run must.
     let min = u64::from(cases >= DEFAULT_CASES / 2);
     // The real server's NotEmpty of a delete racing a close must show up
     // too, so that its replay (module docs) is exercised.
-    let required: Vec<&str> = KINDS.iter().copied().chain([FAILED_AT_PREP]).collect();
+    let required: Vec<&'static str> = KINDS.iter().copied().chain([FAILED_AT_PREP]).collect();
+    let floor = |cov: &Coverage, wire: &WireCounts| {
+        let mut missing = cov.missing(&required, min);
+        if min > 0 {
+            missing.extend(wire.missing());
+        }
+        missing
+    };
+    let (cov, ran, again, from_wire) = run_real_cases(
+        "the real server and the tree differ on a pipelined case",
+        "ZOOSIM_PIPELINED_CASES",
+        &[connect],
+        (first, cases),
+        false,
+        &floor,
+    );
+    eprintln!(
+        "pipelined conformance: {ran} cases from seed {first:#x} ({again} run again after \
+         outside txns) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     cov.check_keys("pipelined conformance coverage", &required, min)
         .unwrap();
     from_wire.report("pipelined conformance");
@@ -1577,22 +1630,31 @@ fn pipelined_cases_match_a_real_ensemble() {
     let (first, cases) = seeds("ZOOSIM_PIPELINED_ENSEMBLE_CASES", DEFAULT_ENSEMBLE_CASES);
     // Strict, as on the standalone server: the ensemble is this test's
     // own, and every txn of it is the case's.
-    let (cov, again, from_wire) = run_real_cases(
+    let full = cases >= DEFAULT_ENSEMBLE_CASES;
+    let floor = |_: &Coverage, wire: &WireCounts| {
+        if full {
+            wire.missing()
+        } else {
+            Vec::new()
+        }
+    };
+    let (cov, ran, again, from_wire) = run_real_cases(
         "a real ensemble and the tree differ on a pipelined case",
         "ZOOSIM_PIPELINED_ENSEMBLE_CASES",
         &members,
         (first, cases),
         true,
+        &floor,
     );
     eprintln!(
-        "pipelined conformance on a real ensemble: {cases} cases from seed {first:#x} \
+        "pipelined conformance on a real ensemble: {ran} cases from seed {first:#x} \
          ({again} run again) in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     cov.check_keys("pipelined conformance coverage, real ensemble", &[], 0)
         .unwrap();
     from_wire.report("pipelined conformance on a real ensemble");
-    if cases >= DEFAULT_ENSEMBLE_CASES {
+    if full {
         from_wire
             .require("pipelined conformance on a real ensemble")
             .unwrap();

@@ -81,12 +81,24 @@ impl WireCounts {
     /// Fails when a run that should have compared sequential names and
     /// failed multis from the wire compared none.
     pub fn require(&self, title: &str) -> Result<(), String> {
-        if self.sequential_names == 0 || self.failed_multis == 0 {
+        if !self.missing().is_empty() {
             return Err(format!(
                 "{title}: nothing compared from the wire where it must be: {self:?}"
             ));
         }
         Ok(())
+    }
+
+    /// What [`WireCounts::require`] would find missing.
+    pub fn missing(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        if self.sequential_names == 0 {
+            missing.push("a sequential name from the wire");
+        }
+        if self.failed_multis == 0 {
+            missing.push("a failed multi from the wire");
+        }
+        missing
     }
 
     pub fn report(&self, title: &str) {
