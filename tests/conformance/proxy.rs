@@ -24,7 +24,13 @@
 //! request. Server → client: first the ConnectResponse, then
 //! `ReplyHeader { xid: i32, zxid: i64, err: i32 }` + reply (no body when
 //! `err` is not 0). Negative xids are the client's own traffic (pings -2,
-//! auth -4, setWatches -8) and notifications (-1): not recorded.
+//! auth -4, setWatches -8) and notifications (-1): not recorded, except
+//! SetWatches' reply header: its zxid is the last txn the server had
+//! applied when it answered the replay (replay.rs).
+//!
+//! A proxy forwards one connection ([`Proxy::start`]), or every
+//! connection a reconnecting client makes ([`Proxy::start_reconnecting`]),
+//! each recorded on its own.
 //!
 //! Reply bodies decoded (jute records of ZooKeeper 3.8):
 //! * create (opcode 1): `CreateResponse { path: ustring }`;
@@ -41,6 +47,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -390,9 +397,15 @@ pub struct Recorder {
     /// The session id of the ConnectResponse (for a failure's output).
     #[allow(dead_code)]
     session_id: Option<i64>,
+    /// The header (zxid, error code) of each SetWatches reply, in order.
+    set_watches: Vec<(i64, i32)>,
     /// The first error: after it the stream is not followed.
     broken: Option<String>,
 }
+
+/// The xid a client gives its SetWatches (`ClientCnxn.SET_WATCHES_XID`;
+/// the crate's `PredefinedXid::SetWatches`).
+const SET_WATCHES_XID: i32 = -8;
 
 impl Recorder {
     /// Notes one frame's body going `dir`. An error names what could not
@@ -450,6 +463,9 @@ impl Recorder {
                 let xid = r.i32("ReplyHeader xid")?;
                 let zxid = r.i64("ReplyHeader zxid")?;
                 let err = r.i32("ReplyHeader err")?;
+                if xid == SET_WATCHES_XID {
+                    self.set_watches.push((zxid, err));
+                }
                 if xid < 0 {
                     return Ok(());
                 }
@@ -498,21 +514,34 @@ impl Proxy {
                 return;
             };
             drop(listener);
-            let server = match TcpStream::connect(&upstream) {
-                Ok(s) => s,
-                Err(_) => return,
-            };
-            let _ = client.set_nodelay(true);
-            let _ = server.set_nodelay(true);
-            let (c2, s2) = match (client.try_clone(), server.try_clone()) {
-                (Ok(c), Ok(s)) => (c, s),
-                _ => return,
-            };
-            let l2 = l.clone();
-            thread::spawn(move || pump(client, server, &l, Direction::ToServer));
-            thread::spawn(move || pump(s2, c2, &l2, Direction::ToClient));
+            forward(client, &upstream, l);
         });
         Ok(Proxy { addr, log })
+    }
+
+    /// Listens on a free local port and forwards every connection made to
+    /// it to `upstream`, for as long as the test runs: a client whose
+    /// server went away reconnects through it. A connection made while
+    /// the upstream is down is closed at once (the client tries again).
+    pub fn start_reconnecting(upstream: &str) -> io::Result<Reconnecting> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?.to_string();
+        let logs: Arc<Mutex<Vec<Arc<Mutex<Recorder>>>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let upstream = upstream.to_owned();
+        let (l, st) = (logs.clone(), stop.clone());
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                if st.load(Ordering::SeqCst) {
+                    return;
+                }
+                let log = Arc::new(Mutex::new(Recorder::default()));
+                l.lock().unwrap().push(log.clone());
+                forward(client, &upstream, log);
+            }
+        });
+        Ok(Reconnecting { addr, logs, stop })
     }
 
     /// The address to give the client.
@@ -538,6 +567,62 @@ impl Proxy {
             Some(e) => Err(e.clone()),
             None => Ok(log.sent.get(from..).unwrap_or_default().to_vec()),
         }
+    }
+}
+
+/// Connects `client` to `upstream` and pumps both ways on threads of
+/// their own, recording into `log`; drops `client` if `upstream` refuses.
+fn forward(client: TcpStream, upstream: &str, log: Arc<Mutex<Recorder>>) {
+    let Ok(server) = TcpStream::connect(upstream) else {
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (c2, s2) = match (client.try_clone(), server.try_clone()) {
+        (Ok(c), Ok(s)) => (c, s),
+        _ => return,
+    };
+    let l2 = log.clone();
+    thread::spawn(move || pump(client, server, &log, Direction::ToServer));
+    thread::spawn(move || pump(s2, c2, &l2, Direction::ToClient));
+}
+
+/// A proxy that forwards every connection a client makes
+/// ([`Proxy::start_reconnecting`]).
+pub struct Reconnecting {
+    addr: String,
+    logs: Arc<Mutex<Vec<Arc<Mutex<Recorder>>>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Reconnecting {
+    /// Ends the accepting thread: the flag, then a connection to wake it.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(&self.addr);
+    }
+}
+
+impl Reconnecting {
+    /// The address to give the client.
+    pub fn connect_string(&self) -> &str {
+        &self.addr
+    }
+
+    /// The header (zxid, error code) of every SetWatches reply, over all
+    /// connections in the order they were made; an error if a stream
+    /// could not be followed.
+    pub fn set_watches_replies(&self) -> Result<Vec<(i64, i32)>, String> {
+        let logs = self.logs.lock().unwrap();
+        let mut replies = Vec::new();
+        for (i, log) in logs.iter().enumerate() {
+            let log = log.lock().unwrap();
+            if let Some(e) = &log.broken {
+                return Err(format!("connection {i}: {e}"));
+            }
+            replies.extend(log.set_watches.iter().copied());
+        }
+        Ok(replies)
     }
 }
 
