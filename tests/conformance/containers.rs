@@ -1111,12 +1111,11 @@ fn container_and_ttl_cases_match_the_real_server() {
     let started = Instant::now();
     let server = RealServer::start_with(ServerOptions::reaping_every(CHECK_INTERVAL_MS))
         .expect("a real server with a fast reaper");
-    let reaper = format!("checkIntervalMs={CHECK_INTERVAL_MS} maxPerMinute=60000000");
-    let log_text = std::fs::read_to_string(server.log_path()).unwrap_or_default();
-    assert!(
-        log_text.contains(&reaper),
-        "the server's log does not show {reaper}:\n{log_text}"
-    );
+    crate::log_shows(
+        &server,
+        &format!("checkIntervalMs={CHECK_INTERVAL_MS} maxPerMinute=60000000"),
+    )
+    .unwrap();
     let cases = cases();
     let log = Mutex::new(RealLog(TxnLog::new(&server.txn_log_dir())));
     let (coverage, reruns) =
