@@ -253,12 +253,17 @@ impl Coverage {
         *self.counts.entry(key.to_owned()).or_default() += 1;
     }
 
+    /// How many times `key` was seen.
+    pub fn count(&self, key: &str) -> u64 {
+        self.counts.get(key).copied().unwrap_or(0)
+    }
+
     /// The keys of `required` seen fewer than `min` times.
     pub fn missing(&self, required: &[&'static str], min: u64) -> Vec<&'static str> {
         required
             .iter()
             .copied()
-            .filter(|k| self.counts.get(*k).copied().unwrap_or(0) < min)
+            .filter(|k| self.count(k) < min)
             .collect()
     }
 
@@ -269,10 +274,7 @@ impl Coverage {
         for (k, v) in &self.counts {
             eprintln!("  {k:<72} {v:>6}");
         }
-        let low: Vec<_> = required
-            .iter()
-            .filter(|k| self.counts.get(**k).copied().unwrap_or(0) < min)
-            .collect();
+        let low: Vec<_> = required.iter().filter(|k| self.count(k) < min).collect();
         if low.is_empty() {
             Ok(())
         } else {

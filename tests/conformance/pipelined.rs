@@ -1615,7 +1615,7 @@ fn a_prep_that_lowers_counts_at_close_is_caught() {
     count(&mut cov, &case, &real);
     let race = KINDS[5];
     assert!(
-        cov.counts.get(race).copied().unwrap_or(0) > 0,
+        cov.count(race) > 0,
         "caught, but the case has no \"{race}\":\n{e}"
     );
     eprintln!(
