@@ -129,6 +129,9 @@ fn contract_cost(runs: u64) {
                     b.guarantee.name, b.detail
                 )
             }
+            contract::ContractVerdict::CheckerFault(why) => {
+                panic!("lock-standard seed {seed}: the contract checker failed: {why}")
+            }
         }
     }
     let (bare, recorded, check) = (median(bare), median(recorded), median(check));

@@ -487,6 +487,9 @@ fn contract_line(r: &crate::check::contract::ContractReport) -> String {
         ContractVerdict::Unknown(why) => {
             format!("ZooKeeper's contract: undecided within the search budget ({why})")
         }
+        ContractVerdict::CheckerFault(why) => {
+            format!("ZooKeeper's contract: the CHECKER FAILED (a defect of zoosim): {why}")
+        }
     }
 }
 
@@ -1108,7 +1111,10 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<String, String> {
         out,
         "ZooKeeper's contract, checked on every run's history (docs/CONTRACT.md):"
     );
-    for p in crate::check::contract::GUARANTEES {
+    for p in crate::check::contract::GUARANTEES
+        .iter()
+        .chain(&crate::check::contract::VERDICT_PROPERTIES)
+    {
         let _ = writeln!(out, "  property {p}");
     }
     let _ = writeln!(out, "ensemble counters: {}", ENSEMBLE_COUNTERS.join(", "));

@@ -58,6 +58,9 @@ fn the_correct_ensemble_keeps_the_contract_in_every_scenario() {
                     "{} seed {seed}: {}: {}",
                     s.name, b.guarantee.name, b.detail
                 )),
+                ContractVerdict::CheckerFault(why) => {
+                    failures.push(format!("{} seed {seed}: checker fault: {why}", s.name))
+                }
             }
         }
     }

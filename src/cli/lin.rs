@@ -421,6 +421,11 @@ fn check_contract(
             report.summary = Summary::Unknown;
             report.unknown.push(("contract".to_owned(), why));
         }
+        ContractVerdict::CheckerFault(why) => {
+            report.summary = Summary::NotLinearizable;
+            report.failing.push("contract-checker".to_owned());
+            report.diagnosis.push(format!("contract-checker: {why}"));
+        }
     }
     Ok(report)
 }

@@ -452,6 +452,24 @@ pub(super) fn contract_parts(c: &ContractReport) -> (Vec<CheckVerdict>, LinSecti
                 }
             );
         }
+        ContractVerdict::Broken(b) if b.guarantee.name == contract::guarantees::CONTRACT.name => {
+            // Proved broken, but which guarantee fails first is not known:
+            // no guarantee is shown holding or failing on its own.
+            verdicts.push(CheckVerdict {
+                name: b.guarantee.name.to_owned(),
+                passed: false,
+                detail: b.detail.clone(),
+                ops: b.ops.iter().map(|&o| o as u64).collect(),
+            });
+            section.verdict = LinVerdict::NotLinearizable;
+            section.detail = format!(
+                "the contract fails (which guarantee first was not determined within the \
+                 budget): no order of the sessions' steps replays on ZooKeeper's data tree; \
+                 the longest that does has {} operations",
+                b.prefix.len()
+            );
+            broken_prefix(b, &mut section);
+        }
         ContractVerdict::Broken(b) => {
             for g in contract::GUARANTEES {
                 let broken = g.name == b.guarantee.name;
@@ -480,22 +498,38 @@ pub(super) fn contract_parts(c: &ContractReport) -> (Vec<CheckVerdict>, LinSecti
                 b.guarantee.name,
                 b.prefix.len()
             );
-            section.longest_prefix = b
-                .prefix
-                .iter()
-                .map(|&op| PrefixStep {
-                    op: op as u64,
-                    state_after: String::new(),
-                })
-                .collect();
-            section.cannot_linearize_next = b.ops.iter().map(|&o| o as u64).collect();
+            broken_prefix(b, &mut section);
         }
         ContractVerdict::Unknown(why) => {
             section.verdict = LinVerdict::Unknown;
             section.detail = format!("the contract check did not decide: {why}");
         }
+        ContractVerdict::CheckerFault(why) => {
+            verdicts.push(CheckVerdict {
+                name: contract::guarantees::CHECKER.name.to_owned(),
+                passed: false,
+                detail: why.clone(),
+                ops: Vec::new(),
+            });
+            section.verdict = LinVerdict::Unknown;
+            section.detail = format!("the contract checker failed, so nothing was decided: {why}");
+        }
     }
     (verdicts, section)
+}
+
+/// A broken contract's longest prefix and the operations none of which
+/// can come next, into the report's section.
+fn broken_prefix(b: &contract::Broken, section: &mut LinSection) {
+    section.longest_prefix = b
+        .prefix
+        .iter()
+        .map(|&op| PrefixStep {
+            op: op as u64,
+            state_after: String::new(),
+        })
+        .collect();
+    section.cannot_linearize_next = b.ops.iter().map(|&o| o as u64).collect();
 }
 
 /// How many of the contract's longest prefix's last operations show the

@@ -125,6 +125,7 @@ impl Registry {
         for p in run_properties::ALL
             .iter()
             .chain(&crate::check::contract::GUARANTEES)
+            .chain(&crate::check::contract::VERDICT_PROPERTIES)
         {
             if properties.contains(&p.name) {
                 return Err(err(format!(

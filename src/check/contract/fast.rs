@@ -64,6 +64,18 @@ pub struct Stuck {
     pub order: Vec<usize>,
 }
 
+/// What the fast path did beyond its greedy pass: how often its remedies
+/// carried it past a stuck step (for tests that must show a path was
+/// exercised; nothing decides by them).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct FastStats {
+    /// Local searches from where the pass stood that placed a stuck step.
+    pub searches: u64,
+    /// Searches from an earlier kept state that placed a stuck step (the
+    /// operations placed since taken back and placed again).
+    pub restarts: u64,
+}
+
 /// The order the pass tries a session step in: (zxid, reads after the
 /// write of their zxid, call time, step index).
 type Key = (Zxid, u8, u64, u32);
@@ -224,6 +236,8 @@ struct Pass<'a> {
     /// Whether the searches with few operations of unknown effect carried
     /// this pass past a step.
     rescued: bool,
+    /// What the remedies did (shared by the passes).
+    stats: &'a mut FastStats,
 }
 
 impl Pass<'_> {
@@ -344,7 +358,9 @@ impl Pass<'_> {
             WINDOW_STEPS
         };
         let attempt = Attempt { redo: &[], cap };
-        self.search_from_here(d, upcoming, deferred, loose, attempt, &mut steps)
+        let placed = self.search_from_here(d, upcoming, deferred, loose, attempt, &mut steps);
+        self.stats.searches += u64::from(placed);
+        placed
     }
 
     /// [`Pass::place_by_search`] from an earlier kept state: everything
@@ -389,6 +405,15 @@ impl Pass<'_> {
                 if from == 0 && cap.is_none() {
                     continue;
                 }
+                // Every kept state describes a prefix of the order as it
+                // stands: those newer than a successful restart's point are
+                // dropped when it succeeds (below), so none lies past the
+                // end.
+                assert!(
+                    from <= self.order.len(),
+                    "a kept state at {from} operations, past the order's {}",
+                    self.order.len()
+                );
                 let redo: Vec<usize> = self.order.split_off(from);
                 for &j in &redo {
                     self.used[j] = false;
@@ -411,6 +436,17 @@ impl Pass<'_> {
                     *self.restart_steps -= spent;
                 }
                 if placed {
+                    // The kept states after this one describe the order
+                    // that was taken back: resuming from one of them later
+                    // would pair its state with operations no longer
+                    // placed before it (a wrong witness, or a step placed
+                    // twice).
+                    self.checkpoints.truncate(c + 1);
+                    debug_assert!(
+                        self.kept_states_match(),
+                        "a kept state does not match the order after a restart from state {c}"
+                    );
+                    self.stats.restarts += 1;
                     return true;
                 }
                 self.state = state.clone();
@@ -422,6 +458,31 @@ impl Pass<'_> {
             }
         }
         false
+    }
+
+    /// Whether every kept state is the state the order as it stands
+    /// reaches at the kept point (replayed from the start: for debug
+    /// builds, after each restart). A kept state that does not match is
+    /// one a later restart would resume from with the wrong operations
+    /// before it.
+    fn kept_states_match(&self) -> bool {
+        let mut state = self.model.init();
+        let mut n = 0;
+        for c in &self.checkpoints {
+            if c.placed > self.order.len() {
+                return false;
+            }
+            for &i in &self.order[n..c.placed] {
+                if !self.model.step_in_place(&mut state, &self.placed[i].input) {
+                    return false;
+                }
+            }
+            n = c.placed;
+            if state != c.state {
+                return false;
+            }
+        }
+        true
     }
 
     /// The search of [`Pass::place_by_search`], with `attempt.redo`
@@ -622,6 +683,15 @@ impl Pass<'_> {
 /// the history satisfies the rules; `Err` says nothing about the history,
 /// only where this pass stopped.
 pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Result<Vec<usize>, Stuck> {
+    fast_path_counted(model, placed, &mut FastStats::default())
+}
+
+/// [`fast_path`], counting into `stats` what its remedies did.
+pub fn fast_path_counted(
+    model: &ZkModel,
+    placed: &[Placed],
+    stats: &mut FastStats,
+) -> Result<Vec<usize>, Stuck> {
     let keys = keys(model, placed);
     // A step the model refuses where its zxid puts it is usually waiting
     // for an operation of unknown effect (tried at once), or for one that
@@ -635,14 +705,12 @@ pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Result<Vec<usize>, Stuck
     let mut restart_steps = RESTART_STEPS;
     let mut capped_steps = CAPPED_RESTART_STEPS;
     for remedy in [Remedy::LooseFirst, Remedy::Defer, Remedy::DeferUntilWrite] {
-        match pass(
-            model,
-            placed,
-            &keys,
-            remedy,
-            &mut restart_steps,
-            &mut capped_steps,
-        ) {
+        let budgets = Budgets {
+            restart_steps: &mut restart_steps,
+            capped_steps: &mut capped_steps,
+            stats,
+        };
+        match pass(model, placed, &keys, remedy, budgets) {
             Ok(order) => return Ok(order),
             Err(s) => {
                 if best.as_ref().is_none_or(|b| s.order.len() > b.order.len()) {
@@ -668,15 +736,27 @@ enum Remedy {
     DeferUntilWrite,
 }
 
+/// What the passes of one fast path share: the steps left for the
+/// searches from kept states, and the counts of what the remedies did.
+struct Budgets<'b> {
+    restart_steps: &'b mut u64,
+    capped_steps: &'b mut u64,
+    stats: &'b mut FastStats,
+}
+
 /// One greedy pass (see [`fast_path`]) with the given remedy.
 fn pass(
     model: &ZkModel,
     placed: &[Placed],
     keys: &[Key],
     remedy: Remedy,
-    restart_steps: &mut u64,
-    capped_steps: &mut u64,
+    budgets: Budgets<'_>,
 ) -> Result<Vec<usize>, Stuck> {
+    let Budgets {
+        restart_steps,
+        capped_steps,
+        stats,
+    } = budgets;
     let (mut sure, mut loose): (Vec<usize>, Vec<usize>) =
         (0..placed.len()).partition(|&i| matches!(placed[i].input, Input::Step { .. }));
     sure.sort_by_key(|&i| keys[i]);
@@ -703,6 +783,7 @@ fn pass(
         restart_steps,
         capped_steps,
         rescued: false,
+        stats,
     };
     let mut deferred: Vec<usize> = Vec::new();
     let stuck = |pass: Pass<'_>, d: usize| Stuck {

@@ -15,6 +15,7 @@
 //! the order it needs, so it finds it at once), but they decide nothing:
 //! every verdict is the model's.
 
+mod certificate;
 mod fast;
 pub mod model;
 mod quotient;
@@ -30,7 +31,8 @@ use crate::history::{Event, HistOp, History, OpId, Outcome as HistOutcome};
 use crate::proto::{MultiOp, Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid};
 use quotient::Quotient;
 
-pub use fast::{fast_path, Stuck};
+pub use certificate::{certify, Refused};
+pub use fast::{fast_path, fast_path_counted, FastStats, Stuck};
 pub use model::{Input, Rules, SessionSpec, StepKind, ZkModel};
 
 /// The guarantees, in the order a failing history is tried against them.
@@ -70,7 +72,30 @@ pub mod guarantees {
         "event-order",
         "a client receives its watch events in the order of the changes that triggered them",
     );
+    /// The contract as a whole: what a failure is named when the search
+    /// proved that no order satisfies every guarantee together but could
+    /// not tell, within its budget, which one fails on its own. Never a
+    /// guarantee of its own: a verdict that names it claims only what was
+    /// proved.
+    pub const CONTRACT: Property = Property::new(
+        "contract",
+        "some order of every session's steps satisfies all of ZooKeeper's guarantees together \
+         (named when the history is proved to break them but which one fails on its own was \
+         not determined within the budget)",
+    );
+    /// The check itself: a panic in it, or a "holds" whose witness does
+    /// not replay, is a defect of the checker, reported as a failure so
+    /// that no run passes on a verdict nobody established.
+    pub const CHECKER: Property = Property::new(
+        "contract-checker",
+        "the contract check reaches a verdict it can back: it does not panic, and every \
+         \"holds\" comes with a witness order that replays on the model",
+    );
 }
+
+/// The properties a contract verdict may name besides [`GUARANTEES`]: the
+/// contract as a whole, and the checker.
+pub const VERDICT_PROPERTIES: [Property; 2] = [guarantees::CONTRACT, guarantees::CHECKER];
 
 /// Every guarantee, in the order they are tried.
 pub const GUARANTEES: [Property; 6] = [
@@ -572,14 +597,21 @@ pub enum ContractVerdict {
     Holds,
     /// A guarantee fails.
     Broken(Broken),
-    /// The search ran out of budget before it could decide.
+    /// The search ran out of budget before it could decide: neither a
+    /// pass nor a failure.
     Unknown(String),
+    /// The checker failed (a panic, or a witness its certificate refused):
+    /// a defect of the checker, reported as a failure of
+    /// [`guarantees::CHECKER`].
+    CheckerFault(String),
 }
 
 /// A guarantee that fails, with the evidence.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Broken {
-    /// The first guarantee that fails on its own ([`GUARANTEES`] order).
+    /// The first guarantee that fails on its own ([`GUARANTEES`] order),
+    /// or [`guarantees::CONTRACT`] when the history is proved to break the
+    /// contract but which guarantee fails first was not determined.
     pub guarantee: Property,
     /// What went wrong, in words.
     pub detail: String,
@@ -617,7 +649,10 @@ impl ContractReport {
     pub fn violation(&self) -> Option<Violation> {
         match &self.verdict {
             ContractVerdict::Broken(b) => Some(Violation::new(b.guarantee, b.detail.clone())),
-            _ => None,
+            ContractVerdict::CheckerFault(why) => {
+                Some(Violation::new(guarantees::CHECKER, why.clone()))
+            }
+            ContractVerdict::Holds | ContractVerdict::Unknown(_) => None,
         }
     }
 }
@@ -665,9 +700,37 @@ const LADDER: [(Property, Rules); 5] = [
 
 /// Checks a recorded history against ZooKeeper's contract within
 /// `budget`.
+///
+/// A panic anywhere in the check is caught and reported as a
+/// [`ContractVerdict::CheckerFault`] (a failure naming the checker), so
+/// that one defective check never takes a sweep down with it.
 pub fn check(h: &History, budget: &Budget<'_>) -> Result<ContractReport, ContractError> {
     let logs = session_logs(h)?;
-    Ok(check_logs(&logs, budget))
+    Ok(guarded(logs.len(), || check_logs(&logs, budget)))
+}
+
+/// `run` (a check of `sessions` sessions), with a panic in it turned into
+/// a [`ContractVerdict::CheckerFault`].
+pub fn guarded(sessions: usize, run: impl FnOnce() -> ContractReport) -> ContractReport {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(report) => report,
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic without a message");
+            ContractReport {
+                verdict: ContractVerdict::CheckerFault(format!(
+                    "the contract check panicked: {msg}"
+                )),
+                sessions,
+                placed: 0,
+                fast: false,
+                steps: 0,
+            }
+        }
+    }
 }
 
 /// [`check`] over sessions' logs.
@@ -694,8 +757,11 @@ pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
     }
     let (model, placed) = build(logs, Rules::ALL);
     report.placed = placed.len();
-    if fast_path(&model, &placed).is_ok() {
+    if let Ok(order) = fast_path(&model, &placed) {
         report.fast = true;
+        if let Err(refused) = certify(&model, &placed, &order) {
+            report.verdict = ContractVerdict::CheckerFault(uncertified(&refused));
+        }
         return report;
     }
     // The first rung without events the search could not decide, if any:
@@ -715,6 +781,10 @@ pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
                 report.verdict = broken(guarantee, f);
                 return report;
             }
+            Decided::Fault(why) => {
+                report.verdict = ContractVerdict::CheckerFault(why);
+                return report;
+            }
             Decided::Unknown(why) => {
                 undecided = Some((guarantee, why));
                 break;
@@ -727,6 +797,10 @@ pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
         Decided::Holds => return report,
         Decided::Unknown(why) => {
             report.verdict = ContractVerdict::Unknown(why);
+            return report;
+        }
+        Decided::Fault(why) => {
+            report.verdict = ContractVerdict::CheckerFault(why);
             return report;
         }
         Decided::Fails(f) => f,
@@ -744,12 +818,26 @@ pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
     report.verdict = match outcome {
         Decided::Holds => broken(guarantees::EVENT_ORDER, failure),
         Decided::Fails(f) => broken(as_set, f),
-        Decided::Unknown(why) => ContractVerdict::Unknown(format!(
-            "the contract fails, but whether {} holds is unknown: {why}",
-            guarantee.name
-        )),
+        Decided::Fault(why) => ContractVerdict::CheckerFault(why),
+        // The whole contract's search proved the history breaks it: a
+        // failure, whichever guarantee fails first.
+        Decided::Unknown(why) => {
+            let mut f = failure;
+            f.detail = format!(
+                "contract broken (guarantee not determined within budget: whether {} holds \
+                 is unknown, {why}): {}",
+                guarantee.name, f.detail
+            );
+            broken(guarantees::CONTRACT, f)
+        }
     };
     report
+}
+
+/// Why a "holds" whose witness the certificate refused is a checker
+/// fault.
+fn uncertified(refused: &Refused) -> String {
+    format!("the search said \"holds\" but its witness order does not replay: {refused}")
 }
 
 /// The budget of each search of a rung without events. The rungs with
@@ -825,9 +913,12 @@ struct Failure {
 
 #[derive(Clone, Debug)]
 enum Decided {
+    /// A witness order was found, and its certificate checked.
     Holds,
     Fails(Failure),
     Unknown(String),
+    /// The search's witness failed its certificate.
+    Fault(String),
 }
 
 #[derive(Clone, Debug)]
@@ -936,10 +1027,14 @@ fn operations<'h>(placed: &[Placed<'h>]) -> Vec<Operation<Input<'h>, ()>> {
 
 fn decide_once(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
     let (model, placed) = build(logs, rules);
+    let certified = |order: &[usize]| match certify(&model, &placed, order) {
+        Ok(()) => Decided::Holds,
+        Err(refused) => Decided::Fault(uncertified(&refused)),
+    };
     let (stuck, stuck_session) = match fast_path(&model, &placed) {
-        Ok(_) => {
+        Ok(order) => {
             return Decision {
-                outcome: Decided::Holds,
+                outcome: certified(&order),
                 steps: 0,
                 stuck: None,
                 stuck_session: None,
@@ -960,7 +1055,7 @@ fn decide_once(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decisi
         None => check_partition(&model, &ops, &all, budget),
     };
     let outcome = match verdict {
-        LinVerdict::Linearizable(_) => Decided::Holds,
+        LinVerdict::Linearizable(order) => certified(&order),
         LinVerdict::Unknown(why) => Decided::Unknown(format!(
             "{why} after {} search steps ({} of {} operations ordered at best)",
             explored.steps,
@@ -1009,3 +1104,5 @@ fn decide_once(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decisi
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod witness_tests;

@@ -7,7 +7,7 @@ use crate::history::{Actor, Complete, Invoke, Meta, SessionChange, Watched};
 use crate::proto::{CreateMode, EventType, Stat};
 
 /// Writes a history by hand: sessions 1.., times in ms.
-struct H {
+pub(super) struct H {
     records: Vec<Record>,
     next: u64,
 }
@@ -15,7 +15,7 @@ struct H {
 use crate::history::Record;
 
 impl H {
-    fn new() -> H {
+    pub(super) fn new() -> H {
         H {
             records: Vec::new(),
             next: 0,
@@ -51,11 +51,11 @@ impl H {
         self
     }
 
-    fn connect(&mut self, at_ms: u64, s: i64) -> &mut H {
+    pub(super) fn connect(&mut self, at_ms: u64, s: i64) -> &mut H {
         self.state(at_ms, s, SessionEvent::Connected)
     }
 
-    fn state(&mut self, at_ms: u64, s: i64, state: SessionEvent) -> &mut H {
+    pub(super) fn state(&mut self, at_ms: u64, s: i64, state: SessionEvent) -> &mut H {
         self.push(
             at_ms,
             Event::Session(SessionChange {
@@ -69,7 +69,7 @@ impl H {
     }
 
     /// An op called at `call` and answered at `ret` with `result`.
-    fn op(
+    pub(super) fn op(
         &mut self,
         call: u64,
         ret: u64,
@@ -82,7 +82,7 @@ impl H {
         self.complete(ret, s, id, result, zxid, Some(0))
     }
 
-    fn invoke(&mut self, call: u64, s: i64, op: Op) -> OpId {
+    pub(super) fn invoke(&mut self, call: u64, s: i64, op: Op) -> OpId {
         let id = OpId(self.next);
         self.next += 1;
         self.push(
@@ -98,7 +98,7 @@ impl H {
         id
     }
 
-    fn complete(
+    pub(super) fn complete(
         &mut self,
         at: u64,
         s: i64,
@@ -139,7 +139,7 @@ impl H {
         self
     }
 
-    fn history(&self) -> History {
+    pub(super) fn history(&self) -> History {
         let mut records = self.records.clone();
         records.sort_by_key(|r| r.at_ns);
         History {
@@ -157,7 +157,7 @@ impl H {
     }
 }
 
-fn create(path: &str) -> Op {
+pub(super) fn create(path: &str) -> Op {
     Op::Create {
         path: path.into(),
         data: vec![],
@@ -165,21 +165,21 @@ fn create(path: &str) -> Op {
     }
 }
 
-fn created(path: &str) -> Result<Reply, ZkError> {
+pub(super) fn created(path: &str) -> Result<Reply, ZkError> {
     Ok(Reply::Create {
         path: path.into(),
         stat: Stat::default(),
     })
 }
 
-fn get(path: &str, watch: bool) -> Op {
+pub(super) fn get(path: &str, watch: bool) -> Op {
     Op::GetData {
         path: path.into(),
         watch,
     }
 }
 
-fn set(path: &str) -> Op {
+pub(super) fn set(path: &str) -> Op {
     Op::SetData {
         path: path.into(),
         data: vec![1],
@@ -187,7 +187,7 @@ fn set(path: &str) -> Op {
     }
 }
 
-fn data(len: i32, version: i32) -> Result<Reply, ZkError> {
+pub(super) fn data(len: i32, version: i32) -> Result<Reply, ZkError> {
     Ok(Reply::GetData {
         data: vec![1; len as usize],
         stat: Stat {
@@ -543,10 +543,10 @@ fn commuting_writes_make_two_states_but_one_class() {
 }
 
 /// SplitMix64: the same cases on every run.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -975,4 +975,65 @@ fn a_read_after_several_sessions_ended_unseen_is_placed_on_the_fast_path() {
     let r = check(&h.history(), &in_run_budget()).unwrap();
     assert_eq!(r.verdict, ContractVerdict::Holds);
     assert!(r.fast, "decided on the fast path");
+}
+
+/// A history the whole contract's search proves broken is a failure even
+/// where the search that names the guarantee runs out of budget first:
+/// then it is named for the contract as a whole, never "undecided". Over
+/// a range of budgets, a small history that breaks sequential consistency
+/// comes out named, unnamed, or (with too few steps for any search)
+/// undecided without a claim that it fails.
+#[test]
+fn a_proven_failure_is_a_failure_whatever_the_budget() {
+    let mut back = base();
+    back.op(9, 10, 2, get("/a", false), data(0, 0), Some(1));
+    let history = back.history();
+    let logs = session_logs(&history).unwrap();
+    let (mut named, mut unnamed, mut undecided) = (0, 0, 0);
+    for steps in 0..=400 {
+        let budget = Budget {
+            max_steps: steps,
+            max_memo_bytes: 32 << 20,
+            stop: None,
+        };
+        match check_logs(&logs, &budget).verdict {
+            ContractVerdict::Broken(b) if b.guarantee == guarantees::SEQUENTIAL_CONSISTENCY => {
+                named += 1
+            }
+            ContractVerdict::Broken(b) if b.guarantee == guarantees::CONTRACT => {
+                assert!(
+                    b.detail.contains("guarantee not determined within budget"),
+                    "{}",
+                    b.detail
+                );
+                unnamed += 1;
+            }
+            ContractVerdict::Unknown(why) => {
+                assert!(
+                    !why.contains("fails"),
+                    "a proven failure left undecided: {why}"
+                );
+                undecided += 1;
+            }
+            other => panic!("{steps} steps: {other:?}"),
+        }
+    }
+    eprintln!("named {named}, unnamed {unnamed}, undecided {undecided}");
+    assert!(named > 0 && unnamed > 0, "named {named}, unnamed {unnamed}");
+}
+
+/// A panic inside the check is a checker fault (a failure naming the
+/// checker), not a crash of whoever called it.
+#[test]
+fn a_panic_in_the_check_is_a_checker_fault() {
+    let r = guarded(3, || panic!("deliberately broken check"));
+    assert_eq!(r.sessions, 3);
+    match &r.verdict {
+        ContractVerdict::CheckerFault(why) => {
+            assert!(why.contains("deliberately broken check"), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let v = r.violation().expect("a fault is a failure");
+    assert_eq!(v.property, guarantees::CHECKER.name);
 }
