@@ -313,7 +313,7 @@ fn lin_gives_a_verdict_per_file_and_exits_by_the_worst() {
     let (code, out, err) = zoosim(&["lin", &good, "--model", "cas-register"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        out.contains("etcd_002.log: linearizable (64 ops, 1 partition,"),
+        out.contains("etcd_002.log: linearizable (77 ops, 1 partition,"),
         "{out}"
     );
     let (code, out, err) = zoosim(&["lin", &good, &bad, "--model", "cas-register"]);
@@ -425,9 +425,174 @@ fn lin_past_its_budget_says_unknown() {
         "--budget-ms",
         "1",
     ]);
-    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(code, 3, "{out}{err}");
     assert!(out.contains("c10-ok.txt: unknown"), "{out}");
     assert!(out.contains("stopped (time budget)"), "{out}");
+}
+
+/// Without `--budget-ms` the check has a default step budget; reaching
+/// one says what was explored and what raises it, and exits 3 (unknown),
+/// which a violation in another file outranks, and bad input outranks
+/// both.
+#[test]
+fn lin_past_its_step_budget_says_what_it_explored_and_exits_3() {
+    let ok = format!("{H}/kv/c10-ok.txt");
+    let args = [
+        "lin",
+        &ok,
+        "--model",
+        "kv",
+        "--no-partition",
+        "--max-steps",
+        "5000",
+    ];
+    let (code, out, err) = zoosim(&args);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains("unknown: step budget exhausted after 5000 steps (--max-steps raises it): "),
+        "{out}"
+    );
+    assert!(
+        out.contains("distinct states, the longest linearizable prefix found has "),
+        "{out}"
+    );
+    // A stale read: a violation, decided within the same budget.
+    let stale = scratch(
+        "stale.edn",
+        "{:process 0, :type :invoke, :f :put, :key \"k\", :value \"x\"}\n\
+         {:process 0, :type :ok, :f :put, :key \"k\", :value \"x\"}\n\
+         {:process 1, :type :invoke, :f :get, :key \"k\", :value nil}\n\
+         {:process 1, :type :ok, :f :get, :key \"k\", :value \"\"}\n",
+    );
+    let garbage = scratch("garbage.edn", "{:process\n");
+    let budget = ["--model", "kv", "--no-partition", "--max-steps", "5000"];
+    let run = |files: &[&str]| {
+        let mut args = vec!["lin"];
+        args.extend_from_slice(files);
+        args.extend_from_slice(&budget);
+        zoosim(&args)
+    };
+    let (code, out, err) = run(&[&stale]);
+    assert_eq!(code, 1, "{out}{err}");
+    let (code, out, err) = run(&[&ok, &stale]);
+    assert_eq!(code, 1, "a violation outranks an unknown: {out}{err}");
+    let (code, out, err) = run(&[&stale, &ok]);
+    assert_eq!(code, 1, "{out}{err}");
+    let (code, out, err) = run(&[&ok, &garbage, &stale]);
+    assert_eq!(code, 2, "bad input outranks both: {out}{err}");
+}
+
+#[test]
+fn lin_help_lists_the_exit_statuses() {
+    let (code, out, _) = zoosim(&["lin", "--help"]);
+    assert_eq!(code, 0);
+    for needle in [
+        "Exit status",
+        "2  bad input",
+        "1  a violation",
+        "3  unknown",
+        "0  every file is linearizable",
+        "--max-steps",
+    ] {
+        assert!(out.contains(needle), "{needle}: {out}");
+    }
+}
+
+/// A huge `--max-file-mib` is no limit, not a limit of 0 bytes (which
+/// read nothing and called the history linearizable).
+#[test]
+fn lin_max_file_mib_too_large_to_count_in_bytes_is_no_limit() {
+    let bad = format!("{H}/etcd/etcd_000.log");
+    for mib in ["17592186044416", "17592186044415", &u64::MAX.to_string()] {
+        let (code, out, err) = zoosim(&[
+            "lin",
+            &bad,
+            "--model",
+            "cas-register",
+            "--max-file-mib",
+            mib,
+            "--no-minimal",
+        ]);
+        assert_eq!(code, 1, "--max-file-mib {mib}: {out}{err}");
+        assert!(out.contains("etcd_000.log: not linearizable"), "{out}");
+    }
+    let (code, _, err) = zoosim(&[
+        "lin",
+        &bad,
+        "--model",
+        "cas-register",
+        "--max-file-mib",
+        "0",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("larger than the limit of 0 MiB"), "{err}");
+}
+
+/// A history that checks nothing is bad input with its reason, never
+/// "linearizable".
+#[test]
+fn lin_refuses_a_history_that_checks_nothing() {
+    let r = "INFO  jepsen.util - ";
+    let cases = [
+        (
+            "empty.log",
+            String::new(),
+            "cas-register",
+            "the file has no client events",
+        ),
+        (
+            "blank.log",
+            "\n  \n".to_owned(),
+            "cas-register",
+            "the file has no client events",
+        ),
+        (
+            "nemesis.edn",
+            "{:process :nemesis, :type :info, :f :start, :value nil}\n".to_owned(),
+            "kv",
+            "the file has no client events (it is empty, blank, or has only :nemesis events)",
+        ),
+        (
+            "failed.log",
+            format!("{r}0 :invoke :write 1\n{r}0 :fail :write 1\n"),
+            "cas-register",
+            "every operation of its 2 events failed",
+        ),
+        (
+            "unknown.log",
+            format!(
+                "{r}0 :invoke :write 1\n{r}0 :info :write :timed-out\n{r}1 :invoke :cas [1 2]\n"
+            ),
+            "cas-register",
+            "the outcome of every one of its 2 operations is unknown",
+        ),
+    ];
+    for (name, text, model, why) in cases {
+        let file = scratch(name, &text);
+        let (code, out, err) = zoosim(&["lin", &file, "--model", model]);
+        assert_eq!(code, 2, "{name}: {out}{err}");
+        assert!(
+            err.contains(&format!("{name}: nothing to check: {why}")),
+            "{name}: {err}"
+        );
+        assert!(!out.contains("linearizable"), "{name}: {out}");
+    }
+}
+
+/// Space-separated logs (as some of Jepsen's logs are copied) read as
+/// tab-separated ones do.
+#[test]
+fn lin_reads_space_separated_logs() {
+    let (code, out, err) = zoosim(&[
+        "lin",
+        &format!("{H}/etcd/etcd_100.log"),
+        &format!("{H}/etcd/etcd_101.log"),
+        &format!("{H}/etcd/etcd_102.log"),
+        "--model",
+        "cas-register",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches(": linearizable (").count(), 3, "{out}");
 }
 
 /// `zoosim lin --model zookeeper` checks a recorded history against
@@ -471,6 +636,16 @@ fn lin_checks_a_recorded_history_against_the_zookeeper_contract() {
     let (code, out, err) = zoosim(&["lin", &bad, "--model", "zookeeper", "--json"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("watch-before-data"), "{out}");
+    // Its meta line alone checks nothing: bad input, not "holds".
+    let meta = format!("{d}/meta-only.jsonl");
+    let first = std::fs::read_to_string(&good).unwrap();
+    std::fs::write(&meta, format!("{}\n", first.lines().next().unwrap())).unwrap();
+    let (code, out, err) = zoosim(&["lin", &meta, "--model", "zookeeper"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("meta-only.jsonl: nothing to check: the history has no operations"),
+        "{err}"
+    );
     let junk = format!("{d}/junk.jsonl");
     std::fs::write(&junk, "{\"kind\":\"meta\"\n").unwrap();
     let (code, _, err) = zoosim(&["lin", &junk, "--model", "zookeeper"]);

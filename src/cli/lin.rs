@@ -15,7 +15,7 @@ use crate::check::lin::jepsen::{history, Format, FromJepsen, ParseError};
 use crate::check::lin::kv::Kv;
 use crate::check::lin::minimal::minimal;
 use crate::check::lin::{
-    check, Budget, Checked, Model, Operation, Options, Outcome, Summary, Verdict,
+    check, Budget, Checked, Exhausted, Model, Operation, Options, Outcome, Summary, Verdict,
 };
 
 /// The models `--model` may name, with what each is.
@@ -37,6 +37,45 @@ pub(crate) const MODELS: &[(&str, &str)] = &[
 
 const MIB: u64 = 1 << 20;
 
+/// The search steps one file may take by default (`--max-steps`): the
+/// check, and the search for a minimal failing sub-history on top.
+const DEFAULT_MAX_STEPS: u64 = 100_000_000;
+
+/// After this long a check shows its progress on standard error.
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
+
+/// Without a terminal, a line of progress this often.
+const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(30);
+
+/// The exit statuses, for `--help`.
+const EXIT_STATUS: &str = "Exit status (with several files, the first that applies):
+  2  bad input: a file unreadable, malformed (reported as file:line: what),
+     or with nothing to check; an unknown model
+  1  a violation: some file is not linearizable (or breaks the contract)
+  3  unknown: some file could not be decided within the budget
+     (--max-steps, --memory-mib, --budget-ms)
+  0  every file is linearizable";
+
+/// Exit status: every file linearizable.
+const EXIT_LINEARIZABLE: u8 = 0;
+/// Exit status: some file not linearizable (or the contract broken).
+const EXIT_VIOLATION: u8 = 1;
+/// Exit status: bad input.
+const EXIT_BAD_INPUT: u8 = 2;
+/// Exit status: some file undecided within the budget.
+const EXIT_UNKNOWN: u8 = 3;
+
+/// How bad an exit status is, for the status of several files: bad input,
+/// then a violation, then unknown, then linearizable.
+fn rank(code: u8) -> u8 {
+    match code {
+        EXIT_BAD_INPUT => 3,
+        EXIT_VIOLATION => 2,
+        EXIT_UNKNOWN => 1,
+        _ => 0,
+    }
+}
+
 /// The steps the search for a minimal sub-history may take over all
 /// failing partitions (on top of the time budget, if any): it runs the
 /// engine many times over.
@@ -47,6 +86,7 @@ const MINIMAL_STEPS_PER_PART: u64 = 10_000_000;
 
 /// `zoosim lin`'s arguments.
 #[derive(clap::Args)]
+#[command(after_help = EXIT_STATUS)]
 pub(crate) struct LinArgs {
     /// History files (Jepsen's log format or EDN maps, one per line).
     #[arg(required = true)]
@@ -59,13 +99,20 @@ pub(crate) struct LinArgs {
     #[arg(long)]
     json: bool,
     /// Give up on a file after this many milliseconds (verdict unknown).
+    /// No time limit without it.
     #[arg(long)]
     budget_ms: Option<u64>,
+    /// Search steps a file may take (the check, then the search for a
+    /// minimal failing sub-history); past it: verdict unknown, with what
+    /// was explored.
+    #[arg(long, default_value_t = DEFAULT_MAX_STEPS)]
+    max_steps: u64,
     /// Memory the search of one partition may take, in MiB (past it:
     /// verdict unknown).
     #[arg(long, default_value_t = 2048)]
     memory_mib: u64,
-    /// Refuse files larger than this, in MiB.
+    /// Refuse files larger than this, in MiB (a figure too large to count
+    /// in bytes means no limit).
     #[arg(long, default_value_t = 256)]
     max_file_mib: u64,
     /// Check each history as one whole, even where the model splits it
@@ -105,9 +152,9 @@ struct FileReport {
     page: Option<crate::report::SeedReport>,
 }
 
-/// Runs `zoosim lin`. Exit: 0 every file linearizable, 1 some not (or
-/// unknown), 2 bad input (an unreadable or malformed file, an unknown
-/// model).
+/// Runs `zoosim lin`. Exit: 2 bad input (an unreadable or malformed file,
+/// one with nothing to check, an unknown model), else 1 some file not
+/// linearizable, else 3 some file unknown, else 0 ([`EXIT_STATUS`]).
 pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
     if !MODELS.iter().any(|(name, _)| *name == args.model) {
         let mut msg = format!("unknown model {:?}; the models are:", args.model);
@@ -120,19 +167,29 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
         super::reports::check_dir(dir)?;
     }
     let mut pages = super::reports::LinPages::default();
-    let mut worst = 0u8;
+    let mut worst = EXIT_LINEARIZABLE;
+    let mut exit = |code: u8| {
+        if rank(code) > rank(worst) {
+            worst = code;
+        }
+    };
+    // `None`: more bytes than a u64 counts, no limit.
+    let limit = args.max_file_mib.checked_mul(MIB);
     for file in &args.files {
         let started = Instant::now();
-        let result = read_limited(file, args.max_file_mib.saturating_mul(MIB)).and_then(|text| {
-            check_text(args, file, &text, started)
-                .map_err(|e| format!("{}:{}: {}", file.display(), e.line, e.what))
+        let result = read_limited(file, limit).and_then(|text| {
+            check_text(args, file, &text, started).map_err(|e| match e.line {
+                0 => format!("{}: {}", file.display(), e.what),
+                line => format!("{}:{line}: {}", file.display(), e.what),
+            })
         });
         let millis = started.elapsed().as_secs_f64() * 1000.0;
         match result {
             Ok(mut report) => {
-                worst = worst.max(match report.summary {
-                    Summary::Linearizable => 0,
-                    _ => 1,
+                exit(match report.summary {
+                    Summary::Linearizable => EXIT_LINEARIZABLE,
+                    Summary::NotLinearizable => EXIT_VIOLATION,
+                    Summary::Unknown => EXIT_UNKNOWN,
                 });
                 let written = match (&args.report, report.page.take()) {
                     (Some(dir), Some(page)) => {
@@ -161,11 +218,11 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
                 }
                 if let Some(Err(e)) = written {
                     eprintln!("error: {e}");
-                    worst = 2;
+                    exit(EXIT_BAD_INPUT);
                 }
             }
             Err(e) => {
-                worst = 2;
+                exit(EXIT_BAD_INPUT);
                 pages.error(file, &e);
                 eprintln!("error: {e}");
                 if args.json {
@@ -189,19 +246,20 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
             Ok(path) => println!("report index: {}", super::reports::file_url(&path)),
             Err(e) => {
                 eprintln!("error: {e}");
-                worst = 2;
+                exit(EXIT_BAD_INPUT);
             }
         }
     }
     Ok(ExitCode::from(worst))
 }
 
-/// The file's bytes, refused past `limit` before more than that is read
-/// (a special file that never ends is refused the same way).
-fn read_limited(file: &Path, limit: u64) -> Result<Vec<u8>, String> {
+/// The file's bytes, refused past `limit` (`None`: no limit) before more
+/// than that is read (a special file that never ends is refused the same
+/// way).
+fn read_limited(file: &Path, limit: Option<u64>) -> Result<Vec<u8>, String> {
     let name = file.display();
     let f = std::fs::File::open(file).map_err(|e| format!("{name}: cannot open: {e}"))?;
-    let too_big = |size: String| {
+    let too_big = |size: String, limit: u64| {
         format!(
             "{name}: {size}, larger than the limit of {} MiB (--max-file-mib raises it)",
             limit / MIB
@@ -211,16 +269,19 @@ fn read_limited(file: &Path, limit: u64) -> Result<Vec<u8>, String> {
         if meta.is_dir() {
             return Err(format!("{name}: is a directory, not a history file"));
         }
-        if meta.len() > limit {
-            return Err(too_big(format!("{} MiB", meta.len().div_ceil(MIB))));
+        if let Some(limit) = limit.filter(|&l| meta.len() > l) {
+            return Err(too_big(format!("{} MiB", meta.len().div_ceil(MIB)), limit));
         }
     }
     let mut bytes = Vec::new();
-    f.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{name}: cannot read: {e}"))?;
-    if bytes.len() as u64 > limit {
-        return Err(too_big("more than that".to_owned()));
+    // One byte past the limit tells a file over it from one at it.
+    let read = match limit.and_then(|l| l.checked_add(1)) {
+        Some(most) => f.take(most).read_to_end(&mut bytes),
+        None => (&f).read_to_end(&mut bytes),
+    };
+    read.map_err(|e| format!("{name}: cannot read: {e}"))?;
+    if let Some(limit) = limit.filter(|&l| bytes.len() as u64 > l) {
+        return Err(too_big("more than that".to_owned(), limit));
     }
     Ok(bytes)
 }
@@ -268,10 +329,11 @@ where
     let format = Format::detect(text);
     let events = format.parse(text)?;
     let ops = history(model, &events)?;
-    let deadline = args.budget_ms.map(|ms| started + Duration::from_millis(ms));
-    let stop = move || deadline.is_some_and(|d| Instant::now() >= d);
+    something_to_check(events.len(), &ops)?;
+    let progress = Progress::new(file, args, started);
+    let stop = || progress.poll();
     let budget = Budget {
-        max_steps: u64::MAX,
+        max_steps: args.max_steps,
         max_memo_bytes: usize::try_from(args.memory_mib.saturating_mul(MIB)).unwrap_or(usize::MAX),
         stop: Some(&stop),
     };
@@ -292,7 +354,7 @@ where
             .partitions
             .iter()
             .filter_map(|p| match &p.verdict {
-                Verdict::Unknown(why) => Some((p.partition.key.clone(), why.to_string())),
+                Verdict::Unknown(why) => Some((p.partition.key.clone(), undecided(p, *why))),
                 _ => None,
             })
             .collect(),
@@ -308,7 +370,7 @@ where
         // until one shrinks below its whole within the budget.
         let mut failing: Vec<_> = checked.failing().collect();
         failing.sort_by_key(|p| p.partition.ops.len());
-        let mut left = MINIMAL_STEPS;
+        let mut left = MINIMAL_STEPS.min(args.max_steps.saturating_sub(checked.steps()));
         let mut tried = 0;
         for p in failing {
             if left == 0 {
@@ -373,10 +435,11 @@ fn check_contract(
         line: e.line,
         what: e.kind.to_string(),
     })?;
-    let deadline = args.budget_ms.map(|ms| started + Duration::from_millis(ms));
-    let stop = move || deadline.is_some_and(|d| Instant::now() >= d);
+    contract_has_something_to_check(&history)?;
+    let progress = Progress::new(file, args, started);
+    let stop = || progress.poll();
     let budget = Budget {
-        max_steps: u64::MAX,
+        max_steps: args.max_steps,
         max_memo_bytes: usize::try_from(args.memory_mib.saturating_mul(MIB)).unwrap_or(usize::MAX),
         stop: Some(&stop),
     };
@@ -428,6 +491,170 @@ fn check_contract(
         }
     }
     Ok(report)
+}
+
+/// Refuses a Jepsen history that checks nothing (of `events` events, the
+/// operations `ops`): no events, every operation failed, or no operation
+/// with a known outcome. Any such history is linearizable, which says
+/// nothing about the system that wrote it.
+fn something_to_check<I, O>(events: usize, ops: &[Operation<I, O>]) -> Result<(), ParseError> {
+    let nothing = |why: String| {
+        Err(ParseError::new(
+            0,
+            format!("nothing to check: {why}; refused rather than called linearizable"),
+        ))
+    };
+    if events == 0 {
+        return nothing(
+            "the file has no client events (it is empty, blank, or has only :nemesis events)"
+                .into(),
+        );
+    }
+    if ops.is_empty() {
+        return nothing(format!(
+            "every operation of its {events} events failed (:fail, did not take effect)"
+        ));
+    }
+    if !ops.iter().any(|op| op.output.is_known()) {
+        return nothing(format!(
+            "the outcome of every one of its {} operations is unknown (:info, or never \
+             completed): any order of them is possible",
+            ops.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a zoosim history whose operations the contract check would not
+/// see: none at all (only metadata and other records), or none that
+/// reached a server (every handle without a session, every completion
+/// refused by the client itself).
+fn contract_has_something_to_check(history: &crate::history::History) -> Result<(), ParseError> {
+    use crate::check::contract::{session_logs, Seen};
+    let nothing = |why: String| {
+        Err(ParseError::new(
+            0,
+            format!("nothing to check: {why}; refused rather than called linearizable"),
+        ))
+    };
+    let ops = history.ops();
+    if ops.is_empty() {
+        return nothing(
+            "the history has no operations (only its meta line, and records that are not \
+             requests)"
+                .into(),
+        );
+    }
+    // A history the contract refuses is reported by the check itself.
+    let Ok(logs) = session_logs(history) else {
+        return Ok(());
+    };
+    let checked = logs
+        .iter()
+        .flat_map(|l| &l.seen)
+        .filter(|s| matches!(s, Seen::Request { .. }))
+        .count();
+    if checked == 0 {
+        let refused = ops
+            .iter()
+            .filter(|o| o.complete.is_some_and(|(_, c)| c.server.is_none()))
+            .count();
+        return nothing(format!(
+            "none of its {} operations reached a server: {} completed without one (refused by \
+             the client), the others are of handles that never had a session",
+            ops.len(),
+            refused
+        ));
+    }
+    Ok(())
+}
+
+/// What an undecided part's search explored, and what raises its bound.
+fn undecided(p: &crate::check::lin::PartitionResult, why: Exhausted) -> String {
+    let e = &p.explored;
+    let raise = match why {
+        Exhausted::Steps => "--max-steps raises it",
+        Exhausted::Memory => "--memory-mib raises it",
+        Exhausted::Stopped => "--budget-ms raises it",
+    };
+    format!(
+        "{why} after {} steps ({raise}): {} configurations in the memo, {} distinct states, \
+         the longest linearizable prefix found has {} of the {} operations",
+        e.steps,
+        e.memo_entries,
+        e.states,
+        e.deepest,
+        p.partition.ops.len()
+    )
+}
+
+/// One file's check's progress on standard error, polled by the search
+/// (every few thousand steps, through its stop callback): a spinner on a
+/// terminal once the check has taken [`PROGRESS_AFTER`], else a line every
+/// [`PROGRESS_LINE_EVERY`]. It also ends the search at `--budget-ms`.
+struct Progress {
+    file: String,
+    started: Instant,
+    deadline: Option<Instant>,
+    polls: std::cell::Cell<u64>,
+    shown: std::cell::Cell<Instant>,
+    bar: std::cell::OnceCell<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new(file: Option<&Path>, args: &LinArgs, started: Instant) -> Progress {
+        Progress {
+            file: file.map_or_else(String::new, |f| f.display().to_string()),
+            started,
+            deadline: args.budget_ms.map(|ms| started + Duration::from_millis(ms)),
+            polls: std::cell::Cell::new(0),
+            shown: std::cell::Cell::new(started),
+            bar: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Called every few thousand search steps: whether to stop.
+    fn poll(&self) -> bool {
+        let polls = self.polls.get() + 1;
+        self.polls.set(polls);
+        let now = Instant::now();
+        if self.deadline.is_some_and(|d| now >= d) {
+            return true;
+        }
+        let elapsed = now - self.started;
+        if elapsed < PROGRESS_AFTER || now - self.shown.get() < Duration::from_millis(100) {
+            return false;
+        }
+        let bar = self.bar.get_or_init(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
+                    .expect("a valid template"),
+            );
+            bar
+        });
+        let steps = polls.saturating_mul(crate::check::lin::POLL_EVERY);
+        let line = format!("checking {}: over {steps} search steps", self.file);
+        if bar.is_hidden() {
+            if now - self.shown.get() >= PROGRESS_LINE_EVERY {
+                eprintln!("{line} in {:.0} s", elapsed.as_secs_f64());
+                self.shown.set(now);
+            }
+        } else {
+            bar.set_message(line);
+            bar.tick();
+            self.shown.set(now);
+        }
+        false
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.get() {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// An operation in words, with its client and lines.

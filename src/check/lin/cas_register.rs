@@ -128,4 +128,15 @@ impl FromJepsen for CasRegister {
             _ => Ok(Reply::Ok),
         }
     }
+
+    /// A failed cas compared and found another value than `from`, at
+    /// some moment between its call and its return: it stays in the
+    /// history as a read of "not `from`". A failed read or write did not
+    /// happen (it is left out).
+    fn failed(&self, input: &Op, _value: &Value) -> Result<Option<Reply>, String> {
+        Ok(match input {
+            Op::Cas { .. } => Some(Reply::CasFailed),
+            Op::Read | Op::Write(_) => None,
+        })
+    }
 }

@@ -23,7 +23,7 @@ use super::{
 const NIL: u32 = u32::MAX;
 
 /// How often (in steps) the memory bound and the stop callback are polled.
-const POLL_EVERY: u64 = 4096;
+pub const POLL_EVERY: u64 = 4096;
 
 /// The first round's step budget per partition (see [`check`]).
 const FIRST_ROUND_STEPS: u64 = 1 << 16;

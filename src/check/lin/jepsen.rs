@@ -4,7 +4,8 @@
 //! invoked, or completed, an operation `f` with a value):
 //!
 //! * the log format ([`parse_log`]), one event per line
-//!   `INFO  jepsen.util - <process>\t:invoke|:ok|:fail|:info\t:<f>\t<value>`;
+//!   `INFO  jepsen.util - <process>\t:invoke|:ok|:fail|:info\t:<f>\t<value>`
+//!   (tabs, or any run of whitespace, between the fields);
 //! * the EDN format ([`parse_edn`]), one map per line
 //!   `{:process 3, :type :ok, :f :get, :key "k", :value "v"}` (other keys
 //!   are ignored; events of the `:nemesis` process are skipped).
@@ -12,14 +13,17 @@
 //! [`history`] then pairs each invocation with its completion, whatever
 //! the format, and asks the model ([`FromJepsen`]) what its `f` and values
 //! mean. Jepsen's meaning of a completion: `:ok` took effect; `:fail` did
-//! not happen (the operation is dropped); `:info`, or no completion at all
-//! by the end, is unknown (it may have taken effect, or not). Times are
-//! line numbers.
+//! not take effect: the operation is dropped, unless the model says what
+//! the failure itself tells ([`FromJepsen::failed`]: a register's failed
+//! compare-and-set is a read of another value than the one expected);
+//! `:info`, or no completion at all by the end, is unknown (it may have
+//! taken effect, or not). Times are line numbers.
 //!
 //! Everything here is a pure function of the text: bad input (a truncated
 //! line, an unknown type or operation, a completion without an invocation,
 //! a second invocation by a process with one open, bytes that are not
-//! text) is a [`ParseError`] with its line, never a panic.
+//! text) is a [`ParseError`] with its line, never a panic. Reading takes
+//! time in proportion to the text's length, however long its lines.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -72,7 +76,8 @@ pub enum Kind {
     Invoke,
     /// `:ok`: it took effect.
     Ok,
-    /// `:fail`: it did not happen.
+    /// `:fail`: it did not take effect (what else that says is the
+    /// model's: [`FromJepsen::failed`]).
     Fail,
     /// `:info`: unknown.
     Info,
@@ -112,6 +117,28 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
+/// The most characters of a message about bad input: a value or token
+/// quoted in it is cut short (a line may be megabytes long).
+const MAX_MESSAGE: usize = 300;
+
+impl ParseError {
+    /// An error on `line`, its message cut to [`MAX_MESSAGE`] characters.
+    pub fn new(line: usize, what: String) -> ParseError {
+        ParseError {
+            line,
+            what: clip(what, MAX_MESSAGE),
+        }
+    }
+}
+
+/// `s` cut to `n` characters, with `...` where it was cut.
+fn clip(s: String, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}...", &s[..at]),
+        None => s,
+    }
+}
+
 /// A model that knows what Jepsen's operations mean for it.
 pub trait FromJepsen: Model {
     /// The input of an invocation of `f` with `key` and `value`, or what
@@ -121,6 +148,19 @@ pub trait FromJepsen: Model {
     /// The output of an `:ok` completion of `input` with `value`, or what
     /// is wrong with it.
     fn output(&self, input: &Self::Input, value: &Value) -> Result<Self::Output, String>;
+
+    /// What a `:fail` completion of `input` with `value` says. Jepsen's
+    /// `:fail` means the operation did not take effect, and by default
+    /// that is all it says (`Ok(None)`: the operation is left out of the
+    /// history). Where the model gives a failure a meaning of its own, it
+    /// is that output (`Ok(Some(..))`), and the operation stays in the
+    /// history with it: a register's compare-and-set that failed read,
+    /// at some moment between its call and its return, a value other than
+    /// the one it expected.
+    fn failed(&self, input: &Self::Input, value: &Value) -> Result<Option<Self::Output>, String> {
+        let _ = (input, value);
+        Ok(None)
+    }
 }
 
 /// The Jepsen formats this module reads; [`Format::parse`] reads one.
@@ -163,19 +203,50 @@ fn lines(text: &[u8]) -> impl Iterator<Item = Result<(usize, &str), ParseError>>
         .filter(|_| !text.is_empty())
         .map(|(k, l)| {
             let l = l.strip_suffix(b"\r").unwrap_or(l);
-            std::str::from_utf8(l)
-                .map(|s| (k + 1, s))
-                .map_err(|e| ParseError {
-                    line: k + 1,
-                    what: format!("not UTF-8 text (at byte {} of the line)", e.valid_up_to()),
-                })
+            std::str::from_utf8(l).map(|s| (k + 1, s)).map_err(|e| {
+                ParseError::new(
+                    k + 1,
+                    format!("not UTF-8 text (at byte {} of the line)", e.valid_up_to()),
+                )
+            })
         })
 }
 
-const LOG_MARK: &str = "jepsen.util - ";
+/// What precedes the fields on a log line: `jepsen.util`, then `-` with
+/// whitespace around it.
+const LOG_MARK: &str = "jepsen.util";
 
-/// Reads the log format: `... jepsen.util - <process>\t<type>\t<f>\t<value>`
-/// per line; blank lines are skipped.
+/// The fields of a log line after its `jepsen.util -`, or `None` if the
+/// line has no such mark.
+fn after_log_mark(l: &str) -> Option<&str> {
+    let mut from = 0;
+    while let Some(k) = l[from..].find(LOG_MARK) {
+        let rest = &l[from + k + LOG_MARK.len()..];
+        let dash = rest.trim_start();
+        if dash.len() < rest.len() {
+            if let Some(fields) = dash.strip_prefix('-') {
+                let trimmed = fields.trim_start();
+                if trimmed.len() < fields.len() {
+                    return Some(trimmed);
+                }
+            }
+        }
+        from += k + LOG_MARK.len();
+    }
+    None
+}
+
+/// The first whitespace-separated field of `s` and what follows it.
+fn field(s: &str) -> (&str, &str) {
+    let s = s.trim_start();
+    let end = s.find(char::is_whitespace).unwrap_or(s.len());
+    (&s[..end], &s[end..])
+}
+
+/// Reads the log format: `... jepsen.util - <process> <type> <f> <value>`
+/// per line, the fields separated by any run of whitespace (Jepsen writes
+/// tabs; some copies of its logs have spaces); the value is the rest of
+/// the line (`[1 2]` has a space in it). Blank lines are skipped.
 pub fn parse_log(text: &[u8]) -> Result<Vec<Event>, ParseError> {
     let mut events = Vec::new();
     for line in lines(text) {
@@ -183,24 +254,31 @@ pub fn parse_log(text: &[u8]) -> Result<Vec<Event>, ParseError> {
         if l.trim().is_empty() {
             continue;
         }
-        let err = |what: String| ParseError { line: n, what };
-        let Some(at) = l.find(LOG_MARK) else {
+        let err = |what: String| ParseError::new(n, what);
+        let Some(rest) = after_log_mark(l) else {
             return Err(err(
-                "not a Jepsen log line (expected `INFO  jepsen.util - <process>\\t<type>\\t<f>\\t<value>`)"
+                "not a Jepsen log line (expected `INFO  jepsen.util - <process> <type> <f> <value>`, \
+                 the fields separated by tabs or spaces)"
                     .into(),
             ));
         };
-        let fields: Vec<&str> = l[at + LOG_MARK.len()..].split('\t').collect();
-        if fields.len() != 4 {
+        let (process, rest) = field(rest);
+        let (kind, rest) = field(rest);
+        let (f, rest) = field(rest);
+        let value = rest.trim();
+        let found = [process, kind, f, value]
+            .iter()
+            .take_while(|x| !x.is_empty())
+            .count();
+        if found < 4 {
             return Err(err(format!(
-                "expected 4 tab-separated fields after `{LOG_MARK}` (process, type, f, value), found {}",
-                fields.len()
+                "expected 4 fields after `jepsen.util -` (process, type, f, value), found {found}"
             )));
         }
-        let process = parse_process(fields[0].trim()).map_err(err)?;
-        let kind = parse_kind(fields[1].trim()).map_err(err)?;
-        let f = parse_f(fields[2].trim()).map_err(err)?;
-        let value = read_value(fields[3].trim()).map_err(err)?;
+        let process = parse_process(process).map_err(err)?;
+        let kind = parse_kind(kind).map_err(err)?;
+        let f = parse_f(f).map_err(err)?;
+        let value = read_value(value).map_err(err)?;
         events.push(Event {
             line: n,
             process,
@@ -222,20 +300,20 @@ pub fn parse_edn(text: &[u8]) -> Result<Vec<Event>, ParseError> {
         if l.trim().is_empty() {
             continue;
         }
-        let err = |what: String| ParseError { line: n, what };
+        let err = |what: String| ParseError::new(n, what);
         let mut r = Reader::new(l);
         let map = r.map().map_err(err)?;
         r.end().map_err(err)?;
-        let get = |k: &str| map.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+        let get = |k: &str| map.get(k);
         let need = |k: &str| get(k).ok_or_else(|| err(format!("no :{k}")));
         let process = match need("process")? {
             Value::Int(p) if *p >= 0 => *p as u64,
             Value::Keyword(k) if k == "nemesis" => continue,
-            v => return Err(err(format!(":process must be a number, not {v}"))),
+            v => return Err(err(format!(":process must be a number, not {}", shown(v)))),
         };
         let keyword = |k: &str| match need(k)? {
             Value::Keyword(w) => Ok(w.clone()),
-            v => Err(err(format!(":{k} must be a keyword, not {v}"))),
+            v => Err(err(format!(":{k} must be a keyword, not {}", shown(v)))),
         };
         let kind = parse_kind(&format!(":{}", keyword("type")?)).map_err(err)?;
         let f = keyword("f")?;
@@ -253,7 +331,7 @@ pub fn parse_edn(text: &[u8]) -> Result<Vec<Event>, ParseError> {
 
 fn parse_process(s: &str) -> Result<u64, String> {
     s.parse()
-        .map_err(|_| format!("the process must be a number, not {s:?}"))
+        .map_err(|_| format!("the process must be a number, not {}", quoted(s)))
 }
 
 fn parse_kind(s: &str) -> Result<Kind, String> {
@@ -264,7 +342,8 @@ fn parse_kind(s: &str) -> Result<Kind, String> {
         ":info" => Kind::Info,
         _ => {
             return Err(format!(
-                "unknown type {s:?} (expected :invoke, :ok, :fail or :info)"
+                "unknown type {} (expected :invoke, :ok, :fail or :info)",
+                quoted(s)
             ))
         }
     })
@@ -274,7 +353,8 @@ fn parse_f(s: &str) -> Result<String, String> {
     match s.strip_prefix(':') {
         Some(f) if !f.is_empty() => Ok(f.to_owned()),
         _ => Err(format!(
-            "the operation must be a keyword like :read, not {s:?}"
+            "the operation must be a keyword like :read, not {}",
+            quoted(s)
         )),
     }
 }
@@ -290,7 +370,21 @@ fn read_value(s: &str) -> Result<Value, String> {
 /// Nesting deeper than this is refused (garbage, not a history).
 const MAX_DEPTH: usize = 32;
 
-/// A reader of the EDN Jepsen uses, over one line.
+/// A token as quoted in an error message: its first characters.
+fn quoted(t: &str) -> String {
+    clip(format!("{t:?}"), 40)
+}
+
+/// A value as quoted in an error message: its first characters.
+fn shown(v: &Value) -> String {
+    clip(v.to_string(), 40)
+}
+
+/// A reader of the EDN Jepsen uses, over one line. It only moves forward:
+/// every byte is looked at a bounded number of times, and a position is
+/// turned into a column (counting characters from the line's start) only
+/// for an error message, so that a line of many megabytes is read in
+/// time proportional to its length.
 struct Reader<'a> {
     s: &'a str,
     at: usize,
@@ -312,27 +406,31 @@ impl<'a> Reader<'a> {
         self.s[self.at..].chars().next()
     }
 
-    fn column(&self) -> usize {
-        self.s[..self.at].chars().count() + 1
+    /// The column (1-based, in characters) of byte `at`: for errors only.
+    fn column(&self, at: usize) -> usize {
+        self.s[..at].chars().count() + 1
     }
 
     fn end(&mut self) -> Result<(), String> {
         match self.peek() {
             None => Ok(()),
-            Some(c) => Err(format!("unexpected {c:?} at column {}", self.column())),
+            Some(c) => Err(format!(
+                "unexpected {c:?} at column {}",
+                self.column(self.at)
+            )),
         }
     }
 
-    /// `{:k v ...}` as (key without colon, value) pairs.
-    fn map(&mut self) -> Result<Vec<(String, Value)>, String> {
+    /// `{:k v ...}` as a map from key (without colon) to value.
+    fn map(&mut self) -> Result<BTreeMap<String, Value>, String> {
         if self.peek() != Some('{') {
             return Err(format!(
                 "expected a map `{{...}}` at column {}",
-                self.column()
+                self.column(self.at)
             ));
         }
         self.at += 1;
-        let mut pairs: Vec<(String, Value)> = Vec::new();
+        let mut pairs: BTreeMap<String, Value> = BTreeMap::new();
         loop {
             match self.peek() {
                 Some('}') => {
@@ -342,37 +440,55 @@ impl<'a> Reader<'a> {
                 None => return Err("the map is not closed (truncated line?)".into()),
                 Some(_) => {}
             }
-            let column = self.column();
+            let start = self.at;
             let key = match self.value(1)? {
                 Value::Keyword(k) => k,
                 v => {
                     return Err(format!(
-                        "a map key must be a keyword, not {v} (column {column})"
+                        "a map key must be a keyword, not {} (column {})",
+                        shown(&v),
+                        self.column(start)
                     ))
                 }
             };
-            if pairs.iter().any(|(k, _)| *k == key) {
-                return Err(format!(":{key} twice (column {column})"));
-            }
             if matches!(self.peek(), Some('}') | None) {
-                return Err(format!(":{key} has no value (column {column})"));
+                return Err(format!(
+                    ":{} has no value (column {})",
+                    clip(key, 40),
+                    self.column(start)
+                ));
             }
             let value = self.value(1)?;
-            pairs.push((key, value));
+            match pairs.entry(key) {
+                std::collections::btree_map::Entry::Occupied(e) => {
+                    return Err(format!(
+                        ":{} twice (column {})",
+                        clip(e.key().clone(), 40),
+                        self.column(start)
+                    ))
+                }
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(value);
+                }
+            }
         }
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, String> {
-        let column = self.column();
         let Some(c) = self.peek() else {
             return Err(format!(
-                "expected a value at column {column} (truncated line?)"
+                "expected a value at column {} (truncated line?)",
+                self.column(self.at)
             ));
         };
+        let start = self.at;
         match c {
             '[' => {
                 if depth >= MAX_DEPTH {
-                    return Err(format!("vectors nested too deep at column {column}"));
+                    return Err(format!(
+                        "vectors nested too deep at column {}",
+                        self.column(start)
+                    ));
                 }
                 self.at += 1;
                 let mut items = Vec::new();
@@ -382,12 +498,17 @@ impl<'a> Reader<'a> {
                             self.at += 1;
                             return Ok(Value::Vector(items));
                         }
-                        None => return Err(format!("the vector at column {column} is not closed")),
+                        None => {
+                            return Err(format!(
+                                "the vector at column {} is not closed",
+                                self.column(start)
+                            ))
+                        }
                         Some(_) => items.push(self.value(depth + 1)?),
                     }
                 }
             }
-            '"' => self.string(column),
+            '"' => self.string(start),
             _ => {
                 let rest = &self.s[self.at..];
                 let len = rest
@@ -401,16 +522,26 @@ impl<'a> Reader<'a> {
                     _ if keyword.is_some() => {
                         Value::Keyword(keyword.unwrap_or_default().to_owned())
                     }
-                    "" => return Err(format!("unexpected {c:?} at column {column}")),
+                    "" => return Err(format!("unexpected {c:?} at column {}", self.column(start))),
                     "nil" => Value::Nil,
                     "true" => Value::Bool(true),
                     "false" => Value::Bool(false),
                     t if t.starts_with(|c: char| c.is_ascii_digit() || c == '-') => {
                         Value::Int(t.parse().map_err(|_| {
-                            format!("{t:?} at column {column} is not a whole number in range")
+                            format!(
+                                "{} at column {} is not a whole number in range",
+                                quoted(t),
+                                self.column(start)
+                            )
                         })?)
                     }
-                    t => return Err(format!("unexpected {t:?} at column {column}")),
+                    t => {
+                        return Err(format!(
+                            "unexpected {} at column {}",
+                            quoted(t),
+                            self.column(start)
+                        ))
+                    }
                 };
                 self.at += len;
                 Ok(v)
@@ -418,7 +549,8 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn string(&mut self, column: usize) -> Result<Value, String> {
+    /// The string whose opening quote is at byte `start`.
+    fn string(&mut self, start: usize) -> Result<Value, String> {
         self.at += 1; // the opening quote
         let mut out = String::new();
         let mut chars = self.s[self.at..].char_indices();
@@ -435,7 +567,8 @@ impl<'a> Reader<'a> {
                     Some((_, e @ ('"' | '\\'))) => out.push(e),
                     Some((_, e)) => {
                         return Err(format!(
-                            "unknown escape \\{e} in the string at column {column}"
+                            "unknown escape \\{e} in the string at column {}",
+                            self.column(start)
                         ))
                     }
                     None => break,
@@ -444,7 +577,8 @@ impl<'a> Reader<'a> {
             }
         }
         Err(format!(
-            "the string at column {column} is not closed (truncated line?)"
+            "the string at column {} is not closed (truncated line?)",
+            self.column(start)
         ))
     }
 }
@@ -456,7 +590,7 @@ pub fn history<M: FromJepsen>(model: &M, events: &[Event]) -> Result<History<M>,
     let mut open: BTreeMap<u64, (usize, usize, &str)> = BTreeMap::new();
     let mut ops: Vec<Option<Operation<M::Input, M::Output>>> = Vec::new();
     for e in events {
-        let err = |what: String| ParseError { line: e.line, what };
+        let err = |what: String| ParseError::new(e.line, what);
         match e.kind {
             Kind::Invoke => {
                 if let Some((_, line, _)) = open.get(&e.process) {
@@ -489,7 +623,19 @@ pub fn history<M: FromJepsen>(model: &M, events: &[Event]) -> Result<History<M>,
                     )));
                 }
                 match e.kind {
-                    Kind::Fail => ops[k] = None,
+                    Kind::Fail => {
+                        let failed = match &ops[k] {
+                            Some(op) => model.failed(&op.input, &e.value).map_err(err)?,
+                            None => None,
+                        };
+                        match (failed, &mut ops[k]) {
+                            (Some(output), Some(op)) => {
+                                op.output = Outcome::Known(output);
+                                op.ret = Some(e.line as u64);
+                            }
+                            _ => ops[k] = None,
+                        }
+                    }
                     Kind::Info => {
                         if let Some(op) = &mut ops[k] {
                             op.ret = Some(e.line as u64);

@@ -42,7 +42,7 @@ mod tests;
 use engine::decide;
 #[cfg(test)]
 use engine::decide_after;
-pub use engine::{check, check_partition};
+pub use engine::{check, check_partition, POLL_EVERY};
 
 /// What an operation returned: a known output, or nothing known (the
 /// client lost the connection, or timed out, before the answer).
