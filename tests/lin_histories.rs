@@ -1,0 +1,102 @@
+//! The linearizability checker on a directory of Jepsen histories named at
+//! run time (`ZOOSIM_LIN_HISTORIES`), e.g. the whole of Porcupine's etcd
+//! set: here rather than beside the checker, since it reads files and the
+//! checker is a pure core.
+
+use zoosim::check::lin::cas_register::CasRegister;
+use zoosim::check::lin::jepsen::{history, Format};
+use zoosim::check::lin::kv::Kv;
+use zoosim::check::lin::{check, Budget, Options, Summary};
+
+/// Checks every history in the directory `ZOOSIM_LIN_HISTORIES` names
+/// whose verdict its `VERDICTS.txt` gives (`path true|false`): a log is
+/// read as a register, EDN maps as a key-value map. Files without a
+/// verdict are read too (they must not make the reader panic). Without
+/// the variable, nothing is checked.
+#[test]
+fn every_history_in_the_named_directory_gets_its_verdict() {
+    let Some(dir) = std::env::var_os("ZOOSIM_LIN_HISTORIES") else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let verdicts = std::fs::read_to_string(dir.join("VERDICTS.txt"))
+        .unwrap_or_else(|e| panic!("{}/VERDICTS.txt: {e}", dir.display()));
+    let mut expected = std::collections::BTreeMap::new();
+    for line in verdicts
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (file, v) = line.split_once(char::is_whitespace).unwrap();
+        expected.insert(file.to_owned(), v.trim() == "true");
+    }
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.clone()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n != "VERDICTS.txt") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let options = Options {
+        budget: Budget {
+            max_steps: 1 << 32,
+            max_memo_bytes: 1 << 30,
+            ..Budget::UNLIMITED
+        },
+        first_failure: true,
+    };
+    let (mut agree, mut disagree, mut without) = (0, Vec::new(), 0);
+    for path in &files {
+        let rel = path
+            .strip_prefix(&dir)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read(path).unwrap();
+        let format = Format::detect(&text);
+        let summary = format
+            .parse(&text)
+            .map_err(|e| e.to_string())
+            .and_then(|events| {
+                if format == Format::Log {
+                    let ops = history(&CasRegister, &events).map_err(|e| e.to_string())?;
+                    Ok(check(&CasRegister, &ops, &options).summary())
+                } else {
+                    let ops = history(&Kv::default(), &events).map_err(|e| e.to_string())?;
+                    Ok(check(&Kv::default(), &ops, &options).summary())
+                }
+            });
+        let Some(&linearizable) = expected.get(&rel) else {
+            without += 1;
+            eprintln!("{rel}: no verdict given; read as {summary:?}");
+            continue;
+        };
+        let want = if linearizable {
+            Summary::Linearizable
+        } else {
+            Summary::NotLinearizable
+        };
+        if summary.as_ref() == Ok(&want) {
+            agree += 1;
+        } else {
+            disagree.push(format!("{rel}: expected {want:?}, got {summary:?}"));
+        }
+    }
+    eprintln!(
+        "{}: {agree} of {} histories with a verdict agree ({without} without a verdict)",
+        dir.display(),
+        agree + disagree.len()
+    );
+    assert!(disagree.is_empty(), "{}", disagree.join("\n"));
+    assert_eq!(
+        agree,
+        expected.len(),
+        "every history VERDICTS.txt names is found"
+    );
+}
