@@ -555,6 +555,18 @@ impl Rng {
     }
 }
 
+/// Sessions 1..=`n`, each connected at time 0, and the tree that holds
+/// them: where the random histories start.
+pub(super) fn connected(n: i64) -> (H, DataTree) {
+    let mut h = H::new();
+    let mut tree = DataTree::default();
+    for s in 1..=n {
+        tree.create_session(0, SessionId(s), 10_000);
+        h.connect(0, s);
+    }
+    (h, tree)
+}
+
 /// A small random history: requests in a random order executed on a tree
 /// give their true replies, each window around its request's place; then
 /// some reads are answered from an older tree (a lagging server, or going
@@ -562,12 +574,7 @@ impl Rng {
 /// ConnectionLoss (applied or not). Some histories hold, some do not.
 fn random_history(rng: &mut Rng) -> H {
     let n = 2 + rng.below(2) as i64;
-    let mut h = H::new();
-    let mut tree = DataTree::default();
-    for s in 1..=n {
-        tree.create_session(0, SessionId(s), 10_000);
-        h.connect(0, s);
-    }
+    let (mut h, mut tree) = connected(n);
     let mut past = vec![tree.clone()];
     let mut free_at = vec![0u64; n as usize + 1];
     for k in 1..=10u64 {

@@ -4,11 +4,10 @@
 //! says "holds" returns an order the certificate accepts, and the full
 //! engine agrees; and the certificate refuses what is not a witness.
 
-use super::tests::{create, created, data, get, set, Rng, H};
+use super::tests::{connected, create, created, data, get, set, Rng, H};
 use super::*;
 use crate::check::lin::Verdict as EngineVerdict;
 use crate::proto::CreateMode;
-use crate::tree::DataTree;
 
 /// A long random history of 3 to 5 sessions and `requests` requests, each
 /// executed in turn on a tree (its true reply), its window around its
@@ -20,12 +19,7 @@ use crate::tree::DataTree;
 /// time, so that some histories break the contract.
 fn long_history(rng: &mut Rng, requests: u64, wrong: bool) -> H {
     let n = 3 + rng.below(3) as i64;
-    let mut h = H::new();
-    let mut tree = DataTree::default();
-    for s in 1..=n {
-        tree.create_session(0, SessionId(s), 10_000);
-        h.connect(0, s);
-    }
+    let (mut h, mut tree) = connected(n);
     // Each tree after each write, and what each session has seen (an
     // index into it).
     let mut past = vec![tree.clone()];
