@@ -125,6 +125,69 @@ fn a_passing_seed_says_so_and_has_no_failure_sections() {
 }
 
 #[test]
+fn an_undecided_seed_says_undecided_with_its_reason_never_pass() {
+    let mut r = sample::lock_failure();
+    for v in &mut r.verdicts {
+        v.passed = true;
+    }
+    r.lin[0].verdict = LinVerdict::Unknown;
+    r.lin[0].cannot_linearize_next.clear();
+    r.lin[0].minimal.clear();
+    r.undecided = Some("step budget exhausted after 12 search steps <&>".into());
+    let html = render_seed(&r);
+    check_markup(&html).unwrap();
+    assert!(html.contains("<div class=\"verdict unknown\" id=\"verdict\"><span class=\"badge\">UNDECIDED</span>"));
+    assert!(!html.contains(">PASS<") && !html.contains("Every check held."));
+    assert!(html.contains("step budget exhausted after 12 search steps &lt;&amp;&gt;"));
+    let v = json(&seed_summary_json(&r));
+    assert_eq!(v["verdict"], "undecided");
+    assert_eq!(v["undecided"], "step budget exhausted after 12 search steps <&>");
+    // A failure is a failure, whatever the contract's verdict.
+    r.verdicts[0].passed = false;
+    let html = render_seed(&r);
+    assert!(html.contains("<span class=\"badge\">FAIL</span>"));
+    assert!(!html.contains("UNDECIDED"));
+    let v = json(&seed_summary_json(&r));
+    assert_eq!(v["verdict"], "fail");
+    assert!(v.get("undecided").is_none());
+}
+
+#[test]
+fn the_index_lists_undecided_seeds_with_their_reasons_apart_from_the_passes() {
+    let mut ix = sample::index();
+    ix.scenarios.truncate(1);
+    let lock = &mut ix.scenarios[0];
+    lock.verdicts[0].seeds.retain(|l| l.seed != 7);
+    lock.undecided = vec![UndecidedSeed {
+        seed: SeedLink {
+            seed: 7,
+            href: Some("lock/seed-7.html".into()),
+        },
+        why: "step budget exhausted after 9 search steps".into(),
+    }];
+    let html = render_index(&ix);
+    check_markup(&html).unwrap();
+    assert!(html.contains("<span class=\"badge\">UNDECIDED</span>"));
+    assert!(!html.contains(">PASS<"));
+    assert!(html.contains("1 scenario, 100 seeds run, 0 failing seeds, 1 undecided seed;"));
+    assert!(html.contains("as expected; 1 seed undecided"));
+    assert!(html.contains(
+        "<td class=\"prop undecided\">UNDECIDED</td><td class=\"seeds\"><a href=\"lock/seed-7.html\">7</a>"
+    ));
+    assert!(html.contains("seed 7: contract undecided: step budget exhausted after 9 search steps"));
+    // The passes' row has every seed but 7.
+    assert!(html.contains("<span class=\"range\">0–6</span><span class=\"range\">8–99</span>"));
+    let v = json(&index_summary_json(&ix));
+    assert_eq!(v["verdict"], "undecided");
+    assert_eq!(v["undecided_seeds"], 1);
+    assert_eq!(
+        v["rows"][0]["undecided"][0],
+        serde_json::json!({"seed": 7, "why": "step budget exhausted after 9 search steps", "report": "lock/seed-7.html"})
+    );
+    assert_eq!(v["rows"][0]["failed_seeds"], serde_json::json!([]));
+}
+
+#[test]
 fn inconsistent_data_is_shown_not_panicked_on() {
     let mut r = sample::lock_failure();
     r.lanes[4].ops[0].id = 1; // duplicate of client 1's first op
@@ -560,7 +623,7 @@ fn the_index_shows_scenarios_verdicts_seeds_and_coverage() {
     check_markup(&html).unwrap();
     assert!(html.contains("<span class=\"badge\">FAIL</span>"));
     assert!(html.contains(
-        "2 scenarios, 200 seeds run, 2 failing seeds; 1 scenario not as expected; 1 coverage goal missed."
+        "2 scenarios, 200 seeds run, 2 failing seeds, 0 undecided seeds; 1 scenario not as expected; 1 coverage goal missed."
     ));
     assert!(html.contains("<a href=\"lock-no-fence/seed-17.html\">17</a>"));
     assert!(html.contains("<a href=\"lock-no-fence/seed-42.html\">42</a>"));

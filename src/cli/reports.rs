@@ -16,7 +16,7 @@ use crate::history::{Event, FaultRecord, History, Outcome, Role};
 use crate::report::{
     self, CheckVerdict, Counter, HistoryFile, IndexReport, Lane, LaneKind, LinSection, LinVerdict,
     OpBar, OpStatus, Point, PointKind, PrefixStep, ScenarioRow, SeedLink, SeedReport, Span,
-    SpanKind, VerdictRow,
+    SpanKind, UndecidedSeed, VerdictRow,
 };
 
 /// Refuses a `--report` directory that is missing, not a directory or not
@@ -587,6 +587,7 @@ pub(super) fn history_report(
             model: "zookeeper (ZooKeeper's contract)".to_owned(),
             time: None,
         }),
+        undecided: None,
     }
 }
 
@@ -772,6 +773,7 @@ pub(super) fn seed_report(
         spans,
         lin: section.into_iter().collect(),
         file: None,
+        undecided: run.undecided().map(str::to_owned),
     }
 }
 
@@ -1035,6 +1037,7 @@ pub(super) fn lin_report<M: Model>(
             model: model_name.to_owned(),
             time: Some("the file's line numbers".to_owned()),
         }),
+        undecided: None,
     }
 }
 
@@ -1082,6 +1085,7 @@ impl LinPages {
                     href: written.is_ok().then_some(href),
                 }],
             }],
+            undecided: Vec::new(),
             coverage: Vec::new(),
         });
         written
@@ -1102,6 +1106,7 @@ impl LinPages {
                     href: None,
                 }],
             }],
+            undecided: Vec::new(),
             coverage: Vec::new(),
         });
     }
@@ -1143,7 +1148,13 @@ pub(super) fn index_report(
         .iter()
         .enumerate()
         .map(|(k, s)| {
-            let failing: BTreeSet<u64> = s.failures.iter().map(|f| f.seed).collect();
+            // Failing and undecided seeds are in no "pass" row.
+            let not_passing: BTreeSet<u64> = s
+                .failures
+                .iter()
+                .map(|f| f.seed)
+                .chain(s.undecided.iter().map(|u| u.seed))
+                .collect();
             let link = |seed: u64| SeedLink {
                 seed,
                 href: href(&s.name, seed),
@@ -1151,7 +1162,7 @@ pub(super) fn index_report(
             let mut verdicts = Vec::new();
             let passing: Vec<SeedLink> = seeds(k)
                 .into_iter()
-                .filter(|x| !failing.contains(x))
+                .filter(|x| !not_passing.contains(x))
                 .map(link)
                 .collect();
             if !passing.is_empty() {
@@ -1206,6 +1217,14 @@ pub(super) fn index_report(
                 as_expected: s.passed,
                 seeds_run: s.seeds_run,
                 verdicts,
+                undecided: s
+                    .undecided
+                    .iter()
+                    .map(|u| UndecidedSeed {
+                        seed: link(u.seed),
+                        why: u.why.clone(),
+                    })
+                    .collect(),
                 coverage,
             }
         })
