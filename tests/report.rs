@@ -1175,3 +1175,85 @@ fn a_history_files_page_says_it_is_a_file_not_a_seed() {
     assert!(!body.to_lowercase().contains("seed"), "{body}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_undecided_seeds_page_and_the_index_say_undecided_in_a_browser_never_pass() {
+    // tests/data/undecided: a seed whose contract the zxid-ordered pass
+    // cannot order, so that with no search budget it is undecided.
+    let dir = std::env::temp_dir().join(format!("zoosim-report-undecided-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display().to_string();
+    let out = zoosim(
+        &[
+            "run",
+            "tests/data/undecided/two-phase-commit.toml",
+            "--seeds",
+            "2",
+            "--seed-start",
+            "734003204",
+            "--contract-steps",
+            "0",
+            "--report",
+            &d,
+        ],
+        0,
+    );
+    // Its page is written and linked as a failing seed's is.
+    let page = linked(&out, "report of two-phase-commit seed 734003205:");
+    let index = linked(&out, "report index:");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<span class=\"badge\">UNDECIDED</span>"));
+    assert!(html.contains("step budget exhausted after 0 search steps"));
+    assert!(!html.contains(">PASS<"));
+    let seed: Value =
+        serde_json::from_str(&std::fs::read_to_string(page.with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(seed["verdict"], "undecided");
+    assert!(seed["replay_command"]
+        .as_str()
+        .unwrap()
+        .ends_with("--contract-steps 0"));
+    let ix: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!((&ix["verdict"], &ix["undecided_seeds"]), (&"undecided".into(), &1.into()));
+    let row = &ix["rows"][0];
+    assert_eq!(row["undecided"][0]["seed"], 734003205);
+    assert_eq!(row["undecided"][0]["report"], "two-phase-commit/seed-734003205.html");
+    // The decided seed alone passes.
+    assert_eq!(row["verdicts"][0]["verdict"], "pass");
+    assert_eq!(row["verdicts"][0]["seeds"], 1);
+
+    let Some(bin) = chromium() else { return };
+    let amber = [0xb7, 0x79, 0x1f];
+    let green = [0x3f, 0x8f, 0x5f];
+    for (name, p) in [("seed", &page), ("index", &index)] {
+        let dom = run_chromium(&bin, &dir, &format!("u-{name}"), &["--dump-dom".into()], p);
+        assert!(dom.contains("<span class=\"badge\">UNDECIDED</span>"), "{name}");
+        assert!(dom.contains("step budget exhausted after 0 search steps"), "{name}");
+        let png = dir.join(format!("{name}.png"));
+        run_chromium(
+            &bin,
+            &dir,
+            &format!("u-{name}-shot"),
+            &[
+                format!("--screenshot={}", png.display()),
+                "--window-size=1200,900".into(),
+            ],
+            p,
+        );
+        let img = decode_png(&png);
+        assert!(
+            count_colour(&img, amber, 12, 0..250) > 500,
+            "no amber UNDECIDED badge on the {name}'s screenshot"
+        );
+        assert!(
+            count_colour(&img, green, 12, 0..250) < 50,
+            "a green PASS on the {name}'s screenshot"
+        );
+        if let Ok(keep) = std::env::var("ZOOSIM_REPORT_SCREENSHOT") {
+            std::fs::copy(&png, format!("{keep}.undecided-{name}.png")).unwrap();
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
