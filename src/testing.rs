@@ -150,11 +150,7 @@ mod tests {
     use crate::scenario::spec::parse;
 
     fn ran(name: &str, seeds: u64, undecided: u64) -> (Scenario, Summary) {
-        let s = parse(
-            &format!("{name}.toml"),
-            "format = 1\nrecipe = \"lock\"\n",
-        )
-        .expect("valid");
+        let s = parse(&format!("{name}.toml"), "format = 1\nrecipe = \"lock\"\n").expect("valid");
         let summary = Summary {
             name: s.name.clone(),
             file: s.file.clone(),

@@ -1198,7 +1198,11 @@ fn run_lists_undecided_seeds_with_their_reasons_and_replay_commands() {
         .find(|l| l.starts_with("two-phase-commit "))
         .unwrap_or_else(|| panic!("no row in:\n{out}"));
     let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cells[1..4], ["2", "0", "1"], "seeds, fails, undecided: {row}");
+    assert_eq!(
+        cells[1..4],
+        ["2", "0", "1"],
+        "seeds, fails, undecided: {row}"
+    );
     assert!(row.ends_with("  ok (1 undecided)"), "{row}");
     assert!(
         out.contains(&format!(
@@ -1211,9 +1215,8 @@ fn run_lists_undecided_seeds_with_their_reasons_and_replay_commands() {
         "{out}"
     );
     // The replay command carries the budget, so that it replays the verdict.
-    let replay = format!(
-        "replay {UNDECIDED_SCENARIO} --seed {UNDECIDED_SEED} --trace --contract-steps 0"
-    );
+    let replay =
+        format!("replay {UNDECIDED_SCENARIO} --seed {UNDECIDED_SEED} --trace --contract-steps 0");
     assert!(out.contains(&replay), "{out}");
     assert!(
         out.contains(": all as expected; 1 seed undecided\n"),
@@ -1251,12 +1254,18 @@ fn run_lists_undecided_seeds_with_their_reasons_and_replay_commands() {
         "--fail-on-undecided",
     ]);
     assert_eq!(code, 0, "a decided seed:\n{out}{err}");
-    assert!(!out.contains("UNDECIDED") && out.contains("  ok\n"), "{out}");
+    assert!(
+        !out.contains("UNDECIDED") && out.contains("  ok\n"),
+        "{out}"
+    );
 
     // A merge keeps them, and fails on them when asked.
     let (code, out, err) = zoosim(&["merge", &summary]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains(&format!("UNDECIDED two-phase-commit seed {UNDECIDED_SEED}")), "{out}");
+    assert!(
+        out.contains(&format!("UNDECIDED two-phase-commit seed {UNDECIDED_SEED}")),
+        "{out}"
+    );
     assert!(out.contains("1 seed undecided"), "{out}");
     let (code, out, err) = zoosim(&["merge", &summary, "--fail-on-undecided"]);
     assert_eq!(code, 3, "{out}{err}");
@@ -1275,13 +1284,14 @@ fn replay_says_passed_with_the_contract_undecided_and_the_budget_decides() {
     assert_eq!(code, 0, "{out}{err}");
     let last = out.lines().last().unwrap();
     assert!(
-        last.starts_with(
-            "passed (contract undecided: step budget exhausted after 0 search steps"
-        ),
+        last.starts_with("passed (contract undecided: step budget exhausted after 0 search steps"),
         "{out}"
     );
     assert!(!out.lines().any(|l| l == "passed"), "{out}");
-    assert!(!out.contains("ZooKeeper's contract: undecided"), "said once:\n{out}");
+    assert!(
+        !out.contains("ZooKeeper's contract: undecided"),
+        "said once:\n{out}"
+    );
     let (code, out, err) = zoosim(&[
         "replay",
         s,

@@ -136,12 +136,17 @@ fn an_undecided_seed_says_undecided_with_its_reason_never_pass() {
     r.undecided = Some("step budget exhausted after 12 search steps <&>".into());
     let html = render_seed(&r);
     check_markup(&html).unwrap();
-    assert!(html.contains("<div class=\"verdict unknown\" id=\"verdict\"><span class=\"badge\">UNDECIDED</span>"));
+    assert!(html.contains(
+        "<div class=\"verdict unknown\" id=\"verdict\"><span class=\"badge\">UNDECIDED</span>"
+    ));
     assert!(!html.contains(">PASS<") && !html.contains("Every check held."));
     assert!(html.contains("step budget exhausted after 12 search steps &lt;&amp;&gt;"));
     let v = json(&seed_summary_json(&r));
     assert_eq!(v["verdict"], "undecided");
-    assert_eq!(v["undecided"], "step budget exhausted after 12 search steps <&>");
+    assert_eq!(
+        v["undecided"],
+        "step budget exhausted after 12 search steps <&>"
+    );
     // A failure is a failure, whatever the contract's verdict.
     r.verdicts[0].passed = false;
     let html = render_seed(&r);
@@ -1216,10 +1221,16 @@ fn an_undecided_seeds_page_and_the_index_say_undecided_in_a_browser_never_pass()
         .ends_with("--contract-steps 0"));
     let ix: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
-    assert_eq!((&ix["verdict"], &ix["undecided_seeds"]), (&"undecided".into(), &1.into()));
+    assert_eq!(
+        (&ix["verdict"], &ix["undecided_seeds"]),
+        (&"undecided".into(), &1.into())
+    );
     let row = &ix["rows"][0];
     assert_eq!(row["undecided"][0]["seed"], 734003205);
-    assert_eq!(row["undecided"][0]["report"], "two-phase-commit/seed-734003205.html");
+    assert_eq!(
+        row["undecided"][0]["report"],
+        "two-phase-commit/seed-734003205.html"
+    );
     // The decided seed alone passes.
     assert_eq!(row["verdicts"][0]["verdict"], "pass");
     assert_eq!(row["verdicts"][0]["seeds"], 1);
@@ -1229,8 +1240,14 @@ fn an_undecided_seeds_page_and_the_index_say_undecided_in_a_browser_never_pass()
     let green = [0x3f, 0x8f, 0x5f];
     for (name, p) in [("seed", &page), ("index", &index)] {
         let dom = run_chromium(&bin, &dir, &format!("u-{name}"), &["--dump-dom".into()], p);
-        assert!(dom.contains("<span class=\"badge\">UNDECIDED</span>"), "{name}");
-        assert!(dom.contains("step budget exhausted after 0 search steps"), "{name}");
+        assert!(
+            dom.contains("<span class=\"badge\">UNDECIDED</span>"),
+            "{name}"
+        );
+        assert!(
+            dom.contains("step budget exhausted after 0 search steps"),
+            "{name}"
+        );
         let png = dir.join(format!("{name}.png"));
         run_chromium(
             &bin,

@@ -404,7 +404,8 @@ impl ScenarioRecord {
         if self.interrupted {
             self.verdict = runner::interrupted_verdict(self.seeds_run, &self.verdict);
         }
-        self.verdict = runner::with_undecided(std::mem::take(&mut self.verdict), self.undecided.len());
+        self.verdict =
+            runner::with_undecided(std::mem::take(&mut self.verdict), self.undecided.len());
     }
 }
 

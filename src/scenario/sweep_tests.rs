@@ -288,7 +288,11 @@ fn undecided_seeds_are_merged_lowest_first_counted_and_named_in_the_verdict() {
 
 #[test]
 fn a_version_1_summary_without_undecided_fields_is_still_read_and_merged() {
-    let s = source("a.json", vec![record("lock", 0, 1, 12, &[], &[("rare", 1)])]).summary;
+    let s = source(
+        "a.json",
+        vec![record("lock", 0, 1, 12, &[], &[("rare", 1)])],
+    )
+    .summary;
     let mut json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
     json["version"] = 1.into();
     json.as_object_mut().unwrap().remove("undecided");
