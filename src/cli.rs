@@ -67,27 +67,32 @@ enum Command {
         /// Shrink each unexpected failure's first seed into shrunk/.
         #[arg(long)]
         shrink: bool,
-        /// Write the history of each failing seed (every seed with
-        /// --history-all) to DIR/<scenario>-seed-<S>.jsonl, as the seed
-        /// ends (every seed is recorded as it runs). DIR must exist.
+        /// Write the history of each failing or undecided seed (every
+        /// seed with --history-all) to DIR/<scenario>-seed-<S>.jsonl, as
+        /// the seed ends (every seed is recorded as it runs). DIR must
+        /// exist.
         #[arg(long, value_name = "DIR")]
         history: Option<PathBuf>,
-        /// With --history: every seed's history, not only failing ones'.
+        /// With --history: every seed's history, not only failing and
+        /// undecided ones'.
         #[arg(long, requires = "history")]
         history_all: bool,
-        /// Write a report of each failing seed (every seed with
-        /// --report-all) to DIR/<scenario>/seed-<S>.html (a self-contained
-        /// page) and .json, and an index of the run to DIR/index.html.
-        /// DIR must exist.
+        /// Write a report of each failing or undecided seed (every seed
+        /// with --report-all) to DIR/<scenario>/seed-<S>.html (a
+        /// self-contained page) and .json, and an index of the run to
+        /// DIR/index.html. DIR must exist.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
-        /// With --report: every seed's report, not only failing ones'.
+        /// With --report: every seed's report, not only failing and
+        /// undecided ones'.
         #[arg(long, requires = "report")]
         report_all: bool,
         /// Write the results as JSON to FILE (also when the run fails), for
         /// `zoosim merge` to combine shards.
         #[arg(long, value_name = "FILE")]
         summary: Option<PathBuf>,
+        #[command(flatten)]
+        undecided: UndecidedArgs,
     },
     /// Combine shards' `run --summary` files into one verdict, with the
     /// coverage goals judged over all the shards.
@@ -103,6 +108,10 @@ enum Command {
         /// --report` directories copied into one). DIR must exist.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        /// Exit 3 when every scenario is as expected but some seed passed
+        /// with ZooKeeper's contract undecided.
+        #[arg(long)]
+        fail_on_undecided: bool,
     },
     /// Replay one seed of a scenario exactly.
     Replay {
@@ -123,6 +132,8 @@ enum Command {
         /// exist.
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
+        #[command(flatten)]
+        undecided: UndecidedArgs,
     },
     /// Read a history file (from --history): print a summary, or export
     /// it as a Jepsen EDN history.
@@ -164,6 +175,28 @@ enum Command {
     Check(models::CheckArgs),
 }
 
+/// What `run` and `replay` do about ZooKeeper's contract left undecided:
+/// its check's budget, and whether an undecided seed fails the command.
+#[derive(clap::Args, Clone, Copy, Debug)]
+struct UndecidedArgs {
+    /// The contract check's budget of search steps per seed (default
+    /// 100000). Steps, never time, so a verdict replays on any machine; a
+    /// seed's replay command carries it. A larger budget decides more
+    /// seeds, slower; 0 leaves every seed the zxid-ordered pass cannot
+    /// order undecided.
+    #[arg(long, value_name = "N")]
+    contract_steps: Option<u64>,
+    /// Exit 3 when every scenario is as expected but some seed passed
+    /// with ZooKeeper's contract undecided (its check ran out of budget):
+    /// for CI that wants every seed decided.
+    #[arg(long)]
+    fail_on_undecided: bool,
+}
+
+/// The exit code of a command that did all it should, but found a seed
+/// with ZooKeeper's contract undecided, under `--fail-on-undecided`.
+pub const EXIT_UNDECIDED: u8 = 3;
+
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     let bad = || format!("--shard takes i/n with 0 <= i < n, e.g. 0/4; got {s:?}");
     let (i, n) = s.split_once('/').ok_or_else(bad)?;
@@ -176,7 +209,10 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 
 /// The `zoosim` command over the process's arguments, knowing the
 /// built-in recipes and `registry`'s. Exit codes: 0 all as expected, 1 a
-/// scenario not as expected (or a replayed seed failed), 2 bad input.
+/// scenario not as expected (or a replayed seed failed), 2 bad input (or
+/// a file that could not be written), 3 all as expected but some seed's
+/// contract undecided, under `--fail-on-undecided` ([`EXIT_UNDECIDED`]),
+/// 130 interrupted.
 pub fn main_with(registry: Registry) -> ExitCode {
     // A closed pipe (`zoosim replay ... --trace | head -1`) ends the
     // command quietly, as it ends Unix tools. Rust ignores SIGPIPE, so each
@@ -229,6 +265,26 @@ pub fn replay_command(registry: &Registry, file: &str, seed: u64) -> String {
     )
 }
 
+/// [`replay_command`] for `seed` of `s`, with the contract check's budget
+/// it ran with when that was not the default (so the verdict replays).
+#[cfg(madsim)]
+fn replay_of(registry: &Registry, s: &Scenario, seed: u64) -> String {
+    let mut line = replay_command(registry, &s.file, seed);
+    if let Some(n) = s.contract_steps {
+        let _ = write!(line, " --contract-steps {n}");
+    }
+    line
+}
+
+/// Loads `file` with the contract check's budget `steps` overrides.
+#[cfg(madsim)]
+fn with_budget(mut s: Scenario, steps: Option<u64>) -> Scenario {
+    if steps.is_some() {
+        s.contract_steps = steps;
+    }
+    s
+}
+
 #[cfg(madsim)]
 fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
     use crate::scenario::runner;
@@ -246,6 +302,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             report,
             report_all,
             summary,
+            undecided,
         } => {
             if let Some(dir) = &history {
                 histories::check_dir(dir)?;
@@ -265,14 +322,14 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 histories::check_dir_for("--shrink", dir)
                     .map_err(|e| format!("{e} [writing to {what}]"))?;
             }
-            let line = run_line(&paths, seeds, seed_start, shard);
+            let line = run_line(&paths, seeds, seed_start, shard, undecided);
             // Every file is read and checked before any seed runs, and the
             // summary's file is known to be writable.
             let mut scenarios = Vec::new();
             let mut hashes = Vec::new();
             for f in scenario_files(&paths).map_err(|e| e.to_string())? {
                 let (s, text) = load_source_in(&f, registry).map_err(|e| e.to_string())?;
-                scenarios.push(s);
+                scenarios.push(with_budget(s, undecided.contract_steps));
                 hashes.push(sweep::content_hash(&text));
             }
             let summary = summary
@@ -309,6 +366,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                     history: history.as_deref().map(|d| (d, history_all)),
                     report: report.as_deref().map(|d| (d, report_all)),
                 },
+                undecided.fail_on_undecided,
                 registry,
             )
         }
@@ -316,15 +374,22 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             files,
             summary,
             report,
-        } => merge(&files, summary.as_deref(), report.as_deref()),
+            fail_on_undecided,
+        } => merge(
+            &files,
+            summary.as_deref(),
+            report.as_deref(),
+            fail_on_undecided,
+        ),
         Command::Replay {
             scenario,
             seed,
             trace,
             history,
             report,
+            undecided,
         } => {
-            let s = load(&scenario)?;
+            let s = with_budget(load(&scenario)?, undecided.contract_steps);
             if let Some(dir) = &history {
                 histories::check_dir(dir)?;
             }
@@ -349,7 +414,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 }
             }
             if let Some(dir) = &report {
-                let replay = replay_command(registry, &s.file, seed);
+                let replay = replay_of(registry, &s, seed);
                 match reports::write_seed_run(dir, &s, &run, replay) {
                     Ok(page) => println!("report: {}", reports::file_url(&page)),
                     Err(e) => {
@@ -358,7 +423,12 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                     }
                 }
             }
-            let contract = run.contract.as_ref().map(contract_line);
+            // A seed that passed undecided says so on its last line.
+            let contract = run
+                .contract
+                .as_ref()
+                .filter(|_| run.undecided().is_none())
+                .map(contract_line);
             let out = run.result.map_err(|e| e.to_string())?;
             if trace {
                 println!("faults:");
@@ -387,9 +457,15 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                     ExitCode::from(1)
                 }
                 None => {
-                    println!("passed");
+                    let undecided_why = out.passed_undecided();
+                    match undecided_why {
+                        Some(why) => println!("passed (contract undecided: {why})"),
+                        None => println!("passed"),
+                    }
                     if unwritten {
                         ExitCode::from(2)
+                    } else if undecided.fail_on_undecided && undecided_why.is_some() {
+                        ExitCode::from(EXIT_UNDECIDED)
                     } else {
                         ExitCode::SUCCESS
                     }
@@ -519,6 +595,7 @@ fn run_line(
     seeds: Option<u64>,
     seed_start: Option<u64>,
     shard: Option<(u64, u64)>,
+    undecided: UndecidedArgs,
 ) -> String {
     let mut line = String::from("zoosim run");
     for p in paths {
@@ -533,6 +610,12 @@ fn run_line(
     if let Some((i, n)) = shard {
         let _ = write!(line, " --shard {i}/{n}");
     }
+    if let Some(n) = undecided.contract_steps {
+        let _ = write!(line, " --contract-steps {n}");
+    }
+    if undecided.fail_on_undecided {
+        line.push_str(" --fail-on-undecided");
+    }
     line
 }
 
@@ -542,7 +625,7 @@ fn run_line(
 type Written = (usize, u64, Result<PathBuf, String>);
 
 /// A report written as its seed ended: (scenario's index, seed, whether
-/// it failed, the page or why not).
+/// it failed or was undecided, the page or why not).
 #[cfg(madsim)]
 type WrittenReport = (usize, u64, bool, Result<PathBuf, String>);
 
@@ -553,6 +636,7 @@ fn run_all(
     shrink: bool,
     out: Sweep,
     keep: Keep,
+    fail_on_undecided: bool,
     registry: &Registry,
 ) -> Result<ExitCode, String> {
     use crate::scenario::runner;
@@ -614,18 +698,20 @@ fn run_all(
         bar.set_message(s.name.clone());
         *running.lock().unwrap_or_else(|e| e.into_inner()) = s.name.clone();
         let on_seed = |run: &runner::SeedRun| {
+            // Failing and undecided seeds are kept; every seed with --*-all.
+            let shown = run.failed() || run.undecided().is_some();
             if let Some((dir, all)) = keep.report {
-                if all || run.failed() {
-                    let replay = replay_command(registry, &s.file, run.seed);
+                if all || shown {
+                    let replay = replay_of(registry, s, run.seed);
                     let r = reports::write_seed_run(dir, s, run, replay);
                     written_reports
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .push((k, run.seed, run.failed(), r));
+                        .push((k, run.seed, shown, r));
                 }
             }
             if let Some((dir, all)) = keep.history {
-                if all || run.failed() {
+                if all || shown {
                     let path = histories::file_for(dir, &s.name, run.seed);
                     let r = histories::write(&path, &run.history).map(|()| path);
                     written_histories
@@ -653,7 +739,7 @@ fn run_all(
         .zip(out.hashes)
         .map(|((summary, s), hash)| {
             sweep::ScenarioRecord::of_run(summary, s, hash, options, &|seed| {
-                replay_command(registry, &s.file, seed)
+                replay_of(registry, s, seed)
             })
         })
         .collect();
@@ -742,7 +828,7 @@ fn run_all(
             })
             .collect();
         let mut pages = std::collections::BTreeSet::new();
-        for (k, seed, failed, w) in written {
+        for (k, seed, shown, w) in written {
             let s = &scenarios[k];
             match w {
                 Ok(path) if !counted[k].contains(&seed) => {
@@ -750,7 +836,7 @@ fn run_all(
                     let _ = std::fs::remove_file(path.with_extension("json"));
                 }
                 Ok(path) => {
-                    if failed {
+                    if shown {
                         println!(
                             "  report of {} seed {seed}: {}",
                             s.name,
@@ -791,7 +877,7 @@ fn run_all(
         "{} scenarios, {seeds} seeds in {wall:.1} s ({:.1} seeds/s): {}",
         summaries.len(),
         seeds as f64 / wall.max(1e-9),
-        as_expected(bad)
+        as_expected(bad, record.undecided)
     );
     if interrupted {
         let unrun: Vec<&str> = scenarios[summaries.len()..]
@@ -814,12 +900,10 @@ fn run_all(
     Ok(if interrupted {
         // As a shell reports a command ended by SIGINT.
         ExitCode::from(130)
-    } else if bad > 0 {
-        ExitCode::from(1)
-    } else if unwritten {
+    } else if unwritten && bad == 0 {
         ExitCode::from(2)
     } else {
-        ExitCode::SUCCESS
+        exit_code(bad, fail_on_undecided && record.any_undecided())
     })
 }
 
@@ -886,21 +970,23 @@ fn check_writable(out: &Path) -> Result<(), String> {
 }
 
 /// The summary table `zoosim run` and `zoosim merge` print: a line per
-/// scenario, its coverage goals, its failing seeds with their replay
-/// commands. Returns how many scenarios are not as expected.
+/// scenario, its coverage goals, its failing seeds and its undecided ones
+/// with their replay commands. Returns how many scenarios are not as
+/// expected.
 #[cfg(madsim)]
 fn print_table(sweep: &sweep::SweepSummary) -> usize {
     use crate::scenario::runner::first_line;
     println!(
-        "{:<40} {:>6} {:>6} {:>9} {:>8} {:>10}  verdict",
-        "scenario", "seeds", "fails", "sim s", "wall s", "ops"
+        "{:<40} {:>6} {:>6} {:>9} {:>9} {:>8} {:>10}  verdict",
+        "scenario", "seeds", "fails", "undecided", "sim s", "wall s", "ops"
     );
     for s in &sweep.scenarios {
         println!(
-            "{:<40} {:>6} {:>6} {:>9.0} {:>8.1} {:>10}  {}",
+            "{:<40} {:>6} {:>6} {:>9} {:>9.0} {:>8.1} {:>10}  {}",
             s.name,
             s.seeds_run,
             s.failures.len(),
+            s.undecided.len(),
             s.sim_ms as f64 / 1000.0,
             s.wall_ms as f64 / 1000.0,
             s.ops,
@@ -932,25 +1018,75 @@ fn print_table(sweep: &sweep::SweepSummary) -> usize {
                 f.replay
             );
         }
+        print_undecided(s, commit);
     }
     bad
 }
 
+/// How many of a scenario's undecided seeds the table lists (all are in
+/// the summary file and the report's index).
 #[cfg(madsim)]
-fn as_expected(bad: usize) -> String {
-    if bad == 0 {
-        "all as expected".to_owned()
-    } else {
-        format!("{bad} not as expected")
+const UNDECIDED_SHOWN: usize = 3;
+
+/// A scenario's undecided seeds, each with the reason (shortened) and its
+/// replay command, as failures are listed.
+#[cfg(madsim)]
+fn print_undecided(s: &sweep::ScenarioRecord, commit: &str) {
+    for u in s.undecided.iter().take(UNDECIDED_SHOWN) {
+        println!(
+            "  UNDECIDED {} seed {} (commit {commit}): contract undecided: {}\n    replay: {}",
+            s.name,
+            u.seed,
+            shortened(&u.why, 100),
+            u.replay
+        );
+    }
+    let more = s.undecided.len().saturating_sub(UNDECIDED_SHOWN);
+    if more > 0 {
+        println!(
+            "  ... and {more} more undecided seed{} of {} (--summary lists them all)",
+            if more == 1 { "" } else { "s" },
+            s.name
+        );
     }
 }
 
+/// The first line of `s`, cut to at most `max` characters (with "…").
 #[cfg(madsim)]
-fn exit_code(bad: usize) -> ExitCode {
-    if bad == 0 {
-        ExitCode::SUCCESS
+fn shortened(s: &str, max: usize) -> String {
+    let line = crate::scenario::runner::first_line(s);
+    match line.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_owned(),
+    }
+}
+
+/// The last line's verdict: how many scenarios were not as expected, and
+/// how many seeds were left undecided.
+#[cfg(madsim)]
+fn as_expected(bad: usize, undecided: u64) -> String {
+    let verdict = if bad == 0 {
+        "all as expected".to_owned()
     } else {
+        format!("{bad} not as expected")
+    };
+    match undecided {
+        0 => verdict,
+        1 => format!("{verdict}; 1 seed undecided"),
+        n => format!("{verdict}; {n} seeds undecided"),
+    }
+}
+
+/// 1 when a scenario was not as expected; else [`EXIT_UNDECIDED`] when
+/// `undecided` (some seed undecided, and `--fail-on-undecided`); else 0.
+#[cfg(madsim)]
+fn exit_code(bad: usize, undecided: bool) -> ExitCode {
+    if bad > 0 {
         ExitCode::from(1)
+    } else if undecided {
+        ExitCode::from(EXIT_UNDECIDED)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
@@ -962,6 +1098,7 @@ fn merge(
     files: &[PathBuf],
     summary: Option<&Path>,
     report: Option<&Path>,
+    fail_on_undecided: bool,
 ) -> Result<ExitCode, String> {
     if let Some(dir) = report {
         reports::check_dir(dir)?;
@@ -1021,7 +1158,7 @@ fn merge(
                     "{} scenarios, {seeds} seeds from {} summaries: {}",
                     merged.scenarios.len(),
                     sources.len(),
-                    as_expected(bad)
+                    as_expected(bad, merged.undecided)
                 );
                 match written {
                     Some(Err(e)) => return Err(e.to_string()),
@@ -1033,7 +1170,7 @@ fn merge(
                     Some(Ok(path)) => println!("report index: {}", reports::file_url(&path)),
                     None => {}
                 }
-                return Ok(exit_code(bad));
+                return Ok(exit_code(bad, fail_on_undecided && merged.any_undecided()));
             }
             Err(e) => errors.extend(e.iter().map(ToString::to_string)),
         }

@@ -118,9 +118,66 @@ pub fn run_scenarios(registry: &Registry, dir: impl AsRef<Path>) -> Vec<(Scenari
     out
 }
 
+/// The scenarios whose seeds ZooKeeper's contract left undecided above
+/// `percent` % of their seeds run (counter `contract-undecided`), each as
+/// a line naming it and its figures: the cap is per scenario, so that no
+/// one scenario can be mostly undecided behind the others' decided seeds.
+pub fn undecided_over_cap(ran: &[(Scenario, Summary)], percent: u64) -> Vec<String> {
+    ran.iter()
+        .filter_map(|(s, summary)| {
+            let undecided = summary.counters.get("contract-undecided").copied()?;
+            let seeds = summary.seeds_run;
+            (undecided.saturating_mul(100) > seeds.saturating_mul(percent)).then(|| {
+                format!(
+                    "{}: {undecided} of {seeds} seeds undecided by the contract check, over {percent} %",
+                    s.name
+                )
+            })
+        })
+        .collect()
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| {
         v.parse()
             .unwrap_or_else(|_| panic!("{name} must be a number, got {v:?}"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::spec::parse;
+
+    fn ran(name: &str, seeds: u64, undecided: u64) -> (Scenario, Summary) {
+        let s = parse(&format!("{name}.toml"), "format = 1\nrecipe = \"lock\"\n").expect("valid");
+        let summary = Summary {
+            name: s.name.clone(),
+            file: s.file.clone(),
+            expect_failure: false,
+            seeds_run: seeds,
+            failures: Vec::new(),
+            undecided: Vec::new(),
+            sim_ms: 0,
+            wall_ms: 0,
+            ops: 0,
+            counters: [("contract-undecided".to_owned(), undecided)].into(),
+            missed_goals: Vec::new(),
+            whole: true,
+            interrupted: false,
+        };
+        (s, summary)
+    }
+
+    #[test]
+    fn the_undecided_cap_is_per_scenario_not_over_the_sum() {
+        // 3 of 110 seeds in all (under 5 %), but 3 of 10 in one scenario.
+        let all = [ran("calm", 100, 0), ran("hard", 10, 3)];
+        assert_eq!(
+            undecided_over_cap(&all, 5),
+            ["hard: 3 of 10 seeds undecided by the contract check, over 5 %"]
+        );
+        // At the cap is within it.
+        assert!(undecided_over_cap(&[ran("edge", 20, 1)], 5).is_empty());
+    }
 }

@@ -1337,3 +1337,144 @@ fn a_seed_over_its_budget_is_stopped_and_told_which_keys_made_it() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("`faults.phase_ms` = 3600000"), "{out}");
 }
+
+// Seeds ZooKeeper's contract check leaves undecided: never a silent pass.
+
+/// A scenario whose seed [`UNDECIDED_SEED`] the zxid-ordered pass of the
+/// contract check cannot order: with no search budget (`--contract-steps
+/// 0`) it is undecided, whatever the search can do; the seed before it is
+/// decided by the pass alone.
+const UNDECIDED_SCENARIO: &str = "tests/data/undecided/two-phase-commit.toml";
+const UNDECIDED_SEED: u64 = 734003205;
+
+#[test]
+fn run_lists_undecided_seeds_with_their_reasons_and_replay_commands() {
+    let dir = report_dir("undecided-run");
+    let summary = dir.join("s.json").display().to_string();
+    let start = (UNDECIDED_SEED - 1).to_string();
+    let run: [&str; 10] = [
+        "run",
+        UNDECIDED_SCENARIO,
+        "--seeds",
+        "2",
+        "--seed-start",
+        &start,
+        "--contract-steps",
+        "0",
+        "--summary",
+        &summary,
+    ];
+    let (code, out, err) = zoosim(&run);
+    assert_eq!(code, 0, "undecided is no failure:\n{out}{err}");
+    let header = out.lines().next().unwrap();
+    assert!(header.contains(" fails undecided "), "{header}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("two-phase-commit "))
+        .unwrap_or_else(|| panic!("no row in:\n{out}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells[1..4],
+        ["2", "0", "1"],
+        "seeds, fails, undecided: {row}"
+    );
+    assert!(row.ends_with("  ok (1 undecided)"), "{row}");
+    assert!(
+        out.contains(&format!(
+            "UNDECIDED two-phase-commit seed {UNDECIDED_SEED} (commit "
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("): contract undecided: step budget exhausted after 0 search steps"),
+        "{out}"
+    );
+    // The replay command carries the budget, so that it replays the verdict.
+    let replay =
+        format!("replay {UNDECIDED_SCENARIO} --seed {UNDECIDED_SEED} --trace --contract-steps 0");
+    assert!(out.contains(&replay), "{out}");
+    assert!(
+        out.contains(": all as expected; 1 seed undecided\n"),
+        "{out}"
+    );
+
+    // The summary: its own field, beside `passed`.
+    let s = read_json(std::path::Path::new(&summary));
+    assert_eq!(s["version"], 2);
+    assert_eq!((&s["passed"], &s["undecided"]), (&true.into(), &1.into()));
+    let tpc = &s["scenarios"][0];
+    assert_eq!(tpc["verdict"], "ok (1 undecided)");
+    assert_eq!(tpc["undecided"].as_array().unwrap().len(), 1, "{tpc}");
+    let u = &tpc["undecided"][0];
+    assert_eq!(u["seed"], UNDECIDED_SEED);
+    assert!(u["why"]
+        .as_str()
+        .unwrap()
+        .starts_with("step budget exhausted after 0 search steps"));
+    assert!(u["replay"].as_str().unwrap().ends_with(&replay), "{u}");
+
+    // For CI: exit 3 on an undecided seed, and only then.
+    let strict: Vec<&str> = run.iter().copied().chain(["--fail-on-undecided"]).collect();
+    let (code, out, err) = zoosim(&strict);
+    assert_eq!(code, 3, "{out}{err}");
+    let (code, out, err) = zoosim(&[
+        "run",
+        UNDECIDED_SCENARIO,
+        "--seeds",
+        "1",
+        "--seed-start",
+        &start,
+        "--contract-steps",
+        "0",
+        "--fail-on-undecided",
+    ]);
+    assert_eq!(code, 0, "a decided seed:\n{out}{err}");
+    assert!(
+        !out.contains("UNDECIDED") && out.contains("  ok\n"),
+        "{out}"
+    );
+
+    // A merge keeps them, and fails on them when asked.
+    let (code, out, err) = zoosim(&["merge", &summary]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("UNDECIDED two-phase-commit seed {UNDECIDED_SEED}")),
+        "{out}"
+    );
+    assert!(out.contains("1 seed undecided"), "{out}");
+    let (code, out, err) = zoosim(&["merge", &summary, "--fail-on-undecided"]);
+    assert_eq!(code, 3, "{out}{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn replay_says_passed_with_the_contract_undecided_and_the_budget_decides() {
+    // Decided by the search within the default budget; undecided with
+    // none.
+    let (s, seed) = ("scenarios/mix-server-pauses-lock.toml", "2589851648");
+    let (code, out, err) = zoosim(&["replay", s, "--seed", seed, "--fail-on-undecided"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.lines().last(), Some("passed"), "{out}");
+    let (code, out, err) = zoosim(&["replay", s, "--seed", seed, "--contract-steps", "0"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let last = out.lines().last().unwrap();
+    assert!(
+        last.starts_with("passed (contract undecided: step budget exhausted after 0 search steps"),
+        "{out}"
+    );
+    assert!(!out.lines().any(|l| l == "passed"), "{out}");
+    assert!(
+        !out.contains("ZooKeeper's contract: undecided"),
+        "said once:\n{out}"
+    );
+    let (code, out, err) = zoosim(&[
+        "replay",
+        s,
+        "--seed",
+        seed,
+        "--contract-steps",
+        "0",
+        "--fail-on-undecided",
+    ]);
+    assert_eq!(code, 3, "{out}{err}");
+}

@@ -125,6 +125,74 @@ fn a_passing_seed_says_so_and_has_no_failure_sections() {
 }
 
 #[test]
+fn an_undecided_seed_says_undecided_with_its_reason_never_pass() {
+    let mut r = sample::lock_failure();
+    for v in &mut r.verdicts {
+        v.passed = true;
+    }
+    r.lin[0].verdict = LinVerdict::Unknown;
+    r.lin[0].cannot_linearize_next.clear();
+    r.lin[0].minimal.clear();
+    r.undecided = Some("step budget exhausted after 12 search steps <&>".into());
+    let html = render_seed(&r);
+    check_markup(&html).unwrap();
+    assert!(html.contains(
+        "<div class=\"verdict unknown\" id=\"verdict\"><span class=\"badge\">UNDECIDED</span>"
+    ));
+    assert!(!html.contains(">PASS<") && !html.contains("Every check held."));
+    assert!(html.contains("step budget exhausted after 12 search steps &lt;&amp;&gt;"));
+    let v = json(&seed_summary_json(&r));
+    assert_eq!(v["verdict"], "undecided");
+    assert_eq!(
+        v["undecided"],
+        "step budget exhausted after 12 search steps <&>"
+    );
+    // A failure is a failure, whatever the contract's verdict.
+    r.verdicts[0].passed = false;
+    let html = render_seed(&r);
+    assert!(html.contains("<span class=\"badge\">FAIL</span>"));
+    assert!(!html.contains("UNDECIDED"));
+    let v = json(&seed_summary_json(&r));
+    assert_eq!(v["verdict"], "fail");
+    assert!(v.get("undecided").is_none());
+}
+
+#[test]
+fn the_index_lists_undecided_seeds_with_their_reasons_apart_from_the_passes() {
+    let mut ix = sample::index();
+    ix.scenarios.truncate(1);
+    let lock = &mut ix.scenarios[0];
+    lock.verdicts[0].seeds.retain(|l| l.seed != 7);
+    lock.undecided = vec![UndecidedSeed {
+        seed: SeedLink {
+            seed: 7,
+            href: Some("lock/seed-7.html".into()),
+        },
+        why: "step budget exhausted after 9 search steps".into(),
+    }];
+    let html = render_index(&ix);
+    check_markup(&html).unwrap();
+    assert!(html.contains("<span class=\"badge\">UNDECIDED</span>"));
+    assert!(!html.contains(">PASS<"));
+    assert!(html.contains("1 scenario, 100 seeds run, 0 failing seeds, 1 undecided seed;"));
+    assert!(html.contains("as expected; 1 seed undecided"));
+    assert!(html.contains(
+        "<td class=\"prop undecided\">UNDECIDED</td><td class=\"seeds\"><a href=\"lock/seed-7.html\">7</a>"
+    ));
+    assert!(html.contains("seed 7: contract undecided: step budget exhausted after 9 search steps"));
+    // The passes' row has every seed but 7.
+    assert!(html.contains("<span class=\"range\">0–6</span><span class=\"range\">8–99</span>"));
+    let v = json(&index_summary_json(&ix));
+    assert_eq!(v["verdict"], "undecided");
+    assert_eq!(v["undecided_seeds"], 1);
+    assert_eq!(
+        v["rows"][0]["undecided"][0],
+        serde_json::json!({"seed": 7, "why": "step budget exhausted after 9 search steps", "report": "lock/seed-7.html"})
+    );
+    assert_eq!(v["rows"][0]["failed_seeds"], serde_json::json!([]));
+}
+
+#[test]
 fn inconsistent_data_is_shown_not_panicked_on() {
     let mut r = sample::lock_failure();
     r.lanes[4].ops[0].id = 1; // duplicate of client 1's first op
@@ -560,7 +628,7 @@ fn the_index_shows_scenarios_verdicts_seeds_and_coverage() {
     check_markup(&html).unwrap();
     assert!(html.contains("<span class=\"badge\">FAIL</span>"));
     assert!(html.contains(
-        "2 scenarios, 200 seeds run, 2 failing seeds; 1 scenario not as expected; 1 coverage goal missed."
+        "2 scenarios, 200 seeds run, 2 failing seeds, 0 undecided seeds; 1 scenario not as expected; 1 coverage goal missed."
     ));
     assert!(html.contains("<a href=\"lock-no-fence/seed-17.html\">17</a>"));
     assert!(html.contains("<a href=\"lock-no-fence/seed-42.html\">42</a>"));
@@ -1112,5 +1180,99 @@ fn a_history_files_page_says_it_is_a_file_not_a_seed() {
     assert!(index.contains("<a href=\"etcd_000.log.html\">etcd_000.log.html</a>"));
     let body = &index[index.find("<body>").unwrap()..index.find("<script>").unwrap()];
     assert!(!body.to_lowercase().contains("seed"), "{body}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_undecided_seeds_page_and_the_index_say_undecided_in_a_browser_never_pass() {
+    // tests/data/undecided: a seed whose contract the zxid-ordered pass
+    // cannot order, so that with no search budget it is undecided.
+    let dir = std::env::temp_dir().join(format!("zoosim-report-undecided-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display().to_string();
+    let out = zoosim(
+        &[
+            "run",
+            "tests/data/undecided/two-phase-commit.toml",
+            "--seeds",
+            "2",
+            "--seed-start",
+            "734003204",
+            "--contract-steps",
+            "0",
+            "--report",
+            &d,
+        ],
+        0,
+    );
+    // Its page is written and linked as a failing seed's is.
+    let page = linked(&out, "report of two-phase-commit seed 734003205:");
+    let index = linked(&out, "report index:");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<span class=\"badge\">UNDECIDED</span>"));
+    assert!(html.contains("step budget exhausted after 0 search steps"));
+    assert!(!html.contains(">PASS<"));
+    let seed: Value =
+        serde_json::from_str(&std::fs::read_to_string(page.with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(seed["verdict"], "undecided");
+    assert!(seed["replay_command"]
+        .as_str()
+        .unwrap()
+        .ends_with("--contract-steps 0"));
+    let ix: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&ix["verdict"], &ix["undecided_seeds"]),
+        (&"undecided".into(), &1.into())
+    );
+    let row = &ix["rows"][0];
+    assert_eq!(row["undecided"][0]["seed"], 734003205);
+    assert_eq!(
+        row["undecided"][0]["report"],
+        "two-phase-commit/seed-734003205.html"
+    );
+    // The decided seed alone passes.
+    assert_eq!(row["verdicts"][0]["verdict"], "pass");
+    assert_eq!(row["verdicts"][0]["seeds"], 1);
+
+    let Some(bin) = chromium() else { return };
+    let amber = [0xb7, 0x79, 0x1f];
+    let green = [0x3f, 0x8f, 0x5f];
+    for (name, p) in [("seed", &page), ("index", &index)] {
+        let dom = run_chromium(&bin, &dir, &format!("u-{name}"), &["--dump-dom".into()], p);
+        assert!(
+            dom.contains("<span class=\"badge\">UNDECIDED</span>"),
+            "{name}"
+        );
+        assert!(
+            dom.contains("step budget exhausted after 0 search steps"),
+            "{name}"
+        );
+        let png = dir.join(format!("{name}.png"));
+        run_chromium(
+            &bin,
+            &dir,
+            &format!("u-{name}-shot"),
+            &[
+                format!("--screenshot={}", png.display()),
+                "--window-size=1200,900".into(),
+            ],
+            p,
+        );
+        let img = decode_png(&png);
+        assert!(
+            count_colour(&img, amber, 12, 0..250) > 500,
+            "no amber UNDECIDED badge on the {name}'s screenshot"
+        );
+        assert!(
+            count_colour(&img, green, 12, 0..250) < 50,
+            "a green PASS on the {name}'s screenshot"
+        );
+        if let Ok(keep) = std::env::var("ZOOSIM_REPORT_SCREENSHOT") {
+            std::fs::copy(&png, format!("{keep}.undecided-{name}.png")).unwrap();
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -16,7 +16,7 @@ use crate::history::{Event, FaultRecord, History, Outcome, Role};
 use crate::report::{
     self, CheckVerdict, Counter, HistoryFile, IndexReport, Lane, LaneKind, LinSection, LinVerdict,
     OpBar, OpStatus, Point, PointKind, PrefixStep, ScenarioRow, SeedLink, SeedReport, Span,
-    SpanKind, VerdictRow,
+    SpanKind, UndecidedSeed, VerdictRow,
 };
 
 /// Refuses a `--report` directory that is missing, not a directory or not
@@ -621,6 +621,7 @@ pub(super) fn history_report(
             model: "zookeeper (ZooKeeper's contract)".to_owned(),
             time: None,
         }),
+        undecided: None,
     }
 }
 
@@ -806,6 +807,7 @@ pub(super) fn seed_report(
         spans,
         lin: section.into_iter().collect(),
         file: None,
+        undecided: run.undecided().map(str::to_owned),
     }
 }
 
@@ -1069,6 +1071,7 @@ pub(super) fn lin_report<M: Model>(
             model: model_name.to_owned(),
             time: Some("the file's line numbers".to_owned()),
         }),
+        undecided: None,
     }
 }
 
@@ -1116,6 +1119,7 @@ impl LinPages {
                     href: written.is_ok().then_some(href),
                 }],
             }],
+            undecided: Vec::new(),
             coverage: Vec::new(),
         });
         written
@@ -1136,6 +1140,7 @@ impl LinPages {
                     href: None,
                 }],
             }],
+            undecided: Vec::new(),
             coverage: Vec::new(),
         });
     }
@@ -1177,7 +1182,13 @@ pub(super) fn index_report(
         .iter()
         .enumerate()
         .map(|(k, s)| {
-            let failing: BTreeSet<u64> = s.failures.iter().map(|f| f.seed).collect();
+            // Failing and undecided seeds are in no "pass" row.
+            let not_passing: BTreeSet<u64> = s
+                .failures
+                .iter()
+                .map(|f| f.seed)
+                .chain(s.undecided.iter().map(|u| u.seed))
+                .collect();
             let link = |seed: u64| SeedLink {
                 seed,
                 href: href(&s.name, seed),
@@ -1185,7 +1196,7 @@ pub(super) fn index_report(
             let mut verdicts = Vec::new();
             let passing: Vec<SeedLink> = seeds(k)
                 .into_iter()
-                .filter(|x| !failing.contains(x))
+                .filter(|x| !not_passing.contains(x))
                 .map(link)
                 .collect();
             if !passing.is_empty() {
@@ -1240,6 +1251,14 @@ pub(super) fn index_report(
                 as_expected: s.passed,
                 seeds_run: s.seeds_run,
                 verdicts,
+                undecided: s
+                    .undecided
+                    .iter()
+                    .map(|u| UndecidedSeed {
+                        seed: link(u.seed),
+                        why: u.why.clone(),
+                    })
+                    .collect(),
                 coverage,
             }
         })

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::escape::Esc;
-use super::model::{IndexReport, ScenarioRow, SeedLink};
+use super::model::{IndexReport, ScenarioRow, SeedLink, UndecidedSeed};
 use super::page::document;
 
 /// The run's totals, derived from its rows.
@@ -18,6 +18,8 @@ pub(crate) struct Totals {
     pub not_as_expected: usize,
     /// Coverage counters below their goals.
     pub goals_missed: usize,
+    /// Seeds that passed with ZooKeeper's contract undecided.
+    pub undecided_seeds: usize,
 }
 
 impl Totals {
@@ -33,6 +35,20 @@ impl Totals {
                 .flat_map(|s| &s.coverage)
                 .filter(|c| c.goal.is_some_and(|g| c.value < g))
                 .count(),
+            undecided_seeds: r.scenarios.iter().map(|s| s.undecided.len()).sum(),
+        }
+    }
+
+    /// The run's verdict, as its badge says it: "fail" when a scenario
+    /// was not as expected or a goal missed; else "undecided" when some
+    /// seed's contract was left undecided; else "pass".
+    pub fn verdict(&self) -> &'static str {
+        if self.not_as_expected > 0 || self.goals_missed > 0 {
+            "fail"
+        } else if self.undecided_seeds > 0 {
+            "undecided"
+        } else {
+            "pass"
         }
     }
 }
@@ -59,11 +75,13 @@ pub fn render_index(r: &IndexReport) -> String {
         let _ = write!(b, "{sep}commit <code>{}</code>", Esc(c));
     }
     b.push_str("</p>");
-    let ok = t.not_as_expected == 0 && t.goals_missed == 0;
+    let (class, badge) = match t.verdict() {
+        "fail" => ("fail", "FAIL"),
+        "undecided" => ("unknown", "UNDECIDED"),
+        _ => ("pass", "PASS"),
+    };
     let badge = format!(
-        "<div class=\"verdict {}\" id=\"verdict\"><span class=\"badge\">{}</span><div><p style=\"margin:4px 0\">",
-        if ok { "pass" } else { "fail" },
-        if ok { "PASS" } else { "FAIL" },
+        "<div class=\"verdict {class}\" id=\"verdict\"><span class=\"badge\">{badge}</span><div><p style=\"margin:4px 0\">",
     );
     b.push_str(&badge);
     if r.files {
@@ -81,43 +99,55 @@ pub fn render_index(r: &IndexReport) -> String {
 fn scenarios(b: &mut String, r: &IndexReport, t: &Totals) {
     let _ = write!(
         b,
-        "{} scenario{}, {} seeds run, {} failing seed{}; {} scenario{} not as expected; {} coverage goal{} missed.</p></div></div>",
+        "{} scenario{}, {} seeds run, {} failing seed{}, {} undecided seed{}; {} scenario{} not as expected; {} coverage goal{} missed.</p></div></div>",
         t.scenarios,
         plural(t.scenarios),
         t.seeds_run,
         t.failed_seeds,
         plural(t.failed_seeds),
+        t.undecided_seeds,
+        plural(t.undecided_seeds),
         t.not_as_expected,
         plural(t.not_as_expected),
         t.goals_missed,
         plural(t.goals_missed),
     );
     b.push_str(
-        "<h2>Scenarios</h2><p class=\"note\">A failing seed links to its report where one was written.</p>\
+        "<h2>Scenarios</h2><p class=\"note\">A failing or undecided seed links to its report where one was written. \
+         An undecided seed broke no property, but ZooKeeper's contract could not be decided on it within the check's budget: \
+         it is not counted as a pass.</p>\
          <table><tr><th>scenario</th><th>expected</th><th>seeds run</th><th>verdict</th><th>seeds</th></tr>",
     );
     for s in &r.scenarios {
-        let n = s.verdicts.len().max(1);
+        let has_undecided = !s.undecided.is_empty();
+        let n = (s.verdicts.len() + usize::from(has_undecided)).max(1);
+        let row = if s.as_expected { "good" } else { "bad" };
+        let (v_class, v_text) = match (s.as_expected, has_undecided) {
+            (false, _) => ("v", "NOT as expected".to_owned()),
+            (true, true) => (
+                "v undecided",
+                format!(
+                    "as expected; {} seed{} undecided",
+                    s.undecided.len(),
+                    plural(s.undecided.len())
+                ),
+            ),
+            (true, false) => ("v", "as expected".to_owned()),
+        };
         let _ = write!(
             b,
-            "<tr class=\"{}\"><td rowspan=\"{n}\"><b>{}</b></td><td rowspan=\"{n}\">{}<br><span class=\"v\">{}</span></td>\
+            "<tr class=\"{row}\"><td rowspan=\"{n}\"><b>{}</b></td><td rowspan=\"{n}\">{}<br><span class=\"{v_class}\">{v_text}</span></td>\
              <td class=\"num\" rowspan=\"{n}\">{}</td>",
-            if s.as_expected { "good" } else { "bad" },
             Esc(&s.scenario),
             Esc(&s.expectation),
-            if s.as_expected { "as expected" } else { "NOT as expected" },
             s.seeds_run,
         );
-        if s.verdicts.is_empty() {
+        if s.verdicts.is_empty() && !has_undecided {
             b.push_str("<td></td><td></td></tr>");
         }
         for (i, v) in s.verdicts.iter().enumerate() {
             if i > 0 {
-                let _ = write!(
-                    b,
-                    "<tr class=\"{}\">",
-                    if s.as_expected { "good" } else { "bad" }
-                );
+                let _ = write!(b, "<tr class=\"{row}\">");
             }
             let _ = write!(
                 b,
@@ -129,8 +159,47 @@ fn scenarios(b: &mut String, r: &IndexReport, t: &Totals) {
                 plural(v.seeds.len()),
             );
         }
+        if has_undecided {
+            if !s.verdicts.is_empty() {
+                let _ = write!(b, "<tr class=\"{row}\">");
+            }
+            undecided_row(b, &s.undecided);
+        }
     }
     b.push_str("</table>");
+}
+
+/// How many undecided seeds of a scenario the index gives with their
+/// reasons (all are linked above them).
+const UNDECIDED_REASONS: usize = 20;
+
+/// The cells of a scenario's "undecided" row: its seeds, then each one's
+/// reason.
+fn undecided_row(b: &mut String, list: &[UndecidedSeed]) {
+    let links: Vec<SeedLink> = list.iter().map(|u| u.seed.clone()).collect();
+    let _ = write!(
+        b,
+        "<td class=\"prop undecided\">UNDECIDED</td><td class=\"seeds\">{} <span class=\"note\">({} seed{})</span>",
+        seeds(&links),
+        list.len(),
+        plural(list.len()),
+    );
+    for u in list.iter().take(UNDECIDED_REASONS) {
+        let _ = write!(
+            b,
+            "<div class=\"why\">seed {}: contract undecided: {}</div>",
+            u.seed.seed,
+            Esc(&u.why)
+        );
+    }
+    if list.len() > UNDECIDED_REASONS {
+        let _ = write!(
+            b,
+            "<div class=\"why\">… and {} more (the run's summary gives every reason)</div>",
+            list.len() - UNDECIDED_REASONS
+        );
+    }
+    b.push_str("</td></tr>");
 }
 
 /// `zoosim lin`'s rows: per history file, its verdict and its page.

@@ -29,7 +29,7 @@ pub use index::render_index;
 pub use model::{
     CheckVerdict, Counter, HistoryFile, IndexReport, Lane, LaneKind, LinSection, LinVerdict, OpBar,
     OpId, OpStatus, Point, PointKind, PrefixStep, ScenarioRow, SeedLink, SeedReport, Span,
-    SpanKind, VerdictRow,
+    SpanKind, UndecidedSeed, VerdictRow,
 };
 pub use seed::render_seed;
 pub use summary::{index_summary_json, seed_summary_json};

@@ -51,6 +51,11 @@ pub struct SeedReport {
     /// format and model instead of a scenario and seed.
     #[serde(default)]
     pub file: Option<HistoryFile>,
+    /// Set when no check failed but ZooKeeper's contract was left
+    /// undecided (its check ran out of budget): why. The page's badge
+    /// then says UNDECIDED, with the reason, never PASS.
+    #[serde(default)]
+    pub undecided: Option<String>,
 }
 
 /// A history file checked on its own: what its page says it is.
@@ -301,7 +306,11 @@ pub struct ScenarioRow {
     /// How many seeds were run.
     pub seeds_run: u64,
     /// Per verdict ("pass", or a failed property's name), its seeds.
+    /// A seed in `undecided` is in no "pass" row.
     pub verdicts: Vec<VerdictRow>,
+    /// Seeds that passed with ZooKeeper's contract undecided, with why.
+    #[serde(default)]
+    pub undecided: Vec<UndecidedSeed>,
     /// Coverage counters summed over the seeds, with their goals.
     pub coverage: Vec<Counter>,
 }
@@ -315,6 +324,15 @@ pub struct VerdictRow {
     pub passed: bool,
     /// The seeds, in order.
     pub seeds: Vec<SeedLink>,
+}
+
+/// A seed that passed with ZooKeeper's contract undecided.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UndecidedSeed {
+    /// The seed, and its report if one was written.
+    pub seed: SeedLink,
+    /// Why the contract check did not decide.
+    pub why: String,
 }
 
 /// A seed, and its report if one was written.

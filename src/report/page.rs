@@ -66,6 +66,7 @@ th, td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: lef
 th { background: #f3f4f6; position: sticky; top: 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.bad td { background: #fdecec; } tr.good .v { color: var(--ok); font-weight: 700; } tr.bad .v { color: var(--bad); font-weight: 700; }
+tr.good .v.undecided, td.undecided { color: #b7791f; font-weight: 700; } .why { color: var(--mute); font-size: 12px; }
 tr:target td { outline: 2px solid var(--min); background: #fff3d6; }
 .ops-table { table-layout: fixed; width: 100%; min-width: 1500px; }
 .ops-table td { overflow-wrap: anywhere; }

@@ -230,6 +230,8 @@ impl<'a> Ctx<'a> {
         let unknown = r.lin.iter().any(|l| l.verdict == LinVerdict::Unknown);
         let (class, badge) = if r.failed() {
             ("fail", "FAIL")
+        } else if r.undecided.is_some() {
+            ("unknown", "UNDECIDED")
         } else if unknown {
             ("unknown", "UNKNOWN")
         } else {
@@ -239,7 +241,17 @@ impl<'a> Ctx<'a> {
             b,
             "<div class=\"verdict {class}\" id=\"verdict\"><span class=\"badge\">{badge}</span><div>"
         );
-        if failed_checks.is_empty() && not_lin.is_empty() {
+        let undecided = r.undecided.as_deref().filter(|_| !r.failed());
+        if let Some(why) = undecided {
+            let _ = write!(
+                b,
+                "<p style=\"margin:4px 0\" id=\"undecided\">No check failed, but ZooKeeper's contract \
+                 was left <b>undecided</b>: its check ran out of budget before deciding \
+                 (<span class=\"why\">{}</span>). Not a pass: a larger budget \
+                 (<code>--contract-steps N</code>) may decide it.</p>",
+                Esc(why)
+            );
+        } else if failed_checks.is_empty() && not_lin.is_empty() {
             let _ = write!(
                 b,
                 "<p style=\"margin:4px 0\">{}</p>",

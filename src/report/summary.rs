@@ -11,8 +11,11 @@ use super::model::{Counter, IndexReport, LinVerdict, OpId, SeedReport};
 struct SeedSummary<'a> {
     scenario: &'a str,
     seed: u64,
-    /// "fail", "unknown" or "pass", as the page's badge.
+    /// "fail", "undecided", "unknown" or "pass", as the page's badge.
     verdict: &'static str,
+    /// Why ZooKeeper's contract was left undecided (verdict "undecided").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    undecided: Option<&'a str>,
     failed: Vec<Failed<'a>>,
     replay_command: &'a str,
     digest: &'a str,
@@ -42,7 +45,8 @@ struct LinSummary<'a> {
 }
 
 /// The seed's summary as one JSON object (pretty-printed): `scenario`,
-/// `seed`, `verdict` ("fail", "unknown", "pass"), `failed` (property,
+/// `seed`, `verdict` ("fail", "undecided", "unknown", "pass"), `undecided`
+/// (why, when the contract was left undecided), `failed` (property,
 /// detail, ops), `replay_command`, `digest`, `commit`, `sim_ms`, `ops`,
 /// `lin` (per section: verdict, longest prefix length, the stuck and the
 /// minimal operations' ids) and `counters`.
@@ -53,11 +57,14 @@ pub fn seed_summary_json(r: &SeedReport) -> String {
         seed: r.seed,
         verdict: if r.failed() {
             "fail"
+        } else if r.undecided.is_some() {
+            "undecided"
         } else if unknown {
             "unknown"
         } else {
             "pass"
         },
+        undecided: r.undecided.as_deref().filter(|_| !r.failed()),
         failed: r
             .verdicts
             .iter()
@@ -96,11 +103,14 @@ struct IndexSummary<'a> {
     title: &'a str,
     command: Option<&'a str>,
     commit: Option<&'a str>,
-    /// "pass" when every scenario did as expected and met its goals.
+    /// "pass" when every scenario did as expected and met its goals, and
+    /// no seed was undecided; "undecided" when only that fails; else
+    /// "fail".
     verdict: &'static str,
     scenarios: usize,
     seeds_run: u64,
     failed_seeds: usize,
+    undecided_seeds: usize,
     not_as_expected: usize,
     goals_missed: usize,
     rows: Vec<ScenarioSummary<'a>>,
@@ -114,7 +124,16 @@ struct ScenarioSummary<'a> {
     seeds_run: u64,
     failed_seeds: Vec<u64>,
     verdicts: Vec<VerdictSummary<'a>>,
+    undecided: Vec<UndecidedSummary<'a>>,
     coverage: &'a [Counter],
+}
+
+#[derive(Serialize)]
+struct UndecidedSummary<'a> {
+    seed: u64,
+    why: &'a str,
+    /// Its report, if one was written.
+    report: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -128,22 +147,20 @@ struct VerdictSummary<'a> {
 
 /// The run's summary as one JSON object (pretty-printed): the totals
 /// (`verdict`, `scenarios`, `seeds_run`, `failed_seeds`,
-/// `not_as_expected`, `goals_missed`) and per scenario its failing seeds,
-/// verdicts (with the reports written) and coverage.
+/// `undecided_seeds`, `not_as_expected`, `goals_missed`) and per scenario
+/// its failing seeds, verdicts (with the reports written), undecided
+/// seeds (with why and the report) and coverage.
 pub fn index_summary_json(r: &IndexReport) -> String {
     let t = Totals::of(r);
     let s = IndexSummary {
         title: &r.title,
         command: r.command.as_deref(),
         commit: r.commit.as_deref(),
-        verdict: if t.not_as_expected == 0 && t.goals_missed == 0 {
-            "pass"
-        } else {
-            "fail"
-        },
+        verdict: t.verdict(),
         scenarios: t.scenarios,
         seeds_run: t.seeds_run,
         failed_seeds: t.failed_seeds,
+        undecided_seeds: t.undecided_seeds,
         not_as_expected: t.not_as_expected,
         goals_missed: t.goals_missed,
         rows: r
@@ -167,6 +184,15 @@ pub fn index_summary_json(r: &IndexReport) -> String {
                             .iter()
                             .filter_map(|l| l.safe_href().map(|h| (l.seed, h)))
                             .collect(),
+                    })
+                    .collect(),
+                undecided: s
+                    .undecided
+                    .iter()
+                    .map(|u| UndecidedSummary {
+                        seed: u.seed.seed,
+                        why: &u.why,
+                        report: u.seed.safe_href(),
                     })
                     .collect(),
                 coverage: &s.coverage,

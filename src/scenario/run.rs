@@ -62,6 +62,10 @@ pub struct SeedOutcome {
     pub digest: u64,
     /// The outcome log, one line per entry (for `--trace` and reports).
     pub log: Vec<String>,
+    /// Why ZooKeeper's contract was left undecided on the seed's history
+    /// (its search ran out of budget): None when the contract was decided,
+    /// or not checked.
+    pub undecided: Option<String>,
 }
 
 impl SeedOutcome {
@@ -73,6 +77,13 @@ impl SeedOutcome {
     /// The violations, one per line (None when every property held).
     pub fn failure(&self) -> Option<String> {
         self.failed().then(|| lines(&self.violations))
+    }
+
+    /// Why the seed passed undecided: no property failed, but ZooKeeper's
+    /// contract could not be decided within its budget. None for a seed
+    /// that failed (its failure is its verdict) or was decided.
+    pub fn passed_undecided(&self) -> Option<&str> {
+        self.undecided.as_deref().filter(|_| !self.failed())
     }
 }
 
@@ -147,7 +158,7 @@ pub fn judged(
     let mut meta = history_meta(scenario, seed, outcome.drawn.servers);
     meta.session_timeout_ms = outcome.drawn.session_timeout_ms;
     let history = recorder.history(meta);
-    let contract = judge_contract(&mut outcome, &history);
+    let contract = judge_contract(&mut outcome, &history, &contract_budget_for(scenario));
     (outcome, history, contract)
 }
 
@@ -190,21 +201,39 @@ fn simulate(scenario: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedO
 /// (20 of each scenario) were still undecided, each costing ~10 s.
 pub fn contract_budget() -> Budget<'static> {
     Budget {
-        max_steps: 100_000,
+        max_steps: CONTRACT_STEPS,
         max_memo_bytes: 32 << 20,
         stop: None,
+    }
+}
+
+/// The contract check's step budget for a seed, unless the scenario's
+/// run overrides it ([`Scenario::contract_steps`]).
+pub const CONTRACT_STEPS: u64 = 100_000;
+
+/// [`contract_budget`] with the scenario's override of its steps, if any
+/// (`zoosim run --contract-steps N`).
+pub fn contract_budget_for(scenario: &Scenario) -> Budget<'static> {
+    Budget {
+        max_steps: scenario.contract_steps.unwrap_or(CONTRACT_STEPS),
+        ..contract_budget()
     }
 }
 
 /// Judges a run by ZooKeeper's client contract on its history
 /// (docs/CONTRACT.md): a broken guarantee is a violation under the
 /// guarantee's name, like an oracle's; a run the search cannot decide
-/// within [`contract_budget`] is counted (`contract-undecided`, one of the
-/// [`ENSEMBLE_COUNTERS`](super::verdict::ENSEMBLE_COUNTERS)), not failed.
+/// within `budget` ([`contract_budget`]) is counted (`contract-undecided`,
+/// one of the [`ENSEMBLE_COUNTERS`](super::verdict::ENSEMBLE_COUNTERS))
+/// and the reason kept ([`SeedOutcome::undecided`]), not failed.
 /// A history the check cannot read is a simulator defect: an
 /// `invariants` violation.
-pub fn judge_contract(outcome: &mut SeedOutcome, history: &History) -> Option<ContractReport> {
-    let report = match contract::check(history, &contract_budget()) {
+pub fn judge_contract(
+    outcome: &mut SeedOutcome,
+    history: &History,
+    budget: &Budget<'_>,
+) -> Option<ContractReport> {
+    let report = match contract::check(history, budget) {
         Ok(r) => r,
         Err(e) => {
             outcome.violations.push(Violation::new(
@@ -218,10 +247,10 @@ pub fn judge_contract(outcome: &mut SeedOutcome, history: &History) -> Option<Co
         *outcome.counters.entry(name.to_owned()).or_default() += u64::from(hit);
     };
     count("contract-held", report.verdict == ContractVerdict::Holds);
-    count(
-        "contract-undecided",
-        matches!(report.verdict, ContractVerdict::Unknown(_)),
-    );
+    if let ContractVerdict::Unknown(why) = &report.verdict {
+        outcome.undecided = Some(why.clone());
+    }
+    count("contract-undecided", outcome.undecided.is_some());
     count("contract-fast", report.fast);
     if let Some(v) = report.violation() {
         outcome.violations.push(v);
@@ -460,6 +489,7 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
         },
         digest,
         log: verdict.log,
+        undecided: None,
     }
 }
 
@@ -513,6 +543,7 @@ fn over_budget(
         drawn,
         digest: digest(&[], &[]),
         log: Vec::new(),
+        undecided: None,
     }
 }
 

@@ -58,6 +58,17 @@ impl Failure {
     }
 }
 
+/// A seed that passed undecided: no property failed, but ZooKeeper's
+/// contract could not be decided on its history within the check's
+/// budget. Not a failure, and not a clean pass either: it is listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Undecided {
+    /// The seed.
+    pub seed: u64,
+    /// Why the contract check did not decide (the search's own words).
+    pub why: String,
+}
+
 /// What a scenario's sweep found. A scenario expected to fail stops at
 /// its first failing seed; the others run every seed.
 #[derive(Clone, Debug)]
@@ -72,6 +83,8 @@ pub struct Summary {
     pub seeds_run: u64,
     /// Failing seeds, lowest first.
     pub failures: Vec<Failure>,
+    /// Seeds that passed with the contract undecided, lowest first.
+    pub undecided: Vec<Undecided>,
     /// Simulated ms, summed over the seeds counted.
     pub sim_ms: u64,
     /// Wall-clock ms the sweep took.
@@ -92,7 +105,9 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The scenario did what it should.
+    /// The scenario did what it should. Undecided seeds do not make it
+    /// fail (they are listed in [`Summary::undecided`] and named by
+    /// [`Summary::verdict`]).
     pub fn passed(&self) -> bool {
         !self.interrupted
             && passed(
@@ -114,11 +129,12 @@ impl Summary {
             &self.missed_goals,
             self.whole && !self.interrupted,
         );
-        if self.interrupted {
+        let v = if self.interrupted {
             interrupted_verdict(self.seeds_run, &v)
         } else {
             v
-        }
+        };
+        with_undecided(v, self.undecided.len())
     }
 }
 
@@ -161,6 +177,17 @@ pub fn verdict(
             missed_goals.join(", ")
         ),
         (false, None) => "ok".to_owned(),
+    }
+}
+
+/// A verdict with the seeds left undecided named after it, so that a
+/// scenario with undecided seeds never reads as a clean "ok" (e.g. "ok
+/// (2 undecided)").
+pub fn with_undecided(verdict: String, undecided: usize) -> String {
+    if undecided == 0 {
+        verdict
+    } else {
+        format!("{verdict} ({undecided} undecided)")
     }
 }
 
@@ -315,6 +342,11 @@ impl SeedRun {
     pub fn failed(&self) -> bool {
         !matches!(&self.result, Ok(out) if !out.failed())
     }
+
+    /// Why the seed passed undecided ([`SeedOutcome::passed_undecided`]).
+    pub fn undecided(&self) -> Option<&str> {
+        self.result.as_ref().ok()?.passed_undecided()
+    }
 }
 
 /// Runs one seed, recorded and judged by its oracle and by ZooKeeper's
@@ -439,6 +471,7 @@ pub fn run_scenario(
         expect_failure: s.expect_failure,
         seeds_run: 0,
         failures: Vec::new(),
+        undecided: Vec::new(),
         sim_ms: 0,
         wall_ms: started.elapsed().as_millis() as u64,
         ops: 0,
@@ -457,6 +490,12 @@ pub fn run_scenario(
             Ok(out) => {
                 summary.sim_ms += out.sim_ms;
                 summary.ops += out.ops;
+                if let Some(why) = out.passed_undecided() {
+                    summary.undecided.push(Undecided {
+                        seed: out.seed,
+                        why: why.to_owned(),
+                    });
+                }
                 for (k, v) in out.counters {
                     *summary.counters.entry(k).or_default() += v;
                 }

@@ -278,6 +278,10 @@ pub struct Scenario {
     pub liveness_bound_ms: Option<u64>,
     /// Counters that must be above zero summed over a run's seeds.
     pub coverage: Vec<String>,
+    /// Overrides the contract check's step budget for each seed (`zoosim
+    /// run --contract-steps N`; not a key of the file, which runs with
+    /// the default, [`crate::scenario::run::CONTRACT_STEPS`]).
+    pub contract_steps: Option<u64>,
 }
 
 impl Scenario {
@@ -875,6 +879,7 @@ impl Locator<'_> {
                 .is_some()
                 .then_some(liveness_bound_ms),
             coverage,
+            contract_steps: None,
         })
     }
 

@@ -7,8 +7,10 @@
 //! per scenario: its file and the SHA-256 of the file's text, the seeds it
 //! was given (a range and a shard of it: `start..start + count`, the
 //! seeds whose index modulo `of` is in `shards`), the seeds run, the
-//! failing seeds with their violations and replay commands, simulated
-//! time, operations, counters and coverage goals. A merge checks that the
+//! failing seeds with their violations and replay commands, the seeds
+//! that passed with ZooKeeper's contract undecided (with the reason and
+//! replay command), simulated time, operations, counters and coverage
+//! goals. A merge checks that the
 //! shards fit together (one build, one file, one seed range, one shard
 //! count, every shard exactly once) and says exactly what does not; its
 //! result is a summary too, so merges can be merged (e.g. two directories'
@@ -34,8 +36,14 @@ use super::spec::Scenario;
 /// The `format` field of every summary.
 pub const FORMAT: &str = "zoosim-summary";
 
-/// The summary format's version this zoosim writes and reads.
-pub const VERSION: u32 = 1;
+/// The summary format's version this zoosim writes (it reads this one and
+/// every older one in [`READS`]).
+pub const VERSION: u32 = 2;
+
+/// The summary format versions this zoosim reads: 1 had no `undecided`
+/// fields (they read as empty; its counter `contract-undecided` still
+/// counts those seeds).
+pub const READS: std::ops::RangeInclusive<u32> = 1..=VERSION;
 
 /// A sweep's results: one `zoosim run` (a shard or all of it), or a merge
 /// of shards.
@@ -56,7 +64,13 @@ pub struct SweepSummary {
     /// Per scenario, in the order run.
     pub scenarios: Vec<ScenarioRecord>,
     /// Every scenario did what it should (derived: a merge judges again).
+    /// Undecided seeds do not make it false: they are counted beside it,
+    /// in `undecided`.
     pub passed: bool,
+    /// Seeds that passed with ZooKeeper's contract undecided, over every
+    /// scenario (derived; each scenario lists its own).
+    #[serde(default)]
+    pub undecided: u64,
 }
 
 /// What `zoosim run` was told.
@@ -138,6 +152,11 @@ pub struct ScenarioRecord {
     pub seeds_run: u64,
     /// Failing seeds, lowest first.
     pub failures: Vec<FailureRecord>,
+    /// Seeds that passed with ZooKeeper's contract undecided (its check
+    /// ran out of budget), lowest first: not failures, but not clean
+    /// passes either.
+    #[serde(default)]
+    pub undecided: Vec<UndecidedRecord>,
     /// Simulated ms, summed over the seeds run.
     pub sim_ms: u64,
     /// Wall-clock ms, summed over the shards.
@@ -193,6 +212,17 @@ impl FailureRecord {
     }
 }
 
+/// A seed that passed with ZooKeeper's contract undecided.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct UndecidedRecord {
+    /// The seed.
+    pub seed: u64,
+    /// Why the contract check did not decide.
+    pub why: String,
+    /// The command that replays it.
+    pub replay: String,
+}
+
 /// A broken property and the evidence.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct ViolationRecord {
@@ -224,7 +254,6 @@ impl SweepSummary {
     /// A run's summary by this build.
     pub fn of_run(command: CommandLine, scenarios: Vec<ScenarioRecord>) -> SweepSummary {
         let (zoosim, commit) = this_build();
-        let passed = scenarios.iter().all(|s| s.passed);
         SweepSummary {
             format: FORMAT.to_owned(),
             version: VERSION,
@@ -232,8 +261,9 @@ impl SweepSummary {
             commit,
             command: Some(command),
             merged_from: Vec::new(),
+            passed: scenarios.iter().all(|s| s.passed),
+            undecided: undecided_seeds(&scenarios),
             scenarios,
-            passed,
         }
     }
 
@@ -244,6 +274,11 @@ impl SweepSummary {
         s
     }
 
+    /// Some seed passed with the contract undecided.
+    pub fn any_undecided(&self) -> bool {
+        self.scenarios.iter().any(|s| !s.undecided.is_empty())
+    }
+
     fn build(&self) -> String {
         format!(
             "zoosim {} (commit {})",
@@ -251,6 +286,11 @@ impl SweepSummary {
             self.commit.as_deref().unwrap_or("unknown")
         )
     }
+}
+
+/// Undecided seeds over `scenarios`.
+fn undecided_seeds(scenarios: &[ScenarioRecord]) -> u64 {
+    scenarios.iter().map(|s| s.undecided.len() as u64).sum()
 }
 
 impl ScenarioRecord {
@@ -292,6 +332,15 @@ impl ScenarioRecord {
                         })
                         .collect(),
                     replay: replay(f.seed),
+                })
+                .collect(),
+            undecided: summary
+                .undecided
+                .iter()
+                .map(|u| UndecidedRecord {
+                    seed: u.seed,
+                    why: u.why.clone(),
+                    replay: replay(u.seed),
                 })
                 .collect(),
             sim_ms: summary.sim_ms,
@@ -355,6 +404,8 @@ impl ScenarioRecord {
         if self.interrupted {
             self.verdict = runner::interrupted_verdict(self.seeds_run, &self.verdict);
         }
+        self.verdict =
+            runner::with_undecided(std::mem::take(&mut self.verdict), self.undecided.len());
     }
 }
 
@@ -629,7 +680,6 @@ pub fn merge(sources: &[Source]) -> Result<SweepSummary, Vec<MergeError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    let passed = merged.iter().all(|s| s.passed);
     Ok(SweepSummary {
         format: FORMAT.to_owned(),
         version: VERSION,
@@ -637,8 +687,9 @@ pub fn merge(sources: &[Source]) -> Result<SweepSummary, Vec<MergeError>> {
         commit: first.summary.commit.clone(),
         command: None,
         merged_from: sources.iter().map(|s| s.file.clone()).collect(),
+        passed: merged.iter().all(|s| s.passed),
+        undecided: undecided_seeds(&merged),
         scenarios: merged,
-        passed,
     })
 }
 
@@ -717,6 +768,7 @@ fn merge_scenario(records: &[(&str, &ScenarioRecord)]) -> Result<ScenarioRecord,
     for &(_, r) in &records[1..] {
         out.seeds_run += r.seeds_run;
         out.failures.extend(r.failures.iter().cloned());
+        out.undecided.extend(r.undecided.iter().cloned());
         out.sim_ms += r.sim_ms;
         out.wall_ms += r.wall_ms;
         out.ops += r.ops;
@@ -725,6 +777,7 @@ fn merge_scenario(records: &[(&str, &ScenarioRecord)]) -> Result<ScenarioRecord,
         }
     }
     out.failures.sort_by_key(|f| f.seed);
+    out.undecided.sort_by_key(|u| u.seed);
     out.judge();
     Ok(out)
 }
@@ -796,7 +849,9 @@ impl fmt::Display for SummaryError {
             ),
             SummaryError::Version { file, version } => write!(
                 f,
-                "{file}: summary format version {version}; this zoosim reads version {VERSION}"
+                "{file}: summary format version {version}; this zoosim reads versions {} to {}",
+                READS.start(),
+                READS.end()
             ),
         }
     }
@@ -841,7 +896,7 @@ pub fn parse(file: &str, text: &str) -> Result<SweepSummary, SummaryError> {
         });
     }
     match header.version.as_ref().and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(VERSION) => {}
+        Some(v) if u32::try_from(v).is_ok_and(|v| READS.contains(&v)) => {}
         Some(version) => {
             return Err(SummaryError::Version {
                 file: file.to_owned(),

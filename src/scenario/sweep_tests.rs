@@ -39,6 +39,7 @@ fn record(
                 replay: format!("zoosim replay scenarios/{name}.toml --seed {seed} --trace"),
             })
             .collect(),
+        undecided: Vec::new(),
         sim_ms: 1000 * seeds_run,
         wall_ms: 10,
         ops: 7 * seeds_run,
@@ -211,10 +212,10 @@ fn a_summary_is_read_back_as_written_and_bad_ones_are_refused_with_their_place()
     let text = s.to_json();
     assert_eq!(parse("a.json", &text).unwrap(), s);
 
-    let newer = text.replace("\"version\": 1", "\"version\": 2");
+    let newer = text.replace("\"version\": 2", "\"version\": 3");
     assert_eq!(
         parse("a.json", &newer).unwrap_err().to_string(),
-        "a.json: summary format version 2; this zoosim reads version 1"
+        "a.json: summary format version 3; this zoosim reads versions 1 to 2"
     );
     let e = parse("a.json", &text.replace("\"seeds_run\"", "\"seeds_ran\""))
         .unwrap_err()
@@ -246,4 +247,68 @@ fn a_summary_is_read_back_as_written_and_bad_ones_are_refused_with_their_place()
         e.starts_with("x.json:1:0: not a valid zoosim summary (truncated?): EOF"),
         "{e}"
     );
+}
+
+/// `record` with `undecided` seeds (no failures), as a run with the
+/// contract undecided on them writes it.
+fn undecided(index: u64, of: u64, seeds: &[u64]) -> ScenarioRecord {
+    let mut r = record("lock", index, of, 6, &[], &[("rare", 1)]);
+    r.undecided = seeds
+        .iter()
+        .map(|&seed| UndecidedRecord {
+            seed,
+            why: format!("step budget exhausted at seed {seed}"),
+            replay: format!("zoosim replay scenarios/lock.toml --seed {seed} --trace"),
+        })
+        .collect();
+    r
+}
+
+#[test]
+fn undecided_seeds_are_merged_lowest_first_counted_and_named_in_the_verdict() {
+    let merged = merge(&[
+        source("a.json", vec![undecided(0, 2, &[110, 102])]),
+        source("b.json", vec![undecided(1, 2, &[105])]),
+    ])
+    .expect("the shards fit");
+    let lock = &merged.scenarios[0];
+    let seeds: Vec<u64> = lock.undecided.iter().map(|u| u.seed).collect();
+    assert_eq!(seeds, [102, 105, 110]);
+    assert_eq!(lock.undecided[1].why, "step budget exhausted at seed 105");
+    // Passed (undecided is no failure), but never a clean "ok".
+    assert!(lock.passed && merged.passed);
+    assert_eq!(lock.verdict, "ok (3 undecided)");
+    assert_eq!(merged.undecided, 3);
+    assert!(merged.any_undecided());
+    // Written and read back with the field.
+    let text = merged.to_json();
+    assert!(text.contains("\"undecided\": 3"), "{text}");
+    assert_eq!(parse("m.json", &text).unwrap(), merged);
+}
+
+#[test]
+fn a_version_1_summary_without_undecided_fields_is_still_read_and_merged() {
+    let s = source(
+        "a.json",
+        vec![record("lock", 0, 1, 12, &[], &[("rare", 1)])],
+    )
+    .summary;
+    let mut json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+    json["version"] = 1.into();
+    json.as_object_mut().unwrap().remove("undecided");
+    for r in json["scenarios"].as_array_mut().unwrap() {
+        r.as_object_mut().unwrap().remove("undecided");
+    }
+    let text = serde_json::to_string_pretty(&json).unwrap();
+    assert!(!text.contains("undecided"), "{text}");
+    let old = parse("old.json", &text).expect("version 1 is read");
+    assert_eq!(old.version, 1);
+    assert!(old.scenarios[0].undecided.is_empty() && !old.any_undecided());
+    let merged = merge(&[Source {
+        file: "old.json".into(),
+        summary: old,
+    }])
+    .expect("merges");
+    assert_eq!((merged.version, merged.undecided), (VERSION, 0));
+    assert!(merged.passed);
 }

@@ -410,6 +410,7 @@ pub fn lock_failure() -> SeedReport {
             minimal_note: None,
         }],
         file: None,
+        undecided: None,
     }
 }
 
@@ -538,6 +539,7 @@ pub fn index() -> IndexReport {
                     passed: true,
                     seeds: (0..100).map(|s| link(s, None)).collect(),
                 }],
+                undecided: Vec::new(),
                 coverage: vec![
                     Counter {
                         name: "fault:partition".into(),
@@ -574,6 +576,7 @@ pub fn index() -> IndexReport {
                         ],
                     },
                 ],
+                undecided: Vec::new(),
                 coverage: vec![Counter {
                     name: "fault:crash".into(),
                     value: 3,
