@@ -14,8 +14,11 @@ use std::time::Instant;
 
 use zoosim::check::contract::{self, ContractVerdict};
 use zoosim::check::lin::Budget;
+use zoosim::history::{Event, HistOp, History};
+use zoosim::proto::Op;
 use zoosim::scenario::files::{load, scenario_files};
 use zoosim::scenario::run::{contract_budget, run_seed_recorded};
+use zoosim::scenario::runner::run_one_recorded;
 
 fn budget() -> Budget<'static> {
     Budget {
@@ -89,6 +92,8 @@ fn each_broken_ensemble_fails_the_contract() {
         ("skip-reconnect-zxid-rule", "sequential-consistency"),
         ("reply-before-quorum", "writes-linearizable"),
         ("stale-read", "sequential-consistency"),
+        ("sync-without-flush", "sync-read-fresh"),
+        ("event-reordered", "event-order"),
     ];
     let mut wrong = Vec::new();
     for (name, guarantee) in expect {
@@ -159,4 +164,201 @@ fn a_wrong_early_choice_is_searched_again_from_a_kept_state() {
             stuck.op
         );
     }
+}
+
+// ---------------------------------------------------------------------------
+// The broken ensembles at their subtle rates (tests/data/broken/*-subtle.toml):
+// each switch breaks a small fraction of its operations, and the contract
+// check, with the budget a run gives it, still catches it, naming the
+// guarantee, within SUBTLE_SEEDS seeds. The figures are in docs/CONTRACT.md
+// ("Subtle breakage").
+
+/// Seeds a subtle breakage gets to be caught in.
+const SUBTLE_SEEDS: u64 = 20;
+
+/// What a history holds, for the fraction a breakage touched: requests,
+/// writes, unwatched reads, syncs, watch events received.
+#[derive(Default)]
+struct Tally {
+    requests: usize,
+    writes: usize,
+    unwatched_reads: usize,
+    syncs: usize,
+    events: usize,
+}
+
+fn tally(h: &History) -> Tally {
+    let mut t = Tally::default();
+    for r in &h.records {
+        match &r.event {
+            Event::Invoke(i) => {
+                t.requests += 1;
+                match &i.op {
+                    HistOp::Zk(Op::Sync { .. }) => t.syncs += 1,
+                    HistOp::Zk(
+                        Op::Exists { watch: false, .. }
+                        | Op::GetData { watch: false, .. }
+                        | Op::GetChildren { watch: false, .. },
+                    ) => t.unwatched_reads += 1,
+                    op if op.is_write() => t.writes += 1,
+                    _ => {}
+                }
+            }
+            Event::Watch(_) => t.events += 1,
+            _ => {}
+        }
+    }
+    t
+}
+
+/// Runs seeds of `tests/data/broken/{name}-subtle.toml` from its first
+/// until the run's own contract verdict (with
+/// `zoosim::scenario::run::contract_budget()`) is `guarantee` broken; at
+/// most [`SUBTLE_SEEDS`]. Every seed before the catching one must hold
+/// the contract (the breakage did not show there), except at most
+/// `undecided` seeds the check could not decide within the run's budget
+/// (`Unknown`, or a failure proven without a guarantee named,
+/// "contract"): printed, and pinned at what was measured (docs/CONTRACT.md,
+/// "Subtle breakage"), so that a checker that decides fewer fails here.
+/// Another guarantee named before the catching seed fails.
+/// `ZOOSIM_SUBTLE_SURVEY=1` prints every seed's figures and verdict, all
+/// [`SUBTLE_SEEDS`] of them (for docs/CONTRACT.md's table).
+fn subtle_breakage_is_caught(name: &str, guarantee: &str, undecided: usize) {
+    let survey = std::env::var_os("ZOOSIM_SUBTLE_SURVEY").is_some();
+    let mut caught = None;
+    let started = Instant::now();
+    let file = format!("tests/data/broken/{name}-subtle.toml");
+    let s = load(&PathBuf::from(&file)).unwrap_or_else(|e| panic!("{e}"));
+    let broken = s.ensemble.broken.expect("a broken ensemble");
+    assert_eq!(broken.kind.name(), name, "{file}");
+    assert!(!broken.is_default_rate(), "{file}: not a subtle rate");
+    let mut before = Vec::new();
+    let mut wrong = Vec::new();
+    let mut unknown = Vec::new();
+    for seed in s.seed_start..s.seed_start + SUBTLE_SEEDS {
+        let run = run_one_recorded(&s, seed);
+        let outcome = run
+            .result
+            .unwrap_or_else(|v| panic!("{file} seed {seed}: the run failed: {v}"));
+        let hits = outcome.counters.get("breakage-hits").copied().unwrap_or(0);
+        let t = tally(&run.history);
+        let report = run
+            .contract
+            .unwrap_or_else(|| panic!("{file} seed {seed}: no contract verdict"));
+        let figures = format!(
+            "{hits} breakage hits; {} requests ({} writes, {} unwatched reads, {} syncs), \
+             {} watch events; {} search steps",
+            t.requests, t.writes, t.unwatched_reads, t.syncs, t.events, report.steps
+        );
+        if survey {
+            let verdict = match &report.verdict {
+                ContractVerdict::Broken(b) => format!("broken: {}", b.guarantee.name),
+                ContractVerdict::Holds => "holds".to_owned(),
+                other => format!("{other:?}"),
+            };
+            println!("SURVEY {name}-subtle seed {seed}: {verdict}; {figures}");
+            if caught.is_some() {
+                continue;
+            }
+        }
+        match &report.verdict {
+            ContractVerdict::Broken(b) if b.guarantee.name == guarantee => {
+                caught = Some(seed);
+                println!(
+                    "{name}-subtle ({broken}): caught at seed {seed} ({} of {SUBTLE_SEEDS}) \
+                     by {guarantee}: {figures}; {:.1} s",
+                    before.len() + 1,
+                    started.elapsed().as_secs_f64()
+                );
+                for line in &before {
+                    println!("  before it: {line}");
+                }
+                assert!(
+                    wrong.is_empty(),
+                    "{file}: seeds before the catching one named another guarantee:\n{}",
+                    wrong.join("\n")
+                );
+                assert!(
+                    unknown.len() <= undecided,
+                    "{file}: {} seeds before the catching one undecided, at most {undecided} \
+                     allowed:\n{}",
+                    unknown.len(),
+                    unknown.join("\n")
+                );
+                if !survey {
+                    return;
+                }
+            }
+            ContractVerdict::Holds => before.push(format!("seed {seed}: holds; {figures}")),
+            // A failure proven with no guarantee named: undecided which.
+            ContractVerdict::Broken(b) if b.guarantee.name == "contract" => {
+                let line = format!("seed {seed}: UNDECIDED (contract): {}; {figures}", b.detail);
+                before.push(line.clone());
+                unknown.push(line);
+            }
+            ContractVerdict::Broken(b) => {
+                let line = format!(
+                    "seed {seed}: {} named instead of {guarantee}: {}; {figures}",
+                    b.guarantee.name, b.detail
+                );
+                before.push(line.clone());
+                wrong.push(line);
+            }
+            ContractVerdict::Unknown(why) => {
+                let line = format!("seed {seed}: UNDECIDED: {why}; {figures}");
+                before.push(line.clone());
+                unknown.push(line);
+            }
+            // A verdict this test does not know yet (a checker fault).
+            #[allow(unreachable_patterns)]
+            other => {
+                let line = format!("seed {seed}: {other:?}; {figures}");
+                before.push(line.clone());
+                wrong.push(line);
+            }
+        }
+    }
+    if caught.is_some() {
+        return;
+    }
+    panic!(
+        "{file}: the contract did not catch {broken} in {SUBTLE_SEEDS} seeds ({:.1} s):\n{}",
+        started.elapsed().as_secs_f64(),
+        before.join("\n")
+    );
+}
+
+#[test]
+fn subtle_follower_local_write_is_caught() {
+    subtle_breakage_is_caught("follower-local-write", "writes-linearizable", 0);
+}
+
+#[test]
+fn subtle_skip_reconnect_zxid_rule_is_caught() {
+    subtle_breakage_is_caught("skip-reconnect-zxid-rule", "sequential-consistency", 0);
+}
+
+#[test]
+fn subtle_reply_before_quorum_is_caught() {
+    subtle_breakage_is_caught("reply-before-quorum", "writes-linearizable", 0);
+}
+
+#[test]
+fn subtle_stale_read_is_caught() {
+    subtle_breakage_is_caught("stale-read", "sequential-consistency", 1);
+}
+
+#[test]
+fn subtle_late_watch_event_is_caught() {
+    subtle_breakage_is_caught("late-watch-event", "watch-before-data", 1);
+}
+
+#[test]
+fn subtle_sync_without_flush_is_caught() {
+    subtle_breakage_is_caught("sync-without-flush", "sync-read-fresh", 0);
+}
+
+#[test]
+fn subtle_event_reordered_is_caught() {
+    subtle_breakage_is_caught("event-reordered", "event-order", 1);
 }

@@ -5,10 +5,18 @@
 //! run of the correct ensemble earns trust only by catching each of these.
 //! Off by default; nothing in a correct run reads them.
 //!
-//! A scenario file turns one on with `[ensemble] broken = "<name>"`; each
-//! server counts the times its breakage took effect
+//! A scenario file turns one on with `[ensemble] broken = "<name>"`, at
+//! its gross default rate, or with a table that sets how often it strikes
+//! ([`Broken`]): `broken = { kind = "stale-read", one_in = 1000,
+//! lag_txns = 1 }`. Each server counts the times its breakage took effect
 //! ([`ServerStats::breakage_hits`](super::server::ServerStats::breakage_hits),
 //! the run's `breakage-hits` counter).
+//!
+//! A rate is a deterministic counter on each server, never a random draw:
+//! `one_in = N` breaks the N-th, 2N-th, ... of the breakage's
+//! opportunities on that server (each variant's docs say what one is), so
+//! the same seed gives the same trace, and the correct ensemble draws
+//! nothing more.
 
 use std::fmt;
 
@@ -17,8 +25,8 @@ use std::fmt;
 /// correct ensemble.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum Breakage {
-    /// Every third write a follower receives is answered by the follower
-    /// itself, as if applied (prepped against its own tree), and never
+    /// Every third write a follower receives (`one_in`: writes a
+    /// follower receives) is answered by the follower itself, as if applied (prepped against its own tree), and never
     /// forwarded to the leader: the write is in no server's order, so
     /// writes are not linearizable.
     FollowerLocalWrite,
@@ -27,21 +35,38 @@ pub enum Breakage {
     /// its own state, as a real follower may before its commit processor
     /// catches up: the session can see the tree go backwards across a
     /// reconnect. Replies carry at least the session's last zxid, so the
-    /// client's zxids never go back; only the data does.
+    /// client's zxids never go back; only the data does. `one_in`: such
+    /// re-attaches (every one by default); the others are refused.
     SkipReconnectZxidRule,
     /// The leader answers its own clients' writes when it proposes them,
     /// before a quorum acked (the session's later requests still wait for
     /// the commit): if the leader loses its quorum, an acknowledged write
-    /// can be truncated away.
+    /// can be truncated away. `one_in`: writes of the leader's own clients
+    /// (every one by default).
     ReplyBeforeQuorum,
-    /// Every second read without a watch is answered from a copy of the
-    /// server's tree two txns behind its applied state: a session's reads
-    /// go backwards and miss its own writes.
+    /// Every second read without a watch (`one_in`: unwatched reads) is
+    /// answered from a copy of the server's tree two txns (`lag_txns`)
+    /// behind its applied state: a session's reads go backwards and miss
+    /// its own writes.
     StaleRead,
-    /// Watch events are held back on their connection until a read of
-    /// the same path has been answered (or the server's next tick): the
-    /// client sees the data change before the event that announces it.
+    /// Watch events (`one_in`: events sent while none is held; every one
+    /// by default) are held back on their connection until a read of the
+    /// same path has been answered (or the server's next tick), and the
+    /// events after them behind them: the client sees the data change
+    /// before the event that announces it.
     LateWatchEvent,
+    /// A follower answers a sync itself, at once, from its own applied
+    /// state, without the leader's flush (`one_in`: syncs a follower
+    /// receives; every one by default): a read after the sync may miss a
+    /// write that completed before the sync was called.
+    SyncWithoutFlush,
+    /// A watch event (`one_in`: events sent while none is held; every one
+    /// by default) is held back on its connection, and sent right behind
+    /// the next event of a later txn on that connection: the client gets
+    /// the two in the wrong order. Held events go out in order, with no
+    /// overtaking, before any reply on the connection (so no reply ever
+    /// shows a change before its event) and at the server's next tick.
+    EventReordered,
     /// The leader preps a create's parent check against its committed
     /// tree instead of the proposed one (applied state plus the proposals
     /// in flight), as a `PrepRequestProcessor.getRecordForPath` that
@@ -61,14 +86,30 @@ pub enum Breakage {
 }
 
 impl Breakage {
-    /// Every breakage, in declaration order.
-    pub const ALL: [Breakage; 5] = [
+    /// Every breakage a scenario file can name, in declaration order.
+    pub const ALL: [Breakage; 7] = [
         Breakage::FollowerLocalWrite,
         Breakage::SkipReconnectZxidRule,
         Breakage::ReplyBeforeQuorum,
         Breakage::StaleRead,
         Breakage::LateWatchEvent,
+        Breakage::SyncWithoutFlush,
+        Breakage::EventReordered,
     ];
+
+    /// Its gross default rate: one opportunity in this many breaks.
+    pub fn default_one_in(self) -> u64 {
+        match self {
+            Breakage::FollowerLocalWrite => 3,
+            Breakage::StaleRead => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether its rate has a lag (`lag_txns`): only [`Breakage::StaleRead`].
+    pub fn has_lag(self) -> bool {
+        self == Breakage::StaleRead
+    }
 
     /// The breakage's name in scenario files, e.g. `"stale-read"`.
     pub fn name(self) -> &'static str {
@@ -78,6 +119,8 @@ impl Breakage {
             Breakage::ReplyBeforeQuorum => "reply-before-quorum",
             Breakage::StaleRead => "stale-read",
             Breakage::LateWatchEvent => "late-watch-event",
+            Breakage::SyncWithoutFlush => "sync-without-flush",
+            Breakage::EventReordered => "event-reordered",
             Breakage::CreatePrepIgnoresInFlightParent => "create-prep-ignores-in-flight-parent",
             Breakage::FollowerEmptiesSetData => "follower-empties-set-data",
         }
@@ -101,6 +144,12 @@ impl Breakage {
             Breakage::LateWatchEvent => {
                 "a client sees a watch event before the data change that triggered it"
             }
+            Breakage::SyncWithoutFlush => {
+                "a read after sync sees every write that completed before the sync was called"
+            }
+            Breakage::EventReordered => {
+                "a client receives its watch events in the order of the changes that triggered them"
+            }
             Breakage::CreatePrepIgnoresInFlightParent => {
                 "a session's writes are applied in its order, each seeing the ones before"
             }
@@ -114,6 +163,86 @@ impl Breakage {
 impl fmt::Display for Breakage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// A breakage switched on, and how often it strikes: one of its
+/// opportunities in `one_in` on each server (a deterministic counter; see
+/// the module docs), and for [`Breakage::StaleRead`] how far behind its
+/// stale copy of the tree is. `Broken::from(kind)` is the gross default
+/// rate every test of the switch was written for.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Broken {
+    /// What breaks.
+    pub kind: Breakage,
+    /// One opportunity in this many breaks (at least 1: every one).
+    pub one_in: u64,
+    /// [`Breakage::StaleRead`]: txns the stale copy of the tree trails the
+    /// applied state by (at least 1); unused by the others.
+    pub lag_txns: u64,
+}
+
+impl Broken {
+    /// The largest `one_in` a scenario may give.
+    pub const MAX_ONE_IN: u64 = 1_000_000;
+    /// The largest `lag_txns` a scenario may give.
+    pub const MAX_LAG_TXNS: u64 = 1_000;
+    /// [`Breakage::StaleRead`]'s default lag.
+    pub const DEFAULT_LAG_TXNS: u64 = 2;
+
+    /// Whether this is the kind's gross default rate (written back as the
+    /// plain name).
+    pub fn is_default_rate(&self) -> bool {
+        *self == Broken::from(self.kind)
+    }
+
+    /// What is wrong with the rate, if anything (for a scenario's error).
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=Broken::MAX_ONE_IN).contains(&self.one_in) {
+            return Err(format!(
+                "`one_in` must be 1 to {} (one opportunity in this many breaks; 1: every one), got {}",
+                Broken::MAX_ONE_IN,
+                self.one_in
+            ));
+        }
+        if !(1..=Broken::MAX_LAG_TXNS).contains(&self.lag_txns) {
+            return Err(format!(
+                "`lag_txns` must be 1 to {} (txns the stale copy trails by), got {}",
+                Broken::MAX_LAG_TXNS,
+                self.lag_txns
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl From<Breakage> for Broken {
+    fn from(kind: Breakage) -> Broken {
+        Broken {
+            kind,
+            one_in: kind.default_one_in(),
+            lag_txns: Broken::DEFAULT_LAG_TXNS,
+        }
+    }
+}
+
+impl fmt::Display for Broken {
+    /// The name alone at the default rate, else the rate's table as a
+    /// scenario file writes it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_default_rate() {
+            return f.write_str(self.kind.name());
+        }
+        write!(
+            f,
+            "{{ kind = {:?}, one_in = {}",
+            self.kind.name(),
+            self.one_in
+        )?;
+        if self.kind.has_lag() {
+            write!(f, ", lag_txns = {}", self.lag_txns)?;
+        }
+        f.write_str(" }")
     }
 }
 
@@ -132,5 +261,37 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), Breakage::ALL.len());
         assert_eq!(Breakage::from_name("stale_read"), None);
+    }
+
+    #[test]
+    fn a_rate_is_shown_as_written_and_checked() {
+        let gross = Broken::from(Breakage::StaleRead);
+        assert_eq!((gross.one_in, gross.lag_txns), (2, 2));
+        assert_eq!(gross.to_string(), "stale-read");
+        assert_eq!(gross.check(), Ok(()));
+        let subtle = Broken {
+            one_in: 1000,
+            lag_txns: 1,
+            ..gross
+        };
+        assert_eq!(
+            subtle.to_string(),
+            "{ kind = \"stale-read\", one_in = 1000, lag_txns = 1 }"
+        );
+        let reordered = Broken {
+            one_in: 5,
+            ..Broken::from(Breakage::EventReordered)
+        };
+        assert_eq!(
+            reordered.to_string(),
+            "{ kind = \"event-reordered\", one_in = 5 }"
+        );
+        let zero = Broken { one_in: 0, ..gross };
+        assert!(zero.check().unwrap_err().contains("`one_in` must be 1 to"));
+        let lag = Broken {
+            lag_txns: 0,
+            ..gross
+        };
+        assert!(lag.check().unwrap_err().contains("`lag_txns` must be 1 to"));
     }
 }

@@ -26,7 +26,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::breakage::Breakage;
+use super::breakage::{Breakage, Broken};
 use super::msg::{
     ClientMsg, ConnId, Forwarded, LearnerMsg, Origin, PeerMsg, PeerState, ServerId, ServerMsg,
     Vote, WatchLists,
@@ -50,16 +50,6 @@ use leader::Leading;
 /// tree: after every txn it made the pinned scenario seeds 40 % slower;
 /// every 64th costs under 1 %.
 const TREE_CHECK_INTERVAL: usize = 64;
-
-/// [`Breakage::StaleRead`]: how many txns the stale copy of the tree
-/// trails the applied state by ...
-const STALE_LAG: usize = 2;
-/// ... and one unwatched read in this many is answered from it (every
-/// read would leave a recipe that reads its own writes no way forward).
-const STALE_EVERY: u64 = 2;
-/// [`Breakage::FollowerLocalWrite`]: one write in this many that a
-/// follower receives is answered by the follower itself.
-const LOCAL_WRITE_EVERY: u64 = 3;
 
 /// Something a server wants delivered.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -91,9 +81,10 @@ pub struct ServerConfig {
     pub init_limit_ticks: u64,
     /// The data tree's limits.
     pub tree: TreeConfig,
-    /// A guarantee to break on purpose (default none): only to prove that
-    /// a check of the guarantees can fail (see [`Breakage`]).
-    pub broken: Option<Breakage>,
+    /// A guarantee to break on purpose, and how often (default none):
+    /// only to prove that a check of the guarantees can fail (see
+    /// [`Breakage`]).
+    pub broken: Option<Broken>,
 }
 
 impl ServerConfig {
@@ -121,6 +112,11 @@ impl ServerConfig {
 
     fn quorum(&self) -> usize {
         self.servers as usize / 2 + 1
+    }
+
+    /// Whether `kind` is the breakage switched on.
+    fn breaks(&self, kind: Breakage) -> bool {
+        self.broken.is_some_and(|b| b.kind == kind)
     }
 }
 
@@ -161,7 +157,9 @@ pub struct ServerStats {
     /// one): writes a follower answered itself; reads answered from a
     /// state older than the session's last zxid; acknowledged writes
     /// truncated away; stale reads that differ from the fresh answer;
-    /// watch events delivered after a read reply showing their change.
+    /// watch events delivered after a read reply showing their change;
+    /// syncs a follower answered itself; watch events overtaken by a later
+    /// txn's event.
     pub breakage_hits: u64,
     /// Writes the leader's prep failed with NotEmpty only because a close
     /// of the node's children was still outstanding (prepped, not yet
@@ -226,12 +224,16 @@ struct Conn {
     /// attached while ahead of this server; replies carry at least it
     /// (0 otherwise).
     zxid_floor: Zxid,
-    /// [`Breakage::LateWatchEvent`]: events held back, in order.
+    /// [`Breakage::LateWatchEvent`], [`Breakage::EventReordered`]: events
+    /// held back, in order ...
     held: Vec<WatchEvent>,
+    /// ... and (EventReordered) the zxid of the txn that fired them.
+    held_zxid: Zxid,
 }
 
-/// [`Breakage::StaleRead`]: a copy of the tree [`STALE_LAG`] txns behind
-/// the applied state.
+/// [`Breakage::StaleRead`]: a copy of the tree `lag_txns` txns behind the
+/// applied state, answering one unwatched read in `one_in` (every read
+/// would leave a recipe that reads its own writes no way forward).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 struct Lagging {
     tree: DataTree,
@@ -239,17 +241,22 @@ struct Lagging {
     applied: usize,
     /// Unwatched reads served so far.
     reads: u64,
+    /// How many txns `tree` trails the applied state by ...
+    lag: usize,
+    /// ... and one unwatched read in this many is answered from it.
+    one_in: u64,
 }
 
 impl Lagging {
     fn new(config: &ServerConfig) -> Option<Box<Lagging>> {
-        (config.broken == Some(Breakage::StaleRead)).then(|| {
-            Box::new(Lagging {
-                tree: DataTree::new(config.tree),
-                applied: 0,
-                reads: 0,
-            })
-        })
+        let b = config.broken.filter(|b| b.kind == Breakage::StaleRead)?;
+        Some(Box::new(Lagging {
+            tree: DataTree::new(config.tree),
+            applied: 0,
+            reads: 0,
+            lag: usize::try_from(b.lag_txns).unwrap_or(usize::MAX),
+            one_in: b.one_in,
+        }))
     }
 }
 
@@ -306,8 +313,10 @@ pub struct Server {
     /// took them ([`Server::take_expired`]): for coverage only.
     expired_now: Vec<SessionId>,
     // Only with a breakage (see ServerConfig::broken).
-    /// [`Breakage::FollowerLocalWrite`]: writes received as a follower.
-    writes_received: u64,
+    /// The breakage's opportunities so far (what one is depends on the
+    /// breakage; [`Breakage::StaleRead`] counts its reads in `lagging`):
+    /// one in `one_in` breaks ([`Server::strikes`]).
+    opportunities: u64,
     /// [`Breakage::StaleRead`]: the stale copy of the tree.
     lagging: Option<Box<Lagging>>,
     /// [`Breakage::ReplyBeforeQuorum`]: txns answered before they were
@@ -360,7 +369,7 @@ impl Server {
             dropped: BTreeSet::new(),
             lose_reply: BTreeSet::new(),
             expired_now: Vec::new(),
-            writes_received: 0,
+            opportunities: 0,
             lagging: Lagging::new(&config),
             early_replied: BTreeSet::new(),
         }
@@ -536,7 +545,9 @@ impl Server {
     /// A tick of the server's clock: heartbeats, timeouts, votes, expiry.
     pub(crate) fn on_tick(&mut self, now_ms: i64, out: &mut Vec<Output>) {
         self.ticks += 1;
-        if self.config.broken == Some(Breakage::LateWatchEvent) {
+        if self.config.breaks(Breakage::LateWatchEvent)
+            || self.config.breaks(Breakage::EventReordered)
+        {
             // Held events go out at the latest now: a client waiting for
             // one is late, not stuck.
             let conns: Vec<ConnId> = self.conns.keys().copied().collect();
@@ -662,9 +673,10 @@ impl Server {
                     self.stats.not_serving_refusals += 1;
                     true
                 } else if last_zxid > self.tree.last_zxid() {
-                    ahead = self.config.broken == Some(Breakage::SkipReconnectZxidRule)
+                    ahead = self.config.breaks(Breakage::SkipReconnectZxidRule)
                         && matches!(self.role, Role::Following(_))
-                        && session.is_some_and(|s| self.tree.has_session(s));
+                        && session.is_some_and(|s| self.tree.has_session(s))
+                        && self.strikes();
                     // The client has seen more than this server: it must
                     // try another (same section).
                     if !ahead {
@@ -767,6 +779,9 @@ impl Server {
                 };
                 let local = forwarded.is_some() && op.is_write() && self.answers_write_itself();
                 let result = local.then(|| self.write_locally(now_ms, session, &op));
+                // Breakage::SyncWithoutFlush: answered here and now.
+                let local = local || (matches!(op, Op::Sync { .. }) && self.syncs_itself());
+                let result = result.or_else(|| local.then_some(Ok(Reply::Sync)));
                 let c = self.conns.get_mut(&conn).expect("checked above");
                 c.queue.push_back(Pending::new(xid, Some(op), result));
                 if let Some(request) = forwarded.filter(|_| !local) {
@@ -894,7 +909,7 @@ impl Server {
     /// Breakage::FollowerEmptiesSetData: entry `i` as a follower applies
     /// it, if that differs (a setData's data emptied).
     fn emptied_set_data(&mut self, i: usize) -> Option<crate::tree::Txn> {
-        if self.config.broken != Some(Breakage::FollowerEmptiesSetData) || self.is_leader() {
+        if !self.config.breaks(Breakage::FollowerEmptiesSetData) || self.is_leader() {
             return None;
         }
         let mut txn = self.log[i].txn.clone();
@@ -958,8 +973,9 @@ impl Server {
                 self.drop_connections(session, origin, out);
                 self.closed_session(session);
             }
+            let zxid = self.log[i].txn.zxid;
             for (conn, event) in self.watches.fire_all(&applied.triggers) {
-                self.send_event(conn, event, out);
+                self.send_event(conn, zxid, event, out);
             }
             if !self.early_replied.is_empty() {
                 self.early_replied.remove(&self.log[i].txn.zxid);
@@ -987,19 +1003,37 @@ impl Server {
             }
         }
         if let Some(lag) = &mut self.lagging {
-            while lag.applied + STALE_LAG < self.applied {
+            while lag.applied + lag.lag < self.applied {
                 lag.tree.apply(&self.log[lag.applied].txn);
                 lag.applied += 1;
             }
         }
     }
 
-    /// A watch event for `conn`: sent now, or held back
-    /// ([`Breakage::LateWatchEvent`]).
-    fn send_event(&mut self, conn: ConnId, event: WatchEvent, out: &mut Vec<Output>) {
-        if self.config.broken == Some(Breakage::LateWatchEvent) {
-            if let Some(c) = self.conns.get_mut(&conn) {
+    /// A watch event for `conn`, fired by txn `zxid`: sent now, or held
+    /// back ([`Breakage::LateWatchEvent`], [`Breakage::EventReordered`]).
+    fn send_event(&mut self, conn: ConnId, zxid: Zxid, event: WatchEvent, out: &mut Vec<Output>) {
+        let late = self.config.breaks(Breakage::LateWatchEvent);
+        let reordered = self.config.breaks(Breakage::EventReordered);
+        if (late || reordered) && self.conns.contains_key(&conn) {
+            let held = self.conns.get(&conn).map_or(0, |c| c.held.len());
+            if reordered && held > 0 && self.conns[&conn].held_zxid != zxid {
+                // A later txn's event overtakes the held ones.
+                self.stats.breakage_hits += held as u64;
+                out.push(Output::Client {
+                    conn,
+                    msg: ServerMsg::Watch(event),
+                });
+                self.flush_held(conn, out);
+                return;
+            }
+            // Behind held events, an event is held too (late-watch-event
+            // keeps their order; event-reordered keeps a txn's events
+            // together); otherwise one in `one_in` is.
+            if held > 0 || self.strikes() {
+                let c = self.conns.get_mut(&conn).expect("checked above");
                 c.held.push(event);
+                c.held_zxid = zxid;
                 return;
             }
         }
@@ -1019,13 +1053,27 @@ impl Server {
     /// [`Breakage::FollowerLocalWrite`]: whether this write, received as a
     /// follower, is answered here instead of going to the leader.
     fn answers_write_itself(&mut self) -> bool {
-        if self.config.broken != Some(Breakage::FollowerLocalWrite)
-            || !matches!(self.role, Role::Following(_))
-        {
-            return false;
-        }
-        self.writes_received += 1;
-        self.writes_received % LOCAL_WRITE_EVERY == 0
+        self.config.breaks(Breakage::FollowerLocalWrite)
+            && matches!(self.role, Role::Following(_))
+            && self.strikes()
+    }
+
+    /// [`Breakage::SyncWithoutFlush`]: whether this sync, received as a
+    /// follower, is answered here at once instead of going to the leader.
+    fn syncs_itself(&mut self) -> bool {
+        let local = self.config.breaks(Breakage::SyncWithoutFlush)
+            && matches!(self.role, Role::Following(_))
+            && self.strikes();
+        self.stats.breakage_hits += u64::from(local);
+        local
+    }
+
+    /// One more opportunity for the breakage: whether it strikes (one in
+    /// its `one_in`, counted on this server; never a random draw).
+    fn strikes(&mut self) -> bool {
+        let one_in = self.config.broken.map_or(1, |b| b.one_in.max(1));
+        self.opportunities += 1;
+        self.opportunities % one_in == 0
     }
 
     /// The answer to a write as if it had been applied here next: prepped
@@ -1146,7 +1194,10 @@ impl Server {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let broken = self.config.broken;
+        let late = self.config.breaks(Breakage::LateWatchEvent);
+        // Breakage::EventReordered: held events go out, in order, before
+        // any reply on their connection.
+        let reordered = self.config.breaks(Breakage::EventReordered);
         while let Some(head) = c.queue.front_mut() {
             let result = match (head.result.take(), &head.op) {
                 // Answered when proposed (Breakage::ReplyBeforeQuorum):
@@ -1173,6 +1224,9 @@ impl Server {
                 }
                 (None, None) => {
                     c.queue.pop_front();
+                    if reordered {
+                        push_events(conn, std::mem::take(&mut c.held), out);
+                    }
                     out.push(Output::Client {
                         conn,
                         msg: ServerMsg::Pong,
@@ -1192,7 +1246,7 @@ impl Server {
                     match &mut self.lagging {
                         Some(lag) if !sets_watch(op) => {
                             lag.reads += 1;
-                            if lag.reads % STALE_EVERY == 0 {
+                            if lag.reads % lag.one_in == 0 {
                                 let (stale, _) = lag.tree.read(op);
                                 if stale != reply {
                                     self.stats.breakage_hits += 1;
@@ -1221,6 +1275,9 @@ impl Server {
                 });
                 return;
             }
+            if reordered {
+                push_events(conn, std::mem::take(&mut c.held), out);
+            }
             out.push(Output::Client {
                 conn,
                 msg: ServerMsg::Reply {
@@ -1229,7 +1286,7 @@ impl Server {
                     result,
                 },
             });
-            if broken == Some(Breakage::LateWatchEvent) && !c.held.is_empty() {
+            if late && !c.held.is_empty() {
                 // Held events go out behind the first read reply that shows
                 // one of their changes.
                 let shown = done

@@ -14,7 +14,8 @@
 //! servers = [3, 5]                    # one is drawn per seed
 //! session_timeout_ms = 4000
 //! link_latency_ms = [0, 1]            # per datagram
-//! broken = "stale-read"               # only to prove a check can fail
+//! broken = "stale-read"               # only to prove a check can fail;
+//! # or with a rate: broken = { kind = "stale-read", one_in = 1000, lag_txns = 1 }
 //!
 //! [workload]
 //! clients = 5
@@ -46,7 +47,7 @@ use super::recipe::RecipeRef;
 use super::registry::Registry;
 use super::verdict::ENSEMBLE_COUNTERS;
 use super::workload::{KeyKind, Workload, WorkloadError, WorkloadValue};
-use crate::ensemble::breakage::Breakage;
+use crate::ensemble::breakage::{Breakage, Broken};
 use crate::ensemble::fault::Fault;
 
 /// The scenario format this build reads.
@@ -213,9 +214,9 @@ pub struct EnsembleSpec {
     pub sync_limit_ticks: (u32, u32),
     /// Every datagram's one-way latency, drawn per datagram.
     pub link_latency_ms: (u64, u64),
-    /// A guarantee the servers break on purpose (default none), to prove
-    /// that a check of the guarantees can fail.
-    pub broken: Option<Breakage>,
+    /// A guarantee the servers break on purpose, and how often (default
+    /// none), to prove that a check of the guarantees can fail.
+    pub broken: Option<Broken>,
 }
 
 /// A scenario's `[faults]` table.
@@ -327,7 +328,11 @@ impl Scenario {
         let (lo, hi) = self.ensemble.link_latency_ms;
         let _ = writeln!(out, "link_latency_ms = [{lo}, {hi}]");
         if let Some(b) = self.ensemble.broken {
-            let _ = writeln!(out, "broken = {:?}", b.name());
+            if b.is_default_rate() {
+                let _ = writeln!(out, "broken = {:?}", b.kind.name());
+            } else {
+                let _ = writeln!(out, "broken = {b}");
+            }
         }
         let _ = writeln!(out, "\n[workload]");
         out.push_str(&self.workload.to_toml());
@@ -453,7 +458,9 @@ struct RawEnsemble {
     session_timeout_ms: Option<Spanned<OneOrMany>>,
     sync_limit_ticks: Option<Spanned<Vec<i64>>>,
     link_latency_ms: Option<Spanned<Vec<i64>>>,
-    broken: Option<Spanned<String>>,
+    /// A breakage's name, or a table with its rate (read by hand, for
+    /// errors that point at the key).
+    broken: Option<Spanned<toml::Value>>,
 }
 
 /// An integer, or a list of integers to draw from per seed. Read by hand
@@ -928,20 +935,7 @@ impl Locator<'_> {
         )?;
         let broken = match &raw.broken {
             None => None,
-            Some(name) => match Breakage::from_name(name.get_ref()) {
-                Some(b) => Some(b),
-                None => {
-                    let names: Vec<&str> = Breakage::ALL.iter().map(|b| b.name()).collect();
-                    return self.err(
-                        name.span(),
-                        format!(
-                            "unknown breakage {:?}; the breakages are: {}",
-                            name.get_ref(),
-                            names.join(", ")
-                        ),
-                    );
-                }
-            },
+            Some(b) => Some(self.broken(b)?),
         };
         Ok(EnsembleSpec {
             servers,
@@ -951,6 +945,93 @@ impl Locator<'_> {
             link_latency_ms,
             broken,
         })
+    }
+
+    /// `[ensemble] broken`: a breakage's name (its gross default rate), or
+    /// `{ kind = "<name>", one_in = N, lag_txns = N }` (each rate key
+    /// optional, `lag_txns` for stale-read only); errors point at the key.
+    fn broken(&self, raw: &Spanned<toml::Value>) -> Result<Broken, SpecError> {
+        let span = raw.span();
+        let at = |key: &str| inline_key_span(self.text, span.clone(), key);
+        let kind = |name: &str, at: std::ops::Range<usize>| match Breakage::from_name(name) {
+            Some(b) => Ok(b),
+            None => {
+                let names: Vec<&str> = Breakage::ALL.iter().map(|b| b.name()).collect();
+                self.err(
+                    at,
+                    format!(
+                        "unknown breakage {name:?}; the breakages are: {}",
+                        names.join(", ")
+                    ),
+                )
+            }
+        };
+        let table = match raw.get_ref() {
+            toml::Value::String(name) => return kind(name, span).map(Broken::from),
+            toml::Value::Table(t) => t,
+            other => {
+                return self.err(
+                    span,
+                    format!(
+                        "`broken` must be a breakage's name, e.g. \"stale-read\", or a table \
+                         with its rate, e.g. {{ kind = \"stale-read\", one_in = 1000, lag_txns = 1 }}; \
+                         got {other}"
+                    ),
+                )
+            }
+        };
+        const KEYS: [&str; 3] = ["kind", "one_in", "lag_txns"];
+        if let Some(key) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return self.err(
+                at(key),
+                format!(
+                    "`{key}` is not a key of `broken`; it takes: {}",
+                    KEYS.join(", ")
+                ),
+            );
+        }
+        let Some(name) = table.get("kind") else {
+            return self.err(
+                span,
+                "`broken` needs `kind`, the breakage's name, e.g. kind = \"stale-read\"",
+            );
+        };
+        let Some(name) = name.as_str() else {
+            return self.err(
+                at("kind"),
+                format!("`kind` must be a breakage's name (a string), got {name}"),
+            );
+        };
+        let mut broken = Broken::from(kind(name, at("kind"))?);
+        for key in ["one_in", "lag_txns"] {
+            let Some(v) = table.get(key) else {
+                continue;
+            };
+            if key == "lag_txns" && !broken.kind.has_lag() {
+                return self.err(
+                    at(key),
+                    format!(
+                        "`lag_txns` applies to stale-read only, not to {}",
+                        broken.kind
+                    ),
+                );
+            }
+            let n = v.as_integer().and_then(|n| u64::try_from(n).ok());
+            let Some(n) = n else {
+                return self.err(
+                    at(key),
+                    format!("`{key}` must be a positive integer, got {v}"),
+                );
+            };
+            match key {
+                "one_in" => broken.one_in = n,
+                _ => broken.lag_txns = n,
+            }
+            if let Err(why) = broken.check() {
+                return self.err(at(key), why);
+            }
+        }
+        Ok(broken)
     }
 
     /// The `[workload]` section: every key the recipe declares (others
@@ -1355,6 +1436,25 @@ impl Locator<'_> {
 /// Where `key = ...` is in the `[workload]` section starting at
 /// `section` (toml::Table keeps no spans for its keys); the section's own
 /// span when the key is not found.
+/// Where `key = ...` is inside the value spanning `value` (an inline
+/// table, or a table of its own), for an error that points at the key;
+/// the value's span if it is not found.
+fn inline_key_span(text: &str, value: std::ops::Range<usize>, key: &str) -> std::ops::Range<usize> {
+    let start = value.start.min(text.len());
+    let end = value.end.clamp(start, text.len());
+    let inner = &text[start..end];
+    let found = inner.match_indices(key).find(|&(i, _)| {
+        let before = inner[..i].chars().next_back();
+        let after = inner[i + key.len()..].trim_start();
+        before.is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            && after.starts_with('=')
+    });
+    match found {
+        Some((i, _)) => start + i..start + i + key.len(),
+        None => key_span(text, value, key),
+    }
+}
+
 fn key_span(text: &str, section: std::ops::Range<usize>, key: &str) -> std::ops::Range<usize> {
     let start = section.start.min(text.len());
     let rest = &text[start..];

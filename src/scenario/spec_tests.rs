@@ -743,14 +743,15 @@ fn shipped() -> Vec<Scenario> {
 
 #[test]
 fn a_breakage_is_read_by_name_and_written_back() {
-    use crate::ensemble::breakage::Breakage;
+    use crate::ensemble::breakage::{Breakage, Broken};
     for b in Breakage::ALL {
         let text = format!(
             "format = 1\nrecipe = \"lock\"\n[ensemble]\nbroken = {:?}\n",
             b.name()
         );
         let s = parse("b.toml", &text).expect("valid");
-        assert_eq!(s.ensemble.broken, Some(b));
+        assert_eq!(s.ensemble.broken, Some(Broken::from(b)));
+        assert!(s.to_toml().contains(&format!("broken = {:?}\n", b.name())));
         assert_eq!(parse("b.toml", &s.to_toml()).expect("valid"), s);
     }
     assert_err(
@@ -758,14 +759,119 @@ fn a_breakage_is_read_by_name_and_written_back() {
         4,
         10,
         "unknown breakage \"stale-reads\"; the breakages are: follower-local-write, \
-         skip-reconnect-zxid-rule, reply-before-quorum, stale-read, late-watch-event",
+         skip-reconnect-zxid-rule, reply-before-quorum, stale-read, late-watch-event, \
+         sync-without-flush, event-reordered",
     );
     assert_err(
         "format = 1\nrecipe = \"lock\"\n[ensemble]\nbroken = true\n",
         4,
         10,
-        "invalid type",
+        "`broken` must be a breakage's name, e.g. \"stale-read\", or a table",
     );
+}
+
+#[test]
+fn a_breakage_rate_is_read_checked_and_written_back() {
+    use crate::ensemble::breakage::{Breakage, Broken};
+    let file =
+        |broken: &str| format!("format = 1\nrecipe = \"lock\"\n[ensemble]\nbroken = {broken}\n");
+    let s = parse(
+        "b.toml",
+        &file("{ kind = \"stale-read\", one_in = 1000, lag_txns = 1 }"),
+    )
+    .expect("valid");
+    let subtle = Broken {
+        kind: Breakage::StaleRead,
+        one_in: 1000,
+        lag_txns: 1,
+    };
+    assert_eq!(s.ensemble.broken, Some(subtle));
+    assert!(s
+        .to_toml()
+        .contains("broken = { kind = \"stale-read\", one_in = 1000, lag_txns = 1 }\n"));
+    assert_eq!(parse("b.toml", &s.to_toml()).expect("valid"), s);
+    // Keys left out keep their defaults; the default rate is the name.
+    let s = parse(
+        "b.toml",
+        &file("{ kind = \"event-reordered\", one_in = 7 }"),
+    )
+    .expect("valid");
+    let want = Broken {
+        one_in: 7,
+        ..Broken::from(Breakage::EventReordered)
+    };
+    assert_eq!(s.ensemble.broken, Some(want));
+    assert_eq!(parse("b.toml", &s.to_toml()).expect("valid"), s);
+    let s = parse("b.toml", &file("{ kind = \"stale-read\" }")).expect("valid");
+    assert_eq!(s.ensemble.broken, Some(Broken::from(Breakage::StaleRead)));
+    // A table of its own works too.
+    let s = parse(
+        "b.toml",
+        "format = 1\nrecipe = \"lock\"\n[ensemble.broken]\nkind = \"sync-without-flush\"\none_in = 3\n",
+    )
+    .expect("valid");
+    assert_eq!(
+        s.ensemble.broken.map(|b| (b.kind, b.one_in)),
+        Some((Breakage::SyncWithoutFlush, 3))
+    );
+    // Each bad value is pointed at, with what is accepted.
+    let bad = [
+        (
+            "{ kind = \"stale-read\", one_in = 0 }",
+            33,
+            "`one_in` must be 1 to 1000000",
+        ),
+        (
+            "{ kind = \"stale-read\", one_in = 1000001 }",
+            33,
+            "`one_in` must be 1 to 1000000",
+        ),
+        (
+            "{ kind = \"stale-read\", one_in = -5 }",
+            33,
+            "`one_in` must be a positive integer, got -5",
+        ),
+        (
+            "{ kind = \"stale-read\", one_in = \"1000\" }",
+            33,
+            "`one_in` must be a positive integer",
+        ),
+        (
+            "{ kind = \"stale-read\", lag_txns = 0 }",
+            33,
+            "`lag_txns` must be 1 to 1000",
+        ),
+        (
+            "{ kind = \"stale-read\", lag_txns = 1001 }",
+            33,
+            "`lag_txns` must be 1 to 1000",
+        ),
+        (
+            "{ kind = \"late-watch-event\", lag_txns = 1 }",
+            39,
+            "`lag_txns` applies to stale-read only, not to late-watch-event",
+        ),
+        (
+            "{ kind = \"stale-read\", one_in_reads = 10 }",
+            33,
+            "`one_in_reads` is not a key of `broken`; it takes: kind, one_in, lag_txns",
+        ),
+        (
+            "{ kind = \"stale-reads\" }",
+            12,
+            "unknown breakage \"stale-reads\"",
+        ),
+        (
+            "{ kind = 3 }",
+            12,
+            "`kind` must be a breakage's name (a string), got 3",
+        ),
+        ("{ one_in = 3 }", 10, "`broken` needs `kind`"),
+        ("[\"stale-read\"]", 10, "`broken` must be a breakage's name"),
+    ];
+    for (value, column, needle) in bad {
+        assert_err(&file(value), 4, column, needle);
+    }
 }
 
 #[test]

@@ -187,7 +187,7 @@ pub fn sim_pipelined(
         let recorder = Recorder::new();
         let ensemble = Ensemble::start_recording(
             EnsembleConfig {
-                broken,
+                broken: broken.map(Into::into),
                 ..EnsembleConfig::default()
             },
             recorder.clone(),

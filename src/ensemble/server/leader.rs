@@ -680,7 +680,15 @@ impl Server {
     ) {
         let id = self.config.id;
         let grid = self.tick_grid();
-        let broken = self.config.broken;
+        let broken = self.config.broken.map(|b| b.kind);
+        // Breakage::ReplyBeforeQuorum: this server's own clients' writes,
+        // one in `one_in` of them.
+        let early = (broken == Some(Breakage::ReplyBeforeQuorum)
+            && matches!(request, Forwarded::Write { .. }))
+        .then_some(origin)
+        .flatten()
+        .filter(|o| o.server == id)
+        .filter(|_| self.strikes());
         let (log_len, all_committed) = (self.log.len(), self.committed == self.log.len());
         // Breakage::CreatePrepIgnoresInFlightParent: a create whose parent
         // is in the proposed tree but not yet in the committed one.
@@ -712,12 +720,6 @@ impl Server {
         }
         b.counter = b.counter.checked_add(1).expect("zxid counter overflow");
         let zxid = (i64::from(b.epoch) << 32) | i64::from(b.counter);
-        // Breakage::ReplyBeforeQuorum: this server's own clients' writes.
-        let early = (broken == Some(Breakage::ReplyBeforeQuorum)
-            && matches!(request, Forwarded::Write { .. }))
-        .then_some(origin)
-        .flatten()
-        .filter(|o| o.server == id);
         let mut hit = false;
         let mut behind_close = false;
         let txn = match request {

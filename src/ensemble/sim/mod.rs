@@ -57,10 +57,11 @@ pub struct EnsembleConfig {
     /// (inclusive; madsim's clock steps in whole milliseconds, 0 is "at
     /// once"). A LAN or localhost hop is well under a millisecond.
     pub link_latency_ms: (u64, u64),
-    /// A guarantee the servers break on purpose (default none): only to
-    /// prove that a check of the guarantees can fail (see
-    /// [`Breakage`](crate::ensemble::breakage::Breakage)).
-    pub broken: Option<crate::ensemble::breakage::Breakage>,
+    /// A guarantee the servers break on purpose, and how often (default
+    /// none): only to prove that a check of the guarantees can fail (see
+    /// [`Breakage`](crate::ensemble::breakage::Breakage); a bare
+    /// `Breakage` converts to its gross default rate with `.into()`).
+    pub broken: Option<crate::ensemble::breakage::Broken>,
 }
 
 impl Default for EnsembleConfig {
