@@ -51,7 +51,8 @@ const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(30);
 const EXIT_STATUS: &str = "Exit status (with several files, the first that applies):
   2  bad input: a file unreadable, malformed (reported as file:line: what),
      or with nothing to check; an unknown model
-  1  a violation: some file is not linearizable (or breaks the contract)
+  1  a violation: some file is not linearizable (or breaks the contract),
+     or a checker fault (the check itself failed: a defect of zoosim)
   3  unknown: some file could not be decided within the budget
      (--max-steps, --memory-mib, --budget-ms)
   0  every file is linearizable";
@@ -177,12 +178,16 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
     let limit = args.max_file_mib.checked_mul(MIB);
     for file in &args.files {
         let started = Instant::now();
-        let result = read_limited(file, limit).and_then(|text| {
-            check_text(args, file, &text, started).map_err(|e| match e.line {
-                0 => format!("{}: {}", file.display(), e.what),
-                line => format!("{}:{line}: {}", file.display(), e.what),
-            })
-        });
+        let result = read_limited(file, limit)
+            .map_err(FileError::Input)
+            .and_then(|text| {
+                guard(&args.model, file, || {
+                    check_text(args, file, &text, started).map_err(|e| match e.line {
+                        0 => format!("{}: {}", file.display(), e.what),
+                        line => format!("{}:{line}: {}", file.display(), e.what),
+                    })
+                })
+            });
         let millis = started.elapsed().as_secs_f64() * 1000.0;
         match result {
             Ok(mut report) => {
@@ -222,13 +227,17 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
                 }
             }
             Err(e) => {
-                exit(EXIT_BAD_INPUT);
+                let (code, verdict, e) = match e {
+                    FileError::Input(e) => (EXIT_BAD_INPUT, "error", e),
+                    FileError::Checker(e) => (EXIT_VIOLATION, "checker-fault", e),
+                };
+                exit(code);
                 pages.error(file, &e);
                 eprintln!("error: {e}");
                 if args.json {
                     let line = serde_json::json!({
                         "file": file.display().to_string(),
-                        "verdict": "error",
+                        "verdict": verdict,
                         "error": e,
                     });
                     println!("{line}");
@@ -251,6 +260,42 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::from(worst))
+}
+
+/// Why a file got no verdict.
+#[derive(Debug)]
+enum FileError {
+    /// Bad input: unreadable, malformed, nothing to check (exit 2).
+    Input(String),
+    /// The check itself failed (it panicked): a failure that names the
+    /// checker (exit 1), reported like any file's, never a crash that
+    /// loses the other files' verdicts.
+    Checker(String),
+}
+
+/// Runs one file's `check` for `model`, a panic in it caught and turned
+/// into a [`FileError::Checker`] naming the model and the file (the
+/// contract's check catches its own, as a `contract-checker` failure).
+fn guard(
+    model: &str,
+    file: &Path,
+    check: impl FnOnce() -> Result<FileReport, String>,
+) -> Result<FileReport, FileError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(check)) {
+        Ok(result) => result.map_err(FileError::Input),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic without a message");
+            Err(FileError::Checker(format!(
+                "{}: checker fault: the {model} check panicked ({msg}); a defect of zoosim, \
+                 not a verdict on the history",
+                file.display()
+            )))
+        }
+    }
 }
 
 /// The file's bytes, refused past `limit` (`None`: no limit) before more
@@ -817,4 +862,29 @@ fn json_line(file: &Path, r: &FileReport, millis: f64) -> serde_json::Value {
         "minimal_is_one_minimal": r.minimal.as_ref().map(|(_, one)| one),
         "minimal_note": r.minimal_note,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_a_check_is_a_checker_fault_naming_the_model_and_file() {
+        let file = Path::new("h/etcd_001.log");
+        let got = guard("kv", file, || panic!("deliberately broken check"));
+        match got {
+            Err(FileError::Checker(e)) => {
+                assert!(
+                    e.starts_with("h/etcd_001.log: checker fault: the kv check"),
+                    "{e}"
+                );
+                assert!(e.contains("deliberately broken check"), "{e}");
+            }
+            Err(FileError::Input(e)) => panic!("expected a checker fault, got bad input: {e}"),
+            Ok(_) => panic!("expected a checker fault, got a verdict"),
+        }
+        // Bad input stays bad input.
+        let got = guard("kv", file, || Err("h/etcd_001.log:3: bad line".to_owned()));
+        assert!(matches!(got, Err(FileError::Input(e)) if e.ends_with("bad line")));
+    }
 }
