@@ -153,3 +153,14 @@ fn recipe_failures<'a, E: 'a>(
         )
     })
 }
+
+/// What a caught panic says (its payload when a string), for the checker
+/// faults that turn a panic in a check into a failure naming the checker
+/// ([`contract::guarded`], `zoosim lin`).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message")
+}

@@ -284,11 +284,7 @@ fn guard(
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(check)) {
         Ok(result) => result.map_err(FileError::Input),
         Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("a panic without a message");
+            let msg = crate::check::panic_message(panic.as_ref());
             Err(FileError::Checker(format!(
                 "{}: checker fault: the {model} check panicked ({msg}); a defect of zoosim, \
                  not a verdict on the history",

@@ -715,11 +715,7 @@ pub fn guarded(sessions: usize, run: impl FnOnce() -> ContractReport) -> Contrac
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(report) => report,
         Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("a panic without a message");
+            let msg = crate::check::panic_message(panic.as_ref());
             ContractReport {
                 verdict: ContractVerdict::CheckerFault(format!(
                     "the contract check panicked: {msg}"
