@@ -94,6 +94,8 @@ fn each_broken_ensemble_fails_the_contract() {
         ("stale-read", "sequential-consistency"),
         ("sync-without-flush", "sync-read-fresh"),
         ("event-reordered", "event-order"),
+        ("skip-session-moved-check", "lost-write-fifo"),
+        ("zxid-lies", "client-zxids"),
     ];
     let mut wrong = Vec::new();
     for (name, guarantee) in expect {
@@ -389,4 +391,14 @@ fn subtle_sync_without_flush_is_caught() {
 #[test]
 fn subtle_event_reordered_is_caught() {
     subtle_breakage_is_caught("event-reordered", "event-order", 1);
+}
+
+#[test]
+fn subtle_skip_session_moved_check_is_caught() {
+    subtle_breakage_is_caught("skip-session-moved-check", "lost-write-fifo", 0);
+}
+
+#[test]
+fn subtle_zxid_lies_is_caught() {
+    subtle_breakage_is_caught("zxid-lies", "client-zxids", 0);
 }

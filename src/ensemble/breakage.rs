@@ -67,6 +67,18 @@ pub enum Breakage {
     /// overtaking, before any reply on the connection (so no reply ever
     /// shows a change before its event) and at the server's next tick.
     EventReordered,
+    /// The leader applies a write that comes from a connection its
+    /// session has moved away from, instead of failing it with
+    /// SessionMoved (`one_in`: such writes on the leader; every one by
+    /// default). A write whose client lost the connection, still on its
+    /// way from the old server when the session re-attached elsewhere and
+    /// wrote again, then takes effect after the session's later write.
+    SkipSessionMovedCheck,
+    /// A server answers a read (`one_in`: reads whose reply carries a
+    /// Stat) with a Stat whose mzxid is one below the true one: the data
+    /// and versions are right, but the zxid names no write that set that
+    /// version.
+    ZxidLies,
     /// The leader preps a create's parent check against its committed
     /// tree instead of the proposed one (applied state plus the proposals
     /// in flight), as a `PrepRequestProcessor.getRecordForPath` that
@@ -87,7 +99,7 @@ pub enum Breakage {
 
 impl Breakage {
     /// Every breakage a scenario file can name, in declaration order.
-    pub const ALL: [Breakage; 7] = [
+    pub const ALL: [Breakage; 9] = [
         Breakage::FollowerLocalWrite,
         Breakage::SkipReconnectZxidRule,
         Breakage::ReplyBeforeQuorum,
@@ -95,6 +107,8 @@ impl Breakage {
         Breakage::LateWatchEvent,
         Breakage::SyncWithoutFlush,
         Breakage::EventReordered,
+        Breakage::SkipSessionMovedCheck,
+        Breakage::ZxidLies,
     ];
 
     /// Its gross default rate: one opportunity in this many breaks.
@@ -121,6 +135,8 @@ impl Breakage {
             Breakage::LateWatchEvent => "late-watch-event",
             Breakage::SyncWithoutFlush => "sync-without-flush",
             Breakage::EventReordered => "event-reordered",
+            Breakage::SkipSessionMovedCheck => "skip-session-moved-check",
+            Breakage::ZxidLies => "zxid-lies",
             Breakage::CreatePrepIgnoresInFlightParent => "create-prep-ignores-in-flight-parent",
             Breakage::FollowerEmptiesSetData => "follower-empties-set-data",
         }
@@ -150,6 +166,10 @@ impl Breakage {
             Breakage::EventReordered => {
                 "a client receives its watch events in the order of the changes that triggered them"
             }
+            Breakage::SkipSessionMovedCheck => {
+                "a write of unknown outcome never takes effect after a later write of its session"
+            }
+            Breakage::ZxidLies => "a Stat's mzxid is the zxid of the write that set its version",
             Breakage::CreatePrepIgnoresInFlightParent => {
                 "a session's writes are applied in its order, each seeing the ones before"
             }

@@ -1243,7 +1243,7 @@ impl Server {
                         // state older than the session has seen.
                         self.stats.breakage_hits += 1;
                     }
-                    match &mut self.lagging {
+                    let mut answer = match &mut self.lagging {
                         Some(lag) if !sets_watch(op) => {
                             lag.reads += 1;
                             if lag.reads % lag.one_in == 0 {
@@ -1257,7 +1257,31 @@ impl Server {
                             }
                         }
                         _ => reply,
+                    };
+                    // Breakage::ZxidLies: one in `one_in` Stats a read
+                    // returns names a zxid one below the true mzxid
+                    // (counted as strikes() counts; `c` holds a borrow of
+                    // the connections, so not through it).
+                    if let (
+                        Some(Broken {
+                            kind: Breakage::ZxidLies,
+                            one_in,
+                            ..
+                        }),
+                        Ok(
+                            Reply::Exists(Some(stat))
+                            | Reply::GetData { stat, .. }
+                            | Reply::GetChildren { stat, .. },
+                        ),
+                    ) = (self.config.broken, &mut answer)
+                    {
+                        self.opportunities += 1;
+                        if self.opportunities % one_in.max(1) == 0 {
+                            stat.mzxid -= 1;
+                            self.stats.breakage_hits += 1;
+                        }
                     }
+                    answer
                 }
             };
             let done = c.queue.pop_front().expect("the head");

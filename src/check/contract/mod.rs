@@ -19,6 +19,7 @@ mod certificate;
 mod fast;
 pub mod model;
 mod quotient;
+mod zxids;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -56,6 +57,13 @@ pub mod guarantees {
         "each read sees a state of that one order, never older than what its session saw \
          before (across reconnects) and never missing the session's own writes",
     );
+    /// A write of unknown outcome cannot overtake its session's later
+    /// writes.
+    pub const LOST_WRITE_FIFO: Property = Property::new(
+        "lost-write-fifo",
+        "a write whose outcome its client never learned takes effect before every write its \
+         session issued after it (on that connection or a later one), or never",
+    );
     /// sync makes the next read fresh.
     pub const SYNC_READ_FRESH: Property = Property::new(
         "sync-read-fresh",
@@ -71,6 +79,14 @@ pub mod guarantees {
     pub const EVENT_ORDER: Property = Property::new(
         "event-order",
         "a client receives its watch events in the order of the changes that triggered them",
+    );
+    /// The zxids clients see agree with one order of the writes.
+    pub const CLIENT_ZXIDS: Property = Property::new(
+        "client-zxids",
+        "the zxids clients see agree: a session's reply zxids never go back; one version of a \
+         node has one mzxid (the create's at version 0, never smaller for a later version), one \
+         cversion one pzxid; no Stat names a zxid beyond its reply's, and a write's own Stat \
+         carries the write's zxid",
     );
     /// The contract as a whole: what a failure is named when the search
     /// proved that no order satisfies every guarantee together but could
@@ -98,13 +114,15 @@ pub mod guarantees {
 pub const VERDICT_PROPERTIES: [Property; 2] = [guarantees::CONTRACT, guarantees::CHECKER];
 
 /// Every guarantee, in the order they are tried.
-pub const GUARANTEES: [Property; 6] = [
+pub const GUARANTEES: [Property; 8] = [
     guarantees::SESSION_FIFO,
     guarantees::WRITES_LINEARIZABLE,
     guarantees::SEQUENTIAL_CONSISTENCY,
+    guarantees::LOST_WRITE_FIFO,
     guarantees::SYNC_READ_FRESH,
     guarantees::WATCH_BEFORE_DATA,
     guarantees::EVENT_ORDER,
+    guarantees::CLIENT_ZXIDS,
 ];
 
 /// How a request ended, as its client saw it (its reply borrowed from the
@@ -208,6 +226,23 @@ pub fn build<'h>(logs: &[SessionLog<'h>], rules: Rules) -> (ZkModel<'h>, Vec<Pla
     let mut placed = Vec::new();
     for (i, log) in logs.iter().enumerate() {
         let mut k: u32 = 0;
+        // Each write's place in the order the session issued its writes
+        // (history ids are given in invocation order), answered or not.
+        let mut issued: Vec<usize> = log
+            .seen
+            .iter()
+            .filter_map(|seen| match seen {
+                Seen::Request {
+                    id, op: Some(op), ..
+                } if op.is_write() => Some(*id),
+                _ => None,
+            })
+            .collect();
+        issued.sort_unstable();
+        let rank = |id: &usize| -> u32 {
+            let r = issued.binary_search(id).expect("a write of this session");
+            u32::try_from(r).expect("fewer than 2^32 writes in a session")
+        };
         // The earliest a step may take effect: after the session's previous
         // step, which a read may precede in time (a lagging server), but a
         // write, sync or close may not (they are placed after their call).
@@ -287,7 +322,11 @@ pub fn build<'h>(logs: &[SessionLog<'h>], rules: Rules) -> (ZkModel<'h>, Vec<Pla
                             zxid,
                         },
                     ) if op.is_write() => {
-                        let kind = StepKind::Write { op, reply: *result };
+                        let kind = StepKind::Write {
+                            op,
+                            reply: *result,
+                            rank: rank(id),
+                        };
                         step(
                             kind,
                             *call_us,
@@ -301,7 +340,11 @@ pub fn build<'h>(logs: &[SessionLog<'h>], rules: Rules) -> (ZkModel<'h>, Vec<Pla
                     }
                     (Some(op), Done::Unknown { .. }) if op.is_write() => {
                         free.push(Placed {
-                            input: Input::Indeterminate { session: i, op },
+                            input: Input::Indeterminate {
+                                session: i,
+                                op,
+                                rank: rank(id),
+                            },
                             call_us: *call_us,
                             ret_us: None,
                             hint: None,
@@ -658,7 +701,7 @@ impl ContractReport {
 }
 
 /// The rules of each guarantee, weakest first (see [`GUARANTEES`]).
-const LADDER: [(Property, Rules); 5] = [
+const LADDER: [(Property, Rules); 6] = [
     (
         guarantees::WRITES_LINEARIZABLE,
         Rules {
@@ -666,6 +709,7 @@ const LADDER: [(Property, Rules); 5] = [
             sync_fresh: false,
             events: false,
             event_order: false,
+            write_fifo: false,
         },
     ),
     (
@@ -675,6 +719,17 @@ const LADDER: [(Property, Rules); 5] = [
             sync_fresh: false,
             events: false,
             event_order: false,
+            write_fifo: false,
+        },
+    ),
+    (
+        guarantees::LOST_WRITE_FIFO,
+        Rules {
+            reads: true,
+            sync_fresh: false,
+            events: false,
+            event_order: false,
+            write_fifo: true,
         },
     ),
     (
@@ -684,6 +739,7 @@ const LADDER: [(Property, Rules); 5] = [
             sync_fresh: true,
             events: false,
             event_order: false,
+            write_fifo: true,
         },
     ),
     (
@@ -693,6 +749,7 @@ const LADDER: [(Property, Rules); 5] = [
             sync_fresh: true,
             events: true,
             event_order: false,
+            write_fifo: true,
         },
     ),
     (guarantees::EVENT_ORDER, Rules::ALL),
@@ -739,7 +796,24 @@ pub fn guarded(sessions: usize, run: impl FnOnce() -> ContractReport) -> Contrac
 /// search of the whole contract could not finish; then the whole
 /// contract, and if it fails, the rung with events as a set tells
 /// watch-before-data from event-order.
+///
+/// The zxids clients saw are checked last, on their own, without a search
+/// ([`zxids`]): a history that breaks an earlier guarantee is named by
+/// that one; one that holds otherwise, or that the search could not
+/// decide, fails by its zxids alone.
 pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
+    let mut report = check_order(logs, budget);
+    if let ContractVerdict::Holds | ContractVerdict::Unknown(_) = report.verdict {
+        if let Some(b) = zxids::zxids(logs) {
+            report.verdict = ContractVerdict::Broken(b);
+        }
+    }
+    report
+}
+
+/// Every guarantee but the zxids': whether an order of the history's
+/// steps satisfies them.
+fn check_order(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
     let mut report = ContractReport {
         verdict: ContractVerdict::Holds,
         sessions: logs.len(),

@@ -23,7 +23,9 @@
 //!
 //! Indeterminate writes (ConnectionLoss, or a session that ended while the
 //! write was in flight) may take effect at any time after their call, or
-//! never; a session's end (expiry) likewise.
+//! never; a session's end (expiry) likewise. Under **write FIFO** such a
+//! write takes effect before every write its session issued after it, or
+//! never (a rank per write, in issue order).
 //!
 //! Stat fields that carry zxids or the leader's clock (czxid, mzxid,
 //! pzxid, ctime, mtime) are not compared: the model numbers its own txns,
@@ -51,6 +53,10 @@ pub struct Rules {
     pub events: bool,
     /// Events must arrive in trigger order; off: as a multiset per step.
     pub event_order: bool,
+    /// A session's writes take effect in the order it issued them: a
+    /// write of unknown outcome before every write the session issued
+    /// after it, or never; off: at any time after its call.
+    pub write_fifo: bool,
 }
 
 impl Rules {
@@ -60,6 +66,7 @@ impl Rules {
         sync_fresh: true,
         events: true,
         event_order: true,
+        write_fifo: true,
     };
 }
 
@@ -84,6 +91,9 @@ pub enum StepKind<'h> {
         op: &'h Op,
         /// Its reply.
         reply: Result<&'h Reply, ZkError>,
+        /// Its place among the session's writes in the order they were
+        /// issued, those of unknown outcome included.
+        rank: u32,
     },
     /// close() answered by the server: the session's ephemerals go.
     Close,
@@ -116,6 +126,9 @@ pub enum Input<'h> {
         session: usize,
         /// The write.
         op: &'h Op,
+        /// Its place among the session's writes in the order they were
+        /// issued ([`StepKind::Write`]'s `rank`).
+        rank: u32,
     },
     /// The session's end on the servers (expiry, or a close whose answer
     /// was lost): its ephemerals go; may also never happen.
@@ -230,6 +243,10 @@ struct Session {
     closed: bool,
     /// Past its last step and its trailing events.
     ended: bool,
+    /// How many of its writes, by rank, are decided: one past the rank of
+    /// the last that took effect (under [`Rules::write_fifo`]); a write
+    /// of a lower rank can no longer take effect.
+    writes_done: u32,
 }
 
 /// The model's state: the tree and every session's part.
@@ -262,6 +279,12 @@ impl State {
     /// are placed).
     pub fn next_step(&self, session: usize) -> u32 {
         self.sessions[session].next_step
+    }
+
+    /// How many of session `session`'s writes, in issue order, can no
+    /// longer take effect ([`Rules::write_fifo`]).
+    pub fn writes_done(&self, session: usize) -> u32 {
+        self.sessions[session].writes_done
     }
 }
 
@@ -339,6 +362,7 @@ impl<'h> ZkModel<'h> {
             connected: false,
             closed: false,
             ended: false,
+            writes_done: 0,
         });
         State {
             tree: Arc::new(tree),
@@ -376,11 +400,20 @@ impl<'h> ZkModel<'h> {
                 Arc::make_mut(&mut st.sessions[*session]).next_step += 1;
                 true
             }
-            Input::Indeterminate { session, op } => {
+            Input::Indeterminate { session, op, rank } => {
+                let s = &st.sessions[*session];
                 // A closed session's: never happened (its end came first).
-                if !st.sessions[*session].closed {
-                    // Its outcome is unknown: any reply will do.
-                    let _ = self.write(st, *session, op);
+                // Under write FIFO, once a write the session issued after
+                // it took effect, it never will (ZooKeeper's leader refuses
+                // a write from a connection the session has moved away
+                // from, SessionMoved, so a late copy cannot overtake).
+                if s.closed || (self.rules.write_fifo && *rank < s.writes_done) {
+                    return true;
+                }
+                // Its outcome is unknown: any reply will do.
+                let _ = self.write(st, *session, op);
+                if self.rules.write_fifo {
+                    Arc::make_mut(&mut st.sessions[*session]).writes_done = rank + 1;
                 }
                 true
             }
@@ -459,7 +492,12 @@ impl<'h> ZkModel<'h> {
                 }
                 s.seen = s.seen.max(last);
             }
-            StepKind::Write { op, reply } => {
+            StepKind::Write { op, reply, rank } => {
+                // A write of unknown outcome the session issued after this
+                // one took effect already.
+                if rules.write_fifo && *rank < st.sessions[i].writes_done {
+                    return false;
+                }
                 let txn = st
                     .tree
                     .prepare(st.tree.next_zxid(), 0, self.sessions[i].id, op);
@@ -486,6 +524,9 @@ impl<'h> ZkModel<'h> {
                 let last = st.tree.last_zxid();
                 let s = Arc::make_mut(&mut st.sessions[i]);
                 s.seen = s.seen.max(last);
+                if rules.write_fifo {
+                    s.writes_done = rank + 1;
+                }
             }
             StepKind::Close => {
                 if rules.events
@@ -607,7 +648,7 @@ impl<'h> lin::Model for ZkModel<'h> {
                 session, k, kind, ..
             } => {
                 let what = match kind {
-                    StepKind::Read { op, reply } | StepKind::Write { op, reply } => {
+                    StepKind::Read { op, reply } | StepKind::Write { op, reply, .. } => {
                         format!("{} -> {}", describe(op), describe_reply(*reply))
                     }
                     StepKind::Sync => "sync".to_owned(),
@@ -617,7 +658,7 @@ impl<'h> lin::Model for ZkModel<'h> {
                 };
                 format!("{} step {k}: {what}", who(*session))
             }
-            Input::Indeterminate { session, op } => {
+            Input::Indeterminate { session, op, .. } => {
                 format!("{}: {} (outcome unknown)", who(*session), describe(op))
             }
             Input::Expire { session } => format!("{} ends on the servers", who(*session)),
@@ -1028,6 +1069,7 @@ mod tests {
             StepKind::Write {
                 op: leak(create("/a")),
                 reply: owned(ok.clone()),
+                rank: 0,
             },
             vec![],
         );
@@ -1038,6 +1080,7 @@ mod tests {
             StepKind::Write {
                 op: leak(create("/a")),
                 reply: owned(Err(ZkError::NodeExists)),
+                rank: 0,
             },
             vec![],
         );
@@ -1069,6 +1112,7 @@ mod tests {
                 StepKind::Write {
                     op: leak(create("/a")),
                     reply: owned(made),
+                    rank: 0,
                 },
                 vec![],
             ),
@@ -1094,6 +1138,7 @@ mod tests {
             StepKind::Write {
                 op: leak(set),
                 reply: owned(set_reply),
+                rank: 1,
             },
             vec![],
         ));
@@ -1150,6 +1195,7 @@ mod tests {
                 StepKind::Write {
                     op: leak(create("/a")),
                     reply: owned(made),
+                    rank: 0,
                 },
                 vec![],
             ),
@@ -1184,6 +1230,7 @@ mod tests {
                 StepKind::Write {
                     op: leak(set.clone()),
                     reply: owned(set_reply.clone()),
+                    rank: 1,
                 },
                 events,
             )
@@ -1253,6 +1300,7 @@ mod tests {
                 StepKind::Write {
                     op: leak(create("/a")),
                     reply: owned(Err(ZkError::NodeExists)),
+                    rank: 0,
                 },
                 vec![],
             ),
@@ -1262,12 +1310,14 @@ mod tests {
                 StepKind::Write {
                     op: leak(create("/a")),
                     reply: owned(made),
+                    rank: 0,
                 },
                 vec![],
             ),
             Input::Indeterminate {
                 session: 1,
                 op: leak(create("/b")),
+                rank: 0,
             },
         ];
         let mut st = m.init();
@@ -1284,11 +1334,14 @@ mod tests {
                 assert_eq!(st, before);
             }
         }
-        // The last two differ in the tree alone.
+        // The last two, given the same sessions (the lost write also
+        // counts as session 1's decided write), differ in the tree alone.
         let (a, b) = (&states[states.len() - 2], &states[states.len() - 1]);
-        assert_eq!(a.sessions, b.sessions);
-        assert_ne!(a, b);
-        assert_ne!(unshared(a), unshared(b));
+        assert_eq!(b.sessions[1].writes_done, 1);
+        let mut a = a.clone();
+        a.sessions = b.sessions.clone();
+        assert_ne!(&a, b);
+        assert_ne!(unshared(&a), unshared(b));
     }
 
     #[test]
@@ -1304,6 +1357,7 @@ mod tests {
                 StepKind::Write {
                     op: leak(create("/a")),
                     reply: owned(made),
+                    rank: 0,
                 },
                 vec![],
             ),
@@ -1334,6 +1388,7 @@ mod tests {
             StepKind::Write {
                 op: leak(set),
                 reply: owned(r),
+                rank: 1,
             },
             vec![],
         ));
@@ -1371,6 +1426,7 @@ mod tests {
                 StepKind::Write {
                     op: leak(eph),
                     reply: owned(made),
+                    rank: 0,
                 },
                 vec![],
             ),
@@ -1385,6 +1441,7 @@ mod tests {
         let late = Input::Indeterminate {
             session: 0,
             op: leak(create("/late")),
+            rank: 1,
         };
         let s2 = m.step(&s, &late).unwrap();
         assert!(s2.tree.node("/late").is_none());

@@ -8,7 +8,7 @@
 //! replies are compared with them zeroed ([`super::model::normalize`]).
 //! Two states that agree on everything else — each znode's data,
 //! versions, sequence counter, owner and children, the live sessions,
-//! each session's next step — accept the same steps and lead to states
+//! each session's next step and how many of its writes are decided — accept the same steps and lead to states
 //! that agree again (the tree's prep reads none of the forgotten fields;
 //! see [`Class`]). So the search may remember a class where it
 //! remembered a state: a configuration whose class was explored and led
@@ -41,7 +41,7 @@ impl<'a> Quotient<'a> {
 
 /// A model state, compared and hashed by what the rules without events
 /// can tell apart (see the module docs): the tree without its zxids and
-/// times, the live sessions, and each session's next step. (A session is
+/// times, the live sessions, and each session's next step and decided writes. (A session is
 /// closed exactly when the tree no longer has it, and no session ends
 /// with trailing events when events are off.)
 pub(super) struct Class {
@@ -90,7 +90,10 @@ impl PartialEq for Class {
         if self.sessions != other.sessions
             || a.node_count() != b.node_count()
             || !a.sessions().eq(b.sessions())
-            || (0..self.sessions).any(|i| self.state.next_step(i) != other.state.next_step(i))
+            || (0..self.sessions).any(|i| {
+                self.state.next_step(i) != other.state.next_step(i)
+                    || self.state.writes_done(i) != other.state.writes_done(i)
+            })
         {
             return false;
         }
@@ -122,6 +125,7 @@ impl Hash for Class {
         }
         for i in 0..self.sessions {
             self.state.next_step(i).hash(h);
+            self.state.writes_done(i).hash(h);
         }
     }
 }

@@ -706,6 +706,16 @@ impl Server {
                 }
                 _ => false,
             };
+        // Breakage::SkipSessionMovedCheck: one in `one_in` of the writes
+        // from a connection their session has moved away from is applied.
+        let moved = match (&request, origin) {
+            (Forwarded::Write { session, .. }, Some(o)) => self
+                .broadcast()
+                .and_then(|b| b.owner.get(session))
+                .is_some_and(|&owner| owner != o.server),
+            _ => false,
+        };
+        let skip_moved = moved && broken == Some(Breakage::SkipSessionMovedCheck) && self.strikes();
         let b = self
             .broadcast_mut()
             .expect("only an established leader leads");
@@ -734,8 +744,10 @@ impl Server {
                 error_txn(zxid, now_ms, session, ZkError::SessionExpired)
             }
             Forwarded::Write { session, .. }
-                if origin
-                    .is_some_and(|o| *b.owner.entry(session).or_insert(o.server) != o.server) =>
+                if !skip_moved
+                    && origin.is_some_and(|o| {
+                        *b.owner.entry(session).or_insert(o.server) != o.server
+                    }) =>
             {
                 error_txn(zxid, now_ms, session, ZkError::SessionMoved)
             }
@@ -744,6 +756,7 @@ impl Server {
                 error_txn(zxid, now_ms, session, ZkError::NoNode)
             }
             Forwarded::Write { session, op } => {
+                hit = skip_moved;
                 let txn = b
                     .proposed
                     .prepare_over(&b.outstanding, zxid, now_ms, session, &op);
