@@ -649,6 +649,10 @@ struct WMeta {
     zoosim: String,
     servers: u32,
     session_timeout_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tick_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sync_limit_ticks: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -762,6 +766,8 @@ pub fn meta_line(m: &Meta) -> String {
             zoosim: m.zoosim.clone(),
             servers: m.servers,
             session_timeout_ms: m.session_timeout_ms,
+            tick_ms: m.tick_ms,
+            sync_limit_ticks: m.sync_limit_ticks,
         },
     )
 }
@@ -925,6 +931,8 @@ pub fn parse_reader(reader: impl BufRead) -> Result<History, ParseError> {
                 zoosim: m.zoosim,
                 servers: m.servers,
                 session_timeout_ms: m.session_timeout_ms,
+                tick_ms: m.tick_ms,
+                sync_limit_ticks: m.sync_limit_ticks,
             });
             continue;
         }

@@ -56,6 +56,12 @@ pub struct Meta {
     pub servers: u32,
     /// The session timeout the clients asked for, in ms.
     pub session_timeout_ms: u64,
+    /// The servers' tickTime in ms, where the run says (a simulated run's
+    /// history does; `None` in a history from elsewhere). With
+    /// `sync_limit_ticks`, it gives the contract's timeliness bound.
+    pub tick_ms: Option<u64>,
+    /// The servers' syncLimit in ticks, where the run says.
+    pub sync_limit_ticks: Option<u64>,
 }
 
 /// One thing that happened, at a simulated time.

@@ -17,6 +17,8 @@ fn meta() -> Meta {
         zoosim: "0.1.0".into(),
         servers: 3,
         session_timeout_ms: 4000,
+        tick_ms: None,
+        sync_limit_ticks: None,
     }
 }
 

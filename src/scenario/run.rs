@@ -157,6 +157,8 @@ pub fn judged(
 ) -> (SeedOutcome, History, Option<ContractReport>) {
     let mut meta = history_meta(scenario, seed, outcome.drawn.servers);
     meta.session_timeout_ms = outcome.drawn.session_timeout_ms;
+    meta.tick_ms = Some(outcome.drawn.tick_ms);
+    meta.sync_limit_ticks = Some(u64::from(outcome.drawn.sync_limit_ticks));
     let history = recorder.history(meta);
     let contract = judge_contract(&mut outcome, &history, &contract_budget_for(scenario));
     (outcome, history, contract)
@@ -259,8 +261,8 @@ pub fn judge_contract(
 }
 
 /// The `meta` line of `seed`'s history of `scenario`, run on `servers`
-/// servers (the session timeout: the scenario's first; a run's history
-/// has the one its seed drew).
+/// servers (the session timeout: the scenario's first, and no tickTime
+/// or syncLimit; a run's history has the ones its seed drew).
 pub fn history_meta(scenario: &Scenario, seed: u64, servers: u32) -> Meta {
     Meta {
         format: FORMAT_VERSION,
@@ -270,6 +272,8 @@ pub fn history_meta(scenario: &Scenario, seed: u64, servers: u32) -> Meta {
         zoosim: env!("CARGO_PKG_VERSION").to_owned(),
         servers,
         session_timeout_ms: scenario.ensemble.session_timeout_ms[0],
+        tick_ms: None,
+        sync_limit_ticks: None,
     }
 }
 

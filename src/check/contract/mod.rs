@@ -69,6 +69,12 @@ pub mod guarantees {
         "sync-read-fresh",
         "a read after sync sees every write that completed before the sync was called",
     );
+    /// No read is staler than the bound the ensemble's settings give.
+    pub const TIMELINESS: Property = Property::new(
+        "timeliness",
+        "a read sees every write that completed more than the staleness bound before it was \
+         called: the granted session timeout plus syncLimit x tickTime",
+    );
     /// Events precede the data they announce.
     pub const WATCH_BEFORE_DATA: Property = Property::new(
         "watch-before-data",
@@ -114,12 +120,13 @@ pub mod guarantees {
 pub const VERDICT_PROPERTIES: [Property; 2] = [guarantees::CONTRACT, guarantees::CHECKER];
 
 /// Every guarantee, in the order they are tried.
-pub const GUARANTEES: [Property; 8] = [
+pub const GUARANTEES: [Property; 9] = [
     guarantees::SESSION_FIFO,
     guarantees::WRITES_LINEARIZABLE,
     guarantees::SEQUENTIAL_CONSISTENCY,
     guarantees::LOST_WRITE_FIFO,
     guarantees::SYNC_READ_FRESH,
+    guarantees::TIMELINESS,
     guarantees::WATCH_BEFORE_DATA,
     guarantees::EVENT_ORDER,
     guarantees::CLIENT_ZXIDS,
@@ -187,6 +194,10 @@ pub struct SessionLog<'h> {
     pub id: SessionId,
     /// Its negotiated timeout.
     pub timeout_ms: u64,
+    /// Timeliness: a read of this session sees every write that completed
+    /// this long before the read was called, where the history says how
+    /// long (`None`: no bound is checked).
+    pub staleness_us: Option<u64>,
     /// What it saw, in the order it saw it (requests at their completion;
     /// requests that never completed last).
     pub seen: Vec<Seen<'h>>,
@@ -386,7 +397,21 @@ pub fn build<'h>(logs: &[SessionLog<'h>], rules: Rules) -> (ZkModel<'h>, Vec<Pla
                             continue;
                         }
                         let kind = StepKind::Read { op, reply: *result };
-                        step(kind, floor, *at_us, *zxid, Some(*id), &mut events, &mut k);
+                        // Timeliness: never before a write that completed
+                        // more than the bound before the read was called.
+                        let earliest = match (rules.timely, log.staleness_us) {
+                            (true, Some(bound)) => floor.max(call_us.saturating_sub(bound)),
+                            _ => floor,
+                        };
+                        step(
+                            kind,
+                            earliest,
+                            *at_us,
+                            *zxid,
+                            Some(*id),
+                            &mut events,
+                            &mut k,
+                        );
                     }
                     // A read that failed locally saw nothing.
                     (Some(_), Done::Unknown { .. }) => {}
@@ -453,6 +478,7 @@ pub fn truncate<'h>(logs: &[SessionLog<'h>], t_us: u64) -> Vec<SessionLog<'h>> {
         .map(|log| SessionLog {
             id: log.id,
             timeout_ms: log.timeout_ms,
+            staleness_us: log.staleness_us,
             seen: log
                 .seen
                 .iter()
@@ -626,10 +652,27 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog<'_>>, ContractError> {
         logs.push(SessionLog {
             id,
             timeout_ms: h.meta.session_timeout_ms,
+            staleness_us: staleness_us(&h.meta),
             seen: b.seen,
         });
     }
     Ok(logs)
+}
+
+/// The timeliness bound of a history's sessions, where its meta gives the
+/// servers' tickTime and syncLimit: the session timeout the servers grant
+/// (the requested one within 2 and 20 ticks) plus syncLimit ticks. A
+/// follower that stops hearing from its leader stops serving within
+/// syncLimit ticks, and a client leaves a server that stops answering
+/// (frozen, or cut off) within its session timeout, so no server answers
+/// a session from a state older than that (docs/CONTRACT.md,
+/// "Timeliness").
+pub fn staleness_us(meta: &crate::history::Meta) -> Option<u64> {
+    let (tick, sync_limit) = (meta.tick_ms?, meta.sync_limit_ticks?);
+    let granted = meta.session_timeout_ms.clamp(2 * tick, 20 * tick.max(1));
+    granted
+        .checked_add(sync_limit.checked_mul(tick)?)?
+        .checked_mul(1_000)
 }
 
 /// What the contract check found.
@@ -701,7 +744,7 @@ impl ContractReport {
 }
 
 /// The rules of each guarantee, weakest first (see [`GUARANTEES`]).
-const LADDER: [(Property, Rules); 6] = [
+const LADDER: [(Property, Rules); 7] = [
     (
         guarantees::WRITES_LINEARIZABLE,
         Rules {
@@ -710,6 +753,7 @@ const LADDER: [(Property, Rules); 6] = [
             events: false,
             event_order: false,
             write_fifo: false,
+            timely: false,
         },
     ),
     (
@@ -720,6 +764,7 @@ const LADDER: [(Property, Rules); 6] = [
             events: false,
             event_order: false,
             write_fifo: false,
+            timely: false,
         },
     ),
     (
@@ -730,6 +775,7 @@ const LADDER: [(Property, Rules); 6] = [
             events: false,
             event_order: false,
             write_fifo: true,
+            timely: false,
         },
     ),
     (
@@ -740,6 +786,18 @@ const LADDER: [(Property, Rules); 6] = [
             events: false,
             event_order: false,
             write_fifo: true,
+            timely: false,
+        },
+    ),
+    (
+        guarantees::TIMELINESS,
+        Rules {
+            reads: true,
+            sync_fresh: true,
+            events: false,
+            event_order: false,
+            write_fifo: true,
+            timely: true,
         },
     ),
     (
@@ -750,6 +808,7 @@ const LADDER: [(Property, Rules); 6] = [
             events: true,
             event_order: false,
             write_fifo: true,
+            timely: true,
         },
     ),
     (guarantees::EVENT_ORDER, Rules::ALL),
@@ -1054,6 +1113,7 @@ fn reads_of<'h>(logs: &[SessionLog<'h>], keep: usize) -> Vec<SessionLog<'h>> {
         .map(|(i, log)| SessionLog {
             id: log.id,
             timeout_ms: log.timeout_ms,
+            staleness_us: log.staleness_us,
             seen: log
                 .seen
                 .iter()

@@ -57,6 +57,11 @@ pub struct Rules {
     /// write of unknown outcome before every write the session issued
     /// after it, or never; off: at any time after its call.
     pub write_fifo: bool,
+    /// A read is placed after every write that completed more than its
+    /// session's staleness bound before the read was called
+    /// ([`super::SessionLog::staleness_us`]); off: any write that
+    /// completed before its call may follow it.
+    pub timely: bool,
 }
 
 impl Rules {
@@ -67,6 +72,7 @@ impl Rules {
         events: true,
         event_order: true,
         write_fifo: true,
+        timely: true,
     };
 }
 

@@ -10,6 +10,8 @@ use crate::proto::{CreateMode, EventType, Stat};
 pub(super) struct H {
     records: Vec<Record>,
     next: u64,
+    /// The servers' tickTime and syncLimit, if the history gives them.
+    timing: Option<(u64, u64)>,
 }
 
 use crate::history::Record;
@@ -19,6 +21,7 @@ impl H {
         H {
             records: Vec::new(),
             next: 0,
+            timing: None,
         }
     }
 
@@ -151,6 +154,8 @@ impl H {
                 zoosim: "test".into(),
                 servers: 1,
                 session_timeout_ms: 10_000,
+                tick_ms: self.timing.map(|t| t.0),
+                sync_limit_ticks: self.timing.map(|t| t.1),
             },
             records,
         }
@@ -526,6 +531,37 @@ fn the_zxids_clients_see_must_agree() {
     let mut h = zxids_seen(|ops| ops[3].2 = 5);
     h.op(30, 31, 2, create("/z"), created("/z"), Some(9));
     assert_eq!(broken(&h), "writes-linearizable");
+}
+
+/// Session 1 creates /a and sets it (done at 4 ms); session 2, called at
+/// `read_at` ms, still reads version 0. The servers' tickTime is 100 ms
+/// and syncLimit 5 where `timing`: the session timeout of 10 s is granted
+/// as 20 ticks, 2 s, and the bound is 2 s + 5 ticks = 2.5 s.
+fn stale_at(read_at: u64, timing: bool) -> H {
+    let mut h = H::new();
+    h.timing = timing.then_some((100, 5));
+    h.connect(0, 1).connect(0, 2);
+    h.op(1, 2, 1, create("/a"), created("/a"), Some(1));
+    h.op(3, 4, 1, set("/a"), stat(1, 1), Some(2));
+    h.op(
+        read_at,
+        read_at + 1,
+        2,
+        get("/a", false),
+        data(0, 0),
+        Some(1),
+    );
+    h
+}
+
+#[test]
+fn a_read_is_never_staler_than_the_bound() {
+    let meta = stale_at(0, true).history().meta;
+    assert_eq!(staleness_us(&meta), Some(2_500_000));
+    assert_eq!(verdict(&stale_at(2_504, true)), ContractVerdict::Holds);
+    assert_eq!(broken(&stale_at(2_505, true)), "timeliness");
+    // A history that does not give the servers' timing has no bound.
+    assert_eq!(verdict(&stale_at(60_000, false)), ContractVerdict::Holds);
 }
 
 #[test]
