@@ -744,75 +744,52 @@ impl ContractReport {
 }
 
 /// The rules of each guarantee, weakest first (see [`GUARANTEES`]).
-const LADDER: [(Property, Rules); 7] = [
-    (
-        guarantees::WRITES_LINEARIZABLE,
-        Rules {
-            reads: false,
-            sync_fresh: false,
-            events: false,
-            event_order: false,
-            write_fifo: false,
-            timely: false,
-        },
-    ),
-    (
-        guarantees::SEQUENTIAL_CONSISTENCY,
-        Rules {
-            reads: true,
-            sync_fresh: false,
-            events: false,
-            event_order: false,
-            write_fifo: false,
-            timely: false,
-        },
-    ),
-    (
-        guarantees::LOST_WRITE_FIFO,
-        Rules {
-            reads: true,
-            sync_fresh: false,
-            events: false,
-            event_order: false,
-            write_fifo: true,
-            timely: false,
-        },
-    ),
-    (
-        guarantees::SYNC_READ_FRESH,
-        Rules {
-            reads: true,
-            sync_fresh: true,
-            events: false,
-            event_order: false,
-            write_fifo: true,
-            timely: false,
-        },
-    ),
-    (
-        guarantees::TIMELINESS,
-        Rules {
-            reads: true,
-            sync_fresh: true,
-            events: false,
-            event_order: false,
-            write_fifo: true,
-            timely: true,
-        },
-    ),
-    (
-        guarantees::WATCH_BEFORE_DATA,
-        Rules {
-            reads: true,
-            sync_fresh: true,
-            events: true,
-            event_order: false,
-            write_fifo: true,
-            timely: true,
-        },
-    ),
-    (guarantees::EVENT_ORDER, Rules::ALL),
-];
+const LADDER: [(Property, Rules); 7] = {
+    // Each rung is the one before it with one more rule.
+    const WRITES: Rules = Rules {
+        reads: false,
+        sync_fresh: false,
+        events: false,
+        event_order: false,
+        write_fifo: false,
+        timely: false,
+    };
+    const READS: Rules = Rules {
+        reads: true,
+        ..WRITES
+    };
+    const FIFO: Rules = Rules {
+        write_fifo: true,
+        ..READS
+    };
+    const SYNC: Rules = Rules {
+        sync_fresh: true,
+        ..FIFO
+    };
+    const TIMELY: Rules = Rules {
+        timely: true,
+        ..SYNC
+    };
+    const EVENTS: Rules = Rules {
+        events: true,
+        ..TIMELY
+    };
+    [
+        (guarantees::WRITES_LINEARIZABLE, WRITES),
+        (guarantees::SEQUENTIAL_CONSISTENCY, READS),
+        (guarantees::LOST_WRITE_FIFO, FIFO),
+        (guarantees::SYNC_READ_FRESH, SYNC),
+        (guarantees::TIMELINESS, TIMELY),
+        (guarantees::WATCH_BEFORE_DATA, EVENTS),
+        (
+            guarantees::EVENT_ORDER,
+            Rules {
+                event_order: true,
+                ..EVENTS
+            },
+        ),
+    ]
+};
 
 /// Checks a recorded history against ZooKeeper's contract within
 /// `budget`.

@@ -466,20 +466,15 @@ fn zxids_seen(lie: impl Fn(&mut Vec<(Op, Result<Reply, ZkError>, Zxid)>)) -> H {
 #[test]
 fn the_zxids_clients_see_must_agree() {
     assert_eq!(verdict(&zxids_seen(|_| {})), ContractVerdict::Holds);
-    let stat_of = |r: &mut Result<Reply, ZkError>| -> Stat {
-        match r {
+    // Op `k`'s reply's Stat gets mzxid 6, which no write of its version had.
+    fn mzxid_6(ops: &mut [(Op, Result<Reply, ZkError>, Zxid)], k: usize) {
+        match &mut ops[k].1 {
             Ok(Reply::GetData { stat, .. } | Reply::SetData(stat) | Reply::Create { stat, .. }) => {
-                *stat
+                stat.mzxid = 6
             }
             _ => unreachable!(),
         }
-    };
-    let with_stat = |r: &mut Result<Reply, ZkError>, stat: Stat| match r {
-        Ok(Reply::GetData { stat: s, .. } | Reply::SetData(s) | Reply::Create { stat: s, .. }) => {
-            *s = stat
-        }
-        _ => unreachable!(),
-    };
+    }
     type Lie = Box<dyn Fn(&mut Vec<(Op, Result<Reply, ZkError>, Zxid)>)>;
     let lies: Vec<(&str, Lie, &str)> = vec![
         (
@@ -489,26 +484,17 @@ fn the_zxids_clients_see_must_agree() {
         ),
         (
             "a read sees version 1 with another mzxid than the setData's",
-            Box::new(move |ops| {
-                let s = stat_of(&mut ops[3].1);
-                with_stat(&mut ops[3].1, Stat { mzxid: 6, ..s });
-            }),
+            Box::new(|ops| mzxid_6(ops, 3)),
             "one version is set by one write",
         ),
         (
             "version 0 with an mzxid that is not the create's",
-            Box::new(move |ops| {
-                let s = stat_of(&mut ops[1].1);
-                with_stat(&mut ops[1].1, Stat { mzxid: 6, ..s });
-            }),
+            Box::new(|ops| mzxid_6(ops, 1)),
             "not the create's zxid",
         ),
         (
             "the setData's own Stat does not carry its zxid",
-            Box::new(move |ops| {
-                let s = stat_of(&mut ops[2].1);
-                with_stat(&mut ops[2].1, Stat { mzxid: 6, ..s });
-            }),
+            Box::new(|ops| mzxid_6(ops, 2)),
             "not the write's zxid",
         ),
         (
@@ -716,6 +702,20 @@ fn hash_of<T: Hash>(t: &T) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     t.hash(&mut h);
     h.finish()
+}
+
+/// The top rung is the whole contract, and the guarantees are listed in
+/// the ladder's order.
+#[test]
+fn the_ladder_ends_at_the_whole_contract() {
+    assert_eq!(LADDER[LADDER.len() - 1].1, Rules::ALL);
+    let named: Vec<&str> = LADDER.iter().map(|(g, _)| g.name).collect();
+    let listed: Vec<&str> = GUARANTEES
+        .iter()
+        .map(|g| g.name)
+        .filter(|n| named.contains(n))
+        .collect();
+    assert_eq!(named, listed);
 }
 
 #[test]
