@@ -231,6 +231,15 @@ struct Conn {
     held_zxid: Zxid,
 }
 
+/// One more opportunity for the breakage `broken` on a server that has
+/// counted `opportunities` so far: whether it strikes (one in its `one_in`;
+/// never a random draw).
+fn strikes(broken: Option<Broken>, opportunities: &mut u64) -> bool {
+    let one_in = broken.map_or(1, |b| b.one_in.max(1));
+    *opportunities += 1;
+    *opportunities % one_in == 0
+}
+
 /// [`Breakage::StaleRead`]: a copy of the tree `lag_txns` txns behind the
 /// applied state, answering one unwatched read in `one_in` (every read
 /// would leave a recipe that reads its own writes no way forward).
@@ -1071,9 +1080,7 @@ impl Server {
     /// One more opportunity for the breakage: whether it strikes (one in
     /// its `one_in`, counted on this server; never a random draw).
     fn strikes(&mut self) -> bool {
-        let one_in = self.config.broken.map_or(1, |b| b.one_in.max(1));
-        self.opportunities += 1;
-        self.opportunities % one_in == 0
+        strikes(self.config.broken, &mut self.opportunities)
     }
 
     /// The answer to a write as if it had been applied here next: prepped
@@ -1259,24 +1266,17 @@ impl Server {
                         _ => reply,
                     };
                     // Breakage::ZxidLies: one in `one_in` Stats a read
-                    // returns names a zxid one below the true mzxid
-                    // (counted as strikes() counts; `c` holds a borrow of
-                    // the connections, so not through it).
-                    if let (
-                        Some(Broken {
-                            kind: Breakage::ZxidLies,
-                            one_in,
-                            ..
-                        }),
-                        Ok(
-                            Reply::Exists(Some(stat))
-                            | Reply::GetData { stat, .. }
-                            | Reply::GetChildren { stat, .. },
-                        ),
-                    ) = (self.config.broken, &mut answer)
+                    // returns names a zxid one below the true mzxid (the
+                    // free `strikes`: `c` borrows the connections).
+                    if let Ok(
+                        Reply::Exists(Some(stat))
+                        | Reply::GetData { stat, .. }
+                        | Reply::GetChildren { stat, .. },
+                    ) = &mut answer
                     {
-                        self.opportunities += 1;
-                        if self.opportunities % one_in.max(1) == 0 {
+                        if self.config.breaks(Breakage::ZxidLies)
+                            && strikes(self.config.broken, &mut self.opportunities)
+                        {
                             stat.mzxid -= 1;
                             self.stats.breakage_hits += 1;
                         }

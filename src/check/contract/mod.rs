@@ -669,7 +669,12 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog<'_>>, ContractError> {
 /// "Timeliness").
 pub fn staleness_us(meta: &crate::history::Meta) -> Option<u64> {
     let (tick, sync_limit) = (meta.tick_ms?, meta.sync_limit_ticks?);
-    let granted = meta.session_timeout_ms.clamp(2 * tick, 20 * tick.max(1));
+    if tick == 0 {
+        return None; // no tick, no bound (a history file may say anything)
+    }
+    let granted = meta
+        .session_timeout_ms
+        .clamp(tick.saturating_mul(2), tick.saturating_mul(20));
     granted
         .checked_add(sync_limit.checked_mul(tick)?)?
         .checked_mul(1_000)

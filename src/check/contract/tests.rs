@@ -544,6 +544,15 @@ fn stale_at(read_at: u64, timing: bool) -> H {
 fn a_read_is_never_staler_than_the_bound() {
     let meta = stale_at(0, true).history().meta;
     assert_eq!(staleness_us(&meta), Some(2_500_000));
+    // A history file may give any figures: none of them panics.
+    for (tick, limit) in [(u64::MAX, 5), (100, u64::MAX), (0, 5), (u64::MAX, u64::MAX)] {
+        let odd = crate::history::Meta {
+            tick_ms: Some(tick),
+            sync_limit_ticks: Some(limit),
+            ..meta.clone()
+        };
+        assert_eq!(staleness_us(&odd), None, "tick {tick}, syncLimit {limit}");
+    }
     assert_eq!(verdict(&stale_at(2_504, true)), ContractVerdict::Holds);
     assert_eq!(broken(&stale_at(2_505, true)), "timeliness");
     // A history that does not give the servers' timing has no bound.

@@ -708,14 +708,17 @@ impl Server {
             };
         // Breakage::SkipSessionMovedCheck: one in `one_in` of the writes
         // from a connection their session has moved away from is applied.
-        let moved = match (&request, origin) {
-            (Forwarded::Write { session, .. }, Some(o)) => self
-                .broadcast()
-                .and_then(|b| b.owner.get(session))
-                .is_some_and(|&owner| owner != o.server),
-            _ => false,
-        };
-        let skip_moved = moved && broken == Some(Breakage::SkipSessionMovedCheck) && self.strikes();
+        // (The owner is looked up only with the switch on: this is every
+        // write's path.)
+        let skip_moved = broken == Some(Breakage::SkipSessionMovedCheck)
+            && match (&request, origin) {
+                (Forwarded::Write { session, .. }, Some(o)) => self
+                    .broadcast()
+                    .and_then(|b| b.owner.get(session))
+                    .is_some_and(|&owner| owner != o.server),
+                _ => false,
+            }
+            && self.strikes();
         let b = self
             .broadcast_mut()
             .expect("only an established leader leads");
