@@ -96,6 +96,7 @@ fn each_broken_ensemble_fails_the_contract() {
         ("event-reordered", "event-order"),
         ("skip-session-moved-check", "lost-write-fifo"),
         ("zxid-lies", "client-zxids"),
+        ("expired-ephemerals-linger", "expiry-takes-effect"),
     ];
     let mut wrong = Vec::new();
     for (name, guarantee) in expect {
@@ -401,4 +402,9 @@ fn subtle_skip_session_moved_check_is_caught() {
 #[test]
 fn subtle_zxid_lies_is_caught() {
     subtle_breakage_is_caught("zxid-lies", "client-zxids", 0);
+}
+
+#[test]
+fn subtle_expired_ephemerals_linger_is_caught() {
+    subtle_breakage_is_caught("expired-ephemerals-linger", "expiry-takes-effect", 0);
 }

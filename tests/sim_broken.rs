@@ -136,7 +136,7 @@ mod direct {
     use zoosim::client::{Zk, ZkExt};
     use zoosim::ensemble::breakage::Breakage;
     use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, SimZk};
-    use zoosim::proto::{ClientEvent, CreateMode, EventType, WatchEvent, ZkError};
+    use zoosim::proto::{ClientEvent, CreateMode, EventType, SessionEvent, WatchEvent, ZkError};
     use zoosim::tree::{TxnBody, TxnOp};
 
     const SEEDS: std::ops::Range<u64> = 0xb40c_9000..0xb40c_9003;
@@ -398,6 +398,32 @@ mod direct {
             run(Some(Breakage::EventReordered)),
             (vec!["/e2".to_owned(), "/e1".to_owned()], 1),
             "the change of /e2, the later txn, is announced first"
+        );
+    }
+
+    /// expired-ephemerals-linger: a session is expired; its client,
+    /// re-attaching after its connection broke, is told so, yet its
+    /// ephemeral node stays on every replica.
+    #[test]
+    fn an_expired_sessions_ephemeral_node_stays() {
+        let run = |broken| {
+            each_seed(broken, async |e: &Ensemble| {
+                let a = e.client(1).no_failover().connect().await.unwrap();
+                a.create("/eph", b"", CreateMode::Ephemeral).await.unwrap();
+                assert!(e.expire_session(a.session_id()), "a live session");
+                sleep(Duration::from_millis(500)).await;
+                a.break_connection();
+                sleep(Duration::from_secs(2)).await;
+                let told = std::iter::from_fn(|| a.try_next_event())
+                    .any(|ev| ev == ClientEvent::Session(SessionEvent::Expired));
+                (told, on_some_replica(e, "/eph"), hits(e))
+            })
+        };
+        assert_eq!(run(None), (true, false, 0));
+        assert_eq!(
+            run(Some(Breakage::ExpiredEphemeralsLinger)),
+            (true, true, 1),
+            "the client is told it expired, and its node stays"
         );
     }
 }

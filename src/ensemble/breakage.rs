@@ -79,6 +79,14 @@ pub enum Breakage {
     /// and versions are right, but the zxid names no write that set that
     /// version.
     ZxidLies,
+    /// The leader expires a session (`one_in`: sessions it expires, by
+    /// timeout or by a forced expiry; every one by default) but never
+    /// proposes its closeSession: the session is marked closing, so its
+    /// writes fail with SessionExpired and a client that re-attaches is
+    /// told it expired, yet its ephemerals stay. A later leader takes the
+    /// session over with a fresh timeout and expires it again (and, at
+    /// `one_in` above 1, may close it then: minutes late).
+    ExpiredEphemeralsLinger,
     /// The leader preps a create's parent check against its committed
     /// tree instead of the proposed one (applied state plus the proposals
     /// in flight), as a `PrepRequestProcessor.getRecordForPath` that
@@ -99,7 +107,7 @@ pub enum Breakage {
 
 impl Breakage {
     /// Every breakage a scenario file can name, in declaration order.
-    pub const ALL: [Breakage; 9] = [
+    pub const ALL: [Breakage; 10] = [
         Breakage::FollowerLocalWrite,
         Breakage::SkipReconnectZxidRule,
         Breakage::ReplyBeforeQuorum,
@@ -109,6 +117,7 @@ impl Breakage {
         Breakage::EventReordered,
         Breakage::SkipSessionMovedCheck,
         Breakage::ZxidLies,
+        Breakage::ExpiredEphemeralsLinger,
     ];
 
     /// Its gross default rate: one opportunity in this many breaks.
@@ -137,6 +146,7 @@ impl Breakage {
             Breakage::EventReordered => "event-reordered",
             Breakage::SkipSessionMovedCheck => "skip-session-moved-check",
             Breakage::ZxidLies => "zxid-lies",
+            Breakage::ExpiredEphemeralsLinger => "expired-ephemerals-linger",
             Breakage::CreatePrepIgnoresInFlightParent => "create-prep-ignores-in-flight-parent",
             Breakage::FollowerEmptiesSetData => "follower-empties-set-data",
         }
@@ -170,6 +180,9 @@ impl Breakage {
                 "a write of unknown outcome never takes effect after a later write of its session"
             }
             Breakage::ZxidLies => "a Stat's mzxid is the zxid of the write that set its version",
+            Breakage::ExpiredEphemeralsLinger => {
+                "once a client is told its session expired, the session's ephemerals go"
+            }
             Breakage::CreatePrepIgnoresInFlightParent => {
                 "a session's writes are applied in its order, each seeing the ones before"
             }

@@ -16,6 +16,7 @@
 //! every verdict is the model's.
 
 mod certificate;
+mod expiry;
 mod fast;
 pub mod model;
 mod quotient;
@@ -30,6 +31,7 @@ use crate::check::lin::{
 use crate::check::{Property, Violation};
 use crate::history::{Event, HistOp, History, OpId, Outcome as HistOutcome};
 use crate::proto::{MultiOp, Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid};
+use expiry::ToldExpired;
 use quotient::Quotient;
 
 pub use certificate::{certify, Refused};
@@ -74,6 +76,14 @@ pub mod guarantees {
         "timeliness",
         "a read sees every write that completed more than the staleness bound before it was \
          called: the granted session timeout plus syncLimit x tickTime",
+    );
+    /// A session its client was told had expired ends, in time.
+    pub const EXPIRY_TAKES_EFFECT: Property = Property::new(
+        "expiry-takes-effect",
+        "once a client is told its session expired, the session's close (its ephemerals gone) \
+         comes before every write answered in an epoch and called later than the session \
+         timeout plus three ticks (and the history's longest fault window) after both the \
+         telling and that epoch's first reply",
     );
     /// Events precede the data they announce.
     pub const WATCH_BEFORE_DATA: Property = Property::new(
@@ -120,13 +130,14 @@ pub mod guarantees {
 pub const VERDICT_PROPERTIES: [Property; 2] = [guarantees::CONTRACT, guarantees::CHECKER];
 
 /// Every guarantee, in the order they are tried.
-pub const GUARANTEES: [Property; 9] = [
+pub const GUARANTEES: [Property; 10] = [
     guarantees::SESSION_FIFO,
     guarantees::WRITES_LINEARIZABLE,
     guarantees::SEQUENTIAL_CONSISTENCY,
     guarantees::LOST_WRITE_FIFO,
     guarantees::SYNC_READ_FRESH,
     guarantees::TIMELINESS,
+    guarantees::EXPIRY_TAKES_EFFECT,
     guarantees::WATCH_BEFORE_DATA,
     guarantees::EVENT_ORDER,
     guarantees::CLIENT_ZXIDS,
@@ -198,6 +209,11 @@ pub struct SessionLog<'h> {
     /// this long before the read was called, where the history says how
     /// long (`None`: no bound is checked).
     pub staleness_us: Option<u64>,
+    /// Expiry takes effect: once its client was told it expired, the
+    /// session closes before every write its epoch's leader sequences more
+    /// than this long after both the telling and the epoch's first reply
+    /// (`None`: not checked). See [`expiry_bound_us`].
+    pub expiry_bound_us: Option<u64>,
     /// What it saw, in the order it saw it (requests at their completion;
     /// requests that never completed last).
     pub seen: Vec<Seen<'h>>,
@@ -235,8 +251,14 @@ impl std::error::Error for ContractError {}
 pub fn build<'h>(logs: &[SessionLog<'h>], rules: Rules) -> (ZkModel<'h>, Vec<Placed<'h>>) {
     let mut specs = Vec::new();
     let mut placed = Vec::new();
+    let told = if rules.expiry {
+        ToldExpired::new(logs, rules)
+    } else {
+        ToldExpired::default()
+    };
     for (i, log) in logs.iter().enumerate() {
         let mut k: u32 = 0;
+        let mut closes_first = Vec::new();
         // Each write's place in the order the session issued its writes
         // (history ids are given in invocation order), answered or not.
         let mut issued: Vec<usize> = log
@@ -338,6 +360,10 @@ pub fn build<'h>(logs: &[SessionLog<'h>], rules: Rules) -> (ZkModel<'h>, Vec<Pla
                             reply: *result,
                             rank: rank(id),
                         };
+                        let first = told.closes_first(i, *call_us, *zxid);
+                        if !first.is_empty() {
+                            closes_first.push((k, first));
+                        }
                         step(
                             kind,
                             *call_us,
@@ -450,6 +476,7 @@ pub fn build<'h>(logs: &[SessionLog<'h>], rules: Rules) -> (ZkModel<'h>, Vec<Pla
             timeout_ms: log.timeout_ms,
             steps: k,
             trailing,
+            closes_first,
         });
     }
     (ZkModel::new(specs, rules), placed)
@@ -479,6 +506,7 @@ pub fn truncate<'h>(logs: &[SessionLog<'h>], t_us: u64) -> Vec<SessionLog<'h>> {
             id: log.id,
             timeout_ms: log.timeout_ms,
             staleness_us: log.staleness_us,
+            expiry_bound_us: log.expiry_bound_us,
             seen: log
                 .seen
                 .iter()
@@ -653,6 +681,7 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog<'_>>, ContractError> {
             id,
             timeout_ms: h.meta.session_timeout_ms,
             staleness_us: staleness_us(&h.meta),
+            expiry_bound_us: expiry_bound_us(h),
             seen: b.seen,
         });
     }
@@ -677,6 +706,37 @@ pub fn staleness_us(meta: &crate::history::Meta) -> Option<u64> {
         .clamp(tick.saturating_mul(2), tick.saturating_mul(20));
     granted
         .checked_add(sync_limit.checked_mul(tick)?)?
+        .checked_mul(1_000)
+}
+
+/// How long after a client is told its session expired the close must
+/// have taken effect, for writes sequenced by a leader established before
+/// then (docs/CONTRACT.md, "Expiry takes effect"): the session timeout the
+/// servers grant, plus three ticks (the expiry queue rounds a deadline up
+/// to the next tick; a follower reports its clients' touches to the leader
+/// once a tick; and one for the time a message and a tick take), plus the
+/// longest window or delay of any fault the history records (a paused
+/// server, a delayed or clogged link, or a forced expiry's race window
+/// holds an expiry or a touch back that long). `None` where the meta does
+/// not give the tickTime.
+pub fn expiry_bound_us(h: &History) -> Option<u64> {
+    let tick = h.meta.tick_ms.filter(|&t| t > 0)?;
+    let granted = h
+        .meta
+        .session_timeout_ms
+        .clamp(tick.saturating_mul(2), tick.saturating_mul(20));
+    let faults = h
+        .records
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::Fault(f) if !f.skipped => Some(f.window_ms.saturating_add(f.delay_ms)),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    granted
+        .checked_add(tick.checked_mul(3)?)?
+        .checked_add(faults)?
         .checked_mul(1_000)
 }
 
@@ -749,7 +809,7 @@ impl ContractReport {
 }
 
 /// The rules of each guarantee, weakest first (see [`GUARANTEES`]).
-const LADDER: [(Property, Rules); 7] = {
+const LADDER: [(Property, Rules); 8] = {
     // Each rung is the one before it with one more rule.
     const WRITES: Rules = Rules {
         reads: false,
@@ -758,6 +818,7 @@ const LADDER: [(Property, Rules); 7] = {
         event_order: false,
         write_fifo: false,
         timely: false,
+        expiry: false,
     };
     const READS: Rules = Rules {
         reads: true,
@@ -775,9 +836,13 @@ const LADDER: [(Property, Rules); 7] = {
         timely: true,
         ..SYNC
     };
+    const EXPIRY: Rules = Rules {
+        expiry: true,
+        ..TIMELY
+    };
     const EVENTS: Rules = Rules {
         events: true,
-        ..TIMELY
+        ..EXPIRY
     };
     [
         (guarantees::WRITES_LINEARIZABLE, WRITES),
@@ -785,6 +850,7 @@ const LADDER: [(Property, Rules); 7] = {
         (guarantees::LOST_WRITE_FIFO, FIFO),
         (guarantees::SYNC_READ_FRESH, SYNC),
         (guarantees::TIMELINESS, TIMELY),
+        (guarantees::EXPIRY_TAKES_EFFECT, EXPIRY),
         (guarantees::WATCH_BEFORE_DATA, EVENTS),
         (
             guarantees::EVENT_ORDER,
@@ -845,7 +911,7 @@ pub fn guarded(sessions: usize, run: impl FnOnce() -> ContractReport) -> Contrac
 pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
     let mut report = check_order(logs, budget);
     if let ContractVerdict::Holds | ContractVerdict::Unknown(_) = report.verdict {
-        if let Some(b) = zxids::zxids(logs) {
+        if let Some(b) = expiry::lingering(logs).or_else(|| zxids::zxids(logs)) {
             report.verdict = ContractVerdict::Broken(b);
         }
     }
@@ -1096,6 +1162,7 @@ fn reads_of<'h>(logs: &[SessionLog<'h>], keep: usize) -> Vec<SessionLog<'h>> {
             id: log.id,
             timeout_ms: log.timeout_ms,
             staleness_us: log.staleness_us,
+            expiry_bound_us: log.expiry_bound_us,
             seen: log
                 .seen
                 .iter()

@@ -62,6 +62,12 @@ pub struct Rules {
     /// ([`super::SessionLog::staleness_us`]); off: any write that
     /// completed before its call may follow it.
     pub timely: bool,
+    /// A write placed after its session's [`SessionSpec::closes_first`]
+    /// sessions closed: once a client was told its session expired, the
+    /// close takes effect before every write the ensemble sequences late
+    /// enough after that ([`super::SessionLog::expiry_bound_us`]); off: an
+    /// expired session may end at any time after its last step, or never.
+    pub expiry: bool,
 }
 
 impl Rules {
@@ -73,6 +79,7 @@ impl Rules {
         event_order: true,
         write_fifo: true,
         timely: true,
+        expiry: true,
     };
 }
 
@@ -164,6 +171,9 @@ pub struct SessionSpec {
     /// Whether it received events after its last step (an
     /// [`Input::End`] checks them, before the session can end).
     pub trailing: bool,
+    /// Under [`Rules::expiry`]: before its `k`th step, the sessions
+    /// (indices) whose close must have taken effect, by `k` ascending.
+    pub closes_first: Vec<(u32, Vec<usize>)>,
 }
 
 /// The client's watch tables (data, exist, child), as the client keeps
@@ -400,6 +410,9 @@ impl<'h> ZkModel<'h> {
                 if s.next_step != *k || s.closed {
                     return false;
                 }
+                if self.rules.expiry && !self.closes_done(st, *session, *k) {
+                    return false;
+                }
                 if !self.session_step(st, *session, kind, events) {
                     return false;
                 }
@@ -449,6 +462,16 @@ impl<'h> ZkModel<'h> {
                 s.pending.clear();
                 true
             }
+        }
+    }
+
+    /// Whether every session whose close must precede session `i`'s `k`th
+    /// step has closed ([`SessionSpec::closes_first`]).
+    fn closes_done(&self, st: &State, i: usize, k: u32) -> bool {
+        let first = &self.sessions[i].closes_first;
+        match first.binary_search_by_key(&k, |(at, _)| *at) {
+            Ok(at) => first[at].1.iter().all(|&t| st.sessions[t].closed),
+            Err(_) => true,
         }
     }
 
@@ -1009,6 +1032,7 @@ mod tests {
                     timeout_ms: 10_000,
                     steps: 100,
                     trailing: false,
+                    closes_first: Vec::new(),
                 })
                 .collect(),
             Rules::ALL,

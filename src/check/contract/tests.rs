@@ -559,6 +559,113 @@ fn a_read_is_never_staler_than_the_bound() {
     assert_eq!(verdict(&stale_at(60_000, false)), ContractVerdict::Holds);
 }
 
+/// Session 1 creates /p and the ephemeral /p/e and is told it expired at
+/// 10 ms; session 2 creates /w at `write_at` ms and then reads /p/e, by
+/// `exists` (whose Stat names session 1 as the owner) or by listing /p. tickTime
+/// 100 ms: the timeout of 10 s is granted as 2 s, and the bound is 2 s
+/// plus three ticks, 2.3 s; the epoch was first seen at 2 ms. Where
+/// `rival`, session 3 also tried to create /p/e (its outcome unknown), so a
+/// listed /p/e need not be session 1's.
+fn told_expired(write_at: u64, by_stat: bool, rival: bool) -> H {
+    let mut h = H::new();
+    h.timing = Some((100, 5));
+    h.connect(0, 1).connect(0, 2);
+    h.op(0, 1, 1, create("/p"), created("/p"), Some(1));
+    let ephemeral = Op::Create {
+        path: "/p/e".into(),
+        data: vec![],
+        mode: CreateMode::Ephemeral,
+    };
+    let owned = Stat {
+        ephemeral_owner: 1,
+        ..Stat::default()
+    };
+    let made = Ok(Reply::Create {
+        path: "/p/e".into(),
+        stat: owned,
+    });
+    h.op(1, 2, 1, ephemeral.clone(), made, Some(2));
+    if rival {
+        h.connect(0, 3);
+        h.invoke(3, 3, ephemeral);
+    }
+    h.state(10, 1, SessionEvent::Expired);
+    h.op(
+        write_at,
+        write_at + 1,
+        2,
+        create("/w"),
+        created("/w"),
+        Some(3),
+    );
+    let (read, reply) = if by_stat {
+        (
+            Op::Exists {
+                path: "/p/e".into(),
+                watch: false,
+            },
+            Reply::Exists(Some(owned)),
+        )
+    } else {
+        (
+            Op::GetChildren {
+                path: "/p".into(),
+                watch: false,
+            },
+            Reply::GetChildren {
+                children: vec!["e".into()],
+                // The rival's create, after the close, counts twice more.
+                stat: Stat {
+                    cversion: if rival { 3 } else { 1 },
+                    num_children: 1,
+                    ..Stat::default()
+                },
+            },
+        )
+    };
+    h.op(write_at + 2, write_at + 3, 2, read, Ok(reply), Some(3));
+    h
+}
+
+#[test]
+fn an_expired_sessions_close_comes_before_later_writes() {
+    for by_stat in [true, false] {
+        // Within the bound the close may still be on its way.
+        assert_eq!(
+            verdict(&told_expired(2_310, by_stat, false)),
+            ContractVerdict::Holds,
+            "by_stat {by_stat}"
+        );
+        // Past it, the read after the write cannot see the session's node:
+        // the one-pass check says so, and the search alone agrees.
+        assert_eq!(
+            broken(&told_expired(2_311, by_stat, false)),
+            "expiry-takes-effect"
+        );
+        let searched = search(
+            &told_expired(2_311, by_stat, false).history(),
+            &Budget::UNLIMITED,
+        );
+        match searched.unwrap().verdict {
+            ContractVerdict::Broken(b) => assert_eq!(b.guarantee.name, "expiry-takes-effect"),
+            other => panic!("by_stat {by_stat}: the search found {other:?}"),
+        }
+        assert!(expiry::lingering(
+            &session_logs(&told_expired(2_310, by_stat, false).history()).unwrap()
+        )
+        .is_none());
+    }
+    // A listed /p/e that another session may have created since: the
+    // one-pass check claims nothing, and an order exists.
+    let rival = told_expired(60_000, false, true);
+    assert!(expiry::lingering(&session_logs(&rival.history()).unwrap()).is_none());
+    assert_eq!(verdict(&rival), ContractVerdict::Holds);
+    // A history that does not give the servers' timing has no bound.
+    let mut untimed = told_expired(60_000, true, false);
+    untimed.timing = None;
+    assert_eq!(verdict(&untimed), ContractVerdict::Holds);
+}
+
 #[test]
 fn a_watch_event_must_come_before_the_new_data() {
     let watched = |late: bool| {
@@ -734,6 +841,7 @@ fn commuting_writes_make_two_states_but_one_class() {
         timeout_ms: 10_000,
         steps: 0,
         trailing: false,
+        closes_first: Vec::new(),
     }];
     let model = ZkModel::new(sessions.clone(), WRITES);
     let q = Quotient::new(&model).expect("no events: a quotient");

@@ -582,9 +582,17 @@ impl Server {
     /// Expiry, first half: from now on the session's writes fail at prep;
     /// its closeSession is prepped from `close_at_ms` on.
     fn mark_closing(&mut self, session: SessionId, close_at_ms: i64) {
+        // Breakage::ExpiredEphemeralsLinger: one in `one_in` expiries
+        // never proposes the close.
+        let linger = self.config.breaks(Breakage::ExpiredEphemeralsLinger) && self.strikes();
+        if linger {
+            self.stats.breakage_hits += 1;
+        }
         let b = self.broadcast_mut().expect("an established leader");
         b.closing.insert(session);
-        b.to_close.push((session, close_at_ms));
+        if !linger {
+            b.to_close.push((session, close_at_ms));
+        }
         self.expired_now.push(session);
     }
 
