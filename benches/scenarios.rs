@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use zoosim::check::contract;
-use zoosim::ensemble::sim::Recorder;
+use zoosim::ensemble::sim::sim_recorder;
 use zoosim::scenario::files::{load, scenario_files};
 use zoosim::scenario::run::{
     contract_budget, history_meta, run_seed_recording, run_seed_unrecorded,
@@ -112,7 +112,7 @@ fn contract_cost(runs: u64) {
         let t = Instant::now();
         run_seed_unrecorded(&s, seed);
         bare.push(t.elapsed().as_secs_f64() * 1000.0);
-        let recorder = Recorder::new();
+        let recorder = sim_recorder();
         let t = Instant::now();
         let out = run_seed_recording(&s, seed, &recorder);
         let history = recorder.history(history_meta(&s, seed, out.drawn.servers));

@@ -29,6 +29,11 @@ use std::time::{Duration, Instant};
 
 const JAVA_DIR: &str = "/usr/share/java";
 const ZK_JAR: &str = "/usr/share/java/zookeeper.jar";
+
+/// The servers' tickTime, in ms (every server this module starts).
+pub const TICK_MS: u64 = 500;
+/// The servers' syncLimit, in ticks.
+pub const SYNC_LIMIT_TICKS: u64 = 10;
 /// Seen here: 0.6-3.4 s to serve; loaded CI machines are slower.
 const SERVE_TIMEOUT: Duration = Duration::from_secs(30);
 const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -388,7 +393,7 @@ impl Member {
         write(
             "zoo.cfg",
             format!(
-                "tickTime=500\ninitLimit=20\nsyncLimit=10\ndataDir={}\n\
+                "tickTime={TICK_MS}\ninitLimit=20\nsyncLimit={SYNC_LIMIT_TICKS}\ndataDir={}\n\
                  clientPortAddress=127.0.0.1\nclientPort={}\nmaxClientCnxns=0\n\
                  maxSessionTimeout=60000\nadmin.enableServer=false\n\
                  4lw.commands.whitelist=*\nforceSync=no\npreAllocSize=4096\n{servers}",

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use zoosim::ensemble::sim::Recorder;
+use zoosim::ensemble::sim::sim_recorder;
 use zoosim::history::{edn, json, Event, HistOp, History, Outcome, Role};
 use zoosim::scenario::files::{load, scenario_files};
 use zoosim::scenario::run::{
@@ -56,7 +56,7 @@ fn recording_changes_no_run_of_any_scenario() {
                 // Judged by the oracle alone on both sides: the contract
                 // check needs the history, which only the recorded run has.
                 let plain = run_seed_unrecorded(s, seed);
-                let recorder = Recorder::new();
+                let recorder = sim_recorder();
                 let recorded = run_seed_recording(s, seed, &recorder);
                 let history = recorder.history(history_meta(s, seed, recorded.drawn.servers));
                 if (plain.digest, plain.failed()) != (recorded.digest, recorded.failed()) {

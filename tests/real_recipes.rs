@@ -16,6 +16,79 @@ use zoosim::recipes::Driver;
 
 const T_MS: u64 = 6000;
 
+/// The history of a test's handles on the real server, checked against
+/// ZooKeeper's contract when the test is done: the contract check must
+/// find that it holds (a real server's history is the evidence that the
+/// check raises no false alarm). Every handle connects through it, and so
+/// does whatever creates the nodes the test works under (the check's
+/// model starts from an empty tree).
+struct Recording {
+    recorder: zoosim::history::Recorder,
+    handles: std::sync::atomic::AtomicU32,
+}
+
+impl Recording {
+    fn new() -> Recording {
+        Recording {
+            recorder: zoosim::history::Recorder::wall(),
+            handles: Default::default(),
+        }
+    }
+
+    async fn connect(&self, server: &RealServer) -> RealZk {
+        let zk = connect(server).await;
+        let h = self
+            .handles
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let actor = zoosim::history::Actor {
+            client: Some(h),
+            handle: h,
+        };
+        // One standalone server: it answers everything, as server 0.
+        zk.record(self.recorder.clone(), actor, 0);
+        zk
+    }
+
+    /// Checks the history; returns how many operations it held.
+    fn check(&self, test: &str) -> usize {
+        use zoosim::check::contract::{check, ContractVerdict};
+        use zoosim::history::{History, Meta, FORMAT_VERSION};
+        use zoosim::real_server::{SYNC_LIMIT_TICKS, TICK_MS};
+        let history = History {
+            meta: Meta {
+                format: FORMAT_VERSION,
+                scenario: test.into(),
+                file: None,
+                seed: 0,
+                zoosim: env!("CARGO_PKG_VERSION").into(),
+                servers: 1,
+                session_timeout_ms: T_MS,
+                tick_ms: Some(TICK_MS),
+                sync_limit_ticks: Some(SYNC_LIMIT_TICKS),
+            },
+            records: self.recorder.records(),
+        };
+        let ops = history.ops().len();
+        let budget = zoosim::check::lin::Budget {
+            max_steps: 2_000_000,
+            max_memo_bytes: 128 << 20,
+            stop: None,
+        };
+        let report = check(&history, &budget).expect("a history the check takes");
+        eprintln!(
+            "{test}: the real server's history of {ops} operations, {} sessions: contract {:?}",
+            report.sessions, report.verdict
+        );
+        assert!(ops > 0 && report.placed > 0, "{test}: nothing recorded");
+        assert_eq!(
+            report.verdict,
+            ContractVerdict::Holds,
+            "{test}: the real server's history must satisfy the contract"
+        );
+        ops
+    }
+}
+
 async fn connect(server: &RealServer) -> RealZk {
     RealZk::connect(&server.connect_string(), T_MS)
         .await
@@ -94,9 +167,10 @@ async fn the_lock_is_exclusive_and_herd_free_on_a_real_server() {
     let log: Log = Arc::default();
     let resource = Arc::new(Mutex::new(FencedResource::new()));
     let (clients, rounds) = (5, 8);
+    let recording = Recording::new();
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let zk = connect(server).await;
+        let zk = recording.connect(server).await;
         let _ = zk.try_next_event();
         tasks.push(tokio::spawn(contend(
             c,
@@ -122,6 +196,8 @@ async fn the_lock_is_exclusive_and_herd_free_on_a_real_server() {
     assert_eq!(r.accesses_accepted, 2 * (clients * rounds) as u64);
     assert!(r.deletions_waking_someone > 0, "nobody ever waited");
     assert_eq!(r.max_woken_per_deletion, 1);
+    // 5 x 8 rounds of create, list, exists, delete at least.
+    assert!(recording.check(test) >= 4 * clients * rounds);
     report(test, started);
 }
 
@@ -132,8 +208,12 @@ async fn a_closed_holder_session_passes_the_lock_on() {
         return;
     };
     let started = Instant::now();
+    let recording = Recording::new();
     let dir = format!("{}/lock", fresh_root(test));
-    let (a, b) = (connect(server).await, connect(server).await);
+    let (a, b) = (
+        recording.connect(server).await,
+        recording.connect(server).await,
+    );
     let mut holder = LockClient::new(&a, Lock::new(&dir, "a"));
     let first = holder.acquire().await.expect("a acquires");
     assert!(holder.is_holder());
@@ -164,6 +244,7 @@ async fn a_closed_holder_session_passes_the_lock_on() {
         holder.release().await,
         Err(LockError::Lost(zoosim::proto::ZkError::SessionExpired))
     );
+    recording.check(test);
     report(test, started);
 }
 
@@ -178,13 +259,14 @@ async fn the_queue_delivers_each_item_once_in_order_on_a_real_server() {
         return;
     };
     let started = Instant::now();
+    let recording = Recording::new();
     let dir = format!("{}/queue", fresh_root(test));
     let log: Arc<Mutex<Vec<Entry<QueueEvent>>>> = Arc::default();
     let (producers, items) = (2usize, 15usize);
     let total = producers * items;
     let mut tasks = Vec::new();
     for p in 0..producers {
-        let (zk, dir, log) = (connect(server).await, dir.clone(), log.clone());
+        let (zk, dir, log) = (recording.connect(server).await, dir.clone(), log.clone());
         tasks.push(tokio::spawn(async move {
             let guid = format!("p{p}");
             let mut producer = QueueClient::new(&zk, Producer::new(&dir, &guid, None));
@@ -214,7 +296,7 @@ async fn the_queue_delivers_each_item_once_in_order_on_a_real_server() {
     let consumers = 2usize;
     let mut takers = Vec::new();
     for c in 0..consumers {
-        let (zk, dir, log) = (connect(server).await, dir.clone(), log.clone());
+        let (zk, dir, log) = (recording.connect(server).await, dir.clone(), log.clone());
         takers.push(tokio::spawn(async move {
             let client = producers + c;
             let mut driver = Driver::new(&zk, Consumer::new(&dir, false));
@@ -252,7 +334,7 @@ async fn the_queue_delivers_each_item_once_in_order_on_a_real_server() {
             .expect("no producer panics");
     }
     // One poison pill per consumer, behind every item.
-    let zk = connect(server).await;
+    let zk = recording.connect(server).await;
     let mut stopper = QueueClient::new(&zk, Producer::new(&dir, "stopper", None));
     for _ in 0..consumers {
         stopper
@@ -271,6 +353,7 @@ async fn the_queue_delivers_each_item_once_in_order_on_a_real_server() {
     eprintln!("{r}");
     assert!(r.is_ok(), "{r}");
     assert_eq!((r.enqueued, r.taken), (total as u64, total as u64));
+    recording.check(test);
     report(test, started);
 }
 
@@ -283,12 +366,13 @@ async fn election_and_shared_lock_on_a_real_server() {
         return;
     };
     let started = Instant::now();
+    let recording = Recording::new();
     let root = fresh_root(test);
     // Three candidates: one leads at a time, each new leader's epoch larger.
     // Leaked: the candidates' tasks outlive this scope's borrows.
-    let a = connect(server).await;
-    let b: &'static RealZk = Box::leak(Box::new(connect(server).await));
-    let c: &'static RealZk = Box::leak(Box::new(connect(server).await));
+    let a = recording.connect(server).await;
+    let b: &'static RealZk = Box::leak(Box::new(recording.connect(server).await));
+    let c: &'static RealZk = Box::leak(Box::new(recording.connect(server).await));
     let dir = format!("{root}/election");
     let mut ca = ElectionClient::new(&a, Election::new(&dir, "a"));
     let mut cb = ElectionClient::new(b, Election::new(&dir, "b"));
@@ -321,9 +405,9 @@ async fn election_and_shared_lock_on_a_real_server() {
     // Shared lock: two readers hold together; a writer waits for both.
     let rw = format!("{root}/rw");
     let (r1, r2, w) = (
-        connect(server).await,
-        connect(server).await,
-        connect(server).await,
+        recording.connect(server).await,
+        recording.connect(server).await,
+        recording.connect(server).await,
     );
     let mut l1 = LockClient::new(&r1, Lock::read(&rw, "r1"));
     let mut l2 = LockClient::new(&r2, Lock::read(&rw, "r2"));
@@ -349,6 +433,7 @@ async fn election_and_shared_lock_on_a_real_server() {
         .expect("the writer gets it")
         .expect("the writer's task");
     assert!(at >= released);
+    recording.check(test);
     report(test, started);
 }
 
@@ -368,7 +453,11 @@ async fn configuration_and_membership_on_a_real_server() {
     // Configuration: a follower sees every compare-and-set; a stale one
     // conflicts.
     let path = format!("{root}-config");
-    let (a, b) = (connect(server).await, connect(server).await);
+    let recording = Recording::new();
+    let (a, b) = (
+        recording.connect(server).await,
+        recording.connect(server).await,
+    );
     a.create(&path, b"0", CreateMode::Persistent)
         .await
         .expect("node");
@@ -391,15 +480,15 @@ async fn configuration_and_membership_on_a_real_server() {
     // Membership: three join, one's session ends, the view follows.
     let group = format!("{root}/group");
     let members: Vec<RealZk> = vec![
-        connect(server).await,
-        connect(server).await,
-        connect(server).await,
+        recording.connect(server).await,
+        recording.connect(server).await,
+        recording.connect(server).await,
     ];
     for (i, zk) in members.iter().enumerate() {
         let mut m = MembershipClient::new(zk, Membership::new(&group, &format!("m{i}"), "g"));
         m.join().await.expect("join");
     }
-    let watcher = connect(server).await;
+    let watcher = recording.connect(server).await;
     let mut view = MembershipClient::new(&watcher, Membership::new(&group, "watcher", "g"));
     assert_eq!(view.members().await.expect("list"), ["m0", "m1", "m2"]);
     members[1].close().await.expect("close");
@@ -407,6 +496,7 @@ async fn configuration_and_membership_on_a_real_server() {
         .await
         .expect("the view changes");
     assert_eq!(after.expect("list"), ["m0", "m2"]);
+    recording.check(test);
     report(test, started);
 }
 
@@ -420,15 +510,16 @@ async fn barriers_on_a_real_server() {
         return;
     };
     let started = Instant::now();
+    let recording = Recording::new();
     let root = fresh_root(test);
     // Barrier: two waiters block until the coordinator removes it.
     let path = format!("{root}/barrier");
-    let coordinator = connect(server).await;
+    let coordinator = recording.connect(server).await;
     let mut c = BarrierClient::new(&coordinator, Barrier::new(&path));
     c.set().await.expect("set");
     let mut waiters = Vec::new();
     for _ in 0..2 {
-        let (zk, path) = (connect(server).await, path.clone());
+        let (zk, path) = (recording.connect(server).await, path.clone());
         waiters.push(tokio::spawn(async move {
             let mut w = BarrierClient::new(&zk, Barrier::new(&path));
             w.wait().await.expect("passes");
@@ -453,7 +544,7 @@ async fn barriers_on_a_real_server() {
     let dir = format!("{root}/double");
     let mut procs = Vec::new();
     for i in 0..3 {
-        let (zk, dir) = (connect(server).await, dir.clone());
+        let (zk, dir) = (recording.connect(server).await, dir.clone());
         procs.push(tokio::spawn(async move {
             let session = zk.session_id();
             let mut p = DoubleBarrierClient::new(
@@ -490,6 +581,7 @@ async fn barriers_on_a_real_server() {
             "nobody out before the last one leaves"
         );
     }
+    recording.check(test);
     report(test, started);
 }
 
@@ -505,10 +597,14 @@ async fn revocation_and_two_phase_commit_on_a_real_server() {
         return;
     };
     let started = Instant::now();
+    let recording = Recording::new();
     let root = fresh_root(test);
     // Revocation: the holder hears "unlock" and lets go; the writer gets in.
     let rw = format!("{root}/rw");
-    let (h, adm) = (connect(server).await, connect(server).await);
+    let (h, adm) = (
+        recording.connect(server).await,
+        recording.connect(server).await,
+    );
     let mut holder = LockClient::new(&h, Lock::read(&rw, "h").revocable());
     holder.acquire().await.expect("held");
     let node = holder.driver().machine().node().expect("a node").to_owned();
@@ -526,7 +622,7 @@ async fn revocation_and_two_phase_commit_on_a_real_server() {
     );
 
     // 2PC: all commit → commit; one abort → abort, everywhere.
-    let base = connect(server).await;
+    let base = recording.connect(server).await;
     base.create(&root, b"", CreateMode::Persistent).await.ok();
     for (k, votes) in [[true, true, true], [true, false, true]].iter().enumerate() {
         let tx = format!("{root}/tx{k}");
@@ -535,7 +631,7 @@ async fn revocation_and_two_phase_commit_on_a_real_server() {
             .expect("transaction");
         let mut sites = Vec::new();
         for (i, &commit) in votes.iter().enumerate() {
-            let (zk, tx) = (connect(server).await, tx.clone());
+            let (zk, tx) = (recording.connect(server).await, tx.clone());
             sites.push(tokio::spawn(async move {
                 let mut s = SiteClient::new(&zk, Site::new(&tx, i, 3));
                 s.vote(commit).await.expect("vote");
@@ -557,12 +653,12 @@ async fn revocation_and_two_phase_commit_on_a_real_server() {
     base.call(create_transaction(&tx, 2))
         .await
         .expect("transaction");
-    let doomed = connect(server).await;
+    let doomed = recording.connect(server).await;
     doomed
         .create(&format!("{tx}/alive-s1"), b"", CreateMode::Ephemeral)
         .await
         .expect("alive");
-    let survivor = connect(server).await;
+    let survivor = recording.connect(server).await;
     let tx2 = tx.clone();
     let decided = tokio::spawn(async move {
         let mut s = SiteClient::new(&survivor, Site::new(&tx2, 0, 2));
@@ -581,6 +677,7 @@ async fn revocation_and_two_phase_commit_on_a_real_server() {
         .await
         .expect("vote node");
     assert_eq!(vote, b"abort".to_vec(), "written for the failed site");
+    recording.check(test);
     report(test, started);
 }
 
@@ -659,8 +756,9 @@ async fn the_priority_queue_serves_urgent_items_first_on_a_real_server() {
         return;
     };
     let started = Instant::now();
+    let recording = Recording::new();
     let dir = format!("{}/pq", fresh_root(test));
-    let zk = connect(server).await;
+    let zk = recording.connect(server).await;
     // Enqueued in this order, with these priorities (lower first).
     let items = [(5u8, "e"), (1, "a"), (5, "f"), (3, "c"), (1, "b"), (4, "d")];
     for (i, (priority, item)) in items.iter().enumerate() {
@@ -676,5 +774,6 @@ async fn the_priority_queue_serves_urgent_items_first_on_a_real_server() {
     }
     // By priority, and by arrival within one priority.
     assert_eq!(taken, ["a", "b", "c", "d", "e", "f"]);
+    recording.check(test);
     report(test, started);
 }

@@ -151,6 +151,7 @@ use futures::task::ArcWake;
 use zookeeper_client as zk;
 
 use super::{Deliveries, Delivery, Ticket, Zk};
+use crate::history::{Actor, HistOp, OpId, Outcome, Recorder, ServerNo};
 use crate::path::validate_op;
 use crate::proto::{
     ClientEvent, CreateMode, EventType, MultiOp, MultiResult, Op, Reply, SessionEvent, SessionId,
@@ -216,13 +217,14 @@ impl RealZk {
             state: Some(state_future(watcher)),
             last_session: SessionEvent::Connected,
             terminal: false,
+            rec: None,
         };
         // The state may already have moved on since the handshake.
         if current != zk::SessionState::SyncConnected {
             let mut sessions = Vec::new();
             inner.on_state(current, &mut sessions);
             for event in sessions {
-                inner.queue.event(ClientEvent::Session(event));
+                inner.queue_event(ClientEvent::Session(event));
             }
         }
         Ok(RealZk {
@@ -234,6 +236,51 @@ impl RealZk {
             waker: futures::task::waker(waiters.clone()),
             waiters,
         })
+    }
+
+    /// Records this handle from now on into `recorder`, as `actor`'s
+    /// (the session's Connected first): every request, reply, watch event
+    /// and session event, in the order the handle delivers them, on the
+    /// recorder's clock — but no watch events, and reads as if they set no
+    /// watch: this client cannot see the wire order of notifications and
+    /// replies, so the order it delivers them in is not the server's. `server` is the number recorded as the answering
+    /// server's: the crate does not say which server of an ensemble
+    /// answered, so record only a handle on a single server (0) when the
+    /// history is to be checked. Reply headers' zxids are not recorded
+    /// (the crate does not expose them).
+    pub fn record(&self, recorder: Recorder, actor: Actor, server: ServerNo) {
+        let mut inner = lock(&self.inner);
+        recorder.session(
+            actor,
+            Some(self.session_id),
+            SessionEvent::Connected,
+            Some(server),
+        );
+        inner.rec = Some(Rec {
+            recorder,
+            actor,
+            session: self.session_id,
+            server,
+            open: BTreeMap::new(),
+        });
+    }
+
+    /// The recording of this handle's op, if recorded: its invocation, or
+    /// (`refused`) an op that ended at once without a request.
+    fn record_invoke(&self, op: &Op, refused: Option<&Result<Reply, ZkError>>) -> Option<OpId> {
+        let inner = lock(&self.inner);
+        let r = inner.rec.as_ref()?;
+        match refused {
+            None => Some(r.invoke(op)),
+            Some(result) => {
+                let outcome = match result {
+                    Ok(reply) => Outcome::Ok(Some(reply.clone())),
+                    Err(e) => Outcome::Err(*e),
+                };
+                r.local(HistOp::Zk(unwatched(op)), outcome);
+                None
+            }
+        }
     }
 
     /// How many crate watchers are armed (kept alive) right now, after a
@@ -292,18 +339,18 @@ impl RealZk {
         if reconnected {
             // Published before anything queued in the outage is sent.
             for &event in &batch.sessions {
-                inner.queue.event(ClientEvent::Session(event));
+                inner.queue_event(ClientEvent::Session(event));
             }
         }
         for (ticket, result) in replies {
-            inner.queue.reply(ticket, result);
+            inner.queue_reply(ticket, result);
         }
         for event in batch.watches {
-            inner.queue.event(ClientEvent::Watch(event));
+            inner.queue_event(ClientEvent::Watch(event));
         }
         if !reconnected {
             for event in batch.sessions {
-                inner.queue.event(ClientEvent::Session(event));
+                inner.queue_event(ClientEvent::Session(event));
             }
         }
     }
@@ -479,16 +526,31 @@ impl Zk for RealZk {
     }
 
     async fn call(&self, op: Op) -> Result<Reply, ZkError> {
-        validate_op(&op)?;
-        if matches!(&op, Op::Multi(ops) if ops.is_empty()) {
-            return Ok(Reply::Multi(Vec::new()));
-        }
-        let Some(client) = self.current_client() else {
-            return Err(ZkError::SessionExpired);
+        let local = match validate_op(&op) {
+            Err(e) => Some(Err(e)),
+            Ok(()) if matches!(&op, Op::Multi(ops) if ops.is_empty()) => {
+                Some(Ok(Reply::Multi(Vec::new())))
+            }
+            Ok(()) => None,
+        };
+        let client = self.current_client();
+        let refused = match (local, &client) {
+            (Some(result), _) => Some(result),
+            (None, None) => Some(Err(ZkError::SessionExpired)),
+            (None, Some(_)) => None,
+        };
+        let recorded = self.record_invoke(&op, refused.as_ref());
+        let (Some(client), None) = (client, refused.as_ref()) else {
+            return refused.expect("refused locally or without a client");
         };
         let result = run(self.inner.clone(), client, op).await;
         // Events that preceded this reply are dispatched by now.
         self.poll_all();
+        if let Some(id) = recorded {
+            if let Some(r) = &lock(&self.inner).rec {
+                r.complete(id, &result);
+            }
+        }
         result
     }
 
@@ -508,10 +570,21 @@ impl Zk for RealZk {
             }
             Ok(()) => None,
         };
-        let fut: ReplyFuture = match (local, self.current_client()) {
+        let client = self.current_client();
+        let refused = match (local, &client) {
+            (Some(result), _) => Some(result),
+            (None, None) => Some(Err(ZkError::SessionExpired)),
+            (None, Some(_)) => None,
+        };
+        if let Some(id) = self.record_invoke(&op, refused.as_ref()) {
+            if let Some(r) = &mut lock(&self.inner).rec {
+                r.open.insert(ticket.0, id);
+            }
+        }
+        let fut: ReplyFuture = match (refused, client) {
             (Some(result), _) => Box::pin(std::future::ready(result)),
-            (None, None) => Box::pin(std::future::ready(Err(ZkError::SessionExpired))),
             (None, Some(client)) => self.start(client, op),
+            (None, None) => unreachable!("no client is refused above"),
         };
         pipeline.waiting.push_back((ticket, fut));
         drop(pipeline);
@@ -563,6 +636,12 @@ impl Zk for RealZk {
         let Some(client) = lock(&self.client).take() else {
             return Ok(());
         };
+        let recorded = lock(&self.inner).rec.as_ref().map(|r| {
+            let id = r
+                .recorder
+                .invoke(r.actor, Some(r.session), None, HistOp::CloseSession);
+            (r.recorder.clone(), id)
+        });
         let mut watcher = client.state_watcher();
         // Whatever has come in goes first; a submitted request still in
         // flight then fails with SessionExpired, before the end, as a
@@ -574,7 +653,7 @@ impl Zk for RealZk {
             let abandoned: Vec<_> = pipeline.waiting.drain(..).collect();
             let mut inner = lock(&self.inner);
             for (ticket, _) in &abandoned {
-                inner.queue.reply(*ticket, Err(ZkError::SessionExpired));
+                inner.queue_reply(*ticket, Err(ZkError::SessionExpired));
             }
             abandoned
         };
@@ -600,6 +679,16 @@ impl Zk for RealZk {
             Err(_) => (SessionEvent::Closed, Err(ZkError::ConnectionLoss)),
         };
         self.poll_all();
+        if let Some((recorder, id)) = recorded {
+            let (server, outcome) = match result {
+                Ok(()) => (
+                    Some(lock(&self.inner).rec.as_ref().map_or(0, |r| r.server)),
+                    Outcome::Ok(None),
+                ),
+                Err(e) => (None, Outcome::Err(e)),
+            };
+            recorder.complete(id, server, None, outcome);
+        }
         let mut inner = lock(&self.inner);
         if !inner.terminal {
             inner.push_session(event);
@@ -915,9 +1004,87 @@ struct Inner {
     state: Option<StateFuture>,
     last_session: SessionEvent,
     terminal: bool,
+    /// Where this handle's history goes, if it is recorded
+    /// ([`RealZk::record`]).
+    rec: Option<Rec>,
+}
+
+/// A recorded handle: what it saw goes to `recorder` as `actor`'s, in the
+/// order its stream delivers it (events and replies as they are queued,
+/// a call's reply when it returns).
+struct Rec {
+    recorder: Recorder,
+    actor: Actor,
+    session: SessionId,
+    /// The server the caller says answers (see [`RealZk::record`]).
+    server: ServerNo,
+    /// Submitted requests' invocations, by ticket.
+    open: BTreeMap<u64, OpId>,
+}
+
+/// `op` as a recorded handle's history gives it: a read without its
+/// watch. This client cannot see the wire order of notifications and
+/// replies (module docs, "The stream"): it may deliver an event after a
+/// reply the server sent later, which a check of the history would take
+/// for the server's breach of watch-before-data. So a recorded history
+/// holds no watch events, and its reads set none: it claims only what
+/// this client observed in order.
+fn unwatched(op: &Op) -> Op {
+    let mut op = op.clone();
+    if let Op::Exists { watch, .. } | Op::GetData { watch, .. } | Op::GetChildren { watch, .. } =
+        &mut op
+    {
+        *watch = false;
+    }
+    op
+}
+
+impl Rec {
+    fn invoke(&self, op: &Op) -> OpId {
+        let op = HistOp::Zk(unwatched(op));
+        self.recorder
+            .invoke(self.actor, Some(self.session), None, op)
+    }
+
+    /// A request's end: answered by the server unless its outcome is
+    /// unknown (ConnectionLoss, SessionExpired: no server answered).
+    fn complete(&self, id: OpId, result: &Result<Reply, ZkError>) {
+        let outcome = match result {
+            Ok(reply) => Outcome::Ok(Some(reply.clone())),
+            Err(e) => Outcome::Err(*e),
+        };
+        let server = (!outcome.is_indeterminate()).then_some(self.server);
+        self.recorder.complete(id, server, None, outcome);
+    }
+
+    fn local(&self, op: HistOp, result: Outcome) {
+        self.recorder
+            .local(self.actor, Some(self.session), op, result);
+    }
 }
 
 impl Inner {
+    /// Queues an event, recording it if the handle is recorded.
+    fn queue_event(&mut self, event: ClientEvent) {
+        // Watch events are not recorded (see `unwatched`).
+        if let (Some(r), ClientEvent::Session(e)) = (&self.rec, &event) {
+            let server = (*e == SessionEvent::Connected).then_some(r.server);
+            r.recorder.session(r.actor, Some(r.session), *e, server);
+        }
+        self.queue.event(event);
+    }
+
+    /// Queues a submitted request's reply, recording its completion if
+    /// the handle is recorded.
+    fn queue_reply(&mut self, ticket: Ticket, result: Result<Reply, ZkError>) {
+        if let Some(r) = &mut self.rec {
+            if let Some(id) = r.open.remove(&ticket.0) {
+                r.complete(id, &result);
+            }
+        }
+        self.queue.reply(ticket, result);
+    }
+
     /// Takes whatever has fired or changed, without waiting; the caller
     /// places it in the stream.
     fn poll(&mut self, waker: &Waker) -> Batch {
@@ -1038,7 +1205,7 @@ impl Inner {
 
     fn push_session(&mut self, event: SessionEvent) {
         self.last_session = event;
-        self.queue.event(ClientEvent::Session(event));
+        self.queue_event(ClientEvent::Session(event));
     }
 }
 

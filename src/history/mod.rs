@@ -18,6 +18,9 @@ use crate::proto::{Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid
 
 pub mod edn;
 pub mod json;
+mod record;
+
+pub use record::{Clock, Recorder};
 
 /// The version of the JSON-lines format this code writes and reads; a file
 /// with another version is refused. Additions that old readers can ignore

@@ -27,7 +27,7 @@ use crate::ensemble::fault::Fault;
 use crate::ensemble::sim::nemesis::{
     self, ClientSlots, InjectedFault, NemesisConfig, PlannedFault,
 };
-use crate::ensemble::sim::{Ensemble, EnsembleConfig, Recorder};
+use crate::ensemble::sim::{sim_recorder, Ensemble, EnsembleConfig, Recorder};
 use crate::history::{History, Meta, FORMAT_VERSION};
 use futures::future::{select, Either};
 
@@ -141,7 +141,7 @@ pub fn run_seed(scenario: &Scenario, seed: u64) -> SeedOutcome {
 /// recorded: the contract is checked on it; recording changes nothing of
 /// the run, its digest included).
 pub fn run_seed_recorded(scenario: &Scenario, seed: u64) -> (SeedOutcome, History) {
-    let recorder = Recorder::new();
+    let recorder = sim_recorder();
     let outcome = run_seed_recording(scenario, seed, &recorder);
     let (outcome, history, _) = judged(scenario, seed, outcome, &recorder);
     (outcome, history)

@@ -14,7 +14,7 @@ use super::run::{history_meta, judged, lines, run_seed_recording, SeedOutcome};
 use super::spec::Scenario;
 use super::verdict::{run_properties, Violation};
 use crate::check::contract::ContractReport;
-use crate::ensemble::sim::Recorder;
+use crate::ensemble::sim::sim_recorder;
 use crate::history::{Event, History, Record};
 
 /// How to run a scenario's seeds ([`run_scenario`]).
@@ -353,7 +353,7 @@ impl SeedRun {
 /// contract ([`judged`]); a panic in the simulation (an asserted invariant) is a
 /// failure like any other: of the `invariants` property.
 pub fn run_one_recorded(s: &Scenario, seed: u64) -> SeedRun {
-    let recorder = Recorder::new();
+    let recorder = sim_recorder();
     let run = catch_unwind(AssertUnwindSafe(|| run_seed_recording(s, seed, &recorder)));
     match run {
         Ok(outcome) => {

@@ -11,7 +11,7 @@ use madsim::runtime::Runtime;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use zoosim::client::Zk;
 use zoosim::ensemble::breakage::Breakage;
-use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Recorder};
+use zoosim::ensemble::sim::{sim_recorder, Ensemble, EnsembleConfig};
 use zoosim::history::{Event, HistOp, OpId};
 use zoosim::proto::{SessionId, Zxid};
 use zoosim::real_server::{fresh_root, shared_server, RealServer};
@@ -184,7 +184,7 @@ pub fn sim_pipelined(
 ) -> Result<(pipelined::PTrace, u64), String> {
     let rt = Runtime::with_seed_and_config(seed, madsim::Config::default());
     rt.block_on(async {
-        let recorder = Recorder::new();
+        let recorder = sim_recorder();
         let ensemble = Ensemble::start_recording(
             EnsembleConfig {
                 broken: broken.map(Into::into),

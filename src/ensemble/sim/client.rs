@@ -33,10 +33,10 @@ use madsim::time::{sleep, timeout};
 use tokio::sync::Notify;
 
 use super::net::{Datagram, Inbox, Socket};
-use super::record::Recorder;
 use super::{client_addr, lock, now_ms, Network, Outbox, Reorder, Wire};
 use crate::client::{wait_for, Deliveries, Delivery, Ticket, Zk};
 use crate::ensemble::msg::{ClientMsg, ConnId, ServerId, ServerMsg, WatchLists};
+use crate::history::Recorder;
 use crate::history::{Actor, HistOp, OpId, Outcome};
 use crate::path::validate_op;
 use crate::proto::{

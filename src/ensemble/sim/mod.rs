@@ -23,12 +23,29 @@ use madsim::time::TimeHandle;
 mod client;
 pub mod nemesis;
 mod net;
-mod record;
 
+pub use crate::history::Recorder;
 pub use client::{Flavour, SimZk};
 use net::{Datagram, Inbox, Outbox, Socket};
 pub use net::{NetStats, Network};
-pub use record::Recorder;
+
+/// A role as a history records it.
+fn recorded((state, serving, epoch): (PeerState, bool, u32)) -> (crate::history::Role, bool, u32) {
+    let role = match state {
+        PeerState::Looking => crate::history::Role::Looking,
+        PeerState::Following(l) => crate::history::Role::Following(l),
+        PeerState::Leading => crate::history::Role::Leading,
+    };
+    (role, serving, epoch)
+}
+
+/// A recorder on the simulated clock, for [`Ensemble::start_recording`]
+/// and the runs that keep a history (time since the simulation began).
+pub fn sim_recorder() -> Recorder {
+    Recorder::new(std::sync::Arc::new(|| {
+        TimeHandle::current().elapsed().as_nanos() as u64
+    }))
+}
 
 use super::msg::{ClientMsg, ConnId, PeerMsg, PeerState, ServerId, ServerMsg};
 use super::server::{Output, Server, ServerConfig};
@@ -489,7 +506,7 @@ impl Ensemble {
             server_config.broken = config.broken;
             let first = Server::new(server_config);
             if let Some(r) = &shared.recorder {
-                r.role(id, 1, role_of(&first));
+                r.role(id, 1, recorded(role_of(&first)));
             }
             let server = Arc::new(ServerSlot {
                 server: Mutex::new(first),
@@ -1025,7 +1042,7 @@ impl Process {
         if let Some(before) = role_before {
             let role = role_of(&s);
             if let Some(r) = recorder.filter(|_| role != before) {
-                r.role(self.id, self.incarnation, role);
+                r.role(self.id, self.incarnation, recorded(role));
             }
             if role != before && traced {
                 tracing::info!(
@@ -1174,7 +1191,7 @@ async fn serve(slot: Arc<ServerSlot>, shared: Arc<Shared>, tick_ms: u64) {
         let mut first = Vec::new();
         lock(&slot.server).restart(&mut first);
         if let Some(r) = &shared.recorder {
-            r.role(id, incarnation, role_of(&lock(&slot.server)));
+            r.role(id, incarnation, recorded(role_of(&lock(&slot.server))));
         }
         lock(&process).step(Event::Restarted(first));
     }

@@ -1,29 +1,48 @@
-//! The recorder: what the simulated clients, servers and nemesis did, as a
-//! [`crate::history`] history. Off unless an ensemble is started with one
-//! ([`super::Ensemble::start_recording`]).
+//! The recorder: what clients, servers and a nemesis did, as a
+//! [`crate::history`] history. The simulator records with its simulated
+//! clock (`zoosim::ensemble::sim::sim_recorder`, off unless an ensemble
+//! is started with one); the real-server client with the wall clock
+//! ([`Recorder::wall`]). The recorder knows no runtime: it is given the
+//! clock it reads.
 //!
-//! Recording must not change a run: it only reads the simulated clock and
-//! appends under its own lock — no await, send, spawn or RNG draw. And as
-//! the simulator is a fuzzer, it asserts what a client must guarantee
-//! while it records: every completion has exactly one earlier invocation,
-//! and a handle's requests complete in the order they were issued.
+//! Recording must not change a run: it only reads its clock and appends
+//! under its own lock — no await, send, spawn or RNG draw. And as the
+//! simulator is a fuzzer, it asserts what a client must guarantee while
+//! it records: every completion has exactly one earlier invocation, and a
+//! handle's requests complete in the order they were issued.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use madsim::time::TimeHandle;
-
-use super::lock;
-use crate::ensemble::msg::{PeerState, ServerId};
-use crate::history::{
+use super::{
     Actor, Complete, Event, FaultRecord, HistOp, History, Invoke, Meta, OpId, Outcome, Record,
-    Role, RoleChange, SessionChange, Watched,
+    Role, RoleChange, ServerNo as ServerId, SessionChange, Watched,
 };
 use crate::proto::{SessionEvent, SessionId, WatchEvent, Zxid};
 
+/// What a recorder reads the time from: nanoseconds since the run began.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
 /// A shared, append-only history under construction; clones share it.
-#[derive(Clone, Default)]
-pub struct Recorder(Arc<Mutex<Recording>>);
+#[derive(Clone)]
+pub struct Recorder {
+    rec: Arc<Mutex<Recording>>,
+    clock: Clock,
+}
+
+impl fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recorder")
+            .field("records", &lock(&self.rec).records.len())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned lock means a panic that is already failing the run.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[derive(Default)]
 struct Recording {
@@ -35,33 +54,41 @@ struct Recording {
     last_xid: BTreeMap<u32, i64>,
 }
 
-fn now_ns() -> u64 {
-    TimeHandle::current().elapsed().as_nanos() as u64
-}
-
 impl Recorder {
-    /// An empty recorder.
-    pub fn new() -> Recorder {
-        Recorder::default()
+    /// An empty recorder that reads `clock`.
+    pub fn new(clock: Clock) -> Recorder {
+        Recorder {
+            rec: Arc::default(),
+            clock,
+        }
+    }
+
+    /// An empty recorder on the wall clock, from now (for runs against a
+    /// real server; never in simulated code).
+    pub fn wall() -> Recorder {
+        let start = std::time::Instant::now();
+        Recorder::new(Arc::new(move || start.elapsed().as_nanos() as u64))
+    }
+
+    fn now_ns(&self) -> u64 {
+        (self.clock)()
     }
 
     fn push(&self, event: Event) {
-        lock(&self.0).records.push(Record {
-            at_ns: now_ns(),
-            event,
-        });
+        let at_ns = self.now_ns();
+        lock(&self.rec).records.push(Record { at_ns, event });
     }
 
     /// How many records so far (see [`Recorder::insert_at`]).
     pub(crate) fn len(&self) -> usize {
-        lock(&self.0).records.len()
+        lock(&self.rec).records.len()
     }
 
     /// A record placed before the `at`th (made later, e.g. a fault whose
     /// parameters are known only once injected, but that came first).
     pub(crate) fn insert_at(&self, at: usize, event: Event) {
-        let at_ns = now_ns();
-        let mut r = lock(&self.0);
+        let at_ns = self.now_ns();
+        let mut r = lock(&self.rec);
         let at = at.min(r.records.len());
         r.records.insert(at, Record { at_ns, event });
     }
@@ -74,8 +101,8 @@ impl Recorder {
         xid: Option<i64>,
         op: HistOp,
     ) -> OpId {
-        let at_ns = now_ns();
-        let mut r = lock(&self.0);
+        let at_ns = self.now_ns();
+        let mut r = lock(&self.rec);
         let id = OpId(r.next_op);
         r.next_op += 1;
         r.open.insert(id, (actor, xid));
@@ -101,8 +128,8 @@ impl Recorder {
         zxid: Option<Zxid>,
         outcome: Outcome,
     ) {
-        let at_ns = now_ns();
-        let mut r = lock(&self.0);
+        let at_ns = self.now_ns();
+        let mut r = lock(&self.rec);
         let Some((actor, xid)) = r.open.remove(&id) else {
             panic!("history: {id} completes without an open invocation");
         };
@@ -177,13 +204,8 @@ impl Recorder {
         &self,
         server: ServerId,
         process: u64,
-        (state, serving, epoch): (PeerState, bool, u32),
+        (role, serving, epoch): (Role, bool, u32),
     ) {
-        let role = match state {
-            PeerState::Looking => Role::Looking,
-            PeerState::Following(l) => Role::Following(l),
-            PeerState::Leading => Role::Leading,
-        };
         self.push(Event::Role(RoleChange {
             server,
             process,
@@ -200,7 +222,7 @@ impl Recorder {
 
     /// Every record so far, in order.
     pub fn records(&self) -> Vec<Record> {
-        lock(&self.0).records.clone()
+        lock(&self.rec).records.clone()
     }
 
     /// The history so far, under `meta`.
@@ -230,7 +252,7 @@ mod tests {
     }
 
     fn in_sim(f: impl FnOnce(&Recorder) + Send + 'static) {
-        madsim::runtime::Runtime::new().block_on(async move { f(&Recorder::new()) });
+        f(&Recorder::new(Arc::new(|| 0)));
     }
 
     #[test]
