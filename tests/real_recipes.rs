@@ -30,7 +30,7 @@ struct Recording {
 impl Recording {
     fn new() -> Recording {
         Recording {
-            recorder: zoosim::history::Recorder::wall(),
+            recorder: zoosim::client::real::wall_recorder(),
             handles: Default::default(),
         }
     }

@@ -702,6 +702,13 @@ impl Zk for RealZk {
     }
 }
 
+/// An empty recorder on the wall clock, from now: for the histories of
+/// handles on a real server ([`RealZk::record`]).
+pub fn wall_recorder() -> Recorder {
+    let start = std::time::Instant::now();
+    Recorder::new(Arc::new(move || start.elapsed().as_nanos() as u64))
+}
+
 /// Maps a crate error to ZooKeeper's code.
 ///
 /// | crate | ours |

@@ -2,8 +2,8 @@
 //! [`crate::history`] history. The simulator records with its simulated
 //! clock (`zoosim::ensemble::sim::sim_recorder`, off unless an ensemble
 //! is started with one); the real-server client with the wall clock
-//! ([`Recorder::wall`]). The recorder knows no runtime: it is given the
-//! clock it reads.
+//! (`zoosim::client::real::wall_recorder`). The recorder knows no runtime
+//! and no clock: it is given the clock it reads.
 //!
 //! Recording must not change a run: it only reads its clock and appends
 //! under its own lock — no await, send, spawn or RNG draw. And as the
@@ -61,13 +61,6 @@ impl Recorder {
             rec: Arc::default(),
             clock,
         }
-    }
-
-    /// An empty recorder on the wall clock, from now (for runs against a
-    /// real server; never in simulated code).
-    pub fn wall() -> Recorder {
-        let start = std::time::Instant::now();
-        Recorder::new(Arc::new(move || start.elapsed().as_nanos() as u64))
     }
 
     fn now_ns(&self) -> u64 {
