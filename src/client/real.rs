@@ -283,6 +283,26 @@ impl RealZk {
         }
     }
 
+    /// The client to send `op` on, and the answer it gets at once instead
+    /// if it gets one: refused by validation, an empty multi, or a closed
+    /// handle (SessionExpired).
+    fn refused(&self, op: &Op) -> (Option<zk::Client>, Option<Result<Reply, ZkError>>) {
+        let local = match validate_op(op) {
+            Err(e) => Some(Err(e)),
+            Ok(()) if matches!(op, Op::Multi(ops) if ops.is_empty()) => {
+                Some(Ok(Reply::Multi(Vec::new())))
+            }
+            Ok(()) => None,
+        };
+        let client = self.current_client();
+        let refused = match (local, &client) {
+            (Some(result), _) => Some(result),
+            (None, None) => Some(Err(ZkError::SessionExpired)),
+            (None, Some(_)) => None,
+        };
+        (client, refused)
+    }
+
     /// How many crate watchers are armed (kept alive) right now, after a
     /// poll. For tests: a fired or dropped watch leaves this table.
     pub fn armed_watchers(&self) -> usize {
@@ -526,19 +546,7 @@ impl Zk for RealZk {
     }
 
     async fn call(&self, op: Op) -> Result<Reply, ZkError> {
-        let local = match validate_op(&op) {
-            Err(e) => Some(Err(e)),
-            Ok(()) if matches!(&op, Op::Multi(ops) if ops.is_empty()) => {
-                Some(Ok(Reply::Multi(Vec::new())))
-            }
-            Ok(()) => None,
-        };
-        let client = self.current_client();
-        let refused = match (local, &client) {
-            (Some(result), _) => Some(result),
-            (None, None) => Some(Err(ZkError::SessionExpired)),
-            (None, Some(_)) => None,
-        };
+        let (client, refused) = self.refused(&op);
         let recorded = self.record_invoke(&op, refused.as_ref());
         let (Some(client), None) = (client, refused.as_ref()) else {
             return refused.expect("refused locally or without a client");
@@ -563,19 +571,7 @@ impl Zk for RealZk {
         let mut pipeline = lock(&self.pipeline);
         let ticket = Ticket(pipeline.next_ticket);
         pipeline.next_ticket += 1;
-        let local = match validate_op(&op) {
-            Err(e) => Some(Err(e)),
-            Ok(()) if matches!(&op, Op::Multi(ops) if ops.is_empty()) => {
-                Some(Ok(Reply::Multi(Vec::new())))
-            }
-            Ok(()) => None,
-        };
-        let client = self.current_client();
-        let refused = match (local, &client) {
-            (Some(result), _) => Some(result),
-            (None, None) => Some(Err(ZkError::SessionExpired)),
-            (None, Some(_)) => None,
-        };
+        let (client, refused) = self.refused(&op);
         if let Some(id) = self.record_invoke(&op, refused.as_ref()) {
             if let Some(r) = &mut lock(&self.inner).rec {
                 r.open.insert(ticket.0, id);
