@@ -97,6 +97,7 @@ fn each_broken_ensemble_fails_the_contract() {
         ("skip-session-moved-check", "lost-write-fifo"),
         ("zxid-lies", "client-zxids"),
         ("expired-ephemerals-linger", "expiry-takes-effect"),
+        ("frozen-follower-serves-reads", "timeliness"),
     ];
     let mut wrong = Vec::new();
     for (name, guarantee) in expect {
@@ -407,4 +408,9 @@ fn subtle_zxid_lies_is_caught() {
 #[test]
 fn subtle_expired_ephemerals_linger_is_caught() {
     subtle_breakage_is_caught("expired-ephemerals-linger", "expiry-takes-effect", 0);
+}
+
+#[test]
+fn subtle_frozen_follower_serves_reads_is_caught() {
+    subtle_breakage_is_caught("frozen-follower-serves-reads", "timeliness", 0);
 }

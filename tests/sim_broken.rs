@@ -426,4 +426,37 @@ mod direct {
             "the client is told it expired, and its node stays"
         );
     }
+
+    /// frozen-follower-serves-reads: follower 1 freezes after its 20th
+    /// tick (10 s at the default tickTime of 500 ms) for 50 ticks; a
+    /// session on it, still connected, reads that /x does not exist 7 s
+    /// after another session's create of /x completed, longer than the
+    /// timeliness bound (the 4 s session timeout plus syncLimit's 5 ticks,
+    /// 6.5 s); once the freeze is over it sees /x.
+    #[test]
+    fn a_read_on_a_frozen_follower_misses_a_write_completed_long_before() {
+        let run = |broken| {
+            each_seed(broken, async |e: &Ensemble| {
+                let a = e.client(0).no_failover().connect().await.unwrap();
+                let b = e.client(1).no_failover().connect().await.unwrap();
+                a.create("/before", b"", CreateMode::Persistent)
+                    .await
+                    .unwrap();
+                sleep(Duration::from_secs(11)).await;
+                a.create("/x", b"", CreateMode::Persistent).await.unwrap();
+                sleep(Duration::from_secs(7)).await;
+                let before = b.exists("/before", false).await.unwrap().is_some();
+                let x = b.exists("/x", false).await.unwrap().is_some();
+                sleep(Duration::from_secs(18)).await;
+                let x_later = b.exists("/x", false).await.unwrap().is_some();
+                (before, x, x_later, b.current_server(), hits(e))
+            })
+        };
+        assert_eq!(run(None), (true, true, true, Some(1), 0));
+        assert_eq!(
+            run(Some(Breakage::FrozenFollowerServesReads)),
+            (true, false, true, Some(1), 2),
+            "the session on the frozen follower misses /x, created 7 s before its read"
+        );
+    }
 }

@@ -87,6 +87,20 @@ pub enum Breakage {
     /// session over with a fresh timeout and expires it again (and, at
     /// `one_in` above 1, may close it then: minutes late).
     ExpiredEphemeralsLinger,
+    /// A serving follower freezes (`one_in`: ticks of a serving follower
+    /// that is not frozen; every 20th by default): every commit it
+    /// receives is queued, not applied, for [`Breakage::freeze_ticks`] of
+    /// its ticks (longer than any session's timeliness bound), then all
+    /// are applied at once. (A tick, not a commit: a freeze then starts
+    /// wherever the workload is, not in step with its cycle of writes.) Meanwhile it keeps
+    /// logging and acking proposals and answering pings and heartbeats on
+    /// time, so the leader keeps it in its quorum and its clients stay
+    /// connected, and it answers reads from its frozen tree; its clients'
+    /// writes and syncs are answered only once applied, after the freeze.
+    /// A read there misses writes that completed longer than the bound
+    /// before it was called: the clients' view is not up to date within
+    /// the time bound.
+    FrozenFollowerServesReads,
     /// The leader preps a create's parent check against its committed
     /// tree instead of the proposed one (applied state plus the proposals
     /// in flight), as a `PrepRequestProcessor.getRecordForPath` that
@@ -107,7 +121,7 @@ pub enum Breakage {
 
 impl Breakage {
     /// Every breakage a scenario file can name, in declaration order.
-    pub const ALL: [Breakage; 10] = [
+    pub const ALL: [Breakage; 11] = [
         Breakage::FollowerLocalWrite,
         Breakage::SkipReconnectZxidRule,
         Breakage::ReplyBeforeQuorum,
@@ -118,6 +132,7 @@ impl Breakage {
         Breakage::SkipSessionMovedCheck,
         Breakage::ZxidLies,
         Breakage::ExpiredEphemeralsLinger,
+        Breakage::FrozenFollowerServesReads,
     ];
 
     /// Its gross default rate: one opportunity in this many breaks.
@@ -125,8 +140,21 @@ impl Breakage {
         match self {
             Breakage::FollowerLocalWrite => 3,
             Breakage::StaleRead => 2,
+            Breakage::FrozenFollowerServesReads => 20,
             _ => 1,
         }
+    }
+
+    /// [`Breakage::FrozenFollowerServesReads`]: how many of its own ticks
+    /// a follower stays frozen, given the ensemble's syncLimit. A session's
+    /// timeliness bound is its granted timeout (at most 20 ticks) plus
+    /// syncLimit ticks (docs/CONTRACT.md, "Timeliness"); a freeze of twice
+    /// the longest bound any session can have outlasts every session's
+    /// bound by at least as long again, so that reads made in the second
+    /// half of the freeze miss writes completed more than the bound before
+    /// them, whatever timeout the session asked for.
+    pub fn freeze_ticks(sync_limit_ticks: u64) -> u64 {
+        2 * (20 + sync_limit_ticks)
     }
 
     /// Whether its rate has a lag (`lag_txns`): only [`Breakage::StaleRead`].
@@ -147,6 +175,7 @@ impl Breakage {
             Breakage::SkipSessionMovedCheck => "skip-session-moved-check",
             Breakage::ZxidLies => "zxid-lies",
             Breakage::ExpiredEphemeralsLinger => "expired-ephemerals-linger",
+            Breakage::FrozenFollowerServesReads => "frozen-follower-serves-reads",
             Breakage::CreatePrepIgnoresInFlightParent => "create-prep-ignores-in-flight-parent",
             Breakage::FollowerEmptiesSetData => "follower-empties-set-data",
         }
@@ -182,6 +211,9 @@ impl Breakage {
             Breakage::ZxidLies => "a Stat's mzxid is the zxid of the write that set its version",
             Breakage::ExpiredEphemeralsLinger => {
                 "once a client is told its session expired, the session's ephemerals go"
+            }
+            Breakage::FrozenFollowerServesReads => {
+                "a client's view is up to date within a time bound"
             }
             Breakage::CreatePrepIgnoresInFlightParent => {
                 "a session's writes are applied in its order, each seeing the ones before"

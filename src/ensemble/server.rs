@@ -159,7 +159,7 @@ pub struct ServerStats {
     /// truncated away; stale reads that differ from the fresh answer;
     /// watch events delivered after a read reply showing their change;
     /// syncs a follower answered itself; watch events overtaken by a later
-    /// txn's event.
+    /// txn's event; reads a frozen follower answered from its frozen tree.
     pub breakage_hits: u64,
     /// Writes the leader's prep failed with NotEmpty only because a close
     /// of the node's children was still outstanding (prepped, not yet
@@ -269,6 +269,18 @@ impl Lagging {
     }
 }
 
+/// [`Breakage::FrozenFollowerServesReads`]: a follower's freeze in
+/// progress. Commits are queued (counted in `committed`, not applied)
+/// until its tick `until_tick`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Freeze {
+    until_tick: u64,
+    /// Syncs whose flush the leader answered meanwhile: answered once the
+    /// commits before them are applied (at the freeze's end), as the
+    /// commit processor answers a sync in order with the commits.
+    syncs: Vec<Origin>,
+}
+
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 enum Role {
     Looking(Looking),
@@ -332,6 +344,8 @@ pub struct Server {
     /// committed and not applied since (bookkeeping for the hit count,
     /// kept across a restart with the log).
     early_replied: BTreeSet<Zxid>,
+    /// [`Breakage::FrozenFollowerServesReads`]: the freeze in progress.
+    frozen: Option<Freeze>,
 }
 
 impl Server {
@@ -381,6 +395,7 @@ impl Server {
             opportunities: 0,
             lagging: Lagging::new(&config),
             early_replied: BTreeSet::new(),
+            frozen: None,
         }
     }
 
@@ -398,6 +413,7 @@ impl Server {
         self.dropped.clear();
         self.lose_reply.clear();
         self.lagging = Lagging::new(&self.config);
+        self.frozen = None;
         self.role = Role::Looking(Looking::default());
         self.broadcast_vote(out);
     }
@@ -564,6 +580,11 @@ impl Server {
                 self.flush_held(conn, out);
             }
         }
+        match &self.frozen {
+            Some(f) if self.ticks >= f.until_tick => self.thaw(out),
+            Some(_) => {}
+            None => self.maybe_freeze(),
+        }
         match &self.role {
             Role::Looking(_) => self.tick_looking(now_ms, out),
             Role::Following(_) => self.tick_following(out),
@@ -574,6 +595,7 @@ impl Server {
     /// The server leaves its role (lost its leader or its quorum, or a
     /// sync failed) and looks for a leader. Every client connection drops.
     fn look(&mut self, out: &mut Vec<Output>) {
+        self.thaw(out);
         self.close_learner_connections();
         self.drop_all_connections(out);
         self.role = Role::Looking(Looking::default());
@@ -1059,6 +1081,33 @@ impl Server {
         }
     }
 
+    /// [`Breakage::FrozenFollowerServesReads`]: a tick of a serving
+    /// follower that is not frozen; one in `one_in` starts a freeze.
+    fn maybe_freeze(&mut self) {
+        let freezes = self.config.breaks(Breakage::FrozenFollowerServesReads)
+            && matches!(&self.role, Role::Following(f) if f.is_serving())
+            && self.strikes();
+        if freezes {
+            self.frozen = Some(Freeze {
+                until_tick: self.ticks + Breakage::freeze_ticks(self.config.sync_limit_ticks),
+                syncs: Vec::new(),
+            });
+        }
+    }
+
+    /// [`Breakage::FrozenFollowerServesReads`]: the freeze (if any) ends:
+    /// every queued commit is applied at once, then the syncs answered
+    /// meanwhile by the leader get their replies.
+    fn thaw(&mut self, out: &mut Vec<Output>) {
+        let Some(freeze) = self.frozen.take() else {
+            return;
+        };
+        self.apply_committed(out);
+        for origin in freeze.syncs {
+            self.complete(origin, Ok(Reply::Sync), out);
+        }
+    }
+
     /// [`Breakage::FollowerLocalWrite`]: whether this write, received as a
     /// follower, is answered here instead of going to the leader.
     fn answers_write_itself(&mut self) -> bool {
@@ -1248,6 +1297,11 @@ impl Server {
                     if c.zxid_floor > self.tree.last_zxid() {
                         // Breakage::SkipReconnectZxidRule: a read from a
                         // state older than the session has seen.
+                        self.stats.breakage_hits += 1;
+                    }
+                    if self.frozen.is_some() && self.applied < self.committed {
+                        // Breakage::FrozenFollowerServesReads: a read from
+                        // a tree behind this server's commits.
                         self.stats.breakage_hits += 1;
                     }
                     let mut answer = match &mut self.lagging {

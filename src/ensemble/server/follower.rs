@@ -54,6 +54,7 @@ impl Following {
 impl Server {
     /// Follow `leader`: a new attempt (a new connection to it).
     pub(super) fn follow(&mut self, leader: ServerId, out: &mut Vec<Output>) {
+        self.thaw(out);
         self.close_learner_connections();
         self.drop_all_connections(out);
         self.attempts += 1;
@@ -219,10 +220,18 @@ impl Server {
                     assert!(zxid >= next.txn.zxid, "a commit behind the commit point");
                     self.commit_upto(zxid);
                 }
-                self.apply_committed(out);
+                // Breakage::FrozenFollowerServesReads: queued, not applied.
+                if self.frozen.is_none() {
+                    self.apply_committed(out);
+                }
             }
             LeaderMsg::SyncDone { origin } => {
                 assert_eq!(origin.server, self.config.id);
+                if let Some(freeze) = &mut self.frozen {
+                    // Answered behind the commits queued before it.
+                    freeze.syncs.push(origin);
+                    return;
+                }
                 self.complete(origin, Ok(crate::proto::Reply::Sync), out);
             }
             LeaderMsg::Revalidated {
