@@ -760,7 +760,8 @@ fn a_breakage_is_read_by_name_and_written_back() {
         10,
         "unknown breakage \"stale-reads\"; the breakages are: follower-local-write, \
          skip-reconnect-zxid-rule, reply-before-quorum, stale-read, late-watch-event, \
-         sync-without-flush, event-reordered, skip-session-moved-check, zxid-lies",
+         sync-without-flush, event-reordered, skip-session-moved-check, zxid-lies, \
+         expired-ephemerals-linger, frozen-follower-serves-reads",
     );
     assert_err(
         "format = 1\nrecipe = \"lock\"\n[ensemble]\nbroken = true\n",
