@@ -636,7 +636,7 @@ impl Zk for RealZk {
             let id = r
                 .recorder
                 .invoke(r.actor, Some(r.session), None, HistOp::CloseSession);
-            (r.recorder.clone(), id)
+            (r.recorder.clone(), id, r.server)
         });
         let mut watcher = client.state_watcher();
         // Whatever has come in goes first; a submitted request still in
@@ -675,12 +675,9 @@ impl Zk for RealZk {
             Err(_) => (SessionEvent::Closed, Err(ZkError::ConnectionLoss)),
         };
         self.poll_all();
-        if let Some((recorder, id)) = recorded {
+        if let Some((recorder, id, server)) = recorded {
             let (server, outcome) = match result {
-                Ok(()) => (
-                    Some(lock(&self.inner).rec.as_ref().map_or(0, |r| r.server)),
-                    Outcome::Ok(None),
-                ),
+                Ok(()) => (Some(server), Outcome::Ok(None)),
                 Err(e) => (None, Outcome::Err(e)),
             };
             recorder.complete(id, server, None, outcome);

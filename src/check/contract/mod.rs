@@ -701,12 +701,16 @@ pub fn staleness_us(meta: &crate::history::Meta) -> Option<u64> {
     if tick == 0 {
         return None; // no tick, no bound (a history file may say anything)
     }
-    let granted = meta
-        .session_timeout_ms
-        .clamp(tick.saturating_mul(2), tick.saturating_mul(20));
-    granted
+    granted_timeout_ms(meta, tick)
         .checked_add(sync_limit.checked_mul(tick)?)?
         .checked_mul(1_000)
+}
+
+/// The session timeout the servers grant: the requested one, within 2
+/// and 20 ticks.
+fn granted_timeout_ms(meta: &crate::history::Meta, tick: u64) -> u64 {
+    meta.session_timeout_ms
+        .clamp(tick.saturating_mul(2), tick.saturating_mul(20))
 }
 
 /// How long after a client is told its session expired the close must
@@ -735,10 +739,7 @@ pub fn expiry_bound_us(h: &History) -> Option<u64> {
     if paused {
         return None;
     }
-    let granted = h
-        .meta
-        .session_timeout_ms
-        .clamp(tick.saturating_mul(2), tick.saturating_mul(20));
+    let granted = granted_timeout_ms(&h.meta, tick);
     let faults = h
         .records
         .iter()
