@@ -32,6 +32,12 @@ const ENDING_STEPS: usize = 4;
 /// everything placed since taken back.
 const CHECKPOINT_EVERY: usize = 24;
 const CHECKPOINTS: usize = 4;
+/// How far behind the pass's place the nearer points of a search from an
+/// earlier state lie ([`Pass::restart_points`]).
+const NEAR_POINTS: [usize; 3] = [3, 8, 16];
+/// How many of the last operations placed [`Pass::place_by_move`] moves
+/// among ([`moves`]).
+const MOVE_SPAN: usize = 32;
 /// The steps the searches from kept states may take in all, over the
 /// three passes: a correct run's stuck step is placed in a few thousand;
 /// a broken run's cannot be, and this bounds what the attempt costs it.
@@ -47,6 +53,7 @@ const ENDGAME_CAP_STEPS: u64 = 20_000;
 
 /// A kept state of the pass: how many operations were placed, the model
 /// state and the time then.
+#[derive(Clone)]
 struct Checkpoint {
     placed: usize,
     state: State,
@@ -76,6 +83,8 @@ pub struct FastStats {
     /// Searches from an earlier kept state that placed a stuck step (the
     /// operations placed since taken back and placed again).
     pub restarts: u64,
+    /// Stuck steps placed after moving one operation placed before them.
+    pub moves: u64,
 }
 
 /// The order the pass tries a session step in: (zxid, reads after the
@@ -165,8 +174,15 @@ fn keys(model: &ZkModel, placed: &[Placed]) -> Vec<Key> {
             };
             keys[i] = match p.hint {
                 Some(h) => {
-                    prev = prev.max(h);
                     let read = matches!(kind, StepKind::Read { .. } | StepKind::Sync);
+                    // A read a lagging server answered carries an old zxid,
+                    // but cannot come before a write that completed before
+                    // its earliest time: placed by its zxid, it would move
+                    // the pass's time past the windows of the steps between
+                    // (two-phase-commit seed 734003228: two reads of epoch 2
+                    // called after a session's steps of epoch 3 returned).
+                    let h = if read { h.max(latest(p.call_us)) } else { h };
+                    prev = prev.max(h);
                     (h, u8::from(read), p.call_us, *k)
                 }
                 None => {
@@ -342,7 +358,66 @@ impl Pass<'_> {
             .any(|&cap| self.place_by_search(d, upcoming, deferred, loose, cap))
             || self.place_by_restart(d, upcoming, deferred, loose, &few);
         self.rescued |= rescued;
-        rescued
+        rescued || self.place_by_move(d)
+    }
+
+    /// Places `d` after moving operations among the last [`MOVE_SPAN`]
+    /// placed ([`moves`]): the searches place everything again and spend
+    /// their steps on orders of the many reads in between before they
+    /// reach the one choice that was wrong. Each order tried is placed by
+    /// the model and the time windows, like any other.
+    fn place_by_move(&mut self, d: usize) -> bool {
+        let Some(oldest) = self.checkpoints.first() else {
+            return false;
+        };
+        let from = self
+            .order
+            .len()
+            .saturating_sub(MOVE_SPAN)
+            .max(oldest.placed);
+        let Some(base) = self.state_at(from) else {
+            return false;
+        };
+        let (state, now, order) = (self.state.clone(), self.now, self.order.clone());
+        let tail: Vec<usize> = self.order.split_off(from);
+        for &j in &tail {
+            self.used[j] = false;
+        }
+        for chain in moves(self.placed, &tail, d) {
+            self.state = base.state.clone();
+            self.now = base.now;
+            if self.place_all(&chain) {
+                self.checkpoints.retain(|k| k.placed <= from);
+                self.stats.moves += 1;
+                return true;
+            }
+        }
+        self.state = state;
+        self.now = now;
+        self.order = order;
+        for &j in &tail {
+            self.used[j] = true;
+        }
+        false
+    }
+
+    /// The state after the first `at` operations of the order, replayed
+    /// from the kept state before it (`None` if none is kept before it).
+    fn state_at(&self, at: usize) -> Option<Checkpoint> {
+        let base = self.checkpoints.iter().rev().find(|k| k.placed <= at)?;
+        let mut state = base.state.clone();
+        let mut now = base.now;
+        for &i in &self.order[base.placed..at] {
+            let accepted = self.model.step_in_place(&mut state, &self.placed[i].input);
+            // The order is a verified prefix: its steps replay.
+            assert!(accepted, "a placed operation does not replay");
+            now = now.max(self.placed[i].call_us);
+        }
+        Some(Checkpoint {
+            placed: at,
+            state,
+            now,
+        })
     }
 
     /// A local search for a way to place `d` from here: the operations
@@ -399,8 +474,9 @@ impl Pass<'_> {
             return false;
         }
         let (state, now, order) = (self.state.clone(), self.now, self.order.clone());
+        let points = self.restart_points();
         for &cap in caps {
-            for c in (0..self.checkpoints.len()).rev() {
+            for point in &points {
                 let pool = match (cap, few(cap, self)) {
                     (Some(_), _) => (*self.capped_steps).min(self.cap_steps),
                     (None, true) => *self.capped_steps,
@@ -409,7 +485,7 @@ impl Pass<'_> {
                 if pool == 0 {
                     break;
                 }
-                let from = self.checkpoints[c].placed;
+                let from = point.placed;
                 if from == 0 && cap.is_none() {
                     continue;
                 }
@@ -426,8 +502,8 @@ impl Pass<'_> {
                 for &j in &redo {
                     self.used[j] = false;
                 }
-                self.state = self.checkpoints[c].state.clone();
-                self.now = self.checkpoints[c].now;
+                self.state = point.state.clone();
+                self.now = point.now;
                 let mut steps = pool;
                 let placed = self.search_from_here(
                     d,
@@ -438,6 +514,7 @@ impl Pass<'_> {
                     &mut steps,
                 );
                 let spent = pool - steps;
+
                 if few(cap, self) {
                     *self.capped_steps -= spent;
                 } else {
@@ -449,10 +526,10 @@ impl Pass<'_> {
                     // would pair its state with operations no longer
                     // placed before it (a wrong witness, or a step placed
                     // twice).
-                    self.checkpoints.truncate(c + 1);
+                    self.checkpoints.retain(|k| k.placed <= from);
                     debug_assert!(
                         self.kept_states_match(),
-                        "a kept state does not match the order after a restart from state {c}"
+                        "a kept state does not match the order after a restart from {from} operations"
                     );
                     self.stats.restarts += 1;
                     return true;
@@ -466,6 +543,33 @@ impl Pass<'_> {
             }
         }
         false
+    }
+
+    /// Where a search from an earlier state may start, the most recent
+    /// first: the kept states, and a few points just behind where the pass
+    /// stands ([`NEAR_POINTS`]), their states replayed from the kept state
+    /// before them. A choice a few operations back is the usual culprit
+    /// (two-phase-commit seed 734003281: a write placed by its zxid just
+    /// before an expiry whose zxid no reply carries, while a session's
+    /// events show the expiry came first), and a kept state may be up to
+    /// [`CHECKPOINT_EVERY`] operations further back, where a search must
+    /// place all of them again.
+    fn restart_points(&self) -> Vec<Checkpoint> {
+        let mut points: Vec<Checkpoint> = Vec::new();
+        for back in NEAR_POINTS {
+            let Some(at) = self.order.len().checked_sub(back) else {
+                continue;
+            };
+            if self.checkpoints.iter().any(|k| k.placed == at)
+                || points.iter().any(|p| p.placed == at)
+            {
+                continue;
+            }
+            points.extend(self.state_at(at));
+        }
+        points.extend(self.checkpoints.iter().cloned());
+        points.sort_by_key(|p| std::cmp::Reverse(p.placed));
+        points
     }
 
     /// Whether every kept state is the state the order as it stands
@@ -968,6 +1072,79 @@ struct Attempt<'s> {
     /// Taken back from the order (a search from a kept state).
     redo: &'s [usize],
     cap: Option<u32>,
+}
+
+/// The orders [`Pass::place_by_move`] tries for `tail` (placed in this
+/// order, verified) and then `d`, each ending with `d`, at most
+/// `2 · tail.len()²` of them:
+/// - first, every operation called after `d` returned moved after `d`: one
+///   placed by its zxid before `d` though called after `d` returned (a
+///   read a lagging server answered) closes `d`'s window (two-phase-commit
+///   seed 734003228);
+/// - then each operation, the latest first, moved to each other place in
+///   the tail, its session's operations in between moved with it so that
+///   they stay on the same side (a write placed by its zxid before an
+///   expiry whose zxid no reply carries, while a session's events show the
+///   expiry came first, the session's last step with it: two-phase-commit
+///   seed 734003281);
+/// - or, for one of unknown effect, taken out.
+fn moves<'a>(
+    placed: &'a [Placed],
+    tail: &'a [usize],
+    d: usize,
+) -> impl Iterator<Item = Vec<usize>> + 'a {
+    let late = placed[d].ret_us.map(|r| {
+        let (after, before): (Vec<usize>, Vec<usize>) =
+            tail.iter().partition(|&&j| placed[j].call_us > r);
+        before.into_iter().chain([d]).chain(after).collect()
+    });
+    let session = move |j: usize| session_of(&placed[j].input);
+    let moved = (0..tail.len()).rev().flat_map(move |x| {
+        let moved = tail[x];
+        let mine = move |j: &&usize| session(**j) == session(moved);
+        let out = !matches!(placed[moved].input, Input::Step { .. } | Input::End { .. });
+        let earlier = (0..x).map(move |t| {
+            let between = &tail[t..x];
+            (tail[..t].iter())
+                .chain(between.iter().filter(mine))
+                .chain([&moved])
+                .chain(between.iter().filter(move |j| !mine(j)))
+                .chain(&tail[x + 1..])
+                .chain([&d])
+                .copied()
+                .collect()
+        });
+        let later = (x + 2..=tail.len()).map(move |t| {
+            let between = &tail[x + 1..t];
+            (tail[..x].iter())
+                .chain(between.iter().filter(move |j| !mine(j)))
+                .chain([&moved])
+                .chain(between.iter().filter(mine))
+                .chain(&tail[t..])
+                .chain([&d])
+                .copied()
+                .collect()
+        });
+        let without = out.then(|| {
+            (tail[..x].iter())
+                .chain(&tail[x + 1..])
+                .chain([&d])
+                .copied()
+                .collect()
+        });
+        earlier.chain(later).chain(without)
+    });
+    late.into_iter().chain(moved)
+}
+
+/// The session an input belongs to.
+fn session_of(input: &Input) -> usize {
+    match input {
+        Input::Step { session, .. }
+        | Input::Indeterminate { session, .. }
+        | Input::Expire { session }
+        | Input::End { session, .. } => *session,
+    }
 }
 
 /// Whether `input` is a write of unknown outcome that may create a node
