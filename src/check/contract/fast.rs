@@ -358,7 +358,7 @@ impl Pass<'_> {
             .any(|&cap| self.place_by_search(d, upcoming, deferred, loose, cap))
             || self.place_by_restart(d, upcoming, deferred, loose, &few);
         self.rescued |= rescued;
-        rescued || self.place_by_move(d)
+        rescued || self.place_by_move(d, loose)
     }
 
     /// Places `d` after moving operations among the last [`MOVE_SPAN`]
@@ -366,7 +366,7 @@ impl Pass<'_> {
     /// their steps on orders of the many reads in between before they
     /// reach the one choice that was wrong. Each order tried is placed by
     /// the model and the time windows, like any other.
-    fn place_by_move(&mut self, d: usize) -> bool {
+    fn place_by_move(&mut self, d: usize, loose: &[usize]) -> bool {
         let Some(oldest) = self.checkpoints.first() else {
             return false;
         };
@@ -383,7 +383,22 @@ impl Pass<'_> {
         for &j in &tail {
             self.used[j] = false;
         }
-        for chain in moves(self.placed, &tail, d) {
+        // The operations of unknown effect not placed that may go in
+        // among them: a session's end only once all its steps are placed.
+        let deadline = self.placed[d].ret_us.unwrap_or(u64::MAX);
+        let spare: Vec<usize> = (loose.iter().copied())
+            .filter(|&j| !self.used[j] && self.placed[j].call_us <= deadline)
+            .filter(|&j| match self.placed[j].input {
+                Input::Expire { session } | Input::End { session, .. } => {
+                    self.state.next_step(session) == self.model.sessions[session].steps
+                        && !tail
+                            .iter()
+                            .any(|&k| session_of(&self.placed[k].input) == session)
+                }
+                _ => true,
+            })
+            .collect();
+        for chain in moves(self.placed, &tail, d, &spare) {
             self.state = base.state.clone();
             self.now = base.now;
             if self.place_all(&chain) {
@@ -836,7 +851,7 @@ impl Pass<'_> {
                     || self.place_by_restart(end, &[], &[], &open, &[None]);
             }
             self.without_new_writes = false;
-            if !placed {
+            if !placed && !self.place_by_move(end, &open) {
                 return Err(end);
             }
         }
@@ -1087,11 +1102,16 @@ struct Attempt<'s> {
 ///   expiry whose zxid no reply carries, while a session's events show the
 ///   expiry came first, the session's last step with it: two-phase-commit
 ///   seed 734003281);
-/// - or, for one of unknown effect, taken out.
+/// - or, for one of unknown effect, taken out;
+/// - last, each of `spare` (operations of unknown effect not placed)
+///   inserted at each place in the tail, the latest first (an expiry
+///   whose events a session received before those of an expiry placed
+///   since: two-phase-commit seed 734003286).
 fn moves<'a>(
     placed: &'a [Placed],
     tail: &'a [usize],
     d: usize,
+    spare: &'a [usize],
 ) -> impl Iterator<Item = Vec<usize>> + 'a {
     let late = placed[d].ret_us.map(|r| {
         let (after, before): (Vec<usize>, Vec<usize>) =
@@ -1134,7 +1154,17 @@ fn moves<'a>(
         });
         earlier.chain(later).chain(without)
     });
-    late.into_iter().chain(moved)
+    let inserted = spare.iter().flat_map(move |&j| {
+        (0..=tail.len()).rev().map(move |t| {
+            (tail[..t].iter())
+                .chain([&j])
+                .chain(&tail[t..])
+                .chain([&d])
+                .copied()
+                .collect()
+        })
+    });
+    late.into_iter().chain(moved).chain(inserted)
 }
 
 /// The session an input belongs to.
