@@ -1136,11 +1136,16 @@ fn decide(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
         return d;
     };
     let mut weaker: Vec<(Vec<SessionLog>, String)> = Vec::new();
-    if let (Some(i), true) = (d.stuck_session, rules.reads && !rules.events) {
+    if let (Some(i), true) = (d.stuck_session, rules.reads) {
+        let what = if rules.events {
+            "reads and events"
+        } else {
+            "reads"
+        };
         weaker.push((
-            reads_of(logs, i),
+            reads_of(logs, i, rules.events),
             format!(
-                "in the history with the reads of session {} alone",
+                "in the history with the {what} of session {} alone",
                 logs[i].id
             ),
         ));
@@ -1167,10 +1172,16 @@ fn decide(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
 }
 
 /// The logs without the reads and syncs of every session but `keep`'s
-/// (their requests' effects, closes and events stay). For rules without
-/// events, every order that satisfies the whole logs satisfies these:
-/// such a read or sync only checks its reply and advances its session.
-fn reads_of<'h>(logs: &[SessionLog<'h>], keep: usize) -> Vec<SessionLog<'h>> {
+/// (their writes and closes stay), and with `events`, without their watch
+/// events and their disconnects and reconnects too. Every order that
+/// satisfies the whole logs satisfies these: such a read or sync only
+/// checks its reply and advances its own session (and sets a watch of its
+/// own); an event received, a disconnect or a reconnect only checks and
+/// changes its own session's watches and what is queued for it; a session
+/// without reads sets no watch, so no write queues anything for it. A
+/// failure of these is a failure of the whole, in a search without the
+/// other sessions' reads to interleave (event-reordered seed 3020711936).
+pub fn reads_of<'h>(logs: &[SessionLog<'h>], keep: usize, events: bool) -> Vec<SessionLog<'h>> {
     logs.iter()
         .enumerate()
         .map(|(i, log)| SessionLog {
@@ -1183,7 +1194,18 @@ fn reads_of<'h>(logs: &[SessionLog<'h>], keep: usize) -> Vec<SessionLog<'h>> {
                 .iter()
                 .filter(|seen| {
                     i == keep
-                        || !matches!(seen, Seen::Request { op: Some(op), .. } if !op.is_write())
+                        || match seen {
+                            Seen::Request { op: Some(op), .. } => op.is_write(),
+                            Seen::Request { op: None, .. } => true,
+                            Seen::Event { .. } => !events,
+                            Seen::State { event, .. } => {
+                                !events
+                                    || !matches!(
+                                        event,
+                                        SessionEvent::Connected | SessionEvent::Disconnected
+                                    )
+                            }
+                        }
                 })
                 .cloned()
                 .collect(),
