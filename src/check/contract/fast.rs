@@ -393,7 +393,7 @@ impl Pass<'_> {
                     self.state.next_step(session) == self.model.sessions[session].steps
                         && !tail
                             .iter()
-                            .any(|&k| session_of(&self.placed[k].input) == session)
+                            .any(|&k| self.placed[k].input.session() == session)
                 }
                 _ => true,
             })
@@ -529,7 +529,6 @@ impl Pass<'_> {
                     &mut steps,
                 );
                 let spent = pool - steps;
-
                 if few(cap, self) {
                     *self.capped_steps -= spent;
                 } else {
@@ -1118,7 +1117,7 @@ fn moves<'a>(
             tail.iter().partition(|&&j| placed[j].call_us > r);
         before.into_iter().chain([d]).chain(after).collect()
     });
-    let session = move |j: usize| session_of(&placed[j].input);
+    let session = move |j: usize| placed[j].input.session();
     let moved = (0..tail.len()).rev().flat_map(move |x| {
         let moved = tail[x];
         let mine = move |j: &&usize| session(**j) == session(moved);
@@ -1165,16 +1164,6 @@ fn moves<'a>(
         })
     });
     late.into_iter().chain(moved).chain(inserted)
-}
-
-/// The session an input belongs to.
-fn session_of(input: &Input) -> usize {
-    match input {
-        Input::Step { session, .. }
-        | Input::Indeterminate { session, .. }
-        | Input::Expire { session }
-        | Input::End { session, .. } => *session,
-    }
 }
 
 /// Whether `input` is a write of unknown outcome that may create a node

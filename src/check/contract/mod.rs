@@ -715,14 +715,18 @@ pub fn staleness_us(meta: &crate::history::Meta) -> Option<u64> {
 /// answered a read with the state of 1.6 s. The sum, not the longest,
 /// because pauses of one server stack.
 fn paused_us(h: &History) -> u64 {
-    h.records
-        .iter()
-        .filter_map(|r| match &r.event {
-            Event::Fault(f) if !f.skipped && f.fault == "server-pause" => Some(f.window_ms),
-            _ => None,
-        })
+    pauses_ms(h)
         .fold(0u64, u64::saturating_add)
         .saturating_mul(1_000)
+}
+
+/// The windows of the history's server pauses (the `server-pause` faults
+/// that took effect).
+fn pauses_ms(h: &History) -> impl Iterator<Item = u64> + '_ {
+    h.records.iter().filter_map(|r| match &r.event {
+        Event::Fault(f) if !f.skipped && f.fault == "server-pause" => Some(f.window_ms),
+        _ => None,
+    })
 }
 
 /// The session timeout the servers grant: the requested one, within 2
@@ -751,11 +755,7 @@ pub fn expiry_bound_us(h: &History) -> Option<u64> {
     // 2589853485 of mix-server-pauses-lock: a session told it expired at
     // 11.2 s, its leader paused three times for 19.5 s in all, still had
     // its node at 40.3 s).
-    let paused = h
-        .records
-        .iter()
-        .any(|r| matches!(&r.event, Event::Fault(f) if !f.skipped && f.fault == "server-pause"));
-    if paused {
+    if pauses_ms(h).next().is_some() {
         return None;
     }
     let granted = granted_timeout_ms(&h.meta, tick);
@@ -1199,7 +1199,7 @@ fn decide(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decision {
 /// changes its own session's watches and what is queued for it; a session
 /// without reads sets no watch, so no write queues anything for it. A
 /// failure of these is a failure of the whole, in a search without the
-/// other sessions' reads to interleave (event-reordered seed 3020711936).
+/// other sessions' reads to interleave (late-watch-event seed 3020703744).
 pub fn reads_of<'h>(logs: &[SessionLog<'h>], keep: usize, events: bool) -> Vec<SessionLog<'h>> {
     logs.iter()
         .enumerate()
@@ -1240,12 +1240,7 @@ fn operations<'h>(placed: &[Placed<'h>]) -> Vec<Operation<Input<'h>, ()>> {
     placed
         .iter()
         .map(|p| {
-            let session = match &p.input {
-                Input::Step { session, .. }
-                | Input::Indeterminate { session, .. }
-                | Input::Expire { session }
-                | Input::End { session, .. } => *session,
-            };
+            let session = p.input.session();
             Operation {
                 client: session as u64,
                 output: match p.input {

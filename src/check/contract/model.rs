@@ -159,6 +159,18 @@ pub enum Input<'h> {
     },
 }
 
+impl Input<'_> {
+    /// The session it belongs to.
+    pub fn session(&self) -> usize {
+        match self {
+            Input::Step { session, .. }
+            | Input::Indeterminate { session, .. }
+            | Input::Expire { session }
+            | Input::End { session, .. } => *session,
+        }
+    }
+}
+
 /// A session in the model.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct SessionSpec {
