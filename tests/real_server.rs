@@ -81,22 +81,41 @@ fn assert_cleaned_up(pid: u32, port: u16, dir: &Path) {
         dir.display()
     );
     assert!(!dir.exists(), "{} still exists", dir.display());
-    // The port is free, or (tests run in parallel and grab free ports) held
-    // by some other process than the dead server.
-    if let Err(e) = TcpListener::bind(("127.0.0.1", port)) {
-        let holders = listeners_of(port);
+    // The port is free, or held by some other socket than the dead server's.
+    // Tests run in parallel and grab free ports, and a port in the ephemeral
+    // range can be taken by another test's outgoing connection; a closing
+    // connection of the dead server may also linger in the kernel for a
+    // moment (CI, stop 43: bind failed while no process listened). What must
+    // never be true is that the dead server still owns a socket on the port.
+    let free = wait_until(Duration::from_secs(5), || {
+        TcpListener::bind(("127.0.0.1", port)).is_ok()
+    });
+    if !free {
+        let sockets = sockets_on(port);
+        let owners: Vec<u32> = sockets.iter().filter_map(|s| s.owner).collect();
         assert!(
-            !holders.contains(&pid) && !holders.is_empty(),
-            "port {port} still busy ({e}), held by {holders:?} (the server was {pid})"
+            !owners.contains(&pid),
+            "port {port} still held by the dead server {pid}: {sockets:?}"
         );
-        eprintln!("[note] port {port} was reused by process(es) {holders:?}, not the dead server");
+        eprintln!(
+            "[note] port {port} still busy after the server {pid} died, but not by it: {sockets:?}"
+        );
     }
 }
 
-/// The processes holding a listening TCP socket on `port` (from /proc).
-fn listeners_of(port: u16) -> Vec<u32> {
+/// A TCP socket whose local port is the one asked about, from /proc/net.
+#[derive(Debug)]
+struct PortSocket {
+    /// The kernel's state code (0A = LISTEN, 06 = TIME_WAIT, 01 = ESTABLISHED, ...).
+    state: String,
+    /// The process holding it open; none for sockets only the kernel holds.
+    owner: Option<u32>,
+}
+
+/// Every TCP socket bound to local `port`, in any state, with its owner.
+fn sockets_on(port: u16) -> Vec<PortSocket> {
     let hex = format!(":{port:04X}");
-    let mut inodes = Vec::new();
+    let mut found: Vec<(String, String)> = Vec::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         for line in std::fs::read_to_string(table)
             .unwrap_or_default()
@@ -104,28 +123,57 @@ fn listeners_of(port: u16) -> Vec<u32> {
             .skip(1)
         {
             let f: Vec<&str> = line.split_whitespace().collect();
-            // local_address, st (0A = LISTEN), ..., inode
-            if f.len() > 9 && f[1].ends_with(&hex) && f[3] == "0A" {
-                inodes.push(format!("socket:[{}]", f[9]));
+            // local_address, st, ..., inode
+            if f.len() > 9 && f[1].ends_with(&hex) {
+                found.push((f[3].to_string(), format!("socket:[{}]", f[9])));
             }
         }
     }
-    let mut pids = Vec::new();
+    let owners = socket_owners();
+    found
+        .into_iter()
+        .map(|(state, inode)| PortSocket {
+            state,
+            owner: owners
+                .iter()
+                .find(|(_, i)| *i == inode)
+                .map(|(pid, _)| *pid),
+        })
+        .collect()
+}
+
+/// (pid, "socket:[inode]") for every socket fd of every process we can see.
+fn socket_owners() -> Vec<(u32, String)> {
+    let mut owners = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        let fds = std::fs::read_dir(entry.path().join("fd"))
+        for fd in std::fs::read_dir(entry.path().join("fd"))
             .into_iter()
             .flatten()
-            .flatten();
-        if fds
-            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-            .any(|target| inodes.iter().any(|i| target.to_string_lossy() == *i))
+            .flatten()
         {
-            pids.push(pid);
+            if let Ok(target) = std::fs::read_link(fd.path()) {
+                let target = target.to_string_lossy().into_owned();
+                if target.starts_with("socket:[") {
+                    owners.push((pid, target));
+                }
+            }
         }
     }
+    owners
+}
+
+/// The processes holding a listening TCP socket on `port`.
+fn listeners_of(port: u16) -> Vec<u32> {
+    let mut pids: Vec<u32> = sockets_on(port)
+        .into_iter()
+        .filter(|s| s.state == "0A")
+        .filter_map(|s| s.owner)
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
     pids
 }
 
@@ -504,6 +552,17 @@ fn listeners_of_finds_the_process_holding_a_port() {
     let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
     assert_eq!(listeners_of(port), vec![std::process::id()]);
+    // An accepted connection is on the port too, in another state.
+    let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let (accepted, _) = listener.accept().unwrap();
+    let sockets = sockets_on(port);
+    assert!(
+        sockets
+            .iter()
+            .any(|s| s.state == "01" && s.owner == Some(std::process::id())),
+        "{sockets:?}"
+    );
     drop(listener);
     assert!(listeners_of(port).is_empty());
+    drop((client, accepted));
 }
