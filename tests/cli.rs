@@ -16,12 +16,43 @@ fn zoosim(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn scratch(name: &str, text: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("zoosim-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// A file in a directory of its own that is removed when the test ends
+/// (pass or panic), so runs leave nothing behind in the temp dir.
+struct Scratch {
+    path: String,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.path
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        self.path.as_ref()
+    }
+}
+
+impl std::fmt::Display for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.path)
+    }
+}
+
+fn scratch(name: &str, text: &str) -> Scratch {
+    let dir = tempfile::Builder::new()
+        .prefix("zoosim-cli-")
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
-    path.display().to_string()
+    Scratch {
+        path: path.display().to_string(),
+        _dir: dir,
+    }
 }
 
 #[test]
@@ -1074,7 +1105,7 @@ fn list_refuses_a_missing_path_and_lists_a_single_file() {
 #[test]
 fn a_file_named_twice_runs_once() {
     let plain = scratch("plain-twice.toml", "format = 1\nrecipe = \"lock\"\n");
-    let dir = std::path::Path::new(&plain)
+    let dir = std::path::Path::new(&*plain)
         .parent()
         .unwrap()
         .display()

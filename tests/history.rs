@@ -301,11 +301,12 @@ fn zoosim(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zoosim-history-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory of its own, removed when the test ends (pass or panic).
+fn scratch_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("zoosim-history-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
@@ -318,7 +319,7 @@ fn a_missing_or_unusable_history_dir_is_refused_before_any_seed_runs() {
     );
     assert!(!out.contains("seeds"), "seeds ran: {out}");
     let dir = scratch_dir("file");
-    let file = dir.join("plain");
+    let file = dir.path().join("plain");
     std::fs::write(&file, "").unwrap();
     let f = file.display().to_string();
     let (code, _, err) = zoosim(&[
@@ -339,7 +340,7 @@ fn a_missing_or_unusable_history_dir_is_refused_before_any_seed_runs() {
 #[test]
 fn replay_writes_its_history_which_reads_back_and_exports_to_edn() {
     let dir = scratch_dir("replay");
-    let d = dir.display().to_string();
+    let d = dir.path().display().to_string();
     let (code, out, err) = zoosim(&[
         "replay",
         "scenarios/queue.toml",
@@ -349,7 +350,7 @@ fn replay_writes_its_history_which_reads_back_and_exports_to_edn() {
         &d,
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    let file = dir.join("queue-seed-3.jsonl");
+    let file = dir.path().join("queue-seed-3.jsonl");
     assert!(
         out.contains(&format!("history: {}", file.display())),
         "{out}"
@@ -359,7 +360,7 @@ fn replay_writes_its_history_which_reads_back_and_exports_to_edn() {
     assert_eq!(code, 0, "{err}");
     assert!(summary.starts_with("queue seed 3 ("), "{summary}");
     assert!(summary.contains("operations:"), "{summary}");
-    let edn_file = dir.join("queue.edn").display().to_string();
+    let edn_file = dir.path().join("queue.edn").display().to_string();
     let (code, _, err) = zoosim(&["history", &f, "--edn", "-o", &edn_file]);
     assert_eq!(code, 0, "{err}");
     let edn = std::fs::read_to_string(&edn_file).unwrap();
@@ -370,7 +371,7 @@ fn replay_writes_its_history_which_reads_back_and_exports_to_edn() {
     assert_eq!(digest(&out), digest(&plain));
     // A truncated file: its line, and no panic.
     let text = std::fs::read_to_string(&file).unwrap();
-    let cut = dir.join("cut.jsonl");
+    let cut = dir.path().join("cut.jsonl");
     std::fs::write(&cut, &text[..text.find('\n').unwrap() + 20]).unwrap();
     let (code, _, err) = zoosim(&["history", &cut.display().to_string()]);
     assert_eq!(code, 2);
@@ -381,7 +382,7 @@ fn replay_writes_its_history_which_reads_back_and_exports_to_edn() {
 #[test]
 fn run_writes_the_histories_of_failing_seeds_only_unless_asked_for_all() {
     let dir = scratch_dir("run");
-    let d = dir.display().to_string();
+    let d = dir.path().display().to_string();
     // An expected failure: its first failing seed gets a history.
     let (code, out, err) = zoosim(&[
         "run",
@@ -396,7 +397,7 @@ fn run_writes_the_histories_of_failing_seeds_only_unless_asked_for_all() {
     assert!(!written.is_empty(), "{out}");
     assert!(out.contains("history: "), "{out}");
     let dir = scratch_dir("all");
-    let d = dir.display().to_string();
+    let d = dir.path().display().to_string();
     let (code, out, err) = zoosim(&[
         "run",
         "scenarios/queue.toml",

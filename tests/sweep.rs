@@ -2,7 +2,6 @@
 //! --summary FILE` on each machine, then `zoosim merge` over the files.
 //! Small seed counts keep each test to a few seconds.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
@@ -20,12 +19,13 @@ fn zoosim(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// A fresh directory for one test's files.
-fn scratch_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zoosim-sweep-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for one test's files, removed when the test ends
+/// (pass or panic).
+fn scratch_dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("zoosim-sweep-{test}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn path(dir: &std::path::Path, name: &str) -> String {
@@ -73,7 +73,8 @@ fn scenario<'a>(summary: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn three_shards_merged_give_the_unsharded_runs_verdict_seeds_and_counters() {
-    let dir = scratch_dir("equal");
+    let scratch = scratch_dir("equal");
+    let dir = scratch.path();
     // A passing scenario, and one failing its coverage in 6 seeds (the
     // two-phase commit whose sites vote at once: an abort for a failed
     // site is then rare): both verdicts must come out of the merge as out
@@ -155,7 +156,8 @@ fn three_shards_merged_give_the_unsharded_runs_verdict_seeds_and_counters() {
 
 #[test]
 fn coverage_goals_are_judged_over_the_union_of_the_shards() {
-    let dir = scratch_dir("coverage");
+    let scratch = scratch_dir("coverage");
+    let dir = scratch.path();
     // The queue's goal guid-found is rare (about one seed in five): of
     // seeds 1004..1009 only one seed (1008) reaches it, and of 1032..1037
     // none.
@@ -230,7 +232,8 @@ fn coverage_goals_are_judged_over_the_union_of_the_shards() {
 
 #[test]
 fn an_expected_failure_caught_in_one_shard_only_is_caught_after_the_merge() {
-    let dir = scratch_dir("caught");
+    let scratch = scratch_dir("caught");
+    let dir = scratch.path();
     // Of seeds 281280521..281280526 (the scenario's own, from its 10th)
     // the election bug shows at 281280523 alone: index 2, shard 2 of 3.
     let parts = shards(
@@ -281,7 +284,8 @@ fn an_expected_failure_caught_in_one_shard_only_is_caught_after_the_merge() {
 
 #[test]
 fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
-    let dir = scratch_dir("refused");
+    let scratch = scratch_dir("refused");
+    let dir = scratch.path();
     let scenario_file = path(&dir, "queue.toml");
     let original = std::fs::read_to_string("scenarios/queue.toml").unwrap();
     std::fs::write(&scenario_file, &original).unwrap();
@@ -373,7 +377,8 @@ fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
 
 #[test]
 fn an_unwritable_summary_path_fails_before_any_seed_runs() {
-    let dir = scratch_dir("unwritable");
+    let scratch = scratch_dir("unwritable");
+    let dir = scratch.path();
     let missing_dir = path(&dir, "no-such-dir/summary.json");
     let (code, out, err) = zoosim(&[
         "run",
