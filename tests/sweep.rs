@@ -82,7 +82,7 @@ fn three_shards_merged_give_the_unsharded_runs_verdict_seeds_and_counters() {
     // there (its own first seeds no longer reach guid-found since the
     // merge of the ordered stream with the quiet phase's move), the
     // two-phase commit misses aborts-for-failed-sites.
-    let tpc = path(&dir, "two-phase-commit.toml");
+    let tpc = path(dir, "two-phase-commit.toml");
     let text = std::fs::read_to_string("scenarios/two-phase-commit.toml").unwrap();
     std::fs::write(&tpc, format!("{text}\n[workload]\nvote_ms_max = 0\n")).unwrap();
     let args = [
@@ -95,7 +95,7 @@ fn three_shards_merged_give_the_unsharded_runs_verdict_seeds_and_counters() {
         "--jobs",
         "2",
     ];
-    let whole = path(&dir, "whole.json");
+    let whole = path(dir, "whole.json");
     let mut run = vec!["run"];
     run.extend_from_slice(&args);
     run.extend_from_slice(&["--summary", &whole]);
@@ -103,9 +103,9 @@ fn three_shards_merged_give_the_unsharded_runs_verdict_seeds_and_counters() {
     assert_eq!(run_code, 1, "two-phase-commit misses a goal:\n{run_out}");
     assert!(run_out.contains(&format!("summary written to {whole}")));
 
-    let parts = shards(&dir, "part", 3, &args);
+    let parts = shards(dir, "part", 3, &args);
     let files: Vec<&str> = parts.iter().map(|(f, _)| f.as_str()).collect();
-    let merged = path(&dir, "merged.json");
+    let merged = path(dir, "merged.json");
     let (code, out, err) = merge(&files, &["--summary", &merged]);
     assert_eq!(code, run_code, "{out}{err}");
     assert!(out.contains("1 not as expected"), "{out}");
@@ -177,7 +177,7 @@ fn coverage_goals_are_judged_over_the_union_of_the_shards() {
             .collect()
     };
     let one = shards(
-        &dir,
+        dir,
         "one",
         3,
         &[
@@ -202,7 +202,7 @@ fn coverage_goals_are_judged_over_the_union_of_the_shards() {
     assert!(out.contains("all as expected"), "{out}");
 
     let none = shards(
-        &dir,
+        dir,
         "none",
         3,
         &[
@@ -216,7 +216,7 @@ fn coverage_goals_are_judged_over_the_union_of_the_shards() {
     assert_eq!(reached(&none), [false, false, false]);
     assert!(none.iter().all(|(_, code)| *code == 0));
     let files: Vec<&str> = none.iter().map(|(f, _)| f.as_str()).collect();
-    let merged = path(&dir, "none-merged.json");
+    let merged = path(dir, "none-merged.json");
     let (code, out, err) = merge(&files, &["--summary", &merged]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
@@ -237,7 +237,7 @@ fn an_expected_failure_caught_in_one_shard_only_is_caught_after_the_merge() {
     // Of seeds 281280521..281280526 (the scenario's own, from its 10th)
     // the election bug shows at 281280523 alone: index 2, shard 2 of 3.
     let parts = shards(
-        &dir,
+        dir,
         "part",
         3,
         &[
@@ -286,7 +286,7 @@ fn an_expected_failure_caught_in_one_shard_only_is_caught_after_the_merge() {
 fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
     let scratch = scratch_dir("refused");
     let dir = scratch.path();
-    let scenario_file = path(&dir, "queue.toml");
+    let scenario_file = path(dir, "queue.toml");
     let original = std::fs::read_to_string("scenarios/queue.toml").unwrap();
     std::fs::write(&scenario_file, &original).unwrap();
     // Seeds that reach the queue's coverage goals (guid-found is rare), so
@@ -298,7 +298,7 @@ fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
         "--seed-start",
         "2661154829",
     ];
-    let of3 = shards(&dir, "of3", 3, &args);
+    let of3 = shards(dir, "of3", 3, &args);
     let [a, b, c] = [&of3[0].0, &of3[1].0, &of3[2].0].map(String::as_str);
     let refused = |files: &[&str], needles: &[&str]| {
         let (code, out, err) = merge(files, &[]);
@@ -326,7 +326,7 @@ fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
         )],
     );
     // Another N.
-    let of2 = shards(&dir, "of2", 2, &args);
+    let of2 = shards(dir, "of2", 2, &args);
     refused(
         &[a, b, &of2[1].0],
         &[&format!(
@@ -340,7 +340,7 @@ fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
         original.replace("2 producers", "two producers"),
     )
     .unwrap();
-    let changed = shards(&dir, "changed", 3, &args);
+    let changed = shards(dir, "changed", 3, &args);
     refused(
         &[a, b, &changed[2].0],
         &[
@@ -354,7 +354,7 @@ fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
     );
     // A truncated file: its name, line and column.
     let text = std::fs::read_to_string(c).unwrap();
-    let cut = path(&dir, "cut.json");
+    let cut = path(dir, "cut.json");
     std::fs::write(&cut, &text[..text.len() / 2]).unwrap();
     refused(
         &[a, b, &cut],
@@ -364,7 +364,7 @@ fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
         ],
     );
     // Not a summary at all, and a file that is not there.
-    let other = path(&dir, "other.json");
+    let other = path(dir, "other.json");
     std::fs::write(&other, "{\"hello\": 1}\n").unwrap();
     refused(
         &[&other, "no/such/summary.json"],
@@ -379,7 +379,7 @@ fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
 fn an_unwritable_summary_path_fails_before_any_seed_runs() {
     let scratch = scratch_dir("unwritable");
     let dir = scratch.path();
-    let missing_dir = path(&dir, "no-such-dir/summary.json");
+    let missing_dir = path(dir, "no-such-dir/summary.json");
     let (code, out, err) = zoosim(&[
         "run",
         "scenarios/queue.toml",
