@@ -406,6 +406,6 @@ fn an_unwritable_summary_path_fails_before_any_seed_runs() {
     assert_eq!(code, 2);
     assert!(err.contains(&missing_dir), "{err}");
     // Nothing is left behind: no temporary file.
-    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    let left: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
