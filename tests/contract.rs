@@ -198,6 +198,33 @@ fn trailing_events_are_placed_with_an_expiry_taken_back_into_the_order() {
     assert!(report.fast, "decided by the zxid-ordered pass");
 }
 
+/// The fast path swaps a write of unknown outcome it placed for another
+/// not placed: in seed 734004611 of two-phase-commit a session sent the
+/// same write again after losing its reply, and the pass placed the
+/// attempt that never took effect; the stuck read is placed once the
+/// other attempt stands in its place. It was undecided before the swap.
+#[test]
+fn an_unknown_write_placed_for_the_wrong_attempt_is_swapped_for_another() {
+    let s = load(&PathBuf::from("scenarios/two-phase-commit.toml")).unwrap();
+    let (_, history) = run_seed_recorded(&s, 734004611);
+    let logs = contract::session_logs(&history).unwrap();
+    let (model, placed) = contract::build(&logs, contract::Rules::ALL);
+    let mut stats = contract::FastStats::default();
+    match contract::fast_path_counted(&model, &placed, &mut stats) {
+        Ok(order) => contract::certify(&model, &placed, &order).unwrap_or_else(|r| panic!("{r}")),
+        Err(stuck) => panic!(
+            "the fast path stuck after {} of {} operations at {}",
+            stuck.order.len(),
+            placed.len(),
+            stuck.op
+        ),
+    }
+    assert!(stats.moves >= 1, "decided without a move: {stats:?}");
+    let report = contract::check(&history, &contract_budget()).unwrap();
+    assert_eq!(report.verdict, ContractVerdict::Holds);
+    assert!(report.fast, "decided by the zxid-ordered pass");
+}
+
 // ---------------------------------------------------------------------------
 // The broken ensembles at their subtle rates (tests/data/broken/*-subtle.toml):
 // each switch breaks a small fraction of its operations, and the contract

@@ -83,7 +83,8 @@ pub struct FastStats {
     /// Searches from an earlier kept state that placed a stuck step (the
     /// operations placed since taken back and placed again).
     pub restarts: u64,
-    /// Stuck steps placed after moving one operation placed before them.
+    /// Stuck steps placed after moving one operation placed before them,
+    /// or swapping one of unknown effect for another ([`swaps`]).
     pub moves: u64,
 }
 
@@ -362,7 +363,7 @@ impl Pass<'_> {
     }
 
     /// Places `d` after moving operations among the last [`MOVE_SPAN`]
-    /// placed ([`moves`]): the searches place everything again and spend
+    /// placed ([`moves`], then [`swaps`]): the searches place everything again and spend
     /// their steps on orders of the many reads in between before they
     /// reach the one choice that was wrong. Each order tried is placed by
     /// the model and the time windows, like any other.
@@ -398,7 +399,11 @@ impl Pass<'_> {
                 _ => true,
             })
             .collect();
-        for chain in moves(self.placed, &tail, d, &spare) {
+        let swapped = swaps(self.placed, &tail, &spare).map(|mut chain| {
+            chain.push(d);
+            chain
+        });
+        for chain in moves(self.placed, &tail, d, &spare).chain(swapped) {
             self.state = base.state.clone();
             self.now = base.now;
             if self.place_all(&chain) {
@@ -1164,6 +1169,36 @@ fn moves<'a>(
         })
     });
     late.into_iter().chain(moved).chain(inserted)
+}
+
+/// The orders [`Pass::place_by_move`] tries last for `tail`: one operation
+/// of unknown effect in it swapped for one of `spare` — in its place
+/// first, then at each other place. Where a session sent the same write
+/// again after losing its reply, the pass may have placed the attempt
+/// that did not take effect (two-phase-commit seeds 734003412, 734004134,
+/// 734004328, 734004611 and 734004804, all decided by a swap).
+fn swaps<'a>(
+    placed: &'a [Placed],
+    tail: &'a [usize],
+    spare: &'a [usize],
+) -> impl Iterator<Item = Vec<usize>> + 'a {
+    let loose = (0..tail.len())
+        .rev()
+        .filter(|&x| !matches!(placed[tail[x]].input, Input::Step { .. }));
+    loose.flat_map(move |x| {
+        let mut rest = tail.to_vec();
+        rest.remove(x);
+        let places = std::iter::once(x).chain((0..=rest.len()).rev().filter(move |&t| t != x));
+        let places: Vec<usize> = places.collect();
+        spare.iter().flat_map(move |&j| {
+            let rest = rest.clone();
+            places.clone().into_iter().map(move |t| {
+                let mut v = rest.clone();
+                v.insert(t, j);
+                v
+            })
+        })
+    })
 }
 
 /// Whether `input` is a write of unknown outcome that may create a node
