@@ -15,8 +15,9 @@
 
 use std::collections::BTreeMap;
 
+use super::creates::Creates;
 use super::{asks_for_ephemeral, guarantees, Broken, Done, Rules, Seen, SessionLog};
-use crate::proto::{MultiOp, MultiResult, Op, Reply, SessionEvent, Zxid};
+use crate::proto::{Op, Reply, SessionEvent, Zxid};
 
 /// Expiry takes effect ([`Rules::expiry`]): the sessions whose clients
 /// were told they expired, and when each epoch was first seen.
@@ -191,83 +192,4 @@ pub(super) fn lingering(logs: &[SessionLog]) -> Option<Broken> {
         }
     }
     None
-}
-
-/// Every create in a history (any outcome): who may have made which node.
-struct Creates<'h> {
-    /// (session, path or sequential prefix, sequential, ephemeral).
-    all: Vec<(usize, &'h str, bool, bool)>,
-    /// The nodes creates said they made, by the session that made them.
-    made: BTreeMap<&'h str, usize>,
-}
-
-impl<'h> Creates<'h> {
-    fn new(logs: &[SessionLog<'h>]) -> Creates<'h> {
-        let mut all = Vec::new();
-        let mut made = BTreeMap::new();
-        for (i, log) in logs.iter().enumerate() {
-            for seen in &log.seen {
-                let Seen::Request {
-                    op: Some(op), done, ..
-                } = seen
-                else {
-                    continue;
-                };
-                let mut one = |path: &'h str, mode: crate::proto::CreateMode| {
-                    all.push((i, path, mode.is_sequential(), mode.is_ephemeral()));
-                };
-                match op {
-                    Op::Create { path, mode, .. } => one(path, *mode),
-                    Op::Multi(ops) => {
-                        for o in ops {
-                            if let MultiOp::Create { path, mode, .. } = o {
-                                one(path, *mode);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                if let Done::Answered {
-                    result: Ok(reply), ..
-                } = done
-                {
-                    match reply {
-                        Reply::Create { path, .. } => {
-                            made.insert(path.as_str(), i);
-                        }
-                        Reply::Multi(results) => {
-                            for r in results {
-                                if let MultiResult::Create { path, .. } = r {
-                                    made.insert(path.as_str(), i);
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-        Creates { all, made }
-    }
-
-    /// The session that made `node` as an ephemeral node, if no create of
-    /// any other session (nor a persistent one of its own) could have
-    /// made a node of that name.
-    fn only_owner(&self, node: &str) -> Option<usize> {
-        let owner = *self.made.get(node)?;
-        let could = |&&(_, path, sequential, _): &&(usize, &str, bool, bool)| {
-            if sequential {
-                node.len() == path.len() + 10
-                    && node.starts_with(path)
-                    && node[path.len()..].bytes().all(|b| b.is_ascii_digit())
-            } else {
-                node == path
-            }
-        };
-        self.all
-            .iter()
-            .filter(could)
-            .all(|&(s, _, _, ephemeral)| s == owner && ephemeral)
-            .then_some(owner)
-    }
 }

@@ -16,10 +16,12 @@
 //! every verdict is the model's.
 
 mod certificate;
+mod creates;
 mod expiry;
 mod fast;
 pub mod model;
 mod quotient;
+mod reappeared;
 mod zxids;
 
 use std::collections::BTreeMap;
@@ -744,20 +746,11 @@ fn granted_timeout_ms(meta: &crate::history::Meta, tick: u64) -> u64 {
 /// once a tick; and one for the time a message and a tick take), plus the
 /// longest window or delay of any fault the history records (a paused
 /// server, a delayed or clogged link, or a forced expiry's race window
-/// holds an expiry or a touch back that long). `None` where the meta does
-/// not give the tickTime, or the history records a server pause.
+/// holds an expiry or a touch back that long), plus the windows of all the
+/// recorded server pauses, summed. `None` where the meta does not give the
+/// tickTime.
 pub fn expiry_bound_us(h: &History) -> Option<u64> {
     let tick = h.meta.tick_ms.filter(|&t| t > 0)?;
-    // A paused leader learns of its sessions' touches only when it resumes
-    // (its followers report them then, and it stamps them with that time),
-    // and pauses stack: no bound is stated for that yet, so a history
-    // with server pauses is not checked for expiry taking effect (seed
-    // 2589853485 of mix-server-pauses-lock: a session told it expired at
-    // 11.2 s, its leader paused three times for 19.5 s in all, still had
-    // its node at 40.3 s).
-    if pauses_ms(h).next().is_some() {
-        return None;
-    }
     let granted = granted_timeout_ms(&h.meta, tick);
     let faults = h
         .records
@@ -768,10 +761,18 @@ pub fn expiry_bound_us(h: &History) -> Option<u64> {
         })
         .max()
         .unwrap_or(0);
+    // A paused leader learns of its sessions' touches only when it resumes
+    // (its followers report them then, and it stamps them with that time),
+    // so each pause can hold an expiry back by its window, and pauses
+    // stack: the bound grows by every recorded pause's window, summed
+    // (seed 2589853485 of mix-server-pauses-lock: a session told it
+    // expired at 11.2 s, its leader paused three times for 19.5 s in all,
+    // still had its node at 40.3 s).
     granted
         .checked_add(tick.checked_mul(3)?)?
         .checked_add(faults)?
-        .checked_mul(1_000)
+        .checked_mul(1_000)?
+        .checked_add(paused_us(h))
 }
 
 /// What the contract check found.
@@ -938,14 +939,19 @@ pub fn guarded(sessions: usize, run: impl FnOnce() -> ContractReport) -> Contrac
 /// contract, and if it fails, the rung with events as a set tells
 /// watch-before-data from event-order.
 ///
-/// The zxids clients saw are checked last, on their own, without a search
-/// ([`zxids`]): a history that breaks an earlier guarantee is named by
-/// that one; one that holds otherwise, or that the search could not
-/// decide, fails by its zxids alone.
+/// Three checks without a search come last, on their own: an expired
+/// session's node seen after its close must have come
+/// ([`expiry::lingering`]), a node seen gone and then again
+/// ([`reappeared`]), and the zxids clients saw ([`zxids`]). A history
+/// that breaks an earlier guarantee is named by that one; one that holds
+/// otherwise, or that the search could not decide, fails by these alone.
 pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
     let mut report = check_order(logs, budget);
     if let ContractVerdict::Holds | ContractVerdict::Unknown(_) = report.verdict {
-        if let Some(b) = expiry::lingering(logs).or_else(|| zxids::zxids(logs)) {
+        let one_pass = expiry::lingering(logs)
+            .or_else(|| reappeared::reappeared(logs))
+            .or_else(|| zxids::zxids(logs));
+        if let Some(b) = one_pass {
             report.verdict = ContractVerdict::Broken(b);
         }
     }

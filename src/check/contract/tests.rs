@@ -660,6 +660,33 @@ fn an_expired_sessions_close_comes_before_later_writes() {
     let rival = told_expired(60_000, false, true);
     assert!(expiry::lingering(&session_logs(&rival.history()).unwrap()).is_none());
     assert_eq!(verdict(&rival), ContractVerdict::Holds);
+    // Server pauses hold an expiry back: each pause's window is added (the
+    // longest fault window once more, as for any fault), so two pauses of
+    // 400 and 300 ms give 2.3 + 0.4 + 0.7 = 3.4 s.
+    let paused = |write_at: u64| {
+        let mut h = told_expired(write_at, true, false);
+        for (at, window_ms) in [(20, 400), (1_000, 300)] {
+            h.push(
+                at,
+                Event::Fault(crate::history::FaultRecord {
+                    fault: "server-pause".into(),
+                    client: None,
+                    server: Some(0),
+                    to: None,
+                    split: None,
+                    servers: None,
+                    sides: None,
+                    flips: Vec::new(),
+                    delay_ms: 0,
+                    window_ms,
+                    skipped: false,
+                }),
+            );
+        }
+        h
+    };
+    assert_eq!(verdict(&paused(3_410)), ContractVerdict::Holds);
+    assert_eq!(broken(&paused(3_411)), "expiry-takes-effect");
     // A history that does not give the servers' timing has no bound.
     let mut untimed = told_expired(60_000, true, false);
     untimed.timing = None;
@@ -1378,4 +1405,95 @@ fn a_panic_in_the_check_is_a_checker_fault() {
     }
     let v = r.violation().expect("a fault is a failure");
     assert_eq!(v.property, guarantees::CHECKER.name);
+}
+
+/// Session 1 creates /a, session 2 sees it (an `exists`) and session 1
+/// deletes it. Then session 2 learns it is gone by `how`, and
+/// reads /a again with an `exists` that finds it (a stale answer).
+fn gone_then_seen(how: &str) -> H {
+    let exists = |watch| Op::Exists {
+        path: "/a".into(),
+        watch,
+    };
+    let found = || Ok(Reply::Exists(Some(Stat::default())));
+    let mut h = H::new();
+    h.connect(0, 1).connect(0, 2);
+    h.op(1, 2, 1, create("/a"), created("/a"), Some(1));
+    // A watch only where the event is received: a read without one.
+    h.op(3, 4, 2, exists(how != "read"), found(), Some(1));
+    let delete = Op::Delete {
+        path: "/a".into(),
+        version: -1,
+    };
+    h.op(5, 6, 1, delete, Ok(Reply::Delete), Some(2));
+    match how {
+        "event" => {
+            h.event(7, 2, EventType::NodeDeleted, "/a");
+        }
+        "event, then a reconnect" => {
+            h.event(7, 2, EventType::NodeDeleted, "/a");
+            h.state(8, 2, SessionEvent::Disconnected);
+            h.connect(9, 2);
+        }
+        "read" => {
+            h.op(7, 8, 2, exists(false), Ok(Reply::Exists(None)), Some(2));
+        }
+        _ => unreachable!("{how}"),
+    }
+    h.op(10, 11, 2, exists(false), found(), Some(2));
+    h
+}
+
+#[test]
+fn a_node_seen_gone_and_then_again_breaks_sequential_consistency_in_one_pass() {
+    for how in ["event", "read"] {
+        let h = gone_then_seen(how).history();
+        let logs = session_logs(&h).unwrap();
+        let b = reappeared::reappeared(&logs).unwrap_or_else(|| panic!("{how}: not found"));
+        assert_eq!(b.guarantee.name, "sequential-consistency", "{how}");
+        assert!(b.detail.contains("saw /a again"), "{how}: {}", b.detail);
+        // The search agrees; with the event it names the rung with
+        // events, which is the first to fail.
+        let searched = if how == "event" {
+            "watch-before-data"
+        } else {
+            "sequential-consistency"
+        };
+        assert_eq!(broken(&gone_then_seen(how)), searched, "{how}");
+    }
+    // A notification does not move the client's lastZxid: after a
+    // reconnect a server behind the delete may answer, so the one pass
+    // claims nothing there.
+    let h = gone_then_seen("event, then a reconnect").history();
+    let logs = session_logs(&h).unwrap();
+    assert!(reappeared::reappeared(&logs).is_none());
+    // Nor where another create could have made /a again.
+    let mut again = gone_then_seen("read");
+    again.invoke(9, 1, create("/a"));
+    let h = again.history();
+    let logs = session_logs(&h).unwrap();
+    assert!(reappeared::reappeared(&logs).is_none());
+    assert_eq!(verdict(&again), ContractVerdict::Holds);
+    // Nor where the session had not seen /a before finding it missing:
+    // the read may have come before the create.
+    let mut early = H::new();
+    early.connect(0, 1).connect(0, 2);
+    let exists = Op::Exists {
+        path: "/a".into(),
+        watch: false,
+    };
+    early.op(1, 4, 2, exists.clone(), Ok(Reply::Exists(None)), Some(0));
+    early.op(2, 3, 1, create("/a"), created("/a"), Some(1));
+    early.op(
+        5,
+        6,
+        2,
+        exists,
+        Ok(Reply::Exists(Some(Stat::default()))),
+        Some(1),
+    );
+    let h = early.history();
+    let logs = session_logs(&h).unwrap();
+    assert!(reappeared::reappeared(&logs).is_none());
+    assert_eq!(verdict(&early), ContractVerdict::Holds);
 }
