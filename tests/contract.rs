@@ -158,16 +158,26 @@ fn broken_reads_and_writes_are_caught_within_a_runs_budget() {
 fn a_wrong_early_choice_is_searched_again_from_a_kept_state() {
     let s = load(&PathBuf::from("scenarios/mix-lost-replies.toml")).unwrap();
     let (_, history) = run_seed_recorded(&s, 274137095);
-    let logs = contract::session_logs(&history).unwrap();
+    decided_on_the_fast_path(&history);
+}
+
+/// Runs the fast path on `history`'s steps under every rule, checks its
+/// order's certificate, and returns what its remedies did; panics where
+/// it sticks.
+fn decided_on_the_fast_path(history: &History) -> contract::FastStats {
+    let logs = contract::session_logs(history).unwrap();
     let (model, placed) = contract::build(&logs, contract::Rules::ALL);
-    if let Err(stuck) = contract::fast_path(&model, &placed) {
-        panic!(
+    let mut stats = contract::FastStats::default();
+    match contract::fast_path_counted(&model, &placed, &mut stats) {
+        Ok(order) => contract::certify(&model, &placed, &order).unwrap_or_else(|r| panic!("{r}")),
+        Err(stuck) => panic!(
             "the fast path stuck after {} of {} operations at {}",
             stuck.order.len(),
             placed.len(),
             stuck.op
-        );
+        ),
     }
+    stats
 }
 
 /// The fast path's endgame places sessions' trailing events even where an
@@ -182,17 +192,7 @@ fn a_wrong_early_choice_is_searched_again_from_a_kept_state() {
 fn trailing_events_are_placed_with_an_expiry_taken_back_into_the_order() {
     let s = load(&PathBuf::from("scenarios/two-phase-commit.toml")).unwrap();
     let (_, history) = run_seed_recorded(&s, 734003258);
-    let logs = contract::session_logs(&history).unwrap();
-    let (model, placed) = contract::build(&logs, contract::Rules::ALL);
-    match contract::fast_path(&model, &placed) {
-        Ok(order) => contract::certify(&model, &placed, &order).unwrap_or_else(|r| panic!("{r}")),
-        Err(stuck) => panic!(
-            "the fast path stuck after {} of {} operations at {}",
-            stuck.order.len(),
-            placed.len(),
-            stuck.op
-        ),
-    }
+    decided_on_the_fast_path(&history);
     let report = contract::check(&history, &contract_budget()).unwrap();
     assert_eq!(report.verdict, ContractVerdict::Holds);
     assert!(report.fast, "decided by the zxid-ordered pass");
@@ -207,18 +207,7 @@ fn trailing_events_are_placed_with_an_expiry_taken_back_into_the_order() {
 fn an_unknown_write_placed_for_the_wrong_attempt_is_swapped_for_another() {
     let s = load(&PathBuf::from("scenarios/two-phase-commit.toml")).unwrap();
     let (_, history) = run_seed_recorded(&s, 734004611);
-    let logs = contract::session_logs(&history).unwrap();
-    let (model, placed) = contract::build(&logs, contract::Rules::ALL);
-    let mut stats = contract::FastStats::default();
-    match contract::fast_path_counted(&model, &placed, &mut stats) {
-        Ok(order) => contract::certify(&model, &placed, &order).unwrap_or_else(|r| panic!("{r}")),
-        Err(stuck) => panic!(
-            "the fast path stuck after {} of {} operations at {}",
-            stuck.order.len(),
-            placed.len(),
-            stuck.op
-        ),
-    }
+    let stats = decided_on_the_fast_path(&history);
     assert!(stats.moves >= 1, "decided without a move: {stats:?}");
     let report = contract::check(&history, &contract_budget()).unwrap();
     assert_eq!(report.verdict, ContractVerdict::Holds);
