@@ -8,17 +8,22 @@ use std::collections::BTreeMap;
 use super::{Done, Seen, SessionLog};
 use crate::proto::{MultiOp, MultiResult, Op, Reply};
 
+/// Creates of one name: each one's session and whether it asked for an
+/// ephemeral node.
+type Makers = [(usize, bool)];
+
 /// Every create in a history (any outcome): who may have made which node.
 pub(super) struct Creates<'h> {
-    /// (session, path or sequential prefix, sequential, ephemeral).
-    all: Vec<(usize, &'h str, bool, bool)>,
+    /// The creates by (path or sequential prefix, sequential): each one's
+    /// session and whether it asked for an ephemeral node.
+    by_name: BTreeMap<(&'h str, bool), Vec<(usize, bool)>>,
     /// The nodes creates said they made, by the session that made them.
     made: BTreeMap<&'h str, usize>,
 }
 
 impl<'h> Creates<'h> {
     pub(super) fn new(logs: &[SessionLog<'h>]) -> Creates<'h> {
-        let mut all = Vec::new();
+        let mut by_name: BTreeMap<(&'h str, bool), Vec<(usize, bool)>> = BTreeMap::new();
         let mut made = BTreeMap::new();
         for (i, log) in logs.iter().enumerate() {
             for seen in &log.seen {
@@ -29,7 +34,8 @@ impl<'h> Creates<'h> {
                     continue;
                 };
                 let mut one = |path: &'h str, mode: crate::proto::CreateMode| {
-                    all.push((i, path, mode.is_sequential(), mode.is_ephemeral()));
+                    (by_name.entry((path, mode.is_sequential())).or_default())
+                        .push((i, mode.is_ephemeral()));
                 };
                 match op {
                     Op::Create { path, mode, .. } => one(path, *mode),
@@ -62,7 +68,26 @@ impl<'h> Creates<'h> {
                 }
             }
         }
-        Creates { all, made }
+        Creates { by_name, made }
+    }
+
+    /// The creates that could make a node named `node`: those of exactly
+    /// that path (not sequential), and the sequential ones of its prefix
+    /// where it ends in ten digits.
+    fn makers<'a>(&'a self, node: &'a str) -> (&'a Makers, &'a Makers) {
+        // The map, its keys' lifetime shortened to `node`'s to look it up.
+        let by_name: &'a BTreeMap<(&'a str, bool), Vec<(usize, bool)>> = &self.by_name;
+        let of = |key| by_name.get(&key).map_or(&[][..], Vec::as_slice);
+        let numbered = node.len() >= 10
+            && node.as_bytes()[node.len() - 10..]
+                .iter()
+                .all(u8::is_ascii_digit);
+        let sequential = if numbered {
+            of((&node[..node.len() - 10], true))
+        } else {
+            &[]
+        };
+        (of((node, false)), sequential)
     }
 
     /// The session that made `node` as an ephemeral node, if no create of
@@ -70,17 +95,9 @@ impl<'h> Creates<'h> {
     /// made a node of that name.
     pub(super) fn only_owner(&self, node: &str) -> Option<usize> {
         let owner = *self.made.get(node)?;
-        let could = |&&(_, path, sequential, _): &&(usize, &str, bool, bool)| {
-            if sequential {
-                numbered_from(node, path)
-            } else {
-                node == path
-            }
-        };
-        self.all
-            .iter()
-            .filter(could)
-            .all(|&(s, _, _, ephemeral)| s == owner && ephemeral)
+        let (exact, sequential) = self.makers(node);
+        (exact.iter().chain(sequential))
+            .all(|&(s, ephemeral)| s == owner && ephemeral)
             .then_some(owner)
     }
 
@@ -93,23 +110,9 @@ impl<'h> Creates<'h> {
         if !self.made.contains_key(node) {
             return false;
         }
-        let exact = (self.all.iter())
-            .filter(|&&(_, path, sequential, _)| !sequential && path == node)
-            .count();
-        let numbered = (self.all.iter())
-            .any(|&(_, path, sequential, _)| sequential && numbered_from(node, path));
-        if numbered {
-            exact == 0 && !recounted
-        } else {
-            exact == 1
+        match self.makers(node) {
+            (exact, []) => exact.len() == 1,
+            (exact, _) => exact.is_empty() && !recounted,
         }
     }
-}
-
-/// Whether `node` is a name a sequential create of `path` makes: the path
-/// and ten digits.
-fn numbered_from(node: &str, path: &str) -> bool {
-    node.len() == path.len() + 10
-        && node.starts_with(path)
-        && node[path.len()..].bytes().all(|b| b.is_ascii_digit())
 }

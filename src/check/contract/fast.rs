@@ -363,9 +363,9 @@ impl Pass<'_> {
     }
 
     /// Places `d` after moving operations among the last [`MOVE_SPAN`]
-    /// placed ([`moves`], then [`swaps`]): the searches place everything again and spend
-    /// their steps on orders of the many reads in between before they
-    /// reach the one choice that was wrong. Each order tried is placed by
+    /// placed ([`moves`], then [`swaps`]): the searches place everything
+    /// again and spend their steps on orders of the many reads in between
+    /// before they reach the one choice that was wrong. Each order tried is placed by
     /// the model and the time windows, like any other.
     fn place_by_move(&mut self, d: usize, loose: &[usize]) -> bool {
         let Some(oldest) = self.checkpoints.first() else {

@@ -128,11 +128,11 @@ pub(super) fn reappeared(logs: &[SessionLog]) -> Option<Broken> {
                 }
                 present.insert(node);
             }
+            // A read that finds a node missing says it is gone only once
+            // the session has seen it exist: before, it may not have been
+            // made yet.
+            let own_delete = matches!(op, Op::Delete { .. });
             for node in seen_gone {
-                // A read that finds a node missing says it is gone only
-                // once the session has seen it exist: before, it may not
-                // have been made yet.
-                let own_delete = matches!(op, Op::Delete { .. });
                 if unique(&node) && (own_delete || present.remove(&node)) {
                     gone.entry(node).or_insert(Gone::Request(id));
                 }
