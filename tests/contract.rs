@@ -408,7 +408,7 @@ fn subtle_sync_without_flush_is_caught() {
 
 #[test]
 fn subtle_event_reordered_is_caught() {
-    subtle_breakage_is_caught("event-reordered", "event-order", 1);
+    subtle_breakage_is_caught("event-reordered", "event-order", 0);
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod creates;
 mod expiry;
 mod fast;
 pub mod model;
+mod overtaken;
 mod quotient;
 mod reappeared;
 mod zxids;
@@ -939,10 +940,11 @@ pub fn guarded(sessions: usize, run: impl FnOnce() -> ContractReport) -> Contrac
 /// contract, and if it fails, the rung with events as a set tells
 /// watch-before-data from event-order.
 ///
-/// Three checks without a search come last, on their own: an expired
+/// Four checks without a search come last, on their own: an expired
 /// session's node seen after its close must have come
 /// ([`expiry::lingering`]), a node seen gone and then again
-/// ([`reappeared`]), and the zxids clients saw ([`zxids`]). A history
+/// ([`reappeared`]), an event received before an earlier change's
+/// ([`overtaken`]), and the zxids clients saw ([`zxids`]). A history
 /// that breaks an earlier guarantee is named by that one; one that holds
 /// otherwise, or that the search could not decide, fails by these alone.
 pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
@@ -950,6 +952,7 @@ pub fn check_logs(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
     if let ContractVerdict::Holds | ContractVerdict::Unknown(_) = report.verdict {
         let one_pass = expiry::lingering(logs)
             .or_else(|| reappeared::reappeared(logs))
+            .or_else(|| overtaken::overtaken(logs))
             .or_else(|| zxids::zxids(logs));
         if let Some(b) = one_pass {
             report.verdict = ContractVerdict::Broken(b);

@@ -1497,3 +1497,80 @@ fn a_node_seen_gone_and_then_again_breaks_sequential_consistency_in_one_pass() {
     assert!(reappeared::reappeared(&logs).is_none());
     assert_eq!(verdict(&early), ContractVerdict::Holds);
 }
+
+/// Session 3 watches /a and /b; session 1 sets /a and, once that is
+/// answered, session 2 sets /b; session 3 receives the two events in the
+/// order of `how`.
+fn two_events(how: &str) -> H {
+    let mut h = H::new();
+    h.connect(0, 1).connect(0, 2).connect(0, 3);
+    h.op(1, 2, 1, create("/a"), created("/a"), Some(1));
+    h.op(1, 2, 2, create("/b"), created("/b"), Some(2));
+    h.op(3, 4, 3, get("/b", true), data(0, 0), Some(2));
+    // Set late, the watch on /a may have come after its change.
+    let (watch_a, set_a) = if how == "watch set late" {
+        (9, 7)
+    } else {
+        (5, 7)
+    };
+    h.op(
+        watch_a,
+        watch_a + 1,
+        3,
+        get("/a", true),
+        data(0, 0),
+        Some(2),
+    );
+    h.op(set_a, set_a + 1, 1, set("/a"), stat(1, 1), Some(3));
+    // Called before /a's set was answered, /b's may come first.
+    let set_b = if how == "sets overlap" { 8 } else { 11 };
+    h.op(set_b, 12, 2, set("/b"), stat(1, 1), Some(4));
+    if how == "in order" {
+        h.event(13, 3, EventType::NodeDataChanged, "/a");
+        h.event(14, 3, EventType::NodeDataChanged, "/b");
+        return h;
+    }
+    h.event(13, 3, EventType::NodeDataChanged, "/b");
+    if how == "reconnect between" {
+        h.state(14, 3, SessionEvent::Disconnected);
+        h.connect(15, 3);
+    }
+    h.event(16, 3, EventType::NodeDataChanged, "/a");
+    h
+}
+
+#[test]
+fn an_event_before_an_earlier_changes_event_breaks_event_order_in_one_pass() {
+    let h = two_events("reordered").history();
+    let logs = session_logs(&h).unwrap();
+    let b = overtaken::overtaken(&logs).expect("found");
+    assert_eq!(b.guarantee.name, "event-order");
+    assert!(
+        b.detail.contains("NodeDataChanged of /b") && b.detail.contains("NodeDataChanged of /a"),
+        "{}",
+        b.detail
+    );
+    // The search agrees.
+    assert_eq!(broken(&two_events("reordered")), "event-order");
+    let h = two_events("in order").history();
+    assert!(overtaken::overtaken(&session_logs(&h).unwrap()).is_none());
+    assert_eq!(verdict(&two_events("in order")), ContractVerdict::Holds);
+    // Writes that overlap may be ordered either way.
+    let h = two_events("sets overlap").history();
+    assert!(overtaken::overtaken(&session_logs(&h).unwrap()).is_none());
+    assert_eq!(verdict(&two_events("sets overlap")), ContractVerdict::Holds);
+    // A watch set after its change was called may have been fired by
+    // another server's SetWatches, or not at all: the one pass claims
+    // nothing.
+    let h = two_events("watch set late").history();
+    assert!(overtaken::overtaken(&session_logs(&h).unwrap()).is_none());
+    // Nor across a reconnect: SetWatches fires the events of changes the
+    // new server has applied at once, in its own order.
+    let h = two_events("reconnect between").history();
+    assert!(overtaken::overtaken(&session_logs(&h).unwrap()).is_none());
+    // Nor where another write could have made the event.
+    let mut again = two_events("reordered");
+    again.invoke(12, 1, set("/a"));
+    let h = again.history();
+    assert!(overtaken::overtaken(&session_logs(&h).unwrap()).is_none());
+}
