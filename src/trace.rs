@@ -29,6 +29,32 @@ impl FormatTime for SimulatedTime {
     }
 }
 
+/// Standard output for the trace. The first write that fails (a full
+/// disk) ends the process: exit 2, one line on stderr. The subscriber
+/// would otherwise print an error for every event and go on, hundreds
+/// of lines of it. (A closed pipe never gets here: SIGPIPE ends the
+/// process first, quietly, as for any filter.)
+struct TraceOut;
+
+impl std::io::Write for TraceOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stdout().write(buf).or_else(|e| cannot_write(e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().flush().or_else(|e| cannot_write(e))
+    }
+}
+
+fn cannot_write(e: std::io::Error) -> ! {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "error: cannot write the trace to standard output: {e}"
+    );
+    std::process::exit(2)
+}
+
 /// Prints the trace on stdout from now on, filtered by `RUST_LOG` (or
 /// [`DEFAULT_FILTER`]). A bad `RUST_LOG` is an error naming it.
 pub fn install() -> Result<(), String> {
@@ -41,7 +67,7 @@ pub fn install() -> Result<(), String> {
         .with_env_filter(filter)
         .with_timer(SimulatedTime)
         .with_ansi(std::io::stdout().is_terminal())
-        .with_writer(std::io::stdout)
+        .with_writer(|| TraceOut)
         .try_init()
         .map_err(|e| format!("cannot install the trace: {e}"))
 }

@@ -164,7 +164,9 @@ fn an_unknown_recipe_is_refused_with_its_place_and_the_registered_names() {
 
 #[test]
 fn the_command_lists_and_runs_the_registered_recipe() {
-    let text = zoosim::cli::list(&registry(), Some(Path::new("examples/custom_recipe"))).unwrap();
+    let (text, unread) =
+        zoosim::cli::list(&registry(), Some(Path::new("examples/custom_recipe"))).unwrap();
+    assert_eq!(unread, 0, "{text}");
     for needle in [
         "  cas-counter  a shared counter",
         "variant cas-counter/blind-set",
@@ -175,9 +177,10 @@ fn the_command_lists_and_runs_the_registered_recipe() {
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
-    // The built-in command does not know it.
-    let builtin =
+    // The built-in command does not know it: a file it cannot read.
+    let (builtin, unread) =
         zoosim::cli::list(&Registry::new(), Some(Path::new("examples/custom_recipe"))).unwrap();
+    assert_eq!(unread, 2, "{builtin}");
     assert!(!builtin.contains("  cas-counter  "));
     assert!(
         builtin.contains("unknown recipe \"cas-counter\""),

@@ -5,6 +5,16 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use crate::history::{edn, json, Event, History};
+use crate::scenario::output;
+
+/// Whether `a` and `b` name one file (through links or `..` too).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
 
 /// Refuses a `--history` directory that is missing, not a directory or not
 /// writable, before any seed runs.
@@ -27,7 +37,10 @@ pub(super) fn check_dir_for(flag: &str, dir: &Path) -> Result<(), String> {
     }
     // Writable: a probe file, created and removed.
     let probe = dir.join(format!(".zoosim-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"")
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
         .map_err(|e| format!("{flag} {}: cannot write there: {e}", dir.display()))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
@@ -42,8 +55,7 @@ pub(super) fn file_for(dir: &Path, name: &str, seed: u64) -> PathBuf {
 /// Writes `history` to `path`.
 #[cfg_attr(not(madsim), allow(dead_code))]
 pub(super) fn write(path: &Path, history: &History) -> Result<(), String> {
-    std::fs::write(path, json::to_string(history))
-        .map_err(|e| format!("{}: cannot write the history: {e}", path.display()))
+    output::write(path, json::to_string(history)).map_err(|e| format!("the history: {e}"))
 }
 
 /// Reads a history file; errors name the file and line.
@@ -62,7 +74,13 @@ pub(super) fn command(file: &Path, to_edn: bool, out: Option<&Path>) -> Result<(
     let text = if to_edn { edn::to_edn(&h) } else { summary(&h) };
     match out {
         Some(o) => {
-            std::fs::write(o, text).map_err(|e| format!("{}: cannot write: {e}", o.display()))
+            if same_file(file, o) {
+                return Err(format!(
+                    "{}: is the history being read; -o must name another file",
+                    o.display()
+                ));
+            }
+            output::write(o, text).map_err(|e| e.to_string())
         }
         None => {
             print!("{text}");

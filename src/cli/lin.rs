@@ -453,7 +453,11 @@ where
             &checked,
             minimal_ops.as_deref(),
             report.minimal_note.as_deref(),
-            format!("zoosim lin {} --model {}", file.display(), args.model),
+            format!(
+                "zoosim lin {} --model {}",
+                super::shell_word(&file.display().to_string()),
+                super::shell_word(&args.model)
+            ),
         ));
     }
     Ok(report)
@@ -505,7 +509,10 @@ fn check_contract(
             &file.display().to_string(),
             &history,
             &r,
-            format!("zoosim lin {} --model zookeeper", file.display()),
+            format!(
+                "zoosim lin {} --model zookeeper",
+                super::shell_word(&file.display().to_string())
+            ),
         ));
     }
     match r.verdict {

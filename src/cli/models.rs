@@ -76,7 +76,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
     let model = find(&args.model)?;
     let options = Options {
         search: if args.dfs { Search::Dfs } else { Search::Bfs },
-        threads: args.threads,
+        threads: super::clamp_threads("--threads", Some(args.threads)),
         max_states: Some(args.max_states),
     };
     let spec = Spec {

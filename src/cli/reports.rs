@@ -18,6 +18,7 @@ use crate::report::{
     OpBar, OpStatus, Point, PointKind, PrefixStep, ScenarioRow, SeedLink, SeedReport, Span,
     SpanKind, UndecidedSeed, VerdictRow,
 };
+use crate::scenario::output;
 
 /// Refuses a `--report` directory that is missing, not a directory or not
 /// writable, before any seed runs (as `--history` does).
@@ -71,12 +72,13 @@ pub(super) fn write_seed(dir: &Path, href: &str, r: &SeedReport) -> Result<PathB
     if let Some(parent) = page.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("{}: cannot create: {e}", parent.display()))?;
+        // A link planted there would take the pages elsewhere.
+        output::check_dir(parent).map_err(|e| e.to_string())?;
     }
-    std::fs::write(&page, report::render_seed(r))
-        .map_err(|e| format!("{}: cannot write the report: {e}", page.display()))?;
+    output::write(&page, report::render_seed(r)).map_err(|e| format!("the report: {e}"))?;
     let json = page.with_extension("json");
-    std::fs::write(&json, report::seed_summary_json(r))
-        .map_err(|e| format!("{}: cannot write the summary: {e}", json.display()))?;
+    output::write(&json, report::seed_summary_json(r))
+        .map_err(|e| format!("the report's summary: {e}"))?;
     Ok(page)
 }
 
@@ -84,11 +86,10 @@ pub(super) fn write_seed(dir: &Path, href: &str, r: &SeedReport) -> Result<PathB
 /// page's path.
 pub(super) fn write_index(dir: &Path, r: &IndexReport) -> Result<PathBuf, String> {
     let page = dir.join("index.html");
-    std::fs::write(&page, report::render_index(r))
-        .map_err(|e| format!("{}: cannot write the index: {e}", page.display()))?;
+    output::write(&page, report::render_index(r)).map_err(|e| format!("the index: {e}"))?;
     let json = dir.join("index.json");
-    std::fs::write(&json, report::index_summary_json(r))
-        .map_err(|e| format!("{}: cannot write the index's summary: {e}", json.display()))?;
+    output::write(&json, report::index_summary_json(r))
+        .map_err(|e| format!("the index's summary: {e}"))?;
     Ok(page)
 }
 
@@ -1101,7 +1102,8 @@ impl LinPages {
                 1 => stem.clone(),
                 k => format!("{stem}-{k}"),
             })
-            .find(|n| !self.names.contains(n))
+            // `index` is the index page's.
+            .find(|n| n != "index" && !self.names.contains(n))
             .expect("a free name");
         self.names.insert(name.clone());
         let href = format!("{name}.html");

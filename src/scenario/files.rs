@@ -28,9 +28,29 @@ pub enum LoadError {
         /// Why it could not be read.
         error: std::io::Error,
     },
+    /// The path names something other than a regular file (a FIFO, a
+    /// device, ...), which reading could block on or never finish.
+    NotAFile {
+        /// The path as given.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
+    },
+    /// The file is larger than any scenario ([`MAX_SCENARIO_BYTES`]).
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size in bytes.
+        bytes: u64,
+    },
     /// The file is not a valid scenario: where, and what was wrong.
     Spec(SpecError),
 }
+
+/// The largest scenario file read: a scenario is a page of TOML; a
+/// path to a device or a huge file is refused instead of read until
+/// memory runs out.
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -42,6 +62,17 @@ impl fmt::Display for LoadError {
                 write!(f, "{}: no scenario files (*.toml) in it", dir.display())
             }
             LoadError::Io { path, error } => write!(f, "{}: cannot read: {error}", path.display()),
+            LoadError::NotAFile { path, what } => write!(
+                f,
+                "{}: is {what}, not a regular file; a scenario is a TOML file",
+                path.display()
+            ),
+            LoadError::TooLarge { path, bytes } => write!(
+                f,
+                "{}: {bytes} bytes, larger than any scenario (at most {} bytes)",
+                path.display(),
+                MAX_SCENARIO_BYTES
+            ),
             LoadError::Spec(e) => write!(f, "{e}"),
         }
     }
@@ -71,16 +102,14 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     for p in paths {
         // `is_dir` and `is_file` answer false for a path that cannot be
         // followed (a symbolic link loop, a denied directory): say why.
-        if let Err(error) = std::fs::metadata(p) {
-            return Err(match error.kind() {
-                std::io::ErrorKind::NotFound => LoadError::Missing { path: p.clone() },
-                _ => LoadError::Io {
-                    path: p.clone(),
-                    error,
-                },
-            });
-        }
-        if p.is_dir() {
+        let meta = std::fs::metadata(p).map_err(|error| match error.kind() {
+            std::io::ErrorKind::NotFound => LoadError::Missing { path: p.clone() },
+            _ => LoadError::Io {
+                path: p.clone(),
+                error,
+            },
+        })?;
+        if meta.is_dir() {
             let io = |error| LoadError::Io {
                 path: p.clone(),
                 error,
@@ -94,16 +123,47 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
             if in_dir.is_empty() {
                 return Err(LoadError::NoScenarios { dir: p.clone() });
             }
+            // A FIFO or a link to a device among them is refused here,
+            // before anything reads it (a read could block for ever).
+            for f in &in_dir {
+                regular(f)?;
+            }
             files.extend(in_dir);
-        } else if p.is_file() {
-            files.push(p.clone());
         } else {
-            return Err(LoadError::Missing { path: p.clone() });
+            regular(p)?;
+            files.push(p.clone());
         }
     }
     let mut seen = std::collections::BTreeSet::new();
     files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
     Ok(files)
+}
+
+/// Whether `path` (followed through links) is a regular file no larger
+/// than a scenario can be.
+fn regular(path: &Path) -> Result<(), LoadError> {
+    let meta = std::fs::metadata(path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => LoadError::Missing {
+            path: path.to_owned(),
+        },
+        _ => LoadError::Io {
+            path: path.to_owned(),
+            error,
+        },
+    })?;
+    if let Some(what) = super::output::not_regular(meta.file_type()) {
+        return Err(LoadError::NotAFile {
+            path: path.to_owned(),
+            what,
+        });
+    }
+    if meta.len() > MAX_SCENARIO_BYTES {
+        return Err(LoadError::TooLarge {
+            path: path.to_owned(),
+            bytes: meta.len(),
+        });
+    }
+    Ok(())
 }
 
 /// Reads and parses one scenario file; the error names the file (and the
@@ -121,10 +181,23 @@ pub fn load_in(path: &Path, registry: &Registry) -> Result<Scenario, LoadError> 
 /// summary records its hash, so that shards run on different files are
 /// told apart).
 pub fn load_source_in(path: &Path, registry: &Registry) -> Result<(Scenario, String), LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|error| LoadError::Io {
+    use std::io::Read;
+    regular(path)?;
+    let io = |error| LoadError::Io {
         path: path.to_owned(),
         error,
-    })?;
+    };
+    let mut text = String::new();
+    // Bounded even if the file grows after the check.
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_SCENARIO_BYTES + 1).read_to_string(&mut text))
+        .map_err(io)?;
+    if text.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(LoadError::TooLarge {
+            path: path.to_owned(),
+            bytes: text.len() as u64,
+        });
+    }
     let scenario = spec::parse_in(&path.display().to_string(), &text, registry)?;
     Ok((scenario, text))
 }

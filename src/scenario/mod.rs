@@ -13,6 +13,7 @@
 
 pub mod builtin;
 pub mod files;
+pub mod output;
 pub mod recipe;
 pub mod registry;
 pub mod spec;

@@ -526,11 +526,6 @@ pub fn run_scenario(
     Ok(summary)
 }
 
-/// The one command that replays `seed` of the scenario in `file`.
-pub fn replay_command(file: &str, seed: u64) -> String {
-    format!("cargo run --release -- replay {file} --seed {seed} --trace")
-}
-
 #[cfg(test)]
 mod progress_tests {
     //! A long seed shows its progress ([`budget`]) while the runner runs it.

@@ -24,12 +24,12 @@
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::output;
 use super::runner::{self, RunOptions, Summary};
 use super::spec::Scenario;
 
@@ -817,6 +817,8 @@ pub enum SummaryError {
         /// The file.
         file: String,
     },
+    /// The summary cannot be written where it was asked for.
+    Output(output::OutputError),
     /// A summary in a format version this zoosim does not read.
     Version {
         /// The file.
@@ -842,6 +844,10 @@ impl fmt::Display for SummaryError {
                 "{file}:{line}:{column}: not a valid zoosim summary (truncated?): {message}"
             ),
             SummaryError::Invalid { file, what } => write!(f, "{file}: {what}"),
+            SummaryError::Output(output::OutputError::Io { path, error }) => {
+                write!(f, "{}: cannot write the summary: {error}", path.display())
+            }
+            SummaryError::Output(e) => write!(f, "the summary: {e}"),
             SummaryError::NotASummary { file } => write!(
                 f,
                 "{file}: not a zoosim summary (no \"format\": \"{FORMAT}\"); \
@@ -861,6 +867,7 @@ impl std::error::Error for SummaryError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             SummaryError::Io { error, .. } => Some(error),
+            SummaryError::Output(e) => Some(e),
             _ => None,
         }
     }
@@ -937,67 +944,36 @@ pub fn read(path: &Path) -> Result<SweepSummary, SummaryError> {
 }
 
 /// A summary file to be written at the end of a command, checked
-/// writable before it starts: [`SummaryFile::create`] makes a temporary
-/// file beside it, [`SummaryFile::write`] fills it and renames it into
-/// place, so that the file is either the old one or the whole new one.
+/// writable before it starts ([`output::Pending`]: absent or a regular
+/// file, written beside it and renamed into place, so that the file is
+/// either the old one or the whole new one).
 #[derive(Debug)]
-pub struct SummaryFile {
-    path: PathBuf,
-    tmp: PathBuf,
-    file: Option<std::fs::File>,
-}
+pub struct SummaryFile(output::Pending);
 
 impl SummaryFile {
     /// Checks that `path` can be written, by creating its temporary file.
     pub fn create(path: &Path) -> Result<SummaryFile, SummaryError> {
-        let io = |error| SummaryError::Io {
-            path: path.to_owned(),
-            doing: "write the summary",
-            error,
-        };
         if path.is_dir() {
-            return Err(io(std::io::Error::other("it is a directory")));
+            return Err(SummaryError::Io {
+                path: path.to_owned(),
+                doing: "write the summary",
+                error: std::io::Error::other("it is a directory"),
+            });
         }
-        let Some(name) = path.file_name() else {
-            return Err(io(std::io::Error::other("not a file name")));
-        };
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".{}.tmp", std::process::id()));
-        let tmp = path.with_file_name(tmp_name);
-        let file = std::fs::File::create(&tmp).map_err(io)?;
-        Ok(SummaryFile {
-            path: path.to_owned(),
-            tmp,
-            file: Some(file),
-        })
+        output::Pending::create(path)
+            .map(SummaryFile)
+            .map_err(SummaryError::Output)
     }
 
     /// The file it writes.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.0.path()
     }
 
     /// Writes `summary` and renames it into place.
-    pub fn write(mut self, summary: &SweepSummary) -> Result<(), SummaryError> {
-        let io = |error| SummaryError::Io {
-            path: self.path.clone(),
-            doing: "write the summary",
-            error,
-        };
-        let mut file = self.file.take().expect("written once");
-        file.write_all(summary.to_json().as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(io)?;
-        drop(file);
-        std::fs::rename(&self.tmp, &self.path).map_err(io)
-    }
-}
-
-impl Drop for SummaryFile {
-    fn drop(&mut self) {
-        // Not written, or writing failed: leave no temporary file (after
-        // the rename there is none left to remove).
-        let _ = std::fs::remove_file(&self.tmp);
+    pub fn write(self, summary: &SweepSummary) -> Result<(), SummaryError> {
+        (self.0)
+            .commit(summary.to_json().as_bytes())
+            .map_err(SummaryError::Output)
     }
 }

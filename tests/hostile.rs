@@ -1,0 +1,449 @@
+//! The `zoosim` command against a hostile user, second round: output
+//! paths that are not regular files, paths that are shell code, two
+//! scenarios of one name, special files where scenarios should be. Each
+//! test here failed before its fix.
+
+use std::os::unix::fs::{symlink, FileTypeExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Runs zoosim in the crate's directory: (exit code, stdout, stderr).
+/// Killed, and the test failed, past `limit` (a hang is the defect some
+/// of these tests look for).
+fn zoosim_in(dir: &Path, args: &[&str], limit: Duration) -> (i32, String, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_zoosim"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("zoosim runs");
+    let pid = child.id() as i32;
+    // Read while it runs (a full pipe would stop it), in a thread, so
+    // that the wait can give up.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("output"),
+        Err(_) => {
+            // SAFETY: kill(2) on the child's pid, which it still is
+            // (its wait has not returned).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("zoosim {args:?} still running after {limit:?}");
+        }
+    };
+    (
+        out.status.code().expect("exited"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn zoosim(args: &[&str]) -> (i32, String, String) {
+    zoosim_in(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        args,
+        Duration::from_secs(120),
+    )
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("zoosim-hostile-")
+        .tempdir()
+        .unwrap()
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(ok.success());
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Seeds of scenarios/queue.toml from which three reach its coverage
+/// goals (so a run of them passes).
+const QUEUE_SEEDS: [&str; 4] = ["--seeds", "3", "--seed-start", "2661154829"];
+
+/// `run` of those seeds, with `more` arguments.
+fn run_queue<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", "scenarios/queue.toml"];
+    args.extend(QUEUE_SEEDS);
+    args.extend(more);
+    args
+}
+
+/// A file that must come out as it went in.
+fn victim(dir: &Path, name: &str) -> PathBuf {
+    let v = dir.join(name);
+    std::fs::write(&v, "keep").unwrap();
+    v
+}
+
+fn kept(v: &Path) {
+    assert_eq!(
+        std::fs::read_to_string(v).unwrap(),
+        "keep",
+        "{}",
+        v.display()
+    );
+}
+
+#[test]
+fn a_summary_path_that_is_a_link_or_a_fifo_is_refused_and_left_as_it_was() {
+    let d = scratch();
+    let v = victim(d.path(), "victim.json");
+    let link = d.path().join("link.json");
+    symlink(&v, &link).unwrap();
+    let fifo = d.path().join("fifo.json");
+    mkfifo(&fifo);
+    for (path, what) in [(&link, "a symbolic link"), (&fifo, "a FIFO")] {
+        let (code, out, err) = zoosim(&[
+            "run",
+            "scenarios/queue.toml",
+            "--seeds",
+            "1",
+            "--summary",
+            &s(path),
+        ]);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(
+            err.contains(&format!("is {what}, not a regular file")),
+            "{err}"
+        );
+        // Refused before any seed ran.
+        assert!(!out.contains("seeds in"), "{out}");
+    }
+    kept(&v);
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    // merge too: a real summary in, the link refused as its output.
+    let real = d.path().join("real.json");
+    let (code, out, err) = zoosim(&run_queue(&["--summary", &s(&real)]));
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = zoosim(&["merge", &s(&real), "--summary", &s(&link)]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("is a symbolic link"), "{err}");
+    kept(&v);
+    // A regular file is replaced, whole.
+    let (code, out, err) = zoosim(&["merge", &s(&real), "--summary", &s(&v)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(std::fs::read_to_string(&v).unwrap().contains("\"format\""));
+}
+
+#[test]
+fn links_planted_in_report_and_history_directories_are_not_followed() {
+    let d = scratch();
+    let outside = scratch();
+    let v = victim(outside.path(), "victim");
+    // The index page, a link to a file elsewhere.
+    let report = d.path().join("report");
+    std::fs::create_dir(&report).unwrap();
+    symlink(&v, report.join("index.html")).unwrap();
+    let (code, out, err) = zoosim(&[
+        "run",
+        "scenarios/queue.toml",
+        "--seeds",
+        "1",
+        "--report",
+        &s(&report),
+        "--report-all",
+    ]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains("index.html: is a symbolic link"),
+        "{out}{err}"
+    );
+    kept(&v);
+    // A scenario's page directory, a link to a directory elsewhere.
+    let report = d.path().join("report2");
+    std::fs::create_dir(&report).unwrap();
+    symlink(outside.path(), report.join("queue")).unwrap();
+    let (_, out, err) = zoosim(&[
+        "run",
+        "scenarios/queue.toml",
+        "--seeds",
+        "1",
+        "--report",
+        &s(&report),
+        "--report-all",
+    ]);
+    assert!(
+        format!("{out}{err}").contains("queue: is a symbolic link"),
+        "{out}{err}"
+    );
+    let planted: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(planted, ["victim"], "pages written through the link");
+    // A history file's name, a link.
+    let hist = d.path().join("hist");
+    std::fs::create_dir(&hist).unwrap();
+    let seed = "2661154829";
+    symlink(&v, hist.join(format!("queue-seed-{seed}.jsonl"))).unwrap();
+    let (_, out, err) = zoosim(&[
+        "run",
+        "scenarios/queue.toml",
+        "--seeds",
+        "1",
+        "--seed-start",
+        seed,
+        "--history",
+        &s(&hist),
+        "--history-all",
+    ]);
+    assert!(
+        format!("{out}{err}").contains("is a symbolic link"),
+        "{out}{err}"
+    );
+    kept(&v);
+}
+
+#[test]
+fn history_will_not_write_over_the_file_it_reads() {
+    let d = scratch();
+    let hist = d.path().join("h");
+    std::fs::create_dir(&hist).unwrap();
+    let (code, out, err) = zoosim(&run_queue(&["--history", &s(&hist), "--history-all"]));
+    assert_eq!(code, 0, "{out}{err}");
+    let file = std::fs::read_dir(&hist)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let before = std::fs::read(&file).unwrap();
+    // The same file, by another name too.
+    let other = d.path().join("h/./").join(file.file_name().unwrap());
+    for o in [&file, &other] {
+        let (code, out, err) = zoosim(&["history", &s(&file), "--edn", "-o", &s(o)]);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(err.contains("is the history being read"), "{err}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    // Another file is written.
+    let edn = d.path().join("h.edn");
+    let (code, out, err) = zoosim(&["history", &s(&file), "--edn", "-o", &s(&edn)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(std::fs::read_to_string(&edn).unwrap().starts_with('['));
+}
+
+/// The words of the printed replay command, as a POSIX shell reads them
+/// (`sh` itself prints them back), run where nothing else may appear.
+fn words_as_the_shell_reads(command: &str, dir: &Path) -> Vec<String> {
+    let printed = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {command}"))
+        .current_dir(dir)
+        .output()
+        .expect("sh");
+    assert!(printed.status.success());
+    String::from_utf8(printed.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn printed_replay_commands_paste_as_they_read() {
+    let d = scratch();
+    let sub = d.path().join("p q");
+    std::fs::create_dir(&sub).unwrap();
+    let file = sub.join("herd $(touch PWNED) ü;x 'it'.toml");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/bug-lock-herd.toml"),
+        &file,
+    )
+    .unwrap();
+    let (code, out, err) = zoosim(&["run", &s(&file), "--seeds", "20"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let replay = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replay: "))
+        .unwrap_or_else(|| panic!("a replay line in:\n{out}"));
+    let words = words_as_the_shell_reads(replay, d.path());
+    assert!(words.contains(&s(&file)), "{words:?} from {replay}");
+    assert!(
+        !d.path().join("PWNED").exists(),
+        "the pasted command ran code"
+    );
+    // The words replay the seed.
+    let at = words.iter().position(|w| w == "replay").expect("replay");
+    let args: Vec<&str> = words[at..].iter().map(String::as_str).collect();
+    let (code, out, _) = zoosim(&args);
+    assert_eq!(code, 1, "the replayed seed fails again:\n{out}");
+}
+
+#[test]
+fn two_scenarios_of_one_name_are_refused_before_any_seed_runs() {
+    let d = scratch();
+    for sub in ["a", "b"] {
+        std::fs::create_dir(d.path().join(sub)).unwrap();
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/queue.toml"),
+            d.path().join(sub).join("x.toml"),
+        )
+        .unwrap();
+    }
+    let (a, b) = (d.path().join("a/x.toml"), d.path().join("b/x.toml"));
+    let (code, out, err) = zoosim(&["run", &s(&a), &s(&b), "--seeds", "1"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("two scenarios named \"x\""), "{err}");
+    assert!(err.contains(&s(&a)) && err.contains(&s(&b)), "{err}");
+    assert!(!out.contains("seeds in"), "{out}");
+}
+
+#[test]
+fn a_history_named_index_does_not_lose_its_page_to_the_index() {
+    let d = scratch();
+    let index = d.path().join("index");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/histories/etcd/etcd_000.log"
+        ),
+        &index,
+    )
+    .unwrap();
+    let report = d.path().join("report");
+    std::fs::create_dir(&report).unwrap();
+    let (code, out, err) = zoosim(&[
+        "lin",
+        &s(&index),
+        "--model",
+        "cas-register",
+        "--report",
+        &s(&report),
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    let page = std::fs::read_to_string(report.join("index-2.html")).expect("its page");
+    assert!(page.contains("not linearizable"), "the file's page");
+    let idx = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(idx.contains("href=\"index-2.html\""), "the index links it");
+}
+
+#[test]
+fn special_files_where_scenarios_go_are_refused_at_once() {
+    let d = scratch();
+    let dir = d.path().join("scenarios");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/queue.toml"),
+        dir.join("a.toml"),
+    )
+    .unwrap();
+    mkfifo(&dir.join("b.toml"));
+    let quick = Duration::from_secs(30);
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for args in [vec!["list", "scenarios"], vec!["run", "scenarios"]] {
+        let (code, out, err) = zoosim_in(d.path(), &args, quick);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("b.toml: is a FIFO, not a regular file"),
+            "{err}"
+        );
+    }
+    let fifo = s(&dir.join("b.toml"));
+    let (code, _, err) = zoosim_in(here, &["replay", &fifo, "--seed", "1"], quick);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is a FIFO"), "{err}");
+    // A link to an endless device: named for what it is, not read.
+    let zero = d.path().join("zero.toml");
+    symlink("/dev/zero", &zero).unwrap();
+    for args in [
+        vec!["replay", fifo.as_str(), "--seed", "1"],
+        vec!["run", fifo.as_str()],
+    ] {
+        let args: Vec<String> = args.iter().map(|a| a.replace(&fifo, &s(&zero))).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = zoosim_in(here, &args, quick);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("is a character device"), "{err}");
+    }
+    // A huge file is refused by its size.
+    let big = d.path().join("big.toml");
+    std::fs::write(&big, vec![b'#'; 2 << 20]).unwrap();
+    let (code, _, err) = zoosim_in(here, &["replay", &s(&big), "--seed", "1"], quick);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("larger than any scenario"), "{err}");
+    // `list` of a directory with a file it cannot read exits 2.
+    std::fs::remove_file(dir.join("b.toml")).unwrap();
+    std::fs::write(dir.join("c.toml"), "format = 1\nrecipe = 7\n").unwrap();
+    let (code, out, err) = zoosim_in(d.path(), &["list", "scenarios"], quick);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.contains("c.toml"), "the listing names it: {out}");
+    assert!(
+        err.contains("1 scenario file(s) could not be read"),
+        "{err}"
+    );
+}
+
+/// Runs zoosim with stdout or stderr on /dev/full (a full disk).
+fn zoosim_full(args: &[&str], full_stdout: bool) -> (i32, String, String) {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full")
+    };
+    let mut c = Command::new(env!("CARGO_BIN_EXE_zoosim"));
+    c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    if full_stdout {
+        c.stdout(full()).stderr(Stdio::piped());
+    } else {
+        c.stdout(Stdio::piped()).stderr(full());
+    }
+    let out = c.output().expect("zoosim runs");
+    (
+        out.status.code().expect("exited, not killed"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_full_disk_under_the_output_ends_in_exit_2_with_one_line() {
+    for args in [
+        vec!["list"],
+        vec!["run", "scenarios/queue.toml", "--seeds", "1"],
+        vec![
+            "replay",
+            "scenarios/queue.toml",
+            "--seed",
+            "2661154829",
+            "--trace",
+        ],
+    ] {
+        let (code, _, err) = zoosim_full(&args, true);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("No space left on device"), "{args:?}: {err}");
+    }
+    // Nowhere to say what went wrong: the exit status says it.
+    let (code, _, _) = zoosim_full(&["run", "/nonexistent"], false);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn thread_counts_past_the_machines_cores_are_cut_to_them_with_a_note() {
+    let (code, out, err) = zoosim(&run_queue(&["--jobs", "18446744073709551615"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("note: --jobs 18446744073709551615 is more than"),
+        "{err}"
+    );
+    let (code, out, err) = zoosim(&["check", "lock", "--clients", "2", "--threads", "1000"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("note: --threads 1000 is more than"), "{err}");
+}
