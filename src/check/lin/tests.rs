@@ -1294,7 +1294,7 @@ fn bad_log_lines_are_errors_with_their_line() {
         (
             format!("{L}0\t:invoke\t:write\t99999999999999999999"),
             1,
-            "not a whole number in range",
+            "does not fit in 64 bits",
         ),
         (
             format!("{L}0\t:invoke\t:cas\t[1]"),
