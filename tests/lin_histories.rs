@@ -100,3 +100,48 @@ fn every_history_in_the_named_directory_gets_its_verdict() {
         "every history VERDICTS.txt names is found"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Shipped histories read by the `zoosim lin` command itself.
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/histories");
+
+/// `zoosim lin FILE --model MODEL --json`: exit code, the JSON line (or
+/// standard error).
+fn lin(file: &str, model: &str) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zoosim"))
+        .args(["lin", &format!("{DATA}/{file}"), "--model", model, "--json"])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// Knossos's own test data (tests/data/histories/jepsen/README.md), in the
+/// forms it comes in: a vector after a comment, a vector of maps spread
+/// over lines with `;` comments and nemesis events, a list, an `:error`
+/// on a completion. Each gets the verdict Knossos's tests give it.
+#[test]
+fn knossos_histories_get_their_known_verdicts_from_zoosim_lin() {
+    for (file, linearizable, ops) in [
+        ("jepsen/cas-register-bug.edn", true, 6),
+        ("jepsen/immediate-failure.edn", false, 1),
+        ("jepsen/cas-failure.edn", false, 0),
+        ("jepsen/rethink-fail-smaller.edn", false, 0),
+    ] {
+        let (code, out) = lin(file, "cas-register");
+        let json: serde_json::Value = serde_json::from_str(out.lines().next().unwrap_or(""))
+            .unwrap_or_else(|e| panic!("{file}: {e}: {out}"));
+        let want = if linearizable {
+            "linearizable"
+        } else {
+            "not-linearizable"
+        };
+        assert_eq!(json["verdict"], want, "{file}: {out}");
+        assert_eq!(code, if linearizable { 0 } else { 1 }, "{file}: {out}");
+        if ops > 0 {
+            assert_eq!(json["ops"], ops, "{file}: {out}");
+        }
+    }
+}

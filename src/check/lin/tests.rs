@@ -44,6 +44,10 @@ static DATA: &[(&str, &[u8])] = bundled!(
     "kv/c10-bad.txt",
     "kv/c50-ok.txt",
     "kv/c50-bad.txt",
+    "jepsen/cas-register-bug.edn",
+    "jepsen/immediate-failure.edn",
+    "jepsen/cas-failure.edn",
+    "jepsen/rethink-fail-smaller.edn",
 );
 
 fn data(rel: &str) -> Vec<u8> {
@@ -71,7 +75,7 @@ fn verdict_of(rel: &str) -> Summary {
         },
         first_failure: true,
     };
-    if rel.starts_with("etcd/") {
+    if rel.starts_with("etcd/") || rel.starts_with("jepsen/") {
         let ops = load(&CasRegister, rel);
         check(&CasRegister, &ops, &options).summary()
     } else {
@@ -97,7 +101,7 @@ fn every_bundled_history_gets_its_known_verdict() {
         assert_eq!(verdict_of(file), expected, "{file}");
         n += 1;
     }
-    assert_eq!(n, 29);
+    assert_eq!(n, 33);
     assert_eq!(DATA.len(), n + 1, "every bundled history has a verdict");
 }
 
