@@ -89,7 +89,8 @@ const MINIMAL_STEPS_PER_PART: u64 = 10_000_000;
 #[derive(clap::Args)]
 #[command(after_help = EXIT_STATUS)]
 pub(crate) struct LinArgs {
-    /// History files (Jepsen's log format or EDN maps, one per line).
+    /// History files (Jepsen's log format, or EDN operation maps: one per
+    /// line, or a vector of them, as Jepsen writes).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The model the histories are checked against: cas-register, kv or
@@ -445,7 +446,7 @@ where
             &file.display().to_string(),
             match format {
                 Format::Log => "Jepsen log (jepsen.util lines)",
-                Format::Edn => "Jepsen EDN maps, one per line",
+                Format::Edn => "Jepsen EDN operation maps",
             },
             &args.model,
             model,

@@ -63,7 +63,7 @@ pub struct SeedReport {
 pub struct HistoryFile {
     /// Its path, as given on the command line.
     pub path: String,
-    /// Its format, in words (e.g. "Jepsen EDN maps, one per line").
+    /// Its format, in words (e.g. "Jepsen EDN operation maps").
     pub format: String,
     /// The model it was checked against (e.g. "kv").
     pub model: String,

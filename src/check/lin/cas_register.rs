@@ -97,6 +97,15 @@ impl Model for CasRegister {
     }
 }
 
+/// Why the register refuses an integer beyond 64 bits: it holds an
+/// `i64`, and a value it cannot hold must not be taken for another.
+fn too_big(v: &str) -> String {
+    format!(
+        "the integer {} does not fit in 64 bits (the register holds 64-bit integers)",
+        super::edn::clip(v.to_owned(), 40)
+    )
+}
+
 impl FromJepsen for CasRegister {
     fn input(&self, f: &str, _key: Option<&Value>, value: &Value) -> Result<Op, String> {
         match (f, value) {
@@ -107,8 +116,10 @@ impl FromJepsen for CasRegister {
                     from: *from,
                     to: *to,
                 }),
+                [Value::BigInt(v), _] | [_, Value::BigInt(v)] => Err(too_big(v)),
                 _ => Err(format!("a cas takes [from to], two integers, not {value}")),
             },
+            ("write", Value::BigInt(v)) => Err(too_big(v)),
             ("write", v) => Err(format!("a write takes an integer, not {v}")),
             ("cas", v) => Err(format!("a cas takes [from to], not {v}")),
             (f, _) => Err(format!(
@@ -121,6 +132,7 @@ impl FromJepsen for CasRegister {
         match (input, value) {
             (Op::Read, Value::Nil) => Ok(Reply::Read(None)),
             (Op::Read, Value::Int(v)) => Ok(Reply::Read(Some(*v))),
+            (Op::Read, Value::BigInt(v)) => Err(too_big(v)),
             (Op::Read, v) => Err(format!("a read returns an integer or nil, not {v}")),
             (Op::Write(w), Value::Int(v)) if v != w => Err(format!(
                 "the write of {w} completes with another value, {v}"

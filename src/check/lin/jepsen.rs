@@ -6,9 +6,12 @@
 //! * the log format ([`parse_log`]), one event per line
 //!   `INFO  jepsen.util - <process>\t:invoke|:ok|:fail|:info\t:<f>\t<value>`
 //!   (tabs, or any run of whitespace, between the fields);
-//! * the EDN format ([`parse_edn`]), one map per line
-//!   `{:process 3, :type :ok, :f :get, :key "k", :value "v"}` (other keys
-//!   are ignored; events of the `:nemesis` process are skipped).
+//! * the EDN format ([`parse_edn`]), operation maps
+//!   `{:process 3, :type :ok, :f :get, :key "k", :value "v"}` one per
+//!   line, or spread over lines, or in a vector `[{...} {...}]` as Jepsen
+//!   writes them (all of EDN is read, [`super::edn`]: other keys are
+//!   ignored whatever their values; events of the `:nemesis` process are
+//!   skipped).
 //!
 //! [`history`] then pairs each invocation with its completion, whatever
 //! the format, and asks the model ([`FromJepsen`]) what its `f` and values
@@ -22,52 +25,17 @@
 //! Everything here is a pure function of the text: bad input (a truncated
 //! line, an unknown type or operation, a completion without an invocation,
 //! a second invocation by a process with one open, bytes that are not
-//! text) is a [`ParseError`] with its line, never a panic. Reading takes
+//! text) is a [`ParseError`] with its line (for EDN: where the operation's
+//! map opens, or where the syntax error is), never a panic. Reading takes
 //! time in proportion to the text's length, however long its lines.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::edn::{self, clip, quoted, shown, Reader, SyntaxError};
 use super::{History, Model, Operation, Outcome};
 
-/// A value in a Jepsen history (the part of EDN it uses).
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Value {
-    /// `nil`.
-    Nil,
-    /// `true` or `false`.
-    Bool(bool),
-    /// An integer.
-    Int(i64),
-    /// A string.
-    Str(String),
-    /// A keyword, without its colon.
-    Keyword(String),
-    /// A vector `[a b ...]`.
-    Vector(Vec<Value>),
-}
-
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Nil => f.write_str("nil"),
-            Value::Bool(b) => write!(f, "{b}"),
-            Value::Int(i) => write!(f, "{i}"),
-            Value::Str(s) => write!(f, "{s:?}"),
-            Value::Keyword(k) => write!(f, ":{k}"),
-            Value::Vector(v) => {
-                f.write_str("[")?;
-                for (k, x) in v.iter().enumerate() {
-                    if k > 0 {
-                        f.write_str(" ")?;
-                    }
-                    write!(f, "{x}")?;
-                }
-                f.write_str("]")
-            }
-        }
-    }
-}
+pub use super::edn::{Float, Value};
 
 /// The type of an event.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -131,14 +99,6 @@ impl ParseError {
     }
 }
 
-/// `s` cut to `n` characters, with `...` where it was cut.
-fn clip(s: String, n: usize) -> String {
-    match s.char_indices().nth(n) {
-        Some((at, _)) => format!("{}...", &s[..at]),
-        None => s,
-    }
-}
-
 /// A model that knows what Jepsen's operations mean for it.
 pub trait FromJepsen: Model {
     /// The input of an invocation of `f` with `key` and `value`, or what
@@ -168,20 +128,24 @@ pub trait FromJepsen: Model {
 pub enum Format {
     /// The log format (`INFO  jepsen.util - ...`), [`parse_log`].
     Log,
-    /// One EDN map per line, [`parse_edn`].
+    /// EDN operation maps, [`parse_edn`].
     Edn,
 }
 
 impl Format {
-    /// The format of `text`, from its first line that is not blank: a map
-    /// is EDN, anything else is taken for the log format.
+    /// The format of `text`, from its first line that is not blank: a
+    /// line that opens an EDN form (`{`, `[`, `(`, `#` as in
+    /// `#jepsen.history.Op{`, or a `;` comment) is EDN, unless it is a
+    /// log line (`jepsen.util -` in it); anything else is taken for the
+    /// log format.
     pub fn detect(text: &[u8]) -> Format {
         let first = text
             .split(|&b| b == b'\n')
             .map(|l| l.trim_ascii())
             .find(|l| !l.is_empty());
         match first {
-            Some(l) if l.starts_with(b"{") => Format::Edn,
+            Some(l) if l.windows(LOG_MARK.len()).any(|w| w == LOG_MARK.as_bytes()) => Format::Log,
+            Some([b'{' | b'[' | b'(' | b'#' | b';', ..]) => Format::Edn,
             _ => Format::Log,
         }
     }
@@ -291,42 +255,138 @@ pub fn parse_log(text: &[u8]) -> Result<Vec<Event>, ParseError> {
     Ok(events)
 }
 
-/// Reads the EDN format: one map per line with `:process`, `:type`, `:f`,
-/// and optionally `:key` and `:value`; blank lines are skipped.
+/// Reads the EDN format: operation maps with `:process`, `:type`, `:f`,
+/// and optionally `:key` and `:value` (other keys are ignored, whatever
+/// their values), in any of the forms Jepsen and its tools write: one map
+/// per line, maps spread over several lines, a vector or list of maps (as
+/// Knossos's test data and `zoosim history --edn` have it), Jepsen 0.3's
+/// records `#jepsen.history.Op{...}`, with `;` comments and `#_`
+/// discards anywhere. Several top-level vectors or maps are read one
+/// after another. Events of the `:nemesis` process are skipped, whatever
+/// they hold. An event's line is the line its map opens on.
 pub fn parse_edn(text: &[u8]) -> Result<Vec<Event>, ParseError> {
+    let s = utf8(text)?;
+    let mut r = Reader::new(s);
+    let syntax = |e: SyntaxError| ParseError::new(e.line, e.what);
+    // The line of the last map's start, counted forward from it: every
+    // byte is counted once however many maps there are.
+    let mut counted = (0, 1);
+    let mut line_of = |at: usize| {
+        let (from, line) = counted;
+        counted = (
+            at,
+            line + s.as_bytes()[from..at]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count(),
+        );
+        counted.1
+    };
     let mut events = Vec::new();
-    for line in lines(text) {
-        let (n, l) = line?;
-        if l.trim().is_empty() {
-            continue;
+    while !r.at_end().map_err(syntax)? {
+        let start = r.position();
+        let close = match r.peek() {
+            Some('[') => ']',
+            Some('(') => ')',
+            _ => {
+                let line = line_of(start);
+                push_op(&mut r, line, 0, &mut events)?;
+                continue;
+            }
+        };
+        // A vector (or list) of operations.
+        r.skip_char();
+        loop {
+            r.skip(1).map_err(syntax)?;
+            match r.peek() {
+                Some(c) if c == close => {
+                    r.skip_char();
+                    break;
+                }
+                None => {
+                    return Err(syntax(r.error(start, |c| {
+                        format!(
+                            "the vector of operations that opens at column {c} is not closed \
+                             (truncated?)"
+                        )
+                    })))
+                }
+                Some(_) => {
+                    let line = line_of(r.position());
+                    push_op(&mut r, line, 1, &mut events)?;
+                }
+            }
         }
-        let err = |what: String| ParseError::new(n, what);
-        let mut r = Reader::new(l);
-        let map = r.map().map_err(err)?;
-        r.end().map_err(err)?;
-        let get = |k: &str| map.get(k);
-        let need = |k: &str| get(k).ok_or_else(|| err(format!("no :{k}")));
-        let process = match need("process")? {
-            Value::Int(p) if *p >= 0 => *p as u64,
-            Value::Keyword(k) if k == "nemesis" => continue,
-            v => return Err(err(format!(":process must be a number, not {}", shown(v)))),
-        };
-        let keyword = |k: &str| match need(k)? {
-            Value::Keyword(w) => Ok(w.clone()),
-            v => Err(err(format!(":{k} must be a keyword, not {}", shown(v)))),
-        };
-        let kind = parse_kind(&format!(":{}", keyword("type")?)).map_err(err)?;
-        let f = keyword("f")?;
-        events.push(Event {
-            line: n,
-            process,
-            kind,
-            f,
-            key: get("key").cloned(),
-            value: get("value").cloned().unwrap_or(Value::Nil),
-        });
     }
     Ok(events)
+}
+
+/// `text` as UTF-8, or an error naming the line and byte of the first
+/// byte that is not.
+fn utf8(text: &[u8]) -> Result<&str, ParseError> {
+    std::str::from_utf8(text).map_err(|e| {
+        let good = &text[..e.valid_up_to()];
+        let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = good.iter().rposition(|&b| b == b'\n').map_or(0, |k| k + 1);
+        ParseError::new(
+            line,
+            format!(
+                "not UTF-8 text (at byte {} of the line)",
+                good.len() - line_start
+            ),
+        )
+    })
+}
+
+/// Reads the operation map at the reader's position (on `line`), and
+/// adds its event to `events` unless it is the nemesis's.
+fn push_op(
+    r: &mut Reader<'_>,
+    line: usize,
+    depth: usize,
+    events: &mut Vec<Event>,
+) -> Result<(), ParseError> {
+    let start = r.position();
+    let syntax = |e: SyntaxError| ParseError::new(e.line, e.what);
+    let not_a_map = |r: &Reader<'_>, found: String| {
+        syntax(r.error(start, |c| {
+            format!(
+                "unexpected {found} at column {c}: expected a map `{{:process .., :type .., \
+                 :f .., :value ..}}` (an operation)"
+            )
+        }))
+    };
+    // Only a map or a tagged map can be an operation: anything else is
+    // refused before it is read (a file of brackets is not read through).
+    if !matches!(r.peek(), Some('{' | '#')) || r.token_at(start).starts_with("#{") {
+        return Err(not_a_map(r, quoted(r.token_at(start))));
+    }
+    let op = r.value(depth).map_err(syntax)?;
+    if op.as_map().is_none() {
+        return Err(not_a_map(r, shown(&op)));
+    }
+    let err = |what: String| ParseError::new(line, what);
+    let need = |k: &str| op.get(k).ok_or_else(|| err(format!("no :{k}")));
+    let process = match need("process")? {
+        Value::Int(p) if *p >= 0 => *p as u64,
+        Value::Keyword(k) if k == "nemesis" => return Ok(()),
+        v => return Err(err(format!(":process must be a number, not {}", shown(v)))),
+    };
+    let keyword = |k: &str| match need(k)? {
+        Value::Keyword(w) => Ok(w.clone()),
+        v => Err(err(format!(":{k} must be a keyword, not {}", shown(v)))),
+    };
+    let kind = parse_kind(&format!(":{}", keyword("type")?)).map_err(err)?;
+    let f = keyword("f")?;
+    events.push(Event {
+        line,
+        process,
+        kind,
+        f,
+        key: op.get("key").cloned(),
+        value: op.get("value").cloned().unwrap_or(Value::Nil),
+    });
+    Ok(())
 }
 
 fn parse_process(s: &str) -> Result<u64, String> {
@@ -359,228 +419,10 @@ fn parse_f(s: &str) -> Result<String, String> {
     }
 }
 
-/// Reads one whole value.
+/// Reads one whole value (of a log line: the errors' columns count from
+/// the value's start).
 fn read_value(s: &str) -> Result<Value, String> {
-    let mut r = Reader::new(s);
-    let v = r.value(0)?;
-    r.end()?;
-    Ok(v)
-}
-
-/// Nesting deeper than this is refused (garbage, not a history).
-const MAX_DEPTH: usize = 32;
-
-/// A token as quoted in an error message: its first characters.
-fn quoted(t: &str) -> String {
-    clip(format!("{t:?}"), 40)
-}
-
-/// A value as quoted in an error message: its first characters.
-fn shown(v: &Value) -> String {
-    clip(v.to_string(), 40)
-}
-
-/// A reader of the EDN Jepsen uses, over one line. It only moves forward:
-/// every byte is looked at a bounded number of times, and a position is
-/// turned into a column (counting characters from the line's start) only
-/// for an error message, so that a line of many megabytes is read in
-/// time proportional to its length.
-struct Reader<'a> {
-    s: &'a str,
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn new(s: &'a str) -> Self {
-        Reader { s, at: 0 }
-    }
-
-    fn skip_space(&mut self) {
-        let rest = &self.s[self.at..];
-        let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ',');
-        self.at += rest.len() - trimmed.len();
-    }
-
-    fn peek(&mut self) -> Option<char> {
-        self.skip_space();
-        self.s[self.at..].chars().next()
-    }
-
-    /// The column (1-based, in characters) of byte `at`: for errors only.
-    fn column(&self, at: usize) -> usize {
-        self.s[..at].chars().count() + 1
-    }
-
-    fn end(&mut self) -> Result<(), String> {
-        match self.peek() {
-            None => Ok(()),
-            Some(c) => Err(format!(
-                "unexpected {c:?} at column {}",
-                self.column(self.at)
-            )),
-        }
-    }
-
-    /// `{:k v ...}` as a map from key (without colon) to value.
-    fn map(&mut self) -> Result<BTreeMap<String, Value>, String> {
-        if self.peek() != Some('{') {
-            return Err(format!(
-                "expected a map `{{...}}` at column {}",
-                self.column(self.at)
-            ));
-        }
-        self.at += 1;
-        let mut pairs: BTreeMap<String, Value> = BTreeMap::new();
-        loop {
-            match self.peek() {
-                Some('}') => {
-                    self.at += 1;
-                    return Ok(pairs);
-                }
-                None => return Err("the map is not closed (truncated line?)".into()),
-                Some(_) => {}
-            }
-            let start = self.at;
-            let key = match self.value(1)? {
-                Value::Keyword(k) => k,
-                v => {
-                    return Err(format!(
-                        "a map key must be a keyword, not {} (column {})",
-                        shown(&v),
-                        self.column(start)
-                    ))
-                }
-            };
-            if matches!(self.peek(), Some('}') | None) {
-                return Err(format!(
-                    ":{} has no value (column {})",
-                    clip(key, 40),
-                    self.column(start)
-                ));
-            }
-            let value = self.value(1)?;
-            match pairs.entry(key) {
-                std::collections::btree_map::Entry::Occupied(e) => {
-                    return Err(format!(
-                        ":{} twice (column {})",
-                        clip(e.key().clone(), 40),
-                        self.column(start)
-                    ))
-                }
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    e.insert(value);
-                }
-            }
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Value, String> {
-        let Some(c) = self.peek() else {
-            return Err(format!(
-                "expected a value at column {} (truncated line?)",
-                self.column(self.at)
-            ));
-        };
-        let start = self.at;
-        match c {
-            '[' => {
-                if depth >= MAX_DEPTH {
-                    return Err(format!(
-                        "vectors nested too deep at column {}",
-                        self.column(start)
-                    ));
-                }
-                self.at += 1;
-                let mut items = Vec::new();
-                loop {
-                    match self.peek() {
-                        Some(']') => {
-                            self.at += 1;
-                            return Ok(Value::Vector(items));
-                        }
-                        None => {
-                            return Err(format!(
-                                "the vector at column {} is not closed",
-                                self.column(start)
-                            ))
-                        }
-                        Some(_) => items.push(self.value(depth + 1)?),
-                    }
-                }
-            }
-            '"' => self.string(start),
-            _ => {
-                let rest = &self.s[self.at..];
-                let len = rest
-                    .find(|c: char| {
-                        c.is_whitespace() || matches!(c, ',' | '[' | ']' | '{' | '}' | '"')
-                    })
-                    .unwrap_or(rest.len());
-                let token = &rest[..len];
-                let keyword = token.strip_prefix(':').filter(|k| !k.is_empty());
-                let v = match token {
-                    _ if keyword.is_some() => {
-                        Value::Keyword(keyword.unwrap_or_default().to_owned())
-                    }
-                    "" => return Err(format!("unexpected {c:?} at column {}", self.column(start))),
-                    "nil" => Value::Nil,
-                    "true" => Value::Bool(true),
-                    "false" => Value::Bool(false),
-                    t if t.starts_with(|c: char| c.is_ascii_digit() || c == '-') => {
-                        Value::Int(t.parse().map_err(|_| {
-                            format!(
-                                "{} at column {} is not a whole number in range",
-                                quoted(t),
-                                self.column(start)
-                            )
-                        })?)
-                    }
-                    t => {
-                        return Err(format!(
-                            "unexpected {} at column {}",
-                            quoted(t),
-                            self.column(start)
-                        ))
-                    }
-                };
-                self.at += len;
-                Ok(v)
-            }
-        }
-    }
-
-    /// The string whose opening quote is at byte `start`.
-    fn string(&mut self, start: usize) -> Result<Value, String> {
-        self.at += 1; // the opening quote
-        let mut out = String::new();
-        let mut chars = self.s[self.at..].char_indices();
-        while let Some((k, c)) = chars.next() {
-            match c {
-                '"' => {
-                    self.at += k + 1;
-                    return Ok(Value::Str(out));
-                }
-                '\\' => match chars.next() {
-                    Some((_, 'n')) => out.push('\n'),
-                    Some((_, 't')) => out.push('\t'),
-                    Some((_, 'r')) => out.push('\r'),
-                    Some((_, e @ ('"' | '\\'))) => out.push(e),
-                    Some((_, e)) => {
-                        return Err(format!(
-                            "unknown escape \\{e} in the string at column {}",
-                            self.column(start)
-                        ))
-                    }
-                    None => break,
-                },
-                c => out.push(c),
-            }
-        }
-        Err(format!(
-            "the string at column {} is not closed (truncated line?)",
-            self.column(start)
-        ))
-    }
+    edn::read_one(s).map_err(|e| e.what)
 }
 
 /// Pairs `events`' invocations with their completions into operations of

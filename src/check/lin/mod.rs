@@ -22,13 +22,14 @@
 //! The search is bounded by a [`Budget`]; past it the verdict is
 //! [`Verdict::Unknown`] with what was explored. For a history that is not
 //! linearizable, [`minimal`] shrinks it to a small sub-history that still is
-//! not. [`jepsen`] reads Jepsen's history formats; [`cas_register`] and
+//! not. [`jepsen`] reads Jepsen's history formats (EDN with [`edn`]); [`cas_register`] and
 //! [`kv`] are models.
 
 use std::fmt;
 use std::hash::Hash;
 
 pub mod cas_register;
+pub mod edn;
 mod engine;
 pub mod jepsen;
 pub mod kv;
@@ -36,6 +37,8 @@ pub mod minimal;
 
 #[cfg(test)]
 mod brute;
+#[cfg(test)]
+mod edn_tests;
 #[cfg(test)]
 mod tests;
 

@@ -44,6 +44,10 @@ static DATA: &[(&str, &[u8])] = bundled!(
     "kv/c10-bad.txt",
     "kv/c50-ok.txt",
     "kv/c50-bad.txt",
+    "jepsen/cas-register-bug.edn",
+    "jepsen/immediate-failure.edn",
+    "jepsen/cas-failure.edn",
+    "jepsen/rethink-fail-smaller.edn",
 );
 
 fn data(rel: &str) -> Vec<u8> {
@@ -71,7 +75,7 @@ fn verdict_of(rel: &str) -> Summary {
         },
         first_failure: true,
     };
-    if rel.starts_with("etcd/") {
+    if rel.starts_with("etcd/") || rel.starts_with("jepsen/") {
         let ops = load(&CasRegister, rel);
         check(&CasRegister, &ops, &options).summary()
     } else {
@@ -97,7 +101,7 @@ fn every_bundled_history_gets_its_known_verdict() {
         assert_eq!(verdict_of(file), expected, "{file}");
         n += 1;
     }
-    assert_eq!(n, 29);
+    assert_eq!(n, 33);
     assert_eq!(DATA.len(), n + 1, "every bundled history has a verdict");
 }
 
@@ -1294,7 +1298,7 @@ fn bad_log_lines_are_errors_with_their_line() {
         (
             format!("{L}0\t:invoke\t:write\t99999999999999999999"),
             1,
-            "not a whole number in range",
+            "does not fit in 64 bits",
         ),
         (
             format!("{L}0\t:invoke\t:cas\t[1]"),
