@@ -1068,7 +1068,7 @@ fn print_table(sweep: &sweep::SweepSummary) -> usize {
     for s in &sweep.scenarios {
         println!(
             "{:<40} {:>6} {:>6} {:>9} {:>9.0} {:>8.1} {:>10}  {}",
-            s.name,
+            crate::report::terminal(&s.name),
             s.seeds_run,
             s.failures.len(),
             s.undecided.len(),
@@ -1364,7 +1364,7 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
                     let _ = writeln!(
                         out,
                         "  {:<40} {:<36} {} seeds{}  {}",
-                        s.name,
+                        crate::report::terminal(&s.name),
                         s.variant_name(),
                         s.seeds,
                         if s.expect_failure {
@@ -1372,7 +1372,8 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
                         } else {
                             ""
                         },
-                        s.description
+                        // Text from the file: it may not drive the terminal.
+                        crate::report::terminal(&s.description)
                     );
                 }
                 Err(e) => {

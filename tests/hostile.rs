@@ -447,3 +447,76 @@ fn thread_counts_past_the_machines_cores_are_cut_to_them_with_a_note() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(err.contains("note: --threads 1000 is more than"), "{err}");
 }
+
+/// Shards 0/2 and 1/2 of the queue's seeds, as two summaries.
+fn two_shards(dir: &Path) -> [PathBuf; 2] {
+    [0, 1].map(|i| {
+        let f = dir.join(format!("s{i}.json"));
+        let shard = format!("{i}/2");
+        let (code, out, err) = zoosim(&run_queue(&["--shard", &shard, "--summary", &s(&f)]));
+        assert_eq!(code, 0, "{out}{err}");
+        f
+    })
+}
+
+fn tamper(f: &Path, edit: impl Fn(&mut serde_json::Value)) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+    edit(&mut v["scenarios"][0]);
+    std::fs::write(f, v.to_string()).unwrap();
+}
+
+#[test]
+fn merge_refuses_tampered_counts_instead_of_wrapping_them() {
+    let d = scratch();
+    let [a, b] = two_shards(d.path());
+    let (code, out, err) = zoosim(&["merge", &s(&a), &s(&b)]);
+    assert_eq!(code, 0, "the shards as written merge: {out}{err}");
+    // More seeds run than the shard holds.
+    tamper(&b, |r| r["seeds_run"] = 1_000_000.into());
+    let (code, out, err) = zoosim(&["merge", &s(&a), &s(&b)]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("1000000 seeds run"), "{err}");
+    assert!(err.contains("hold 1 seeds"), "{err}");
+    // Sums past u64: each file alone is fine.
+    let [a, b] = two_shards(d.path());
+    for f in [&a, &b] {
+        tamper(f, |r| r["sim_ms"] = u64::MAX.into());
+    }
+    let (code, out, err) = zoosim(&["merge", &s(&a), &s(&b)]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("its sim_ms takes the shards' sum past"),
+        "{err}"
+    );
+}
+
+#[test]
+fn text_from_a_scenario_file_cannot_drive_the_terminal() {
+    let d = scratch();
+    let dir = d.path().join("scenarios");
+    std::fs::create_dir(&dir).unwrap();
+    let queue =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/queue.toml"))
+            .unwrap();
+    let described = queue
+        .lines()
+        .map(|l| match l.starts_with("description") {
+            true => "description = \"red \\u001B[31mX\\nnext \\u202Etxt.exe\"".to_owned(),
+            false => l.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(described, queue, "queue.toml has a description line");
+    std::fs::write(dir.join("q.toml"), described).unwrap();
+    let (code, out, err) = zoosim_in(d.path(), &["list", "scenarios"], Duration::from_secs(30));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
+    assert!(
+        out.contains("red \\u{1b}[31mX\\u{a}next \\u{202e}txt.exe"),
+        "{out}"
+    );
+}

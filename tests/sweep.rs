@@ -360,7 +360,8 @@ fn shards_that_do_not_fit_together_are_refused_naming_the_file() {
         &[a, b, &cut],
         &[
             &format!("{cut}:"),
-            "not a valid zoosim summary (truncated?): EOF while parsing",
+            "not a valid zoosim summary: EOF while parsing",
+            "(truncated?)",
         ],
     );
     // Not a summary at all, and a file that is not there.

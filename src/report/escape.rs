@@ -5,10 +5,43 @@ use std::fmt::{self, Write as _};
 
 /// `s` made safe as HTML text or as a quoted attribute value (either
 /// quote): `& < > " '` become entities, and control characters other than
-/// newline and tab are shown as `\u{…}` escapes (they are not valid in
-/// HTML, and a reader should see that they are there).
+/// newline and tab, and the invisible characters that reorder text
+/// ([`hidden`]), are shown as `\u{…}` escapes (a reader should see that
+/// they are there).
 pub fn escape(s: &str) -> String {
     Esc(s).to_string()
+}
+
+/// Characters a reader must see as escapes, not as their effect: control
+/// characters other than newline and tab (a terminal runs ANSI escape
+/// sequences; HTML does not allow them), and the bidirectional formatting
+/// characters, which display text in another order than it is (after
+/// U+202E, `txt.exe` shows as `exe.txt`).
+pub fn hidden(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(
+            c,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `s` for a terminal, on one line: [`hidden`] characters and newlines
+/// shown as `\u{…}` escapes, so that text from a file (a scenario's
+/// description, a name) cannot move the cursor, recolour the screen or
+/// reorder what is shown.
+pub fn terminal(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| hidden(c) || c == '\n') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if hidden(c) || c == '\n' {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Bytes (node data, paths from a history) as text: valid UTF-8 as it is,
@@ -42,8 +75,7 @@ impl fmt::Display for Esc<'_> {
                 '\'' => Some("&#39;"),
                 _ => None,
             };
-            let control = c.is_control() && c != '\n' && c != '\t';
-            if rep.is_none() && !control {
+            if rep.is_none() && !hidden(c) {
                 continue;
             }
             f.write_str(&s[last..i])?;
@@ -72,7 +104,19 @@ mod tests {
             "a\\u{0}b\\u{1b}[0m\\u{d}\n\tc"
         );
         assert_eq!(escape("/lock/guid-é-lock-0003"), "/lock/guid-é-lock-0003");
+        // Text that displays reordered shows its reordering.
+        assert_eq!(escape("a\u{202e}txt.exe"), "a\\u{202e}txt.exe");
+        assert_eq!(escape("\u{2066}x\u{2069}"), "\\u{2066}x\\u{2069}");
         assert_eq!(escape(""), "");
+    }
+
+    #[test]
+    fn terminal_text_shows_escapes_and_reordering_on_one_line() {
+        assert_eq!(terminal("plain é"), "plain é");
+        assert_eq!(
+            terminal("red \u{1b}[31mX\nnext \u{202e}cba"),
+            "red \\u{1b}[31mX\\u{a}next \\u{202e}cba"
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ mod seed;
 mod summary;
 mod timeline;
 
-pub use escape::{escape, show_bytes};
+pub use escape::{escape, hidden, show_bytes, terminal};
 pub use index::render_index;
 pub use model::{
     CheckVerdict, Counter, HistoryFile, IndexReport, Lane, LaneKind, LinSection, LinVerdict, OpBar,

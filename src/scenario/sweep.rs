@@ -117,6 +117,15 @@ impl SeedRange {
     fn range(&self) -> String {
         format!("{}..{}", self.start, self.start.saturating_add(self.count))
     }
+
+    /// How many seeds its shards hold: of indices `0..count`, those equal
+    /// to a shard modulo `of`.
+    pub fn given(&self) -> u64 {
+        let (whole, rest) = (self.count / self.of.max(1), self.count % self.of.max(1));
+        (self.shards.iter())
+            .map(|&i| whole + u64::from(i < rest))
+            .sum()
+    }
 }
 
 impl fmt::Display for SeedRange {
@@ -499,6 +508,15 @@ pub enum MergeError {
         /// Seeds it ran.
         seeds_run: u64,
     },
+    /// A sum over the shards past what a u64 holds (a tampered file).
+    Overflow {
+        /// The file whose figure took the sum past it.
+        file: String,
+        /// The scenario's name.
+        scenario: String,
+        /// The figure.
+        what: String,
+    },
     /// Shards no file gives.
     MissingShards {
         /// The scenario's name.
@@ -590,6 +608,15 @@ impl fmt::Display for MergeError {
                 f,
                 "{file}: scenario {scenario} shard {}/{} given twice (also in {first_file})",
                 shard.index, shard.of
+            ),
+            MergeError::Overflow {
+                file,
+                scenario,
+                what,
+            } => write!(
+                f,
+                "{file}: scenario {scenario}: its {what} takes the shards' sum past \
+                 18446744073709551615; the file cannot be right"
             ),
             MergeError::MissingShards {
                 scenario,
@@ -765,16 +792,29 @@ fn merge_scenario(records: &[(&str, &ScenarioRecord)]) -> Result<ScenarioRecord,
     }
     let mut out = first.clone();
     out.seeds.shards = given.into_keys().collect();
-    for &(_, r) in &records[1..] {
-        out.seeds_run += r.seeds_run;
+    for &(file, r) in &records[1..] {
+        // Sums past u64 come only from tampered files: refused, never
+        // wrapped into a small number.
+        let overflow = |what: &str| {
+            vec![MergeError::Overflow {
+                file: file.to_owned(),
+                scenario: first.name.clone(),
+                what: what.to_owned(),
+            }]
+        };
+        let add = |sum: &mut u64, v: u64, what: &str| {
+            *sum = sum.checked_add(v).ok_or_else(|| overflow(what))?;
+            Ok::<(), Vec<MergeError>>(())
+        };
+        add(&mut out.seeds_run, r.seeds_run, "seeds_run")?;
+        add(&mut out.sim_ms, r.sim_ms, "sim_ms")?;
+        add(&mut out.wall_ms, r.wall_ms, "wall_ms")?;
+        add(&mut out.ops, r.ops, "ops")?;
+        for (k, v) in &r.counters {
+            add(out.counters.entry(k.clone()).or_default(), *v, k)?;
+        }
         out.failures.extend(r.failures.iter().cloned());
         out.undecided.extend(r.undecided.iter().cloned());
-        out.sim_ms += r.sim_ms;
-        out.wall_ms += r.wall_ms;
-        out.ops += r.ops;
-        for (k, v) in &r.counters {
-            *out.counters.entry(k.clone()).or_default() += v;
-        }
     }
     out.failures.sort_by_key(|f| f.seed);
     out.undecided.sort_by_key(|u| u.seed);
@@ -841,7 +881,7 @@ impl fmt::Display for SummaryError {
                 message,
             } => write!(
                 f,
-                "{file}:{line}:{column}: not a valid zoosim summary (truncated?): {message}"
+                "{file}:{line}:{column}: not a valid zoosim summary: {message}"
             ),
             SummaryError::Invalid { file, what } => write!(f, "{file}: {what}"),
             SummaryError::Output(output::OutputError::Io { path, error }) => {
@@ -878,10 +918,14 @@ pub fn parse(file: &str, text: &str) -> Result<SweepSummary, SummaryError> {
     let json = |e: serde_json::Error| {
         let message = e.to_string();
         // serde_json appends " at line L column C": the position goes first.
-        let message = match message.rfind(" at line ") {
+        let mut message = match message.rfind(" at line ") {
             Some(at) => message[..at].to_owned(),
             None => message,
         };
+        // Only an input that ends early may have been cut short.
+        if e.classify() == serde_json::error::Category::Eof {
+            message.push_str(" (truncated?)");
+        }
         SummaryError::Json {
             file: file.to_owned(),
             line: e.line(),
@@ -926,6 +970,19 @@ pub fn parse(file: &str, text: &str) -> Result<SweepSummary, SummaryError> {
                 what: format!(
                     "scenario {}: shards {:?} of {} is not a set of shards i/n with 0 <= i < n",
                     r.name, s.shards, s.of
+                ),
+            });
+        }
+        // A tampered count would make a merge claim seeds nobody ran.
+        let given = s.given();
+        let reported = (r.failures.len() as u64).saturating_add(r.undecided.len() as u64);
+        if r.seeds_run > given || reported > r.seeds_run {
+            return Err(SummaryError::Invalid {
+                file: file.to_owned(),
+                what: format!(
+                    "scenario {}: {} seeds run, with {} failing or undecided, but its {} hold \
+                     {given} seeds",
+                    r.name, r.seeds_run, reported, r.seeds
                 ),
             });
         }
