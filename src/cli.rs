@@ -615,16 +615,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::List { dir } => {
-            let (listing, unread) = list(registry, dir.as_deref())?;
-            print!("{listing}");
-            match unread {
-                0 => Ok(ExitCode::SUCCESS),
-                n => Err(format!(
-                    "{n} scenario file(s) could not be read (listed above with why)"
-                )),
-            }
-        }
+        Command::List { dir } => list_command(registry, dir.as_deref()),
         Command::Lin(args) => lin::run(&args),
         Command::Check(args) => models::run(&args),
         Command::History { file, edn, out } => {
@@ -1266,16 +1257,7 @@ fn merge(
 #[cfg(not(madsim))]
 fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
     match command {
-        Command::List { dir } => {
-            let (listing, unread) = list(registry, dir.as_deref())?;
-            print!("{listing}");
-            match unread {
-                0 => Ok(ExitCode::SUCCESS),
-                n => Err(format!(
-                    "{n} scenario file(s) could not be read (listed above with why)"
-                )),
-            }
-        }
+        Command::List { dir } => list_command(registry, dir.as_deref()),
         Command::Lin(args) => lin::run(&args),
         Command::Check(args) => models::run(&args),
         Command::History { file, edn, out } => {
@@ -1294,6 +1276,19 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
 #[cfg(madsim)]
 fn shown(n: Option<impl std::fmt::Display>) -> String {
     n.map_or_else(|| "-".to_owned(), |n| n.to_string())
+}
+
+/// `zoosim list`: prints [`list`]; exit 2 when a scenario file in it
+/// could not be read.
+fn list_command(registry: &Registry, dir: Option<&Path>) -> Result<ExitCode, String> {
+    let (listing, unread) = list(registry, dir)?;
+    print!("{listing}");
+    match unread {
+        0 => Ok(ExitCode::SUCCESS),
+        n => Err(format!(
+            "{n} scenario file(s) could not be read (listed above with why)"
+        )),
+    }
 }
 
 /// What `zoosim list` prints: the recipes (built-in, then `registry`'s),
