@@ -102,13 +102,7 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     for p in paths {
         // `is_dir` and `is_file` answer false for a path that cannot be
         // followed (a symbolic link loop, a denied directory): say why.
-        let meta = std::fs::metadata(p).map_err(|error| match error.kind() {
-            std::io::ErrorKind::NotFound => LoadError::Missing { path: p.clone() },
-            _ => LoadError::Io {
-                path: p.clone(),
-                error,
-            },
-        })?;
+        let meta = stat(p)?;
         if meta.is_dir() {
             let io = |error| LoadError::Io {
                 path: p.clone(),
@@ -130,7 +124,7 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
             }
             files.extend(in_dir);
         } else {
-            regular(p)?;
+            regular_as(p, &meta)?;
             files.push(p.clone());
         }
     }
@@ -139,10 +133,10 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     Ok(files)
 }
 
-/// Whether `path` (followed through links) is a regular file no larger
-/// than a scenario can be.
-fn regular(path: &Path) -> Result<(), LoadError> {
-    let meta = std::fs::metadata(path).map_err(|error| match error.kind() {
+/// `path`'s metadata (followed through links); a path that names nothing
+/// is [`LoadError::Missing`].
+fn stat(path: &Path) -> Result<std::fs::Metadata, LoadError> {
+    std::fs::metadata(path).map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => LoadError::Missing {
             path: path.to_owned(),
         },
@@ -150,7 +144,17 @@ fn regular(path: &Path) -> Result<(), LoadError> {
             path: path.to_owned(),
             error,
         },
-    })?;
+    })
+}
+
+/// Whether `path` (followed through links) is a regular file no larger
+/// than a scenario can be.
+fn regular(path: &Path) -> Result<(), LoadError> {
+    regular_as(path, &stat(path)?)
+}
+
+/// [`regular`], given `path`'s metadata.
+fn regular_as(path: &Path, meta: &std::fs::Metadata) -> Result<(), LoadError> {
     if let Some(what) = super::output::not_regular(meta.file_type()) {
         return Err(LoadError::NotAFile {
             path: path.to_owned(),

@@ -158,16 +158,16 @@ impl<'h> Makers<'h> {
 /// The watches a read sets: data watches (which NodeDataChanged and
 /// NodeDeleted use), exist watches (NodeCreated) and child watches
 /// (NodeDeleted too).
-fn sets_watch(op: &Op, result: Result<&Reply, crate::proto::ZkError>) -> Vec<EventType> {
+fn sets_watch(op: &Op, result: Result<&Reply, crate::proto::ZkError>) -> &'static [EventType] {
     use EventType::{NodeCreated, NodeDataChanged, NodeDeleted};
     match (op, result) {
-        (Op::GetData { watch: true, .. }, Ok(_)) => vec![NodeDataChanged, NodeDeleted],
-        (Op::Exists { watch: true, .. }, Ok(Reply::Exists(Some(_)))) => {
-            vec![NodeDataChanged, NodeDeleted]
+        (Op::GetData { watch: true, .. }, Ok(_))
+        | (Op::Exists { watch: true, .. }, Ok(Reply::Exists(Some(_)))) => {
+            &[NodeDataChanged, NodeDeleted]
         }
-        (Op::Exists { watch: true, .. }, Ok(Reply::Exists(None))) => vec![NodeCreated],
-        (Op::GetChildren { watch: true, .. }, Ok(_)) => vec![NodeDeleted],
-        _ => Vec::new(),
+        (Op::Exists { watch: true, .. }, Ok(Reply::Exists(None))) => &[NodeCreated],
+        (Op::GetChildren { watch: true, .. }, Ok(_)) => &[NodeDeleted],
+        _ => &[],
     }
 }
 
@@ -204,7 +204,7 @@ pub(super) fn overtaken(logs: &[SessionLog]) -> Option<Broken> {
                     let Some(path) = read_path(op) else {
                         continue;
                     };
-                    for kind in sets_watch(op, *result) {
+                    for &kind in sets_watch(op, *result) {
                         watches.entry((kind, path)).or_insert(*at_us);
                     }
                 }
