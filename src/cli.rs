@@ -34,6 +34,7 @@ mod histories;
 mod lin;
 mod models;
 mod reports;
+mod watch;
 
 #[derive(Parser)]
 #[command(

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod client;
 pub mod ensemble;
 pub mod history;
+pub mod memory;
 pub mod models;
 pub mod path;
 pub mod prelude;

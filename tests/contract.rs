@@ -168,7 +168,7 @@ fn decided_on_the_fast_path(history: &History) -> contract::FastStats {
     let logs = contract::session_logs(history).unwrap();
     let (model, placed) = contract::build(&logs, contract::Rules::ALL);
     let mut stats = contract::FastStats::default();
-    match contract::fast_path_counted(&model, &placed, &mut stats) {
+    match contract::fast_path_counted(&model, &placed, &mut stats, None) {
         Ok(order) => contract::certify(&model, &placed, &order).unwrap_or_else(|r| panic!("{r}")),
         Err(stuck) => panic!(
             "the fast path stuck after {} of {} operations at {}",

@@ -55,7 +55,8 @@ const EXIT_STATUS: &str = "Exit status (with several files, the first that appli
      or a checker fault (the check itself failed: a defect of zoosim)
   3  unknown: some file could not be decided within the budget
      (--max-steps, --memory-mib, --budget-ms)
-  0  every file is linearizable";
+  0  every file is linearizable
+  130  interrupted (Ctrl-C, SIGTERM): what was found so far is printed";
 
 /// Exit status: every file linearizable.
 const EXIT_LINEARIZABLE: u8 = 0;
@@ -65,6 +66,8 @@ const EXIT_VIOLATION: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 /// Exit status: some file undecided within the budget.
 const EXIT_UNKNOWN: u8 = 3;
+/// Exit status: interrupted (Ctrl-C, SIGTERM), as a shell reports it.
+const EXIT_INTERRUPTED: u8 = 130;
 
 /// How bad an exit status is, for the status of several files: bad input,
 /// then a violation, then unknown, then linearizable.
@@ -109,8 +112,9 @@ pub(crate) struct LinArgs {
     /// was explored.
     #[arg(long, default_value_t = DEFAULT_MAX_STEPS)]
     max_steps: u64,
-    /// Memory the search of one partition may take, in MiB (past it:
-    /// verdict unknown).
+    /// Memory the check of one file may take, in MiB: the bytes the
+    /// process allocates past what it held when the file's check began,
+    /// measured (past it: verdict unknown, with what was explored).
     #[arg(long, default_value_t = 2048)]
     memory_mib: u64,
     /// Refuse files larger than this, in MiB (a figure too large to count
@@ -177,7 +181,13 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
     };
     // `None`: more bytes than a u64 counts, no limit.
     let limit = args.max_file_mib.checked_mul(MIB);
+    super::watch::catch_interrupts(
+        "ending the check in hand; what it explored follows, the files after it are not checked",
+    );
     for file in &args.files {
+        if super::watch::interrupted() {
+            break;
+        }
         let started = Instant::now();
         let result = read_limited(file, limit)
             .map_err(FileError::Input)
@@ -246,6 +256,13 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
             }
         }
     }
+    let interrupted = super::watch::interrupted();
+    if interrupted {
+        eprintln!(
+            "interrupted: the verdicts above are what was checked; the file interrupted is \
+             unknown, and any after it were not checked"
+        );
+    }
     if let Some(dir) = &args.report {
         match pages.write_index(dir, &args.model) {
             // With --json standard output is one object per file: the
@@ -260,7 +277,11 @@ pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
             }
         }
     }
-    Ok(ExitCode::from(worst))
+    Ok(ExitCode::from(if interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        worst
+    }))
 }
 
 /// Why a file got no verdict.
@@ -531,7 +552,13 @@ fn check_contract(
         }
         ContractVerdict::Unknown(why) => {
             report.summary = Summary::Unknown;
-            report.unknown.push(("contract".to_owned(), why));
+            let raise = match progress.watch.poll() {
+                Some(why) => raise(why),
+                None => "--max-steps raises it",
+            };
+            report
+                .unknown
+                .push(("contract".to_owned(), format!("{why} ({raise})")));
         }
         ContractVerdict::CheckerFault(why) => {
             report.summary = Summary::NotLinearizable;
@@ -621,11 +648,7 @@ fn contract_has_something_to_check(history: &crate::history::History) -> Result<
 /// What an undecided part's search explored, and what raises its bound.
 fn undecided(p: &crate::check::lin::PartitionResult, why: Exhausted) -> String {
     let e = &p.explored;
-    let raise = match why {
-        Exhausted::Steps => "--max-steps raises it",
-        Exhausted::Memory => "--memory-mib raises it",
-        Exhausted::Stopped => "--budget-ms raises it",
-    };
+    let raise = raise(why);
     format!(
         "{why} after {} steps ({raise}): {} configurations in the memo, {} distinct states, \
          the longest linearizable prefix found has {} of the {} operations",
@@ -637,6 +660,16 @@ fn undecided(p: &crate::check::lin::PartitionResult, why: Exhausted) -> String {
     )
 }
 
+/// What raises the bound a search stopped at.
+fn raise(why: Exhausted) -> &'static str {
+    match why {
+        Exhausted::Steps => "--max-steps raises it",
+        Exhausted::Memory => "--memory-mib raises it",
+        Exhausted::Stopped => "--budget-ms raises it",
+        Exhausted::Interrupted => "stopped by Ctrl-C or SIGTERM",
+    }
+}
+
 /// One file's check's progress on standard error, polled by the search
 /// (every few thousand steps, through its stop callback): a spinner on a
 /// terminal once the check has taken [`PROGRESS_AFTER`], else a line every
@@ -644,7 +677,7 @@ fn undecided(p: &crate::check::lin::PartitionResult, why: Exhausted) -> String {
 struct Progress {
     file: String,
     started: Instant,
-    deadline: Option<Instant>,
+    watch: super::watch::Watch,
     polls: std::cell::Cell<u64>,
     shown: std::cell::Cell<Instant>,
     bar: std::cell::OnceCell<indicatif::ProgressBar>,
@@ -655,24 +688,29 @@ impl Progress {
         Progress {
             file: file.map_or_else(String::new, |f| f.display().to_string()),
             started,
-            deadline: args.budget_ms.map(|ms| started + Duration::from_millis(ms)),
+            watch: super::watch::Watch::new(
+                args.budget_ms
+                    .map(|ms| Duration::from_millis(ms).saturating_sub(started.elapsed())),
+                usize::try_from(args.memory_mib.saturating_mul(MIB)).unwrap_or(usize::MAX),
+            ),
             polls: std::cell::Cell::new(0),
             shown: std::cell::Cell::new(started),
             bar: std::cell::OnceCell::new(),
         }
     }
 
-    /// Called every few thousand search steps: whether to stop.
-    fn poll(&self) -> bool {
+    /// Called every few dozen search steps: why to stop, if the check
+    /// must.
+    fn poll(&self) -> Option<Exhausted> {
         let polls = self.polls.get() + 1;
         self.polls.set(polls);
-        let now = Instant::now();
-        if self.deadline.is_some_and(|d| now >= d) {
-            return true;
+        if let Some(why) = self.watch.poll() {
+            return Some(why);
         }
+        let now = Instant::now();
         let elapsed = now - self.started;
         if elapsed < PROGRESS_AFTER || now - self.shown.get() < Duration::from_millis(100) {
-            return false;
+            return None;
         }
         let bar = self.bar.get_or_init(|| {
             let bar = indicatif::ProgressBar::new_spinner();
@@ -683,7 +721,15 @@ impl Progress {
             bar
         });
         let steps = polls.saturating_mul(crate::check::lin::POLL_EVERY);
-        let line = format!("checking {}: over {steps} search steps", self.file);
+        let mut line = format!("checking {}: over {steps} search steps", self.file);
+        if let (Some(used), Some(limit)) = (self.watch.used_bytes(), self.watch.memory_limit()) {
+            let _ = write!(
+                line,
+                ", {} of {} MiB",
+                used as u64 / MIB,
+                limit as u64 / MIB
+            );
+        }
         if bar.is_hidden() {
             if now - self.shown.get() >= PROGRESS_LINE_EVERY {
                 eprintln!("{line} in {:.0} s", elapsed.as_secs_f64());
@@ -694,7 +740,7 @@ impl Progress {
             bar.tick();
             self.shown.set(now);
         }
-        false
+        None
     }
 }
 

@@ -10,7 +10,8 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use crate::models::{catalog, find, Faults, Options, Search, Spec, DEFAULT_MAX_STATES};
+use crate::check::lin::Exhausted;
+use crate::models::{catalog, find, Faults, Options, Search, Spec, StopFlag, DEFAULT_MAX_STATES};
 
 /// `zoosim check`'s arguments.
 #[derive(clap::Args)]
@@ -44,13 +45,19 @@ pub(crate) struct CheckArgs {
     /// Worker threads for the exhaustive search.
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Stop after about this many states generated, so that a model too
-    /// large for the machine does not take all its memory (breadth-first,
-    /// ten million states of the largest models take up to 6 GB). A check
-    /// stopped so says so and exits 3: nothing failed in the states it
-    /// saw, but it is not a proof.
+    /// Stop after about this many states generated. A check stopped so
+    /// says so and exits 3: nothing failed in the states it saw, but it is
+    /// not a proof.
     #[arg(long, default_value_t = DEFAULT_MAX_STATES, value_name = "N")]
     max_states: usize,
+    /// Stop once the check holds this much more memory than when it began,
+    /// in MiB, measured (every allocation counted): what keeps a model too
+    /// large for the machine from taking all its memory (breadth-first,
+    /// the lock with 4 clients and 2 faults a run held 4 GiB at ten
+    /// million states). A check stopped so says so and exits 3, as at
+    /// --max-states.
+    #[arg(long, default_value_t = DEFAULT_MEMORY_MIB, value_name = "MIB")]
+    memory_mib: u64,
     /// Instead of checking, open stateright's Explorer on this loopback
     /// address (e.g. 127.0.0.1:3000; port 0 picks a free one) to step
     /// through the model in a browser; runs until interrupted.
@@ -61,6 +68,10 @@ pub(crate) struct CheckArgs {
 /// The exit code of a check that stopped at `--max-states` with nothing
 /// failed: not a proof, not a failure.
 const EXIT_NOT_CONCLUSIVE: u8 = 3;
+
+/// `--memory-mib`'s default: well under what these 2-core, 24 GB machines
+/// have, and far more than any shipped model's default check takes.
+const DEFAULT_MEMORY_MIB: u64 = 4096;
 
 /// Runs `zoosim check`: exit 0 when every property holds, 1 when one
 /// fails, 3 when the search stopped at `--max-states` before either was
@@ -73,12 +84,28 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
     if args.max_states == 0 {
         return Err("--max-states: at least 1".into());
     }
+    if args.memory_mib == 0 {
+        return Err("--memory-mib: at least 1".into());
+    }
     let model = find(&args.model)?;
+    let watch = if args.serve.is_none() {
+        super::watch::catch_interrupts(
+            "ending the search; what it found so far follows (not a proof)",
+        );
+        Some(super::watch::watch_in_background(
+            None,
+            usize::try_from(args.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+        ))
+    } else {
+        None
+    };
     let options = Options {
         search: if args.dfs { Search::Dfs } else { Search::Bfs },
         threads: super::clamp_threads("--threads", Some(args.threads)),
         max_states: Some(args.max_states),
+        stop: StopFlag(watch.as_ref().map(|w| w.flag())),
     };
+    let threads = options.threads;
     let spec = Spec {
         variant: args.variant.clone(),
         clients: args.clients,
@@ -116,7 +143,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
         } else {
             "breadth-first"
         },
-        options.threads
+        threads
     );
     let _ = writeln!(
         out,
@@ -127,18 +154,31 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
         seconds,
         checked.states as f64 / seconds.max(1e-9)
     );
+    let why = watch.as_ref().and_then(|w| w.why());
+    drop(watch);
     if !checked.conclusive {
+        let at = match why {
+            Some(Exhausted::Memory) => format!(
+                "at --memory-mib {} (measured: the check held that much more memory than \
+                 when it began)",
+                args.memory_mib
+            ),
+            Some(Exhausted::Interrupted) => "when interrupted".to_owned(),
+            _ => format!("at --max-states {}", args.max_states),
+        };
         let _ = writeln!(
             out,
-            "NOT EXHAUSTIVE: the search stopped at --max-states {} before every state was \
-             seen; \"holds so far\" is not a proof. Raise --max-states if memory allows, or \
+            "NOT EXHAUSTIVE: the search stopped {at} before every state was seen; \"holds so \
+             far\" is not a proof. Raise --max-states or --memory-mib if memory allows, or \
              check fewer clients, fewer faults (--faults, --max-faults), with --symmetry \
-             where the model has it, or depth-first (--dfs, less memory).",
-            args.max_states
+             where the model has it, or depth-first (--dfs, less memory)."
         );
     }
     let _ = write!(out, "{report}");
     print!("{out}");
+    if why == Some(Exhausted::Interrupted) {
+        return Ok(ExitCode::from(130));
+    }
     Ok(if checked.all_hold() {
         ExitCode::SUCCESS
     } else if checked.any_fails() || checked.conclusive {

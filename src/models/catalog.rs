@@ -219,7 +219,7 @@ where
 
     fn check(&self, spec: &Spec) -> Result<Report, String> {
         let (world, variant) = self.world(spec)?;
-        let checked = check(&world, spec.options);
+        let checked = check(&world, spec.options.clone());
         let counterexamples = checked
             .verdicts
             .iter()

@@ -704,7 +704,32 @@ pub struct World<R: Recipe> {
     /// A reduction made unsound on purpose (only the tests that show
     /// their check catches it set one).
     sabotage: Sabotage,
+    /// The caller's stop: once set, the search ends (see [`StopFlag`]).
+    stop: StopFlag,
 }
+
+/// A flag that ends a model check early (a memory bound, an interrupt),
+/// set from outside while the checker's threads run. It ends the search
+/// through a property of its own, [`STOPPED`], that fails once the flag
+/// is set: the checker ends at a discovery of it
+/// ([`render::check`]). Not by the model's boundary, which would make
+/// every state the stop reaches a terminal one, and each an example of
+/// an `eventually` property failing.
+#[derive(Clone, Debug, Default)]
+pub struct StopFlag(pub Option<std::sync::Arc<std::sync::atomic::AtomicBool>>);
+
+impl StopFlag {
+    /// Whether the flag is set.
+    pub fn is_set(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// The property that ends a search its [`StopFlag`] stopped: not one of
+/// the model's, never reported as a verdict.
+pub const STOPPED: &str = "(search stopped)";
 
 /// A deliberately unsound version of a reduction, for the tests that show
 /// that comparing the reduced world with the full one catches it.
@@ -753,6 +778,7 @@ impl<R: Recipe> World<R> {
             symmetric: false,
             names: Vec::new(),
             sabotage: Sabotage::None,
+            stop: StopFlag::default(),
         })
     }
 
@@ -810,6 +836,12 @@ impl<R: Recipe> World<R> {
     /// Whether the model is reduced by the clients' symmetry.
     pub fn is_symmetric(&self) -> bool {
         self.symmetric
+    }
+
+    /// The same model, its search ended once `stop` is set.
+    pub fn with_stop(mut self, stop: StopFlag) -> World<R> {
+        self.stop = stop;
+        self
     }
 
     /// The same model with at most `n` faults in one run.
@@ -1730,6 +1762,9 @@ impl<R: Recipe> Model for World<R> {
         let mut p = self.all_properties();
         if let Some(only) = self.only {
             p.retain(|x| x.name == only);
+        }
+        if self.stop.0.is_some() {
+            p.push(Property::always(STOPPED, |w: &Self, _| !w.stop.is_set()));
         }
         p
     }

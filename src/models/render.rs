@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
-use stateright::{Checker, Expectation, Model};
+use stateright::{Checker, Expectation, HasDiscoveries, Model};
 
-use super::{Action, Log, Recipe, World};
+use super::{Action, Log, Recipe, StopFlag, World, STOPPED};
 
 /// How the state space is searched.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -20,7 +20,7 @@ pub enum Search {
 }
 
 /// How to check a model.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Breadth- or depth-first.
     pub search: Search,
@@ -33,6 +33,10 @@ pub struct Options {
     /// memory. A search stopped so is not conclusive
     /// ([`Checked::conclusive`]). None: no bound.
     pub max_states: Option<usize>,
+    /// Ends the search once set, from outside (a measured memory bound,
+    /// an interrupt): a search stopped so is not conclusive either, and
+    /// the counterexample searches after it stop too.
+    pub stop: StopFlag,
 }
 
 impl Default for Options {
@@ -41,6 +45,7 @@ impl Default for Options {
             search: Search::Bfs,
             threads: 1,
             max_states: None,
+            stop: StopFlag::default(),
         }
     }
 }
@@ -85,13 +90,16 @@ pub struct Checked {
     pub depth: usize,
     /// The verdicts are final: the search visited every reachable state,
     /// or stopped once every property had its answer. False when it
-    /// stopped at [`Options::max_states`] first: then a property that
+    /// stopped at [`Options::max_states`] or at [`Options::stop`] first:
+    /// then a property that
     /// "holds" holds only in the states visited, and a "sometimes" not
     /// reached may be reached further on (a failure found is a failure
     /// all the same).
     pub conclusive: bool,
     /// Every property's verdict, in the model's order.
     pub verdicts: Vec<Verdict>,
+    /// [`Options::stop`] ended the search.
+    pub stopped: bool,
 }
 
 impl Checked {
@@ -140,9 +148,16 @@ fn kind(e: &Expectation) -> &'static str {
 /// counterexample alone, breadth-first on one thread: with several
 /// properties in one run the checker's discoveries are not shortest.
 pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
+    let world = &world.clone().with_stop(options.stop.clone());
     let mut builder = world.clone().checker().threads(options.threads.max(1));
     if let Some(n) = options.max_states {
         builder = builder.target_state_count(n);
+    }
+    if options.stop.0.is_some() {
+        // Ends at the stop's discovery (see StopFlag). The early end
+        // once every property has its discovery is lost: rare, and
+        // `every_decided` below still makes such a search conclusive.
+        builder = builder.finish_when(HasDiscoveries::AnyOf([STOPPED].into()));
     }
     // The two searches' checkers are different types: read each alike.
     let (discoveries, states, unique, depth) = match options.search {
@@ -167,8 +182,12 @@ pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
             )
         }
     };
+    let stopped = discoveries.contains(&STOPPED) || options.stop.is_set();
     let mut verdicts = Vec::new();
     for p in world.properties() {
+        if p.name == STOPPED {
+            continue;
+        }
         let found = discoveries.contains(&p.name);
         let holds = match p.expectation {
             Expectation::Sometimes => found,
@@ -188,13 +207,14 @@ pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
     // ended below it ended on its own. One that stopped because every
     // property had its discovery has its final verdicts either way.
     let every_decided = verdicts.iter().all(|v| v.holds == (v.kind == "sometimes"));
-    let conclusive = every_decided || options.max_states.is_none_or(|n| states < n);
+    let conclusive = every_decided || (!stopped && options.max_states.is_none_or(|n| states < n));
     Checked {
         states,
         unique,
         depth,
         conclusive,
         verdicts,
+        stopped,
     }
 }
 
@@ -216,9 +236,13 @@ pub fn shortest_within<R: Recipe>(
     let mut one = world.clone();
     one.only = Some(name);
     one.symmetric = false;
+    let stopping = one.stop.0.is_some();
     let mut builder = one.checker().threads(1);
     if let Some(n) = max_states {
         builder = builder.target_state_count(n);
+    }
+    if stopping {
+        builder = builder.finish_when(HasDiscoveries::AnyOf([name, STOPPED].into()));
     }
     let run = builder.spawn_bfs().join();
     run.discovery(name).map(|path| path.into_actions())

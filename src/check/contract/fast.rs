@@ -7,6 +7,8 @@
 //! again later (deferred) or after an operation of unknown effect, never
 //! accepted on the zxid's word.
 
+use std::collections::HashSet;
+
 use super::model::{State, STATE_BYTES};
 use super::{Input, Placed, StepKind, ZkModel};
 use crate::check::lin::{self, check_partition, Budget, Operation, Outcome, Step, Verdict};
@@ -263,7 +265,15 @@ struct Pass<'a> {
     /// Whether the searches leave out the writes of unknown outcome not
     /// yet placed (the endgame's first round, [`Pass::finish`]).
     without_new_writes: bool,
+    /// The caller's stop ([`Budget::stop`]): polled before each rescue
+    /// and by the searches, so that a pass over a history whose every
+    /// rescue is a long search still ends at the caller's time or memory
+    /// bound (10,000 unanswered creates took a minute past a 2 s bound).
+    stop: Stop<'a>,
 }
+
+/// A caller's stop, as [`Budget::stop`].
+pub type Stop<'a> = Option<&'a dyn Fn() -> Option<lin::Exhausted>>;
 
 impl Pass<'_> {
     /// Places `i` if its window allows and the model accepts it.
@@ -347,6 +357,9 @@ impl Pass<'_> {
         deferred: &[usize],
         loose: &[usize],
     ) -> bool {
+        if self.stop.is_some_and(|stop| stop().is_some()) {
+            return false;
+        }
         if self.place_after_loose(d, loose)
             || self.place_by_search(d, upcoming, deferred, loose, None)
             || self.place_by_restart(d, upcoming, deferred, loose, &[None])
@@ -637,33 +650,42 @@ impl Pass<'_> {
             (Input::End { .. }, None) => u64::MAX,
             _ => return false,
         };
+        // Membership of `must` and `may` in sets, not by scanning them:
+        // with thousands of operations of unknown effect (10,000
+        // unanswered creates) the scans made each rescue quadratic.
         let mut must = vec![d];
         let mut may: Vec<usize> = Vec::new();
+        let mut in_must: HashSet<usize> = HashSet::from([d]);
+        let mut in_may: HashSet<usize> = HashSet::new();
         for &j in redo {
             // What happened must be placed again: the steps, and the
             // sessions' trailing events.
             if matches!(self.placed[j].input, Input::Step { .. } | Input::End { .. }) {
                 must.push(j);
+                in_must.insert(j);
             } else {
                 may.push(j);
+                in_may.insert(j);
             }
         }
         // The steps that come before a session's end in `may`.
-        let mut ending: Vec<usize> = Vec::new();
+        let mut ending: HashSet<usize> = HashSet::new();
         let open = |j: usize, pass: &Pass<'_>| !pass.used[j] && j != d;
         for &j in upcoming.iter().chain(deferred) {
-            if !open(j, self) || must.contains(&j) || may.contains(&j) {
+            if !open(j, self) || in_must.contains(&j) || in_may.contains(&j) {
                 continue;
             }
             let p = &self.placed[j];
             if p.ret_us.is_some_and(|r| r < self.placed[d].call_us) {
                 must.push(j);
+                in_must.insert(j);
             } else if p.call_us <= deadline && may.len() < 2 * WINDOW {
                 may.push(j);
+                in_may.insert(j);
             }
         }
         for &j in loose {
-            if !open(j, self) || self.placed[j].call_us > deadline || may.contains(&j) {
+            if !open(j, self) || self.placed[j].call_us > deadline || in_may.contains(&j) {
                 continue;
             }
             // A session's end comes after its remaining steps (a
@@ -676,13 +698,14 @@ impl Pass<'_> {
                     continue;
                 }
                 for &k in rest {
-                    if !must.contains(&k) && !may.contains(&k) {
+                    if !in_must.contains(&k) && in_may.insert(k) {
                         may.push(k);
                     }
-                    ending.push(k);
+                    ending.insert(k);
                 }
             }
             may.push(j);
+            in_may.insert(j);
         }
         // With few operations of unknown effect (see CAPS): those and the
         // steps that must come before a session's end alone, one of each
@@ -694,24 +717,22 @@ impl Pass<'_> {
                 input if creates(input) => 2,
                 _ => 1,
             };
-            let mut seen: Vec<&Input> = Vec::new();
+            let redone: HashSet<usize> = redo.iter().copied().collect();
+            let mut seen: HashSet<&Input> = HashSet::new();
             may.retain(|&j| {
                 let input = &self.placed[j].input;
                 match input {
                     Input::Step { .. } => ending.contains(&j),
-                    Input::Indeterminate { .. } if !redo.contains(&j) => {
-                        let first = !seen.contains(&input);
-                        seen.push(input);
-                        first
-                    }
+                    Input::Indeterminate { .. } if !redone.contains(&j) => seen.insert(input),
                     _ => true,
                 }
             });
             may.sort_by_key(rank);
         }
         if self.without_new_writes {
+            let redone: HashSet<usize> = redo.iter().copied().collect();
             may.retain(|&j| {
-                !matches!(self.placed[j].input, Input::Indeterminate { .. }) || redo.contains(&j)
+                !matches!(self.placed[j].input, Input::Indeterminate { .. }) || redone.contains(&j)
             });
         }
         self.search_order(&must, &may, cap, steps)
@@ -754,7 +775,7 @@ impl Pass<'_> {
         let budget = Budget {
             max_steps: *steps,
             max_memo_bytes: 16 << 20,
-            stop: None,
+            stop: self.stop,
         };
         let subset: Vec<usize> = (0..ops.len()).collect();
         let (verdict, explored) = check_partition(&from, &ops, &subset, &budget);
@@ -898,14 +919,16 @@ impl Pass<'_> {
 /// the history satisfies the rules; `Err` says nothing about the history,
 /// only where this pass stopped.
 pub fn fast_path(model: &ZkModel, placed: &[Placed]) -> Result<Vec<usize>, Stuck> {
-    fast_path_counted(model, placed, &mut FastStats::default())
+    fast_path_counted(model, placed, &mut FastStats::default(), None)
 }
 
-/// [`fast_path`], counting into `stats` what its remedies did.
+/// [`fast_path`], counting into `stats` what its remedies did, and
+/// giving up (stuck where it was) when `stop` says so.
 pub fn fast_path_counted(
     model: &ZkModel,
     placed: &[Placed],
     stats: &mut FastStats,
+    stop: Stop<'_>,
 ) -> Result<Vec<usize>, Stuck> {
     let keys = keys(model, placed);
     // A step the model refuses where its zxid puts it is usually waiting
@@ -924,7 +947,13 @@ pub fn fast_path_counted(
             restart_steps: &mut restart_steps,
             capped_steps: &mut capped_steps,
             stats,
+            stop,
         };
+        // The first pass always runs (a stopped one ends at its first
+        // rescue), so that there is a stuck step to report.
+        if best.is_some() && stop.is_some_and(|stop| stop().is_some()) {
+            break;
+        }
         match pass(model, placed, &keys, remedy, budgets) {
             Ok(order) => return Ok(order),
             Err(s) => {
@@ -934,7 +963,7 @@ pub fn fast_path_counted(
             }
         }
     }
-    Err(best.expect("three passes ran"))
+    Err(best.expect("the first pass ran"))
 }
 
 /// What a pass does first with a step the model refuses where its zxid
@@ -957,6 +986,7 @@ struct Budgets<'b> {
     restart_steps: &'b mut u64,
     capped_steps: &'b mut u64,
     stats: &'b mut FastStats,
+    stop: Stop<'b>,
 }
 
 /// One greedy pass (see [`fast_path`]) with the given remedy.
@@ -971,6 +1001,7 @@ fn pass(
         restart_steps,
         capped_steps,
         stats,
+        stop,
     } = budgets;
     let (mut sure, mut loose): (Vec<usize>, Vec<usize>) =
         (0..placed.len()).partition(|&i| matches!(placed[i].input, Input::Step { .. }));
@@ -1001,6 +1032,7 @@ fn pass(
         stats,
         cap_steps: CAP_STEPS,
         without_new_writes: false,
+        stop,
     };
     let mut deferred: Vec<usize> = Vec::new();
     let stuck = |pass: Pass<'_>, d: usize| Stuck {

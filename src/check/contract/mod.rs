@@ -662,6 +662,10 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog<'_>>, ContractError> {
             Event::Fault(_) | Event::Role(_) => {}
         }
     }
+    // Per history, not per session: computed once (each is a pass over
+    // every record; per session it made 10k sessions quadratic).
+    let staleness = staleness_us(&h.meta).map(|b| b.saturating_add(paused_us(h)));
+    let expiry_bound = expiry_bound_us(h);
     let mut logs = Vec::new();
     for (_, mut b) in by {
         // A handle that never had a session never reached a server.
@@ -683,8 +687,8 @@ pub fn session_logs(h: &History) -> Result<Vec<SessionLog<'_>>, ContractError> {
         logs.push(SessionLog {
             id,
             timeout_ms: h.meta.session_timeout_ms,
-            staleness_us: staleness_us(&h.meta).map(|b| b.saturating_add(paused_us(h))),
-            expiry_bound_us: expiry_bound_us(h),
+            staleness_us: staleness,
+            expiry_bound_us: expiry_bound,
             seen: b.seen,
         });
     }
@@ -977,7 +981,7 @@ fn check_order(logs: &[SessionLog], budget: &Budget<'_>) -> ContractReport {
     }
     let (model, placed) = build(logs, Rules::ALL);
     report.placed = placed.len();
-    if let Ok(order) = fast_path(&model, &placed) {
+    if let Ok(order) = fast_path_counted(&model, &placed, &mut FastStats::default(), budget.stop) {
         report.fast = true;
         if let Err(refused) = certify(&model, &placed, &order) {
             report.verdict = ContractVerdict::CheckerFault(uncertified(&refused));
@@ -1270,23 +1274,24 @@ fn decide_once(logs: &[SessionLog], rules: Rules, budget: &Budget<'_>) -> Decisi
         Ok(()) => Decided::Holds,
         Err(refused) => Decided::Fault(uncertified(&refused)),
     };
-    let (stuck, stuck_session) = match fast_path(&model, &placed) {
-        Ok(order) => {
-            return Decision {
-                outcome: certified(&order),
-                steps: 0,
-                stuck: None,
-                stuck_session: None,
+    let (stuck, stuck_session) =
+        match fast_path_counted(&model, &placed, &mut FastStats::default(), budget.stop) {
+            Ok(order) => {
+                return Decision {
+                    outcome: certified(&order),
+                    steps: 0,
+                    stuck: None,
+                    stuck_session: None,
+                }
             }
-        }
-        Err(s) => (
-            (s.at_us != u64::MAX).then_some(s.at_us),
-            match placed[s.op].input {
-                Input::Step { session, .. } => Some(session),
-                _ => None,
-            },
-        ),
-    };
+            Err(s) => (
+                (s.at_us != u64::MAX).then_some(s.at_us),
+                match placed[s.op].input {
+                    Input::Step { session, .. } => Some(session),
+                    _ => None,
+                },
+            ),
+        };
     let ops = operations(&placed);
     let all: Vec<usize> = (0..ops.len()).collect();
     let (verdict, explored) = match Quotient::new(&model) {

@@ -134,7 +134,7 @@ fn a_fast_path_holds_only_with_a_witness_the_full_engine_agrees_with() {
         let history = long_history(&mut rng, requests, case % 3 == 2).history();
         let logs = session_logs(&history).unwrap();
         let (model, placed) = build(&logs, Rules::ALL);
-        match fast_path_counted(&model, &placed, &mut stats) {
+        match fast_path_counted(&model, &placed, &mut stats, None) {
             Ok(order) => {
                 holds += 1;
                 if let Err(e) = certify(&model, &placed, &order) {

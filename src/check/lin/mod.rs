@@ -216,8 +216,9 @@ pub struct Budget<'a> {
     /// partition (approximate: the checker's own tables, plus each state's
     /// `size_of`).
     pub max_memo_bytes: usize,
-    /// Polled every few thousand steps: `true` stops the search.
-    pub stop: Option<&'a dyn Fn() -> bool>,
+    /// Polled every few thousand steps: `Some(why)` stops the search
+    /// (a time limit, a measured memory bound, an interrupt).
+    pub stop: Option<&'a dyn Fn() -> Option<Exhausted>>,
 }
 
 impl Budget<'_> {
@@ -263,10 +264,13 @@ impl Default for Options<'_> {
 pub enum Exhausted {
     /// [`Budget::max_steps`] reached.
     Steps,
-    /// [`Budget::max_memo_bytes`] reached.
+    /// [`Budget::max_memo_bytes`] reached, or the memory the process
+    /// holds past its bound ([`crate::memory`]).
     Memory,
-    /// [`Budget::stop`] said stop.
+    /// The time budget ran out ([`Budget::stop`]).
     Stopped,
+    /// A person interrupted the search (Ctrl-C, SIGTERM).
+    Interrupted,
 }
 
 impl fmt::Display for Exhausted {
@@ -275,6 +279,7 @@ impl fmt::Display for Exhausted {
             Exhausted::Steps => "step budget exhausted",
             Exhausted::Memory => "memory budget exhausted",
             Exhausted::Stopped => "stopped (time budget)",
+            Exhausted::Interrupted => "interrupted",
         })
     }
 }

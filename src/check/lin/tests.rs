@@ -617,7 +617,7 @@ fn the_budget_ends_in_unknown_with_what_was_explored() {
         p.explored
     );
 
-    let stop = || true;
+    let stop = || Some(Exhausted::Stopped);
     let stopped = Options {
         budget: Budget {
             stop: Some(&stop),
@@ -627,7 +627,11 @@ fn the_budget_ends_in_unknown_with_what_was_explored() {
     };
     let p = &check(&kv, &ops, &stopped).partitions[0];
     assert_eq!(p.verdict, Verdict::Unknown(Exhausted::Stopped));
-    assert_eq!(p.explored.steps, 4096, "polled every 4096 steps");
+    assert_eq!(
+        p.explored.steps,
+        crate::check::lin::POLL_EVERY,
+        "stopped at the first poll"
+    );
 
     let tiny = Options {
         budget: Budget {
