@@ -225,3 +225,60 @@ fn sigterm_on_check_prints_what_was_found_so_far() {
     );
     assert!(e.wall < Duration::from_secs(30), "took {:?}", e.wall);
 }
+
+#[test]
+fn reading_a_large_history_counts_in_its_memory_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("writes.log");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&h).unwrap());
+    for i in 0..500_000 {
+        writeln!(f, "INFO  jepsen.util - {i}\t:invoke\t:write\t{i}").unwrap();
+    }
+    writeln!(f, "INFO  jepsen.util - 500000\t:invoke\t:read\tnil").unwrap();
+    writeln!(f, "INFO  jepsen.util - 500000\t:ok\t:read\tnil").unwrap();
+    drop(f);
+    // Before: the bound was taken after the history was read (its events
+    // and operations, 8 times the file, went uncounted), and a history
+    // near the file cap aborted on a failed allocation.
+    let e = zoosim(
+        &[
+            "lin",
+            s(&h),
+            "--model",
+            "cas-register",
+            "--memory-mib",
+            "40",
+        ],
+        None,
+        Duration::from_secs(60),
+    );
+    assert_eq!(e.code, 3, "unknown: {}{}", e.stdout, e.stderr);
+    assert!(
+        e.stdout
+            .contains("memory budget exhausted while reading the history, before any search")
+            && e.stdout.contains("--memory-mib raises it"),
+        "{}",
+        e.stdout
+    );
+}
+
+#[test]
+fn merge_refuses_a_summary_larger_than_any_run_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    // A sparse gigabyte: no disk used. Before: read whole (1 GB held),
+    // and on a smaller machine an allocation abort.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let e = zoosim(&["merge", s(&big)], None, Duration::from_secs(60));
+    assert_eq!(e.code, 2, "{}{}", e.stdout, e.stderr);
+    assert!(
+        e.stderr
+            .contains("larger than 256 MiB, the most a summary may be"),
+        "{}",
+        e.stderr
+    );
+    assert!(e.peak_mib < 200, "peak {} MiB", e.peak_mib);
+}

@@ -389,11 +389,18 @@ where
     M::Input: Clone,
     M::Output: Clone,
 {
+    // From before the parse: reading a history takes memory too (a
+    // Jepsen log about eight times its size), and counts in the bound.
+    let progress = Progress::new(file, args, started);
     let format = Format::detect(text);
     let events = format.parse(text)?;
     let ops = history(model, &events)?;
     something_to_check(events.len(), &ops)?;
-    let progress = Progress::new(file, args, started);
+    // Polled with the events still held: the most reading takes.
+    if let Some(why) = progress.watch.poll() {
+        return Ok(stopped_reading(ops.len(), why));
+    }
+    drop(events);
     let stop = || progress.poll();
     let budget = Budget {
         max_steps: args.max_steps,
@@ -494,6 +501,7 @@ fn check_contract(
     started: Instant,
 ) -> Result<FileReport, ParseError> {
     use crate::check::contract::{self, ContractVerdict};
+    let progress = Progress::new(file, args, started);
     let text = std::str::from_utf8(text).map_err(|e| ParseError {
         line: 0,
         what: format!("not UTF-8 text (a zoosim history is JSON lines): {e}"),
@@ -503,7 +511,9 @@ fn check_contract(
         what: e.kind.to_string(),
     })?;
     contract_has_something_to_check(&history)?;
-    let progress = Progress::new(file, args, started);
+    if let Some(why) = progress.watch.poll() {
+        return Ok(stopped_reading(history.ops().len(), why));
+    }
     let stop = || progress.poll();
     let budget = Budget {
         max_steps: args.max_steps,
@@ -658,6 +668,29 @@ fn undecided(p: &crate::check::lin::PartitionResult, why: Exhausted) -> String {
         e.deepest,
         p.partition.ops.len()
     )
+}
+
+/// A file whose reading reached a bound (its memory, an interrupt):
+/// unknown, nothing searched.
+fn stopped_reading(ops: usize, why: Exhausted) -> FileReport {
+    FileReport {
+        ops,
+        partitions: 1,
+        summary: Summary::Unknown,
+        failing: Vec::new(),
+        unknown: vec![(
+            "history".to_owned(),
+            format!(
+                "{why} while reading the history, before any search ({})",
+                raise(why)
+            ),
+        )],
+        steps: 0,
+        diagnosis: Vec::new(),
+        minimal: None,
+        minimal_note: None,
+        page: None,
+    }
 }
 
 /// What raises the bound a search stopped at.

@@ -852,6 +852,11 @@ pub enum SummaryError {
         /// What is wrong.
         what: String,
     },
+    /// Larger than any summary `zoosim run` writes ([`MAX_SUMMARY_BYTES`]).
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
     /// JSON, but not a zoosim summary.
     NotASummary {
         /// The file.
@@ -888,6 +893,13 @@ impl fmt::Display for SummaryError {
                 write!(f, "{}: cannot write the summary: {error}", path.display())
             }
             SummaryError::Output(e) => write!(f, "the summary: {e}"),
+            SummaryError::TooLarge { path } => write!(
+                f,
+                "{}: larger than {} MiB, the most a summary may be (one lists about 100 \
+                 bytes per failing or undecided seed: millions of them); not read",
+                path.display(),
+                MAX_SUMMARY_BYTES >> 20
+            ),
             SummaryError::NotASummary { file } => write!(
                 f,
                 "{file}: not a zoosim summary (no \"format\": \"{FORMAT}\"); \
@@ -990,12 +1002,40 @@ pub fn parse(file: &str, text: &str) -> Result<SweepSummary, SummaryError> {
     Ok(summary)
 }
 
-/// Reads summary `path`.
+/// The largest summary [`read`] reads: a summary lists about 100 bytes
+/// per failing or undecided seed, so this is millions of them, while a
+/// gigabyte file (tampered, or not a summary) no longer ends in an
+/// allocation abort.
+pub const MAX_SUMMARY_BYTES: u64 = 256 << 20;
+
+/// Reads summary `path` (at most [`MAX_SUMMARY_BYTES`], however it says
+/// it is long: a special file that never ends is refused the same way).
 pub fn read(path: &Path) -> Result<SweepSummary, SummaryError> {
-    let text = std::fs::read_to_string(path).map_err(|error| SummaryError::Io {
+    use std::io::Read as _;
+    let io = |error| SummaryError::Io {
         path: path.to_owned(),
         doing: "read the summary",
         error,
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    let too_large = || SummaryError::TooLarge {
+        path: path.to_owned(),
+    };
+    if f.metadata().is_ok_and(|m| m.len() > MAX_SUMMARY_BYTES) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_SUMMARY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_SUMMARY_BYTES {
+        return Err(too_large());
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (at byte {})", e.utf8_error().valid_up_to()),
+        ))
     })?;
     parse(&path.display().to_string(), &text)
 }
