@@ -146,6 +146,11 @@ enum Command {
         /// Where to write (default: standard output).
         #[arg(short, long, value_name = "OUT")]
         out: Option<PathBuf>,
+        /// Print operation ID's records (its invocation and completion)
+        /// as they are in the file, whole: where a page or a message cut
+        /// a long value short, this shows it.
+        #[arg(long, value_name = "ID", conflicts_with = "edn")]
+        op: Option<u64>,
     },
     /// Shrink a failing seed to a small scenario that fails the same way,
     /// written as a new scenario file.
@@ -238,7 +243,18 @@ where
         Ok(cli) => cli,
         Err(e) => {
             // Usage errors exit 2, --help and --version 0, as clap's own.
-            let _ = e.print();
+            // clap quotes a bad argument whole (up to 128 KiB): an error
+            // that does is printed with it cut short.
+            let text = e.render().to_string();
+            match crate::quote::words(&text, crate::quote::WORD) {
+                std::borrow::Cow::Owned(cut) if e.use_stderr() => {
+                    use std::io::Write;
+                    let _ = write!(std::io::stderr(), "{cut}");
+                }
+                _ => {
+                    let _ = e.print();
+                }
+            }
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }
     };
@@ -293,6 +309,9 @@ pub(crate) fn clamp_threads(flag: &str, asked: Option<usize>) -> usize {
 /// still end in exit 2, not a panic).
 fn say_error(e: &str) {
     use std::io::Write;
+    // A word longer than any path (PATH_MAX) is input quoted whole that
+    // slipped past its own cut: cut it here.
+    let e = crate::quote::words(e, 4096);
     let _ = writeln!(std::io::stderr(), "error: {e}");
 }
 
@@ -493,7 +512,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
             if let Some(dir) = &history {
                 let path = histories::file_for(dir, &s.name, seed);
                 match histories::write(&path, &run.history) {
-                    Ok(()) => println!("history: {}", path.display()),
+                    Ok(_) => println!("history: {}", path.display()),
                     Err(e) => {
                         eprintln!("error: {e}");
                         unwritten = true;
@@ -619,8 +638,8 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
         Command::List { dir } => list_command(registry, dir.as_deref()),
         Command::Lin(args) => lin::run(&args),
         Command::Check(args) => models::run(&args),
-        Command::History { file, edn, out } => {
-            histories::command(&file, edn, out.as_deref())?;
+        Command::History { file, edn, out, op } => {
+            histories::command(&file, edn, op, out.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -704,9 +723,42 @@ fn run_line(
 }
 
 /// A history written as its seed ended: (scenario's index, seed, the
-/// file or why not).
+/// file and its bytes, or why not).
 #[cfg(madsim)]
-type Written = (usize, u64, Result<PathBuf, String>);
+type Written = (usize, u64, Result<(PathBuf, u64), String>);
+
+/// Past this many bytes of histories kept by one run, its note after the
+/// run is a warning (200 lock seeds with `--history-all` made 232 MB,
+/// unannounced).
+const HISTORY_WARN_BYTES: u64 = 100 << 20;
+
+/// The line after a run that kept `count` histories of `bytes` in all in
+/// `dir`: a note, or past [`HISTORY_WARN_BYTES`] a warning saying what
+/// keeps less.
+#[cfg_attr(not(madsim), allow(dead_code))]
+fn histories_note(count: usize, bytes: u64, dir: &Path, all: bool) -> String {
+    let what = format!(
+        "{count} histor{} written to {}: {} ({:.1} MiB)",
+        if count == 1 { "y" } else { "ies" },
+        dir.display(),
+        crate::quote::bytes(usize::try_from(bytes).unwrap_or(usize::MAX)),
+        bytes as f64 / (1u64 << 20) as f64
+    );
+    if bytes <= HISTORY_WARN_BYTES {
+        return format!("note: {what}");
+    }
+    let each = bytes / count.max(1) as u64;
+    format!(
+        "warning: {what}, about {} MiB a seed{}",
+        each.div_ceil(1 << 20),
+        if all {
+            "; --history-all keeps every seed's history, without it only failing and undecided \
+             seeds' are kept"
+        } else {
+            ""
+        }
+    )
+}
 
 /// A report written as its seed ended: (scenario's index, seed, whether
 /// it failed or was undecided, the page or why not).
@@ -797,7 +849,7 @@ fn run_all(
             if let Some((dir, all)) = keep.history {
                 if all || shown {
                     let path = histories::file_for(dir, &s.name, run.seed);
-                    let r = histories::write(&path, &run.history).map(|()| path);
+                    let r = histories::write(&path, &run.history).map(|bytes| (path, bytes));
                     written_histories
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -886,14 +938,22 @@ fn run_all(
         .into_inner()
         .unwrap_or_else(|e| e.into_inner());
     written_histories.sort_by_key(|(k, seed, _)| (*k, *seed));
+    let (mut kept, mut kept_bytes) = (0, 0u64);
     for (_, _, r) in written_histories {
         match r {
-            Ok(p) => println!("  history: {}", p.display()),
+            Ok((p, bytes)) => {
+                println!("  history: {}", p.display());
+                kept += 1;
+                kept_bytes = kept_bytes.saturating_add(bytes);
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 unwritten = true;
             }
         }
+    }
+    if let Some((dir, all)) = keep.history.filter(|_| kept > 0) {
+        eprintln!("{}", histories_note(kept, kept_bytes, dir, all));
     }
     if let Some((dir, _)) = keep.report {
         let mut written = written_reports
@@ -1261,8 +1321,8 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
         Command::List { dir } => list_command(registry, dir.as_deref()),
         Command::Lin(args) => lin::run(&args),
         Command::Check(args) => models::run(&args),
-        Command::History { file, edn, out } => {
-            histories::command(&file, edn, out.as_deref())?;
+        Command::History { file, edn, out, op } => {
+            histories::command(&file, edn, op, out.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
         _ => Err(

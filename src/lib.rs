@@ -18,6 +18,7 @@ pub mod models;
 pub mod path;
 pub mod prelude;
 pub mod proto;
+pub mod quote;
 pub mod real_server;
 pub mod recipes;
 pub mod report;

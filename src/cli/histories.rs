@@ -52,10 +52,13 @@ pub(super) fn file_for(dir: &Path, name: &str, seed: u64) -> PathBuf {
     dir.join(format!("{name}-seed-{seed}.jsonl"))
 }
 
-/// Writes `history` to `path`.
+/// Writes `history` to `path`: the bytes written.
 #[cfg_attr(not(madsim), allow(dead_code))]
-pub(super) fn write(path: &Path, history: &History) -> Result<(), String> {
-    output::write(path, json::to_string(history)).map_err(|e| format!("the history: {e}"))
+pub(super) fn write(path: &Path, history: &History) -> Result<u64, String> {
+    let text = json::to_string(history);
+    let bytes = text.len() as u64;
+    output::write(path, text).map_err(|e| format!("the history: {e}"))?;
+    Ok(bytes)
 }
 
 /// Reads a history file; errors name the file and line.
@@ -67,11 +70,27 @@ pub(super) fn read(path: &Path) -> Result<History, String> {
     })
 }
 
-/// `zoosim history FILE [--edn] [-o OUT]`: a summary of the history, or
-/// its Jepsen EDN export (to OUT, or standard output).
-pub(super) fn command(file: &Path, to_edn: bool, out: Option<&Path>) -> Result<(), String> {
+/// `zoosim history FILE [--edn | --op ID] [-o OUT]`: a summary of the
+/// history, its Jepsen EDN export, or one operation's records whole (to
+/// OUT, or standard output).
+pub(super) fn command(
+    file: &Path,
+    to_edn: bool,
+    op: Option<u64>,
+    out: Option<&Path>,
+) -> Result<(), String> {
     let h = read(file)?;
-    let text = if to_edn { edn::to_edn(&h) } else { summary(&h) };
+    let text = match op {
+        Some(id) => op_records(&h, id).ok_or_else(|| {
+            format!(
+                "{}: no operation {id} (the history has {} operations)",
+                file.display(),
+                h.ops().len()
+            )
+        })?,
+        None if to_edn => edn::to_edn(&h),
+        None => summary(&h),
+    };
     match out {
         Some(o) => {
             if same_file(file, o) {
@@ -89,13 +108,39 @@ pub(super) fn command(file: &Path, to_edn: bool, out: Option<&Path>) -> Result<(
     }
 }
 
+/// Operation `id`'s records, whole, as JSON lines (the file's format): its
+/// invocation, and its completion if it has one.
+fn op_records(h: &History, id: u64) -> Option<String> {
+    let mut out = String::new();
+    for r in &h.records {
+        let this = match &r.event {
+            Event::Invoke(i) => i.id.0 == id,
+            Event::Complete(c) => c.id.0 == id,
+            _ => false,
+        };
+        if this {
+            out += &json::record_line(r);
+            out.push('\n');
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 /// What `zoosim history FILE` prints: the run, and how many records of
 /// each kind, operations by outcome.
 fn summary(h: &History) -> String {
     let m = &h.meta;
+    // Names from the file, for a terminal: cut short (a 50 MB name is
+    // not printed whole), control characters shown as escapes.
+    let name =
+        |s: &str| crate::report::terminal(&crate::quote::cut(s, crate::quote::WORD)).into_owned();
     let mut s = format!(
         "{} seed {} ({} servers, session timeout {} ms, zoosim {})\n",
-        m.scenario, m.seed, m.servers, m.session_timeout_ms, m.zoosim
+        name(&m.scenario),
+        m.seed,
+        m.servers,
+        m.session_timeout_ms,
+        name(&m.zoosim)
     );
     let counts = h.counts();
     let kinds = ["invoke", "complete", "watch", "session", "fault", "role"];

@@ -163,7 +163,10 @@ struct FileReport {
 /// linearizable, else 3 some file unknown, else 0 ([`EXIT_STATUS`]).
 pub(crate) fn run(args: &LinArgs) -> Result<ExitCode, String> {
     if !MODELS.iter().any(|(name, _)| *name == args.model) {
-        let mut msg = format!("unknown model {:?}; the models are:", args.model);
+        let mut msg = format!(
+            "unknown model {}; the models are:",
+            crate::quote::quoted(&args.model, crate::quote::WORD)
+        );
         for (name, what) in MODELS {
             let _ = write!(msg, "\n  {name}  {what}");
         }
@@ -800,13 +803,9 @@ fn describe<M: Model>(model: &M, op: &Operation<M::Input, M::Output>) -> String 
     )
 }
 
-/// At most `n` characters of `s`.
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_owned()
-    } else {
-        format!("{}...", s.chars().take(n).collect::<String>())
-    }
+/// A state on a diagnosis line: its start, and its length when cut.
+fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::quote::cut(s, 200)
 }
 
 /// The first failing partition's diagnosis, in lines.
@@ -842,8 +841,8 @@ fn diagnose<M: Model>(
         lines.push(format!(
             "  {}   state {} -> {}",
             describe(model, &ops[step.op]),
-            clip(&step.before, 60),
-            clip(&step.after, 60)
+            clip(&step.before),
+            clip(&step.after)
         ));
     }
     let end = d
@@ -852,7 +851,7 @@ fn diagnose<M: Model>(
         .map_or_else(|| model.describe_state(&model.init()), |s| s.after.clone());
     lines.push(format!(
         "then nothing can be linearized before this returns, in state {}:",
-        clip(&end, 60)
+        clip(&end)
     ));
     lines.push(format!("  {}", describe(model, &ops[d.deadline])));
     for &(c, accepted) in &d.candidates {

@@ -115,14 +115,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
         symmetry: args.symmetry,
     };
     if let Some(addr) = &args.serve {
-        let bound = loopback(addr)?;
-        model.serve(&spec, &bound.to_string(), &mut || {
-            println!(
-                "serving stateright's Explorer for model {} on http://{bound}/ (Ctrl-C to stop)",
-                model.name()
-            );
-            let _ = std::io::stdout().flush();
-        })?;
+        serve(model, spec, addr)?;
         return Ok(ExitCode::SUCCESS);
     }
     let started = Instant::now();
@@ -207,10 +200,193 @@ pub(crate) fn list() -> String {
     out
 }
 
-/// `addr` as one loopback socket address, a free port chosen for port 0;
+/// `--serve ADDR`: stateright's Explorer for `model`, behind a front of
+/// our own on `addr` that answers only requests addressed to it.
+///
+/// The Explorer (stateright's, over tiny_http) answers any request on its
+/// port, whatever its `Host:` header, and offers no hook to refuse one. A
+/// web page the user visits can rebind its own name to 127.0.0.1 (DNS
+/// rebinding) and then drive the Explorer from the browser. So the
+/// Explorer listens on another loopback port, chosen free, and `addr` is
+/// served by [`front`], which passes on a request only when its `Host:`
+/// is the address bound (`127.0.0.1:3000`, or the name given,
+/// `localhost:3000`) and refuses any other with 421. What remains: the
+/// Explorer's own port answers any host too; it is not printed, and a
+/// rebinding page would have to find it among the machine's ports.
+fn serve(model: Box<dyn crate::models::Listed>, spec: Spec, addr: &str) -> Result<(), String> {
+    let front_listener = loopback(addr)?;
+    let bound = front_listener
+        .local_addr()
+        .map_err(|e| format!("--serve {addr:?}: {e}"))?;
+    let hosts = allowed_hosts(addr, bound);
+    // The Explorer's own port: free now, bound by stateright below.
+    let inner = TcpListener::bind((bound.ip(), 0))
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("--serve {addr:?}: no free port for the Explorer: {e}"))?;
+    let name = model.name();
+    let (failed, failure) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Blocks, serving, until the process ends; returns only on error.
+        if let Err(e) = model.serve(&spec, &inner.to_string(), &mut || {}) {
+            let _ = failed.send(e);
+        }
+    });
+    // Up when it accepts a connection (a failure to start is reported).
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(inner).is_err() {
+        if let Ok(e) = failure.try_recv() {
+            return Err(e);
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "--serve {addr:?}: the Explorer did not start on {inner}"
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    println!("serving stateright's Explorer for model {name} on http://{bound}/ (Ctrl-C to stop)");
+    let _ = std::io::stdout().flush();
+    for conn in front_listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let hosts = hosts.clone();
+        std::thread::spawn(move || front(conn, inner, &hosts));
+    }
+    Ok(())
+}
+
+/// The `Host:` values a request to `bound` (asked for as `addr`) may
+/// carry, lowercase: the address bound, and the name given with the
+/// port bound (`localhost:3000`); without a port where it is 80.
+fn allowed_hosts(addr: &str, bound: SocketAddr) -> Vec<String> {
+    let port = bound.port();
+    let mut hosts = vec![bound.to_string()];
+    let given = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    if !given.is_empty() {
+        hosts.push(format!("{given}:{port}"));
+    }
+    if port == 80 {
+        hosts.push(bound.ip().to_string());
+        if bound.is_ipv6() {
+            hosts.push(format!("[{}]", bound.ip()));
+        }
+        hosts.push(given.to_owned());
+    }
+    hosts.iter().map(|h| h.to_ascii_lowercase()).collect()
+}
+
+/// The most bytes of a request's head (its line and headers) [`front`]
+/// reads; the Explorer's requests are a few hundred.
+const MOST_HEAD: usize = 64 << 10;
+
+/// One connection to the front: its request's head is read, its `Host:`
+/// checked against `hosts`; a request for another host is answered 421
+/// (400 without one), a good one is passed to the Explorer at `inner`
+/// with `Connection: close`, and the answer passed back whole. One
+/// request per connection: the browser opens another for the next.
+fn front(mut conn: std::net::TcpStream, inner: SocketAddr, hosts: &[String]) {
+    use std::io::{Read, Write};
+    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = loop {
+        if let Some(k) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            break k + 4;
+        }
+        if head.len() > MOST_HEAD {
+            return refuse(
+                &mut conn,
+                431,
+                "Request Header Fields Too Large",
+                "request head too large",
+            );
+        }
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    };
+    let text = String::from_utf8_lossy(&head[..end]).into_owned();
+    let mut lines = text.split("\r\n");
+    let request_line = lines.next().unwrap_or("");
+    let mut host = None;
+    let mut kept = vec![request_line.to_owned()];
+    for line in lines.filter(|l| !l.is_empty()) {
+        let (name, value) = line.split_once(':').unwrap_or((line, ""));
+        let name_lc = name.trim().to_ascii_lowercase();
+        if name_lc == "host" {
+            if host.is_some() {
+                return refuse(&mut conn, 400, "Bad Request", "more than one Host header");
+            }
+            host = Some(value.trim().to_ascii_lowercase());
+        }
+        // The front says how the connection ends.
+        if name_lc != "connection" && name_lc != "keep-alive" {
+            kept.push(line.to_owned());
+        }
+    }
+    match host {
+        None => return refuse(&mut conn, 400, "Bad Request", "no Host header"),
+        Some(h) if !hosts.contains(&h) => {
+            return refuse(
+                &mut conn,
+                421,
+                "Misdirected Request",
+                &format!(
+                    "this Explorer answers requests for {} only, not for {}",
+                    hosts[0],
+                    crate::quote::quoted(&h, crate::quote::WORD)
+                ),
+            )
+        }
+        Some(_) => {}
+    }
+    let Ok(mut up) = std::net::TcpStream::connect(inner) else {
+        return refuse(
+            &mut conn,
+            502,
+            "Bad Gateway",
+            "the Explorer is not answering",
+        );
+    };
+    kept.push("Connection: close".to_owned());
+    let mut request = kept.join("\r\n").into_bytes();
+    request.extend_from_slice(b"\r\n\r\n");
+    // The body's start came with the head; the rest follows it.
+    request.extend_from_slice(&head[end..]);
+    if up.write_all(&request).is_err() {
+        return;
+    }
+    if let Ok(mut down) = conn.try_clone() {
+        let mut up_reader = match up.try_clone() {
+            Ok(u) => u,
+            Err(_) => return,
+        };
+        // The request's body, if any, copied on while the answer comes.
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut down, &mut up_reader);
+        });
+    }
+    let _ = std::io::copy(&mut up, &mut conn);
+    let _ = conn.shutdown(std::net::Shutdown::Both);
+}
+
+/// Answers `conn` with `status` and a line of text, and closes it.
+fn refuse(conn: &mut std::net::TcpStream, status: u16, reason: &str, why: &str) {
+    use std::io::Write;
+    let body = format!("zoosim: {why}\n");
+    let _ = write!(
+        conn,
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = conn.shutdown(std::net::Shutdown::Both);
+}
+
+/// `addr` as one loopback socket, bound (a free port chosen for port 0);
 /// anything else refused: the Explorer has no authentication, and runs
 /// the checker for whoever asks.
-pub fn loopback(addr: &str) -> Result<SocketAddr, String> {
+pub fn loopback(addr: &str) -> Result<TcpListener, String> {
     let addrs: Vec<SocketAddr> = addr
         .to_socket_addrs()
         .map_err(|e| format!("--serve {addr:?}: not an address (e.g. 127.0.0.1:3000): {e}"))?
@@ -225,13 +401,7 @@ pub fn loopback(addr: &str) -> Result<SocketAddr, String> {
             other.ip()
         ));
     }
-    // Bound here first: a port in use is a clear error, not a panic in
-    // the server's thread, and port 0 becomes a free port we can print.
-    let listener =
-        TcpListener::bind(first).map_err(|e| format!("--serve {addr:?}: cannot listen: {e}"))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("--serve {addr:?}: {e}"))?;
-    drop(listener);
-    Ok(bound)
+    // Bound here: a port in use is a clear error, and port 0 becomes a
+    // free port we can print.
+    TcpListener::bind(first).map_err(|e| format!("--serve {addr:?}: cannot listen: {e}"))
 }

@@ -99,7 +99,12 @@ pub(super) fn write_index(dir: &Path, r: &IndexReport) -> Result<PathBuf, String
 /// The timeline of a recorded history: one lane per scenario client (in
 /// client order; sessions without a client after them), one per server
 /// with its role changes; faults and elections as bands.
-pub(super) fn timeline(h: &History) -> (Vec<Lane>, Vec<Span>) {
+///
+/// Every value from the history is cut short on the page (`crate::quote`:
+/// a 50 MB value drawn whole made a page of hundreds of MB); an
+/// operation's hover says so, and how to see it whole: `zoosim history
+/// FILE --op ID`, where the history's `file` is known.
+pub(super) fn timeline(h: &History, file: Option<&str>) -> (Vec<Lane>, Vec<Span>) {
     // Lanes: by client number, or by handle for sessions outside them.
     #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
     enum Who {
@@ -119,6 +124,7 @@ pub(super) fn timeline(h: &History) -> (Vec<Lane>, Vec<Span>) {
         if let Some(s) = i.session {
             sessions.entry(w).or_default().insert(s.to_string());
         }
+        let mut cut = false;
         let (status, label, reply_detail, server, zxid, end_us) = match p.complete {
             None => (
                 OpStatus::Indeterminate,
@@ -139,7 +145,10 @@ pub(super) fn timeline(h: &History) -> (Vec<Lane>, Vec<Span>) {
                 (
                     status,
                     format!("{} → {}", op_words(&i.op), outcome_words(&c.outcome)),
-                    format!("reply: {}", fields(at, Event::Complete(c.clone()))),
+                    format!(
+                        "reply: {}",
+                        fields(at, Event::Complete(c.clone()), &mut cut)
+                    ),
                     c.server.map(|s| s.to_string()),
                     c.zxid,
                     Some(us(at)),
@@ -147,6 +156,26 @@ pub(super) fn timeline(h: &History) -> (Vec<Lane>, Vec<Span>) {
             }
         };
         let session = i.session.map_or("none yet".to_owned(), |s| s.to_string());
+        let label = {
+            let c = crate::quote::Cut::of(&label, LABEL_CHARS);
+            cut |= c.was_cut();
+            c.finish(None)
+        };
+        let mut detail = format!(
+            "handle {} · session {session}\ncall: {}\n{reply_detail}",
+            i.actor.handle,
+            fields(p.invoked_ns, Event::Invoke(i.clone()), &mut cut)
+        );
+        if cut {
+            detail += &match file {
+                Some(f) => format!(
+                    "\nvalues cut short here; whole: zoosim history {} --op {}",
+                    super::shell_word(f),
+                    i.id.0
+                ),
+                None => "\nvalues cut short here (--history writes them whole)".to_owned(),
+            };
+        }
         lanes.entry(w).or_default().ops.push(OpBar {
             id: i.id.0,
             start_us: us(p.invoked_ns),
@@ -155,11 +184,7 @@ pub(super) fn timeline(h: &History) -> (Vec<Lane>, Vec<Span>) {
             status,
             server,
             zxid,
-            detail: format!(
-                "handle {} · session {session}\ncall: {}\n{reply_detail}",
-                i.actor.handle,
-                fields(p.invoked_ns, Event::Invoke(i.clone()))
-            ),
+            detail,
             state_before: None,
             state_after: None,
         });
@@ -183,7 +208,11 @@ pub(super) fn timeline(h: &History) -> (Vec<Lane>, Vec<Span>) {
         match &r.event {
             Event::Watch(w) => lanes.entry(who(&w.actor)).or_default().points.push(Point {
                 at_us: us(r.at_ns),
-                label: format!("{:?} {}", w.event.event_type, w.event.path),
+                label: crate::quote::cut(
+                    &format!("{:?} {}", w.event.event_type, w.event.path),
+                    LABEL_CHARS,
+                )
+                .into_owned(),
                 kind: PointKind::Watch,
             }),
             Event::Session(s) => {
@@ -308,7 +337,7 @@ fn fault_span(at_us: u64, f: &FaultRecord, servers: u32) -> Span {
         format!("{{{}}}", v.join(","))
     };
     let rest = |s: &[u32]| -> Vec<u32> { (0..servers).filter(|x| !s.contains(x)).collect() };
-    let mut label = f.fault.clone();
+    let mut label = crate::quote::cut(&f.fault, crate::quote::WORD).into_owned();
     if let Some(split) = &f.split {
         label += &format!(" {} | {}", side(split), side(&rest(split)));
     }
@@ -380,10 +409,14 @@ fn fault_span(at_us: u64, f: &FaultRecord, servers: u32) -> Span {
     }
 }
 
+/// The most characters of an operation's label on a page.
+const LABEL_CHARS: usize = 200;
+
 /// A record's own fields as in its JSON line in the history file (every
-/// argument of the op, every field of the reply, exactly), without those
-/// the page shows elsewhere (kind, time, ids, actor, server, zxid).
-fn fields(at_ns: u64, event: Event) -> String {
+/// argument of the op, every field of the reply), without those the page
+/// shows elsewhere (kind, time, ids, actor, server, zxid); each value cut
+/// short past [`crate::quote::VALUE`] characters (`cut` set if one was).
+fn fields(at_ns: u64, event: Event, cut: &mut bool) -> String {
     let line = crate::history::json::record_line(&crate::history::Record { at_ns, event });
     match serde_json::from_str::<serde_json::Value>(&line) {
         Ok(serde_json::Value::Object(mut m)) => {
@@ -392,11 +425,53 @@ fn fields(at_ns: u64, event: Event) -> String {
             ] {
                 m.remove(k);
             }
-            let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let parts: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k} {}", json_shown(v, cut)))
+                .collect();
             parts.join(" · ")
         }
-        _ => line,
+        _ => {
+            let c = crate::quote::Cut::of(&line, FIELDS_CHARS);
+            *cut |= c.was_cut();
+            c.finish(None)
+        }
     }
+}
+
+/// The most characters of one field of a record on a page (an op's
+/// arguments: each string in it cut on its own first).
+const FIELDS_CHARS: usize = 1_000;
+
+/// A JSON value as a record's field shows it: each string (node data, a
+/// path) cut short past [`crate::quote::VALUE`] characters, so that an
+/// op's other arguments stay in sight beside a long one; the whole cut
+/// past [`FIELDS_CHARS`] (`cut` set where anything was).
+fn json_shown(v: &serde_json::Value, cut: &mut bool) -> String {
+    use serde_json::Value;
+    let whole = match v {
+        Value::String(s) => {
+            let mut c = crate::quote::Cut::new(crate::quote::VALUE);
+            let _ = std::fmt::Write::write_str(&mut c, s);
+            *cut |= c.was_cut();
+            return c.finish_quoted(None);
+        }
+        Value::Object(m) => {
+            let parts: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k:?}:{}", json_shown(v, cut)))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(a) => {
+            let parts: Vec<String> = a.iter().map(|v| json_shown(v, cut)).collect();
+            format!("[{}]", parts.join(","))
+        }
+        other => other.to_string(),
+    };
+    let c = crate::quote::Cut::of(&whole, FIELDS_CHARS);
+    *cut |= c.was_cut();
+    c.finish(None)
 }
 
 fn op_words(op: &crate::history::HistOp) -> String {
@@ -583,13 +658,15 @@ pub(super) fn history_report(
     c: &ContractReport,
     replay: String,
 ) -> SeedReport {
-    let (mut lanes, spans) = timeline(h);
+    let (mut lanes, spans) = timeline(h, Some(file));
     let (verdicts, mut section) = contract_parts(c);
     contract_states(c, &mut lanes, &mut section);
     let m = &h.meta;
+    // The meta line's names, cut short as every value from the file is.
+    let name = |s: &str| crate::quote::cut(s, crate::quote::WORD).into_owned();
     SeedReport {
-        title: format!("{file}: {} seed {}", m.scenario, m.seed),
-        scenario: m.file.clone().unwrap_or_else(|| m.scenario.clone()),
+        title: format!("{file}: {} seed {}", name(&m.scenario), m.seed),
+        scenario: name(m.file.as_deref().unwrap_or(&m.scenario)),
         seed: m.seed,
         commit: None,
         replay_command: replay,
@@ -600,7 +677,7 @@ pub(super) fn history_report(
                 "recorded from".to_owned(),
                 format!(
                     "{} seed {}",
-                    m.file.as_deref().unwrap_or(&m.scenario),
+                    name(m.file.as_deref().unwrap_or(&m.scenario)),
                     m.seed
                 ),
             ),
@@ -609,7 +686,7 @@ pub(super) fn history_report(
                 "session timeout".to_owned(),
                 format!("{} ms", m.session_timeout_ms),
             ),
-            ("recorded by zoosim".to_owned(), m.zoosim.clone()),
+            ("recorded by zoosim".to_owned(), name(&m.zoosim)),
         ],
         verdicts,
         counters: Vec::new(),
@@ -640,7 +717,7 @@ pub(super) fn seed_report(
     replay: String,
 ) -> SeedReport {
     use crate::scenario::verdict::run_properties;
-    let (mut lanes, spans) = timeline(&run.history);
+    let (mut lanes, spans) = timeline(&run.history, None);
     let violations: Vec<&crate::check::Violation> = match &run.result {
         Ok(o) => o.violations.iter().collect(),
         Err(v) => vec![v],
@@ -910,6 +987,9 @@ fn lane_order(label: &str) -> (u8, u64, String) {
 /// order events by line and carry no times the checker uses.
 const LINE_US: u64 = 1_000_000;
 
+/// The most characters of a model's state on a page.
+const STATE_CHARS: usize = 1_000;
+
 /// A Jepsen history's page: a lane per process, each operation from its
 /// invocation's line to its completion's; per partition the verdict, the
 /// longest linearizable prefix with the model's states, the operations
@@ -928,23 +1008,17 @@ pub(super) fn lin_report<M: Model>(
     command: String,
 ) -> SeedReport {
     let id = |i: usize| ops[i].call;
+    // The models cut long values short in what they describe
+    // (`crate::quote`); a state of many keys is cut here.
+    let state = |s: String| match crate::quote::cut(&s, STATE_CHARS) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(cut) => cut,
+    };
     let mut bars: Vec<OpBar> = ops
         .iter()
-        .map(|o| OpBar {
-            id: o.call,
-            start_us: o.call.saturating_mul(LINE_US),
-            end_us: match o.output {
-                LinOutcome::Unknown => None,
-                LinOutcome::Known(_) => o.ret.map(|r| r.saturating_mul(LINE_US)),
-            },
-            label: model.describe_op(&o.input, o.output.as_ref()),
-            status: match o.output {
-                LinOutcome::Known(_) => OpStatus::Ok,
-                LinOutcome::Unknown => OpStatus::Indeterminate,
-            },
-            server: None,
-            zxid: None,
-            detail: format!(
+        .map(|o| {
+            let label = model.describe_op(&o.input, o.output.as_ref());
+            let mut detail = format!(
                 "process {}: invoked on line {}, {}",
                 o.client,
                 o.call,
@@ -953,9 +1027,28 @@ pub(super) fn lin_report<M: Model>(
                     (false, Some(r)) => format!("completed :info on line {r} (unknown outcome)"),
                     (_, None) => "never completed (unknown outcome)".to_owned(),
                 }
-            ),
-            state_before: None,
-            state_after: None,
+            );
+            if label.contains(crate::quote::ELLIPSIS) {
+                detail += &format!("\na value cut short (…) is whole on those lines of {file}");
+            }
+            OpBar {
+                id: o.call,
+                start_us: o.call.saturating_mul(LINE_US),
+                end_us: match o.output {
+                    LinOutcome::Unknown => None,
+                    LinOutcome::Known(_) => o.ret.map(|r| r.saturating_mul(LINE_US)),
+                },
+                label,
+                status: match o.output {
+                    LinOutcome::Known(_) => OpStatus::Ok,
+                    LinOutcome::Unknown => OpStatus::Indeterminate,
+                },
+                server: None,
+                zxid: None,
+                detail,
+                state_before: None,
+                state_after: None,
+            }
         })
         .collect();
     let mut sections = Vec::new();
@@ -974,16 +1067,15 @@ pub(super) fn lin_report<M: Model>(
                     p.partition.ops.len()
                 );
                 // The states along the order found, for the hover.
-                let mut state = model.init();
+                let mut now = model.init();
                 for &i in order {
-                    let before = model.describe_state(&state);
-                    if let Step::To(next) =
-                        model.step(&state, &ops[i].input, ops[i].output.as_ref())
+                    let before = model.describe_state(&now);
+                    if let Step::To(next) = model.step(&now, &ops[i].input, ops[i].output.as_ref())
                     {
-                        state = next;
+                        now = next;
                     }
-                    bars[i].state_before = Some(before);
-                    bars[i].state_after = Some(model.describe_state(&state));
+                    bars[i].state_before = Some(state(before));
+                    bars[i].state_after = Some(state(model.describe_state(&now)));
                 }
             }
             Verdict::NotLinearizable(d) => {
@@ -996,15 +1088,15 @@ pub(super) fn lin_report<M: Model>(
                     model.describe_op(&ops[d.deadline].input, ops[d.deadline].output.as_ref())
                 );
                 for step in &d.prefix {
-                    bars[step.op].state_before = Some(step.before.clone());
-                    bars[step.op].state_after = Some(step.after.clone());
+                    bars[step.op].state_before = Some(state(step.before.clone()));
+                    bars[step.op].state_after = Some(state(step.after.clone()));
                 }
                 section.longest_prefix = d
                     .prefix
                     .iter()
                     .map(|s| PrefixStep {
                         op: id(s.op),
-                        state_after: s.after.clone(),
+                        state_after: state(s.after.clone()),
                     })
                     .collect();
                 let mut stuck: Vec<u64> = d.candidates.iter().map(|&(c, _)| id(c)).collect();

@@ -47,7 +47,7 @@ pub enum ParseErrorKind {
     NotJson(String),
     /// The object has no `kind` string.
     NoKind,
-    /// A `kind` this format does not know.
+    /// A `kind` this format does not know (cut short: `crate::quote`).
     UnknownKind(String),
     /// A known kind with a missing or malformed field: the parser's message.
     BadRecord {
@@ -89,7 +89,7 @@ impl fmt::Display for ParseErrorKind {
             ParseErrorKind::NoKind => write!(f, "record has no \"kind\" string"),
             ParseErrorKind::UnknownKind(k) => write!(
                 f,
-                "unknown record kind {k:?} (expected meta, invoke, complete, watch, session, \
+                "unknown record kind {k} (expected meta, invoke, complete, watch, session, \
                  fault or role)"
             ),
             ParseErrorKind::BadRecord { kind, message } => {
@@ -907,7 +907,7 @@ pub fn parse_reader(reader: impl BufRead) -> Result<History, ParseError> {
             continue;
         }
         let value: Value = serde_json::from_str(&line)
-            .map_err(|e| err(n, ParseErrorKind::NotJson(e.to_string())))?;
+            .map_err(|e| err(n, ParseErrorKind::NotJson(cut(e.to_string()))))?;
         let Value::Object(obj) = value else {
             return Err(err(n, ParseErrorKind::NotJson("not an object".into())));
         };
@@ -919,7 +919,7 @@ pub fn parse_reader(reader: impl BufRead) -> Result<History, ParseError> {
             if meta.is_some() {
                 return Err(err(n, ParseErrorKind::MetaAgain));
             }
-            let m: WMeta = field_err(n, &kind, serde_json::from_value(Value::Object(obj)))?;
+            let m: WMeta = field_err(n, &kind, &line, Value::Object(obj))?;
             if m.format != FORMAT_VERSION {
                 return Err(err(n, ParseErrorKind::Version(m.format)));
             }
@@ -936,7 +936,7 @@ pub fn parse_reader(reader: impl BufRead) -> Result<History, ParseError> {
             });
             continue;
         }
-        let record = record_in(n, &kind, Value::Object(obj))?;
+        let record = record_in(n, &kind, &line, Value::Object(obj))?;
         if meta.is_none() {
             return Err(err(n, ParseErrorKind::NoMeta));
         }
@@ -973,8 +973,73 @@ pub fn parse_reader(reader: impl BufRead) -> Result<History, ParseError> {
     Ok(History { meta, records })
 }
 
-fn field_err<T>(n: usize, kind: &str, r: Result<T, serde_json::Error>) -> Result<T, ParseError> {
-    r.map_err(|e| bad(n, kind, e.to_string()))
+/// `message` (which may quote the line) cut short (`crate::quote`): a line
+/// may hold a 200 MB number or string.
+fn cut(message: String) -> String {
+    match crate::quote::message(&message) {
+        std::borrow::Cow::Borrowed(_) => message,
+        std::borrow::Cow::Owned(cut) => cut,
+    }
+}
+
+/// Line `n`'s record `v` (of `kind`, its text `line`) as the mirror type
+/// `T`, or what is wrong with it: which field, and why.
+fn field_err<T: serde::de::DeserializeOwned>(
+    n: usize,
+    kind: &str,
+    line: &str,
+    v: Value,
+) -> Result<T, ParseError> {
+    serde_json::from_value(v).map_err(|e| {
+        let message = e.to_string();
+        // serde names a missing field, not one of the wrong type ("invalid
+        // type: string \"x\", expected u64"). Read from the text, the same
+        // error has a position, and the key before it names the field.
+        let field = serde_json::from_str::<T>(line)
+            .err()
+            .and_then(|e| key_before(line, e.column()));
+        let message = match field {
+            Some(f) if !message.starts_with("missing field") => {
+                format!(
+                    "field {}: {message}",
+                    crate::quote::quoted(f, crate::quote::WORD)
+                )
+            }
+            _ => message,
+        };
+        bad(n, kind, message)
+    })
+}
+
+/// The last object key that ends before the 1-based `column` (bytes) of
+/// the JSON text `line`: the field whose value is there. Keys are told
+/// from string values by the `:` after them.
+pub(crate) fn key_before(line: &str, column: usize) -> Option<&str> {
+    let bytes = line.as_bytes();
+    let end = column.min(bytes.len());
+    let mut key = None;
+    let mut i = 0;
+    while i < end {
+        if bytes[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let start = i + 1;
+        i = start;
+        while i < bytes.len() && bytes[i] != b'"' {
+            i += if bytes[i] == b'\\' { 2 } else { 1 };
+        }
+        let string = line.get(start..i.min(bytes.len()));
+        i += 1;
+        let mut j = i;
+        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if j < end && bytes[j] == b':' {
+            key = string;
+        }
+    }
+    key
 }
 
 fn bad(n: usize, kind: &str, message: String) -> ParseError {
@@ -982,16 +1047,16 @@ fn bad(n: usize, kind: &str, message: String) -> ParseError {
         n,
         ParseErrorKind::BadRecord {
             kind: kind.into(),
-            message,
+            message: cut(message),
         },
     )
 }
 
-fn record_in(n: usize, kind: &str, v: Value) -> Result<Record, ParseError> {
+fn record_in(n: usize, kind: &str, line: &str, v: Value) -> Result<Record, ParseError> {
     let b = |m: String| bad(n, kind, m);
     let (at_ns, event) = match kind {
         "invoke" => {
-            let w: WInvoke = field_err(n, kind, serde_json::from_value(v))?;
+            let w: WInvoke = field_err(n, kind, line, v)?;
             (
                 w.t,
                 Event::Invoke(Invoke {
@@ -1007,7 +1072,7 @@ fn record_in(n: usize, kind: &str, v: Value) -> Result<Record, ParseError> {
             )
         }
         "complete" => {
-            let w: WComplete = field_err(n, kind, serde_json::from_value(v))?;
+            let w: WComplete = field_err(n, kind, line, v)?;
             let outcome = match (w.ok, w.error) {
                 (Some(WReply::CloseSession), None) => Outcome::Ok(None),
                 (Some(ok), None) => Outcome::Ok(Some(reply_in(ok).map_err(b)?)),
@@ -1029,7 +1094,7 @@ fn record_in(n: usize, kind: &str, v: Value) -> Result<Record, ParseError> {
             )
         }
         "watch" => {
-            let w: WWatch = field_err(n, kind, serde_json::from_value(v))?;
+            let w: WWatch = field_err(n, kind, line, v)?;
             (
                 w.t,
                 Event::Watch(Watched {
@@ -1047,7 +1112,7 @@ fn record_in(n: usize, kind: &str, v: Value) -> Result<Record, ParseError> {
             )
         }
         "session" => {
-            let w: WSession = field_err(n, kind, serde_json::from_value(v))?;
+            let w: WSession = field_err(n, kind, line, v)?;
             (
                 w.t,
                 Event::Session(SessionChange {
@@ -1062,7 +1127,7 @@ fn record_in(n: usize, kind: &str, v: Value) -> Result<Record, ParseError> {
             )
         }
         "fault" => {
-            let w: WFault = field_err(n, kind, serde_json::from_value(v))?;
+            let w: WFault = field_err(n, kind, line, v)?;
             (
                 w.t,
                 Event::Fault(FaultRecord {
@@ -1081,7 +1146,7 @@ fn record_in(n: usize, kind: &str, v: Value) -> Result<Record, ParseError> {
             )
         }
         "role" => {
-            let w: WRole = field_err(n, kind, serde_json::from_value(v))?;
+            let w: WRole = field_err(n, kind, line, v)?;
             let role = match (w.role.as_str(), w.leader) {
                 ("looking", _) => Role::Looking,
                 ("leading", _) => Role::Leading,
@@ -1100,7 +1165,12 @@ fn record_in(n: usize, kind: &str, v: Value) -> Result<Record, ParseError> {
                 }),
             )
         }
-        other => return Err(err(n, ParseErrorKind::UnknownKind(other.into()))),
+        other => {
+            return Err(err(
+                n,
+                ParseErrorKind::UnknownKind(crate::quote::quoted(other, crate::quote::WORD)),
+            ))
+        }
     };
     Ok(Record { at_ns, event })
 }

@@ -213,7 +213,7 @@ fn a_broken_history_is_refused_with_its_line() {
     // Unknown kind.
     assert_eq!(
         kind_at(&with_line(3, r#"{"kind":"gossip","t":10}"#)),
-        (3, ParseErrorKind::UnknownKind("gossip".into()))
+        (3, ParseErrorKind::UnknownKind("\"gossip\"".into()))
     );
     assert_eq!(
         kind_at(&with_line(3, r#"{"t":10}"#)),

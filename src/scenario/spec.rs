@@ -68,44 +68,15 @@ pub struct SpecError {
 
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let message = shorten_words(&self.message);
+        // Messages quote what the file said (a key, a value): a 50 MB
+        // key must not be echoed whole.
+        let message = crate::quote::message(&self.message);
         if self.line == 0 {
             write!(f, "{}: {message}", self.file)
         } else {
             write!(f, "{}:{}:{}: {message}", self.file, self.line, self.column)
         }
     }
-}
-
-/// The longest word of a message shown in full: messages quote what the
-/// file said (a key, a value), and a 50 MB key must not be echoed whole.
-const LONGEST_WORD_CHARS: usize = 80;
-
-/// `message` with every word longer than [`LONGEST_WORD_CHARS`] cut to
-/// its start and its length.
-fn shorten_words(message: &str) -> std::borrow::Cow<'_, str> {
-    if !message
-        .split(' ')
-        .any(|w| w.chars().count() > LONGEST_WORD_CHARS)
-    {
-        return message.into();
-    }
-    let words: Vec<String> = message
-        .split(' ')
-        .map(|w| {
-            let n = w.chars().count();
-            if n > LONGEST_WORD_CHARS {
-                // Its start, and its last two characters (the closing
-                // quote and punctuation, where it had them).
-                let start: String = w.chars().take(LONGEST_WORD_CHARS / 2).collect();
-                let end: String = w.chars().skip(n - 2).collect();
-                format!("{start}...{end} ({n} characters)")
-            } else {
-                w.to_owned()
-            }
-        })
-        .collect();
-    words.join(" ").into()
 }
 
 impl std::error::Error for SpecError {}

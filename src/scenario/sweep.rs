@@ -884,10 +884,15 @@ impl fmt::Display for SummaryError {
                 line,
                 column,
                 message,
-            } => write!(
-                f,
-                "{file}:{line}:{column}: not a valid zoosim summary: {message}"
-            ),
+            } => {
+                // serde_json says column 0 where no character was read
+                // (an empty file): no column to name there.
+                write!(f, "{file}:{line}:")?;
+                if *column > 0 {
+                    write!(f, "{column}:")?;
+                }
+                write!(f, " not a valid zoosim summary: {message}")
+            }
             SummaryError::Invalid { file, what } => write!(f, "{file}: {what}"),
             SummaryError::Output(output::OutputError::Io { path, error }) => {
                 write!(f, "{}: cannot write the summary: {error}", path.display())
@@ -934,6 +939,19 @@ pub fn parse(file: &str, text: &str) -> Result<SweepSummary, SummaryError> {
             Some(at) => message[..at].to_owned(),
             None => message,
         };
+        // serde names a missing field, not one of the wrong type: the key
+        // before the error's position does.
+        if e.classify() == serde_json::error::Category::Data && !message.starts_with("missing") {
+            let line = text.lines().nth(e.line().saturating_sub(1)).unwrap_or("");
+            if let Some(k) = crate::history::json::key_before(line, e.column()) {
+                message = format!(
+                    "field {}: {message}",
+                    crate::quote::quoted(k, crate::quote::WORD)
+                );
+            }
+        }
+        // A value quoted in it may be megabytes long.
+        let mut message = crate::quote::message(&message).into_owned();
         // Only an input that ends early may have been cut short.
         if e.classify() == serde_json::error::Category::Eof {
             message.push_str(" (truncated?)");

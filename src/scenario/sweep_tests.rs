@@ -244,7 +244,7 @@ fn a_summary_is_read_back_as_written_and_bad_ones_are_refused_with_their_place()
     );
     let e = parse("x.json", "").unwrap_err().to_string();
     assert!(
-        e.starts_with("x.json:1:0: not a valid zoosim summary: EOF") && e.ends_with("(truncated?)"),
+        e.starts_with("x.json:1: not a valid zoosim summary: EOF") && e.ends_with("(truncated?)"),
         "{e}"
     );
     // A value of the wrong type is no sign of a cut file.

@@ -1,6 +1,7 @@
 //! A compare-and-set register: it holds one integer or nothing (`nil`, at
 //! the start), and is read, written, or compared-and-set.
 
+use super::edn::shown;
 use super::jepsen::{FromJepsen, Value};
 use super::{Model, Outcome, Step};
 
@@ -102,7 +103,7 @@ impl Model for CasRegister {
 fn too_big(v: &str) -> String {
     format!(
         "the integer {} does not fit in 64 bits (the register holds 64-bit integers)",
-        super::edn::clip(v.to_owned(), 40)
+        crate::quote::cut(v, 40)
     )
 }
 
@@ -117,11 +118,14 @@ impl FromJepsen for CasRegister {
                     to: *to,
                 }),
                 [Value::BigInt(v), _] | [_, Value::BigInt(v)] => Err(too_big(v)),
-                _ => Err(format!("a cas takes [from to], two integers, not {value}")),
+                _ => Err(format!(
+                    "a cas takes [from to], two integers, not {}",
+                    shown(value)
+                )),
             },
             ("write", Value::BigInt(v)) => Err(too_big(v)),
-            ("write", v) => Err(format!("a write takes an integer, not {v}")),
-            ("cas", v) => Err(format!("a cas takes [from to], not {v}")),
+            ("write", v) => Err(format!("a write takes an integer, not {}", shown(v))),
+            ("cas", v) => Err(format!("a cas takes [from to], not {}", shown(v))),
             (f, _) => Err(format!(
                 "unknown operation :{f} for the cas register (expected :read, :write or :cas)"
             )),
@@ -133,11 +137,34 @@ impl FromJepsen for CasRegister {
             (Op::Read, Value::Nil) => Ok(Reply::Read(None)),
             (Op::Read, Value::Int(v)) => Ok(Reply::Read(Some(*v))),
             (Op::Read, Value::BigInt(v)) => Err(too_big(v)),
-            (Op::Read, v) => Err(format!("a read returns an integer or nil, not {v}")),
-            (Op::Write(w), Value::Int(v)) if v != w => Err(format!(
-                "the write of {w} completes with another value, {v}"
+            (Op::Read, v) => Err(format!(
+                "a read returns an integer or nil, not {}",
+                shown(v)
             )),
-            _ => Ok(Reply::Ok),
+            // A write's or a cas's `:ok` echoes what the invocation asked
+            // (Jepsen copies the invocation into its completion), or says
+            // nothing (nil). Knossos takes the completion's value as what
+            // happened; the checker takes the invocation's (a read's
+            // value alone comes from its `:ok`). Where the two differ the
+            // history contradicts itself, and either choice could make a
+            // verdict of it that the system never earned: refused, both
+            // values named.
+            (_, Value::Nil) => Ok(Reply::Ok),
+            (Op::Write(w), Value::Int(v)) if v == w => Ok(Reply::Ok),
+            (Op::Write(_), Value::BigInt(v)) => Err(too_big(v)),
+            (Op::Write(w), v) => Err(format!(
+                "the :ok of a write of {w} carries another value, {}: a write's completion \
+                 must echo the value written, or be nil",
+                shown(v)
+            )),
+            (Op::Cas { from, to }, Value::Vector(v)) if matches!(v.as_slice(), [Value::Int(a), Value::Int(b)] if a == from && b == to) => {
+                Ok(Reply::Ok)
+            }
+            (Op::Cas { from, to }, v) => Err(format!(
+                "the :ok of a cas [{from} {to}] carries another value, {}: a cas's completion \
+                 must echo [from to], or be nil",
+                shown(v)
+            )),
         }
     }
 

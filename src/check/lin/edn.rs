@@ -171,24 +171,19 @@ pub struct SyntaxError {
     pub what: String,
 }
 
-/// `s` cut to `n` characters, with `...` where it was cut.
-pub(crate) fn clip(s: String, n: usize) -> String {
-    match s.char_indices().nth(n) {
-        Some((at, _)) => format!("{}...", &s[..at]),
-        None => s,
-    }
-}
+/// The characters of a token or value quoted in an error message.
+const QUOTED: usize = 40;
 
-/// A token as quoted in an error message: its first characters.
+/// A token as quoted in an error message: its first characters, and its
+/// length when cut (`crate::quote`): a token may be megabytes long.
 pub(crate) fn quoted(t: &str) -> String {
-    // Cut before quoting: a token may be megabytes long.
-    let cut: String = t.chars().take(41).collect();
-    clip(format!("{cut:?}"), 40)
+    crate::quote::quoted(t, QUOTED)
 }
 
-/// A value as quoted in an error message: its first characters.
+/// A value as quoted in an error message: its first characters, and its
+/// length when cut (counted, never built whole).
 pub(crate) fn shown(v: &Value) -> String {
-    clip(v.to_string(), 40)
+    crate::quote::display(v, QUOTED)
 }
 
 /// Whether `c` ends a token (a number, keyword, symbol or character name).
@@ -449,7 +444,7 @@ impl<'a> Reader<'a> {
             return Err(self.error(start, |c| {
                 format!(
                     "the tag #{} at column {c} tags nothing (truncated?)",
-                    clip(tag.into(), 40)
+                    crate::quote::cut(tag, QUOTED)
                 )
             }));
         }

@@ -32,7 +32,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::edn::{self, clip, quoted, shown, Reader, SyntaxError};
+use super::edn::{self, quoted, shown, Reader, SyntaxError};
 use super::{History, Model, Operation, Outcome};
 
 pub use super::edn::{Float, Value};
@@ -71,7 +71,7 @@ pub struct Event {
 /// Bad input: what and on which line.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ParseError {
-    /// The line (1-based).
+    /// The line (1-based); 0 for the file as a whole.
     pub line: usize,
     /// What is wrong with it.
     pub what: String,
@@ -79,23 +79,27 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Line 0 is the file as a whole (nothing to check in it): no line
+        // to name.
+        if self.line == 0 {
+            return f.write_str(&self.what);
+        }
         write!(f, "line {}: {}", self.line, self.what)
     }
 }
 
 impl std::error::Error for ParseError {}
 
-/// The most characters of a message about bad input: a value or token
-/// quoted in it is cut short (a line may be megabytes long).
-const MAX_MESSAGE: usize = 300;
-
 impl ParseError {
-    /// An error on `line`, its message cut to [`MAX_MESSAGE`] characters.
+    /// An error on `line`, its message cut (`crate::quote::message`): a
+    /// value or token quoted in it is cut short with its length (a line
+    /// may be megabytes long).
     pub fn new(line: usize, what: String) -> ParseError {
-        ParseError {
-            line,
-            what: clip(what, MAX_MESSAGE),
-        }
+        let what = match crate::quote::message(&what) {
+            std::borrow::Cow::Borrowed(_) => what,
+            std::borrow::Cow::Owned(cut) => cut,
+        };
+        ParseError { line, what }
     }
 }
 
@@ -428,21 +432,22 @@ fn read_value(s: &str) -> Result<Value, String> {
 /// Pairs `events`' invocations with their completions into operations of
 /// `model` (see the module's documentation). Times are line numbers.
 pub fn history<M: FromJepsen>(model: &M, events: &[Event]) -> Result<History<M>, ParseError> {
-    // Per process: the open operation's index in `ops`, its line and f.
-    let mut open: BTreeMap<u64, (usize, usize, &str)> = BTreeMap::new();
+    // Per process: the open operation's index in `ops`, its line, f and
+    // key.
+    let mut open: BTreeMap<u64, (usize, usize, &str, Option<&Value>)> = BTreeMap::new();
     let mut ops: Vec<Option<Operation<M::Input, M::Output>>> = Vec::new();
     for e in events {
         let err = |what: String| ParseError::new(e.line, what);
         match e.kind {
             Kind::Invoke => {
-                if let Some((_, line, _)) = open.get(&e.process) {
+                if let Some((_, line, _, _)) = open.get(&e.process) {
                     return Err(err(format!(
                         "process {} invokes again while its operation from line {line} is open",
                         e.process
                     )));
                 }
                 let input = model.input(&e.f, e.key.as_ref(), &e.value).map_err(err)?;
-                open.insert(e.process, (ops.len(), e.line, &e.f));
+                open.insert(e.process, (ops.len(), e.line, &e.f, e.key.as_ref()));
                 ops.push(Some(Operation {
                     client: e.process,
                     input,
@@ -452,7 +457,7 @@ pub fn history<M: FromJepsen>(model: &M, events: &[Event]) -> Result<History<M>,
                 }));
             }
             Kind::Ok | Kind::Fail | Kind::Info => {
-                let Some((k, line, invoked)) = open.remove(&e.process) else {
+                let Some((k, line, invoked, key)) = open.remove(&e.process) else {
                     return Err(err(format!(
                         "a completion for process {}, which has no operation open",
                         e.process
@@ -464,6 +469,23 @@ pub fn history<M: FromJepsen>(model: &M, events: &[Event]) -> Result<History<M>,
                         e.f, e.process
                     )));
                 }
+                // A completion about another key than its invocation's
+                // contradicts it (a key left out repeats the invocation's).
+                if let (Some(invoked), Some(completed)) = (key, &e.key) {
+                    if invoked != completed {
+                        return Err(err(format!(
+                            "completes :{} for key {} but process {} invoked it for key {} \
+                             (line {line})",
+                            e.f,
+                            shown(completed),
+                            e.process,
+                            shown(invoked)
+                        )));
+                    }
+                }
+                // Where a completion's value contradicts its invocation,
+                // the model's error names both lines.
+                let err = |what: String| err(format!("{what} (invoked on line {line})"));
                 match e.kind {
                     Kind::Fail => {
                         let failed = match &ops[k] {

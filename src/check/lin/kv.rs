@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use super::edn::shown;
 use super::jepsen::{FromJepsen, Value};
 use super::{Model, Operation, Outcome, Partition, Step};
 
@@ -284,30 +285,37 @@ impl Model for Kv {
             .collect()
     }
 
+    // Keys and values are quoted cut short (`crate::quote`): a 50 MB
+    // value described whole made 52 MB of terminal output and, once per
+    // state on the page, a 367 MB report. The operation's lines, beside
+    // every description, say where the whole is.
     fn describe_op(&self, input: &Op, output: Outcome<&Reply>) -> String {
         let out = match output {
-            Outcome::Known(Reply::Value(v)) => format!("{v:?}"),
+            Outcome::Known(Reply::Value(v)) => q(v),
             Outcome::Known(Reply::Ok) => "ok".to_owned(),
             Outcome::Unknown => "unknown".to_owned(),
         };
         match input {
-            Op::Get(k) => format!("get {k:?} -> {out}"),
-            Op::Put(k, v) => format!("put {k:?} {v:?} -> {out}"),
-            Op::Append(k, v) => format!("append {k:?} {v:?} -> {out}"),
+            Op::Get(k) => format!("get {} -> {out}", q(k)),
+            Op::Put(k, v) => format!("put {} {} -> {out}", q(k), q(v)),
+            Op::Append(k, v) => format!("append {} {} -> {out}", q(k), q(v)),
         }
     }
 
     fn describe_state(&self, state: &State) -> String {
         let pairs: Vec<String> = match &state.0 {
-            Repr::Map(pairs) => pairs.iter().map(|(k, v)| format!("{k:?}: {v:?}")).collect(),
+            Repr::Map(pairs) => pairs
+                .iter()
+                .map(|(k, v)| format!("{}: {}", q(k), q(v)))
+                .collect(),
             Repr::Unordered(pairs) => pairs
                 .iter()
                 .map(|(k, bag)| {
-                    let appended: Vec<String> =
-                        bag.appended.iter().map(|a| format!("{a:?}")).collect();
+                    let appended: Vec<String> = bag.appended.iter().map(|a| q(a)).collect();
                     format!(
-                        "{k:?}: {:?} + any order of [{}]",
-                        bag.put,
+                        "{}: {} + any order of [{}]",
+                        q(k),
+                        q(&bag.put),
                         appended.join(", ")
                     )
                 })
@@ -317,17 +325,23 @@ impl Model for Kv {
     }
 }
 
+/// A key or value as a description quotes it: cut short past
+/// [`crate::quote::VALUE`] characters, with its length.
+fn q(s: &str) -> String {
+    crate::quote::quoted(s, crate::quote::VALUE)
+}
+
 impl FromJepsen for Kv {
     fn input(&self, f: &str, key: Option<&Value>, value: &Value) -> Result<Op, String> {
         let key = match key {
             Some(Value::Str(k)) => k.clone(),
             Some(Value::Int(k)) => k.to_string(),
-            Some(k) => return Err(format!("a key must be a string, not {k}")),
+            Some(k) => return Err(format!("a key must be a string, not {}", shown(k))),
             None => return Err(format!(":{f} has no :key")),
         };
         let text = || match value {
             Value::Str(v) => Ok(v.clone()),
-            v => Err(format!(":{f} takes a string value, not {v}")),
+            v => Err(format!(":{f} takes a string value, not {}", shown(v))),
         };
         match f {
             "get" => Ok(Op::Get(key)),
@@ -343,8 +357,23 @@ impl FromJepsen for Kv {
         match (input, value) {
             (Op::Get(_), Value::Str(v)) => Ok(Reply::Value(v.clone())),
             (Op::Get(_), Value::Nil) => Ok(Reply::Value(String::new())),
-            (Op::Get(_), v) => Err(format!("a get returns a string, not {v}")),
-            _ => Ok(Reply::Ok),
+            (Op::Get(_), v) => Err(format!("a get returns a string, not {}", shown(v))),
+            // A put's or an append's `:ok` echoes the value written, or
+            // says nothing (nil): where it carries another, the history
+            // contradicts itself (see the register's `output`), refused.
+            (_, Value::Nil) => Ok(Reply::Ok),
+            (Op::Put(_, w) | Op::Append(_, w), Value::Str(v)) if v == w => Ok(Reply::Ok),
+            (Op::Put(_, w) | Op::Append(_, w), v) => Err(format!(
+                "the :ok of {} {} carries another value, {}: its completion must echo the value \
+                 written, or be nil",
+                if matches!(input, Op::Put(..)) {
+                    "a put of"
+                } else {
+                    "an append of"
+                },
+                q(w),
+                shown(v)
+            )),
         }
     }
 }
