@@ -34,6 +34,9 @@ use std::path::{Path, PathBuf};
 ///
 /// * `quote` (input quoted back to a person, cut short) is used by every
 ///   parser, checker and page, and uses nothing;
+/// * `memory` (the counting global allocator the binary installs, and
+///   the bound the commands read from it) uses nothing either: only the
+///   shells (`cli`, the binary) read it, never the pure core;
 /// * `proto` (the wire types) and `path` (path rules, over `proto`) are the
 ///   vocabulary everything else speaks;
 /// * `history` (client-level histories of runs, their JSON-lines and EDN
@@ -67,6 +70,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("proto", 0),
     ("quote", 0),
+    ("memory", 0),
     ("path", 1),
     ("history", 1),
     ("tree", 2),
