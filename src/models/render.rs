@@ -236,13 +236,18 @@ pub fn shortest_within<R: Recipe>(
     let mut one = world.clone();
     one.only = Some(name);
     one.symmetric = false;
-    let stopping = one.stop.0.is_some();
+    // Without the stop's property: with a second property the checker
+    // goes on past a state that fails `name`, and a later, longer path
+    // replaces its discovery (the counterexample is no longer shortest).
+    // A search already stopped finds none; one not stopped yet is bounded
+    // by `max_states`.
+    if one.stop.is_set() {
+        return None;
+    }
+    one.stop = StopFlag::default();
     let mut builder = one.checker().threads(1);
     if let Some(n) = max_states {
         builder = builder.target_state_count(n);
-    }
-    if stopping {
-        builder = builder.finish_when(HasDiscoveries::AnyOf([name, STOPPED].into()));
     }
     let run = builder.spawn_bfs().join();
     run.discovery(name).map(|path| path.into_actions())
