@@ -407,7 +407,7 @@ where
     let stop = || progress.poll();
     let budget = Budget {
         max_steps: args.max_steps,
-        max_memo_bytes: usize::try_from(args.memory_mib.saturating_mul(MIB)).unwrap_or(usize::MAX),
+        max_memo_bytes: super::watch::mib_bytes(args.memory_mib),
         stop: Some(&stop),
     };
     let checked = check(
@@ -520,7 +520,7 @@ fn check_contract(
     let stop = || progress.poll();
     let budget = Budget {
         max_steps: args.max_steps,
-        max_memo_bytes: usize::try_from(args.memory_mib.saturating_mul(MIB)).unwrap_or(usize::MAX),
+        max_memo_bytes: super::watch::mib_bytes(args.memory_mib),
         stop: Some(&stop),
     };
     let r = contract::check(&history, &budget).map_err(|e| ParseError {
@@ -727,7 +727,7 @@ impl Progress {
             watch: super::watch::Watch::new(
                 args.budget_ms
                     .map(|ms| Duration::from_millis(ms).saturating_sub(started.elapsed())),
-                usize::try_from(args.memory_mib.saturating_mul(MIB)).unwrap_or(usize::MAX),
+                super::watch::mib_bytes(args.memory_mib),
             ),
             polls: std::cell::Cell::new(0),
             shown: std::cell::Cell::new(started),

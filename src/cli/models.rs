@@ -94,7 +94,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
         );
         Some(super::watch::watch_in_background(
             None,
-            usize::try_from(args.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+            super::watch::mib_bytes(args.memory_mib),
         ))
     } else {
         None

@@ -14,6 +14,12 @@ use std::time::{Duration, Instant};
 use crate::check::lin::Exhausted;
 use crate::memory;
 
+/// `mib` MiB in bytes, as a bound: saturated, never wrapped (a figure
+/// past what memory counts means no bound).
+pub(crate) fn mib_bytes(mib: u64) -> usize {
+    usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
+}
+
 /// How many Ctrl-C's (SIGINT, SIGTERM) came.
 static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
 

@@ -711,13 +711,13 @@ impl Pass<'_> {
         // steps that must come before a session's end alone, one of each
         // kind (the same write of a session retried), sessions' ends
         // tried first and writes that create last.
+        let redone: HashSet<usize> = redo.iter().copied().collect();
         if cap.is_some() {
             let rank = |j: &usize| match &self.placed[*j].input {
                 Input::Expire { .. } | Input::End { .. } => 0,
                 input if creates(input) => 2,
                 _ => 1,
             };
-            let redone: HashSet<usize> = redo.iter().copied().collect();
             let mut seen: HashSet<&Input> = HashSet::new();
             may.retain(|&j| {
                 let input = &self.placed[j].input;
@@ -730,7 +730,6 @@ impl Pass<'_> {
             may.sort_by_key(rank);
         }
         if self.without_new_writes {
-            let redone: HashSet<usize> = redo.iter().copied().collect();
             may.retain(|&j| {
                 !matches!(self.placed[j].input, Input::Indeterminate { .. }) || redone.contains(&j)
             });
