@@ -738,8 +738,8 @@ fn run_all(
             .expect("a valid template"),
     );
     let started = std::time::Instant::now();
-    // The scenario running, and its seeds in flight that have logged
-    // thousands of outcomes: a long seed shows how far it got.
+    // The scenario running, and its seeds in flight that have counted
+    // thousands of events: a long seed shows how far it got.
     let running = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let ticker = options.progress.clone().map(|progress| {
         let (bar, running) = (bar.clone(), running.clone());
@@ -991,15 +991,17 @@ fn run_all(
 }
 
 /// The progress bar's message: the scenario running, and each of its
-/// seeds in flight that has logged thousands of outcomes (seed, simulated
-/// time, outcomes), so that a long seed shows it is moving.
+/// seeds in flight that has counted thousands of events (seed, simulated
+/// time, events of its budget: `budget`), so that a long seed shows it is
+/// moving, and how near its budget it is.
 #[cfg(madsim)]
 fn long_seeds_line(scenario: &str, in_flight: &[(u64, u64, u64)]) -> String {
     let mut line = scenario.to_owned();
-    for (seed, sim_ms, outcomes) in in_flight.iter().filter(|(_, _, n)| *n > 0) {
+    let budget = crate::scenario::budget::event_budget();
+    for (seed, sim_ms, events) in in_flight.iter().filter(|(_, _, n)| *n > 0) {
         let _ = write!(
             line,
-            "  seed {seed}: {:.0} s simulated, {outcomes} outcomes",
+            "  seed {seed}: {:.0} s simulated, {events} of {budget} events",
             *sim_ms as f64 / 1000.0
         );
     }
@@ -1007,7 +1009,8 @@ fn long_seeds_line(scenario: &str, in_flight: &[(u64, u64, u64)]) -> String {
 }
 
 /// Set by the first Ctrl-C of a `zoosim run`: no more seeds are started,
-/// the seeds in flight end, and the summary so far is printed and written.
+/// the seeds in flight stop at their next simulated event (not counted),
+/// and the summary so far is printed and written.
 #[cfg_attr(not(madsim), allow(dead_code))]
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -1024,7 +1027,7 @@ fn catch_ctrl_c() {
                 std::process::exit(130);
             }
             eprintln!(
-                "\ninterrupted: finishing the seeds in flight, then the summary so far \
+                "\ninterrupted: stopping the seeds in flight, then the summary so far \
                  (Ctrl-C again to quit at once)"
             );
         });
