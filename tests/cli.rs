@@ -1364,7 +1364,9 @@ fn a_seed_over_its_budget_is_stopped_and_told_which_keys_made_it() {
          [faults]\nkinds = [\"broken-connection\"]\ninterval_ms = [600000, 600000]\n\
          phase_ms = 3600000\n",
     );
-    let (code, out, err) = zoosim_with_budget(&["run", &long], 1_000);
+    // Its idle ensemble still sends ~14 messages a simulated second: a
+    // budget of 20,000 events is reached past ten simulated minutes.
+    let (code, out, err) = zoosim_with_budget(&["run", &long], 20_000);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("`faults.phase_ms` = 3600000"), "{out}");
 }
