@@ -145,7 +145,7 @@ impl fmt::Display for Counts {
             (self.restarts, "server restarts"),
         ];
         // Stable: equal counts keep the order above.
-        kinds.sort_by(|a, b| b.0.cmp(&a.0));
+        kinds.sort_by_key(|&(n, _)| std::cmp::Reverse(n));
         let shown: Vec<String> = kinds.iter().map(|(n, k)| format!("{n} {k}")).collect();
         f.write_str(&shown.join(", "))
     }
