@@ -449,7 +449,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
                 seed_start,
                 jobs: clamp_threads("--jobs", jobs),
                 shard,
-                stop: Some(&INTERRUPTED),
+                stop: Some(watch::interrupt_flag()),
                 progress: Some(std::sync::Arc::default()),
             };
             let command = sweep::CommandLine {
@@ -791,8 +791,8 @@ fn run_all(
             .expect("a valid template"),
     );
     let started = std::time::Instant::now();
-    // The scenario running, and its seeds in flight that have logged
-    // thousands of outcomes: a long seed shows how far it got.
+    // The scenario running, and its seeds in flight that have counted
+    // thousands of events: a long seed shows how far it got.
     let running = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let ticker = options.progress.clone().map(|progress| {
         let (bar, running) = (bar.clone(), running.clone());
@@ -826,9 +826,9 @@ fn run_all(
     // Reports likewise (the contract check and the page made on the
     // thread that ran the seed).
     let written_reports: std::sync::Mutex<Vec<WrittenReport>> = std::sync::Mutex::default();
-    catch_ctrl_c();
+    watch::catch_interrupts("stopping the seeds in flight, then the summary so far");
     for (k, s) in scenarios.iter().enumerate() {
-        if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+        if watch::interrupted() {
             break;
         }
         bar.set_message(s.name.clone());
@@ -868,7 +868,7 @@ fn run_all(
         let _ = thread.join();
     }
     bar.finish_and_clear();
-    let interrupted = INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
+    let interrupted = watch::interrupted();
     let records: Vec<sweep::ScenarioRecord> = summaries
         .iter()
         .zip(scenarios)
@@ -1052,47 +1052,21 @@ fn run_all(
 }
 
 /// The progress bar's message: the scenario running, and each of its
-/// seeds in flight that has logged thousands of outcomes (seed, simulated
-/// time, outcomes), so that a long seed shows it is moving.
+/// seeds in flight that has counted thousands of events (seed, simulated
+/// time, events of its budget: `budget`), so that a long seed shows it is
+/// moving, and how near its budget it is.
 #[cfg(madsim)]
 fn long_seeds_line(scenario: &str, in_flight: &[(u64, u64, u64)]) -> String {
     let mut line = scenario.to_owned();
-    for (seed, sim_ms, outcomes) in in_flight.iter().filter(|(_, _, n)| *n > 0) {
+    let budget = crate::scenario::budget::event_budget();
+    for (seed, sim_ms, events) in in_flight.iter().filter(|(_, _, n)| *n > 0) {
         let _ = write!(
             line,
-            "  seed {seed}: {:.0} s simulated, {outcomes} outcomes",
+            "  seed {seed}: {:.0} s simulated, {events} of {budget} events",
             *sim_ms as f64 / 1000.0
         );
     }
     line
-}
-
-/// Set by the first Ctrl-C of a `zoosim run`: no more seeds are started,
-/// the seeds in flight end, and the summary so far is printed and written.
-#[cfg_attr(not(madsim), allow(dead_code))]
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Makes Ctrl-C (SIGINT, and SIGTERM) stop a run with the summary of what
-/// ran, rather than lose it; a second one ends the process at once.
-#[cfg(madsim)]
-fn catch_ctrl_c() {
-    use std::sync::atomic::Ordering;
-    // Set once per process (a test may run several commands in one).
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let set = ctrlc::set_handler(|| {
-            if INTERRUPTED.swap(true, Ordering::Relaxed) {
-                std::process::exit(130);
-            }
-            eprintln!(
-                "\ninterrupted: finishing the seeds in flight, then the summary so far \
-                 (Ctrl-C again to quit at once)"
-            );
-        });
-        if let Err(e) = set {
-            eprintln!("warning: Ctrl-C will not print a summary: {e}");
-        }
-    });
 }
 
 /// Refuses an output file that cannot be written (its directory missing

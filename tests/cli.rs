@@ -1302,7 +1302,7 @@ fn ctrl_c_prints_the_summary_so_far_with_replay_commands() {
     );
     assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
     assert!(
-        stderr.contains("interrupted: finishing the seeds in flight"),
+        stderr.contains("interrupted: stopping the seeds in flight"),
         "{stderr}"
     );
     assert!(stdout.contains("INTERRUPTED after"), "{stdout}");
@@ -1322,10 +1322,10 @@ fn ctrl_c_prints_the_summary_so_far_with_replay_commands() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn zoosim_with_budget(args: &[&str], outcomes: u64) -> (i32, String, String) {
+fn zoosim_with_budget(args: &[&str], events: u64) -> (i32, String, String) {
     zoosim_with_env(
         args,
-        &[("ZOOSIM_SEED_BUDGET_OUTCOMES", Some(&outcomes.to_string()))],
+        &[("ZOOSIM_SEED_BUDGET_EVENTS", Some(&events.to_string()))],
     )
 }
 
@@ -1343,7 +1343,7 @@ fn a_seed_over_its_budget_is_stopped_and_told_which_keys_made_it() {
     let (code, out, err) = zoosim_with_budget(&["run", &busy], 5_000);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("seed-budget: stopped at simulated"), "{out}");
-    assert!(out.contains("over a seed's budget of 5000"), "{out}");
+    assert!(out.contains("over a seed's budget of 5000 events"), "{out}");
     assert!(out.contains("lower `workload.clients`"), "{out}");
     // The same seed replays to the same stop.
     let (code, replayed, err) = zoosim_with_budget(&["replay", &busy, "--seed", "0"], 5_000);
@@ -1364,7 +1364,9 @@ fn a_seed_over_its_budget_is_stopped_and_told_which_keys_made_it() {
          [faults]\nkinds = [\"broken-connection\"]\ninterval_ms = [600000, 600000]\n\
          phase_ms = 3600000\n",
     );
-    let (code, out, err) = zoosim_with_budget(&["run", &long], 1_000);
+    // Its idle ensemble still sends ~14 messages a simulated second: a
+    // budget of 20,000 events is reached past ten simulated minutes.
+    let (code, out, err) = zoosim_with_budget(&["run", &long], 20_000);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("`faults.phase_ms` = 3600000"), "{out}");
 }

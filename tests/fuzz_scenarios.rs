@@ -9,7 +9,7 @@
 //!
 //! Bounded for CI: a fixed number of cases (`ZOOSIM_FUZZ_CASES` scales
 //! them), each run capped at 60 simulated seconds per phase and a budget
-//! of 20,000 outcomes.
+//! of 100,000 events (above the busiest shipped seed's count).
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -262,7 +262,7 @@ fn mutated_scenario_files_parse_or_are_refused_with_a_place() {
 
 /// `s` with each phase at most 60 simulated seconds (faults placed later
 /// dropped): a run of a mutated file is bounded in time as the budget
-/// bounds it in outcomes.
+/// bounds it in events.
 fn capped(mut s: Scenario) -> Scenario {
     const CAP_MS: u64 = 60_000;
     s.faults.phase_ms = s.faults.phase_ms.min(CAP_MS);
@@ -276,7 +276,7 @@ fn capped(mut s: Scenario) -> Scenario {
 #[test]
 fn mutated_scenario_files_that_parse_run_a_seed_without_a_panic() {
     // Read once per process, before any seed runs.
-    std::env::set_var("ZOOSIM_SEED_BUDGET_OUTCOMES", "20000");
+    std::env::set_var("ZOOSIM_SEED_BUDGET_EVENTS", "100000");
     let started = Instant::now();
     let files = shipped();
     let ran = Cell::new(0u32);

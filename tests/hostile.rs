@@ -474,3 +474,167 @@ fn text_from_a_scenario_file_cannot_drive_the_terminal() {
         "{out}"
     );
 }
+
+// Long work without an end (issue 34, item 8): a seed's budget counts
+// every simulated event that makes a seed long, and the first Ctrl-C or
+// SIGTERM stops the seed in flight.
+
+/// The queue of scenarios/queue.toml with 64 producers and 64 consumers:
+/// a valid seed that ran for minutes.
+const QUEUE_64X64: &str = "format = 1\n\
+    description = \"FIFO queue, 64 producers, 64 consumers\"\n\
+    recipe = \"queue\"\nseeds = 1\nseed_start = 0x9e9e0000\n\
+    [workload]\nproducers = 64\nconsumers = 64\n";
+
+/// The lock under a fault every millisecond for a simulated hour.
+const FAULT_EVERY_MS: &str = "format = 1\n\
+    description = \"lock, a fault every millisecond for a simulated hour\"\n\
+    recipe = \"lock\"\nseeds = 1\n\
+    [faults]\ninterval_ms = [1, 1]\nphase_ms = 3600000\n";
+
+/// `zoosim` started in `dir` with the seed budget set by
+/// `ZOOSIM_SEED_BUDGET_EVENTS` = `budget`, or its default (None).
+fn zoosim_budgeted(dir: &Path, args: &[&str], budget: Option<u64>) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_zoosim"));
+    c.args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("ZOOSIM_SEED_BUDGET_EVENTS");
+    if let Some(b) = budget {
+        c.env("ZOOSIM_SEED_BUDGET_EVENTS", b.to_string());
+    }
+    c
+}
+
+/// Waits for `child` at most `limit`: (exit code, stdout, stderr); killed,
+/// and the test failed, past it.
+fn finish(child: std::process::Child, limit: Duration, what: &str) -> (i32, String, String) {
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("output"),
+        Err(_) => {
+            // SAFETY: kill(2) on the child's pid, which it still is (its
+            // wait has not returned).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what}: still running after {limit:?}");
+        }
+    };
+    (
+        out.status.code().expect("exited"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The `seed-budget` line of a run's output.
+fn budget_line(out: &str) -> &str {
+    out.lines()
+        .find(|l| l.contains("seed-budget: stopped at simulated"))
+        .unwrap_or_else(|| panic!("no seed-budget line in:\n{out}"))
+}
+
+#[test]
+fn sixty_four_producers_and_consumers_stop_at_the_default_budget_naming_what_was_counted() {
+    // It logged under the 250,000 outcomes the budget counted while it
+    // ran for minutes, and its history then took most of a minute to
+    // check; counted in events (its messages most), the default budget
+    // stops it, and nothing checks what it left.
+    let d = scratch();
+    std::fs::write(d.path().join("queue-64x64.toml"), QUEUE_64X64).unwrap();
+    let child = zoosim_budgeted(d.path(), &["run", "queue-64x64.toml"], None)
+        .spawn()
+        .expect("zoosim runs");
+    let (code, out, err) = finish(child, Duration::from_secs(180), "the 64x64 queue");
+    assert_eq!(code, 1, "{out}{err}");
+    let line = budget_line(&out);
+    assert!(
+        line.contains("over a seed's budget of 1000000 events"),
+        "{line}"
+    );
+    for kind in [
+        " messages",
+        " outcomes",
+        " connections opened",
+        " faults tried",
+        " server restarts",
+        " wake-ups of held messages",
+    ] {
+        assert!(line.contains(kind), "{kind:?} in {line}");
+    }
+    assert!(line.contains("128 clients sent"), "{line}");
+    assert!(line.contains("run fewer clients in `[workload]`"), "{line}");
+    // Not judged further: no contract verdict on a history cut short.
+    assert!(!out.contains("UNDECIDED"), "{out}");
+}
+
+#[test]
+fn a_fault_every_millisecond_stops_at_the_default_budget_within_seconds() {
+    // A simulated hour of faults every millisecond ran for many minutes
+    // (faults were not counted, nor the held messages each heal wakes).
+    let d = scratch();
+    std::fs::write(d.path().join("faults.toml"), FAULT_EVERY_MS).unwrap();
+    let child = zoosim_budgeted(d.path(), &["run", "faults.toml"], None)
+        .spawn()
+        .expect("zoosim runs");
+    let (code, out, err) = finish(child, Duration::from_secs(60), "a fault every ms");
+    assert_eq!(code, 1, "{out}{err}");
+    let line = budget_line(&out);
+    assert!(line.contains(" faults tried"), "{line}");
+    assert!(line.contains(" wake-ups of held messages"), "{line}");
+    assert!(
+        line.contains("its faults are frequent") && line.contains("`faults.interval_ms`"),
+        "{line}"
+    );
+    // A count of simulated events: the replay stops at the same place.
+    let child = zoosim_budgeted(d.path(), &["replay", "faults.toml", "--seed", "0"], None)
+        .spawn()
+        .expect("zoosim runs");
+    let (code, replayed, err) = finish(child, Duration::from_secs(60), "its replay");
+    assert_eq!(code, 1, "{replayed}{err}");
+    let stop = |l: &str| l.split("seed-budget: ").nth(1).unwrap_or("").to_owned();
+    assert_eq!(stop(line), stop(budget_line(&replayed)));
+}
+
+#[test]
+fn sigterm_stops_the_seed_in_flight_within_seconds_and_prints_what_ran() {
+    // The first Ctrl-C or SIGTERM used to wait for the seeds in flight:
+    // minutes, for a long one. With its budget raised out of reach, the
+    // 64x64 queue's seed runs until the signal stops it.
+    let d = scratch();
+    std::fs::write(d.path().join("queue-64x64.toml"), QUEUE_64X64).unwrap();
+    let child = zoosim_budgeted(
+        d.path(),
+        &["run", "queue-64x64.toml", "--jobs", "1"],
+        Some(1_000_000_000_000),
+    )
+    .spawn()
+    .expect("zoosim runs");
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: a plain kill(2) of our own child, still running (not waited).
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let (code, out, err) = finish(child, Duration::from_secs(20), "after SIGTERM");
+    assert_eq!(code, 130, "{out}{err}");
+    assert!(
+        err.contains("interrupted: stopping the seeds in flight"),
+        "{err}"
+    );
+    // Neither a failure nor a pass: not counted, and the run says so.
+    assert!(
+        out.contains("INTERRUPTED after 0 seeds (no failure so far"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("FAILED") && !out.contains("seed-budget"),
+        "{out}"
+    );
+    assert!(
+        out.contains("interrupted: the summary above is what ran"),
+        "{out}"
+    );
+}

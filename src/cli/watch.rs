@@ -23,6 +23,11 @@ pub(crate) fn mib_bytes(mib: u64) -> usize {
 /// How many Ctrl-C's (SIGINT, SIGTERM) came.
 static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
 
+/// Set with the first of them: the flag the simulator's seeds poll at
+/// every event (`scenario::budget::stop_on`), which takes a flag, not a
+/// callback.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 /// What the first interrupt prints: what the command does next.
 static ON_INTERRUPT: Mutex<&str> = Mutex::new("interrupted");
 
@@ -38,6 +43,7 @@ pub(crate) fn catch_interrupts(then: &'static str) {
             if INTERRUPTS.fetch_add(1, Ordering::Relaxed) > 0 {
                 std::process::exit(130);
             }
+            INTERRUPTED.store(true, Ordering::Relaxed);
             let then = *ON_INTERRUPT.lock().unwrap_or_else(|e| e.into_inner());
             eprintln!("\ninterrupted: {then} (Ctrl-C again to quit at once)");
         });
@@ -49,7 +55,13 @@ pub(crate) fn catch_interrupts(then: &'static str) {
 
 /// Whether a Ctrl-C or SIGTERM came ([`catch_interrupts`]).
 pub(crate) fn interrupted() -> bool {
-    INTERRUPTS.load(Ordering::Relaxed) > 0
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// The flag [`interrupted`] reads, for code that polls a flag.
+#[cfg_attr(not(madsim), allow(dead_code))]
+pub(crate) fn interrupt_flag() -> &'static AtomicBool {
+    &INTERRUPTED
 }
 
 /// One job's limits: a deadline, a memory bound, interrupts. Once it has

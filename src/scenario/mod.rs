@@ -9,7 +9,9 @@
 //! machines ([`sweep`]: shards' summaries and their merge).
 //!
 //! Module order, bottom first: workload, verdict, budget ← sim ← recipe ←
-//! builtin ← registry ← spec ← files, run ← runner ← shrink, sweep.
+//! builtin ← registry ← spec ← files, run ← runner ← shrink, sweep. The
+//! ensemble's simulated shell counts its events into [`budget`] too (a
+//! leaf: it uses nothing of the crate).
 
 pub mod builtin;
 pub mod files;

@@ -29,8 +29,10 @@ pub struct RunOptions {
     /// (i, n): only the seeds whose index is i modulo n (coverage goals are
     /// then reported, not enforced).
     pub shard: Option<(u64, u64)>,
-    /// Set (by Ctrl-C) to stop handing out seeds: the seeds in flight end,
-    /// and the summary counts what ran ([`Summary::interrupted`]).
+    /// Set (by Ctrl-C) to stop handing out seeds and to stop the seeds in
+    /// flight at their next simulated event ([`budget::stop_on`]): those
+    /// are not counted, and the summary counts what ran
+    /// ([`Summary::interrupted`]).
     pub stop: Option<&'static AtomicBool>,
     /// Where each thread shows its seed in flight (for a progress line
     /// within long seeds).
@@ -343,6 +345,12 @@ impl SeedRun {
         !matches!(&self.result, Ok(out) if !out.failed())
     }
 
+    /// The run was interrupted before its end ([`SeedOutcome::interrupted`]):
+    /// neither failed nor passed.
+    pub fn interrupted(&self) -> bool {
+        matches!(&self.result, Ok(out) if out.interrupted)
+    }
+
     /// Why the seed passed undecided ([`SeedOutcome::passed_undecided`]).
     pub fn undecided(&self) -> Option<&str> {
         self.result.as_ref().ok()?.passed_undecided()
@@ -356,6 +364,16 @@ pub fn run_one_recorded(s: &Scenario, seed: u64) -> SeedRun {
     let recorder = sim_recorder();
     let run = catch_unwind(AssertUnwindSafe(|| run_seed_recording(s, seed, &recorder)));
     match run {
+        // Stopped by an interrupt: nothing to judge (and no time for it).
+        Ok(outcome) if outcome.interrupted => SeedRun {
+            seed,
+            history: History {
+                meta: history_meta(s, seed, outcome.drawn.servers),
+                records: recorder.records(),
+            },
+            result: Ok(outcome),
+            contract: None,
+        },
         Ok(outcome) => {
             let (outcome, history, contract) = judged(s, seed, outcome, &recorder);
             SeedRun {
@@ -426,7 +444,8 @@ pub fn run_scenario(
     let results: Mutex<Vec<(u64, Result<SeedOutcome, Violation>)>> = Mutex::default();
     let run_seeds = || loop {
         // Checked before a seed is taken: every seed taken is run, so the
-        // seeds counted are the first ones, with no gap.
+        // seeds counted are the first ones, with no gap but the seeds an
+        // interrupt stopped in flight (not counted: they did not end).
         if o.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
             break;
         }
@@ -438,6 +457,11 @@ pub fn run_scenario(
         // Keep what the summary needs; a long sweep must not hold every
         // seed's outcome log.
         let run = run_one_recorded(s, seed);
+        if run.interrupted() {
+            // Neither a failure nor a pass: left out, and the summary says
+            // the run was interrupted (fewer results than seeds).
+            break;
+        }
         if run.failed() && s.expect_failure {
             stop_after.fetch_min(i, Ordering::Relaxed);
         }
@@ -455,7 +479,9 @@ pub fn run_scenario(
         for _ in 0..o.jobs.max(1) {
             scope.spawn(|| {
                 budget::publish_to(o.progress.as_ref().map(|p| p.gauge()));
+                budget::stop_on(o.stop);
                 run_seeds();
+                budget::stop_on(None);
                 budget::publish_to(None);
             });
         }

@@ -365,7 +365,7 @@ impl<E: Clone> OutcomeLog<E> {
                 client,
                 event,
             });
-        super::budget::note_outcome(at_ms);
+        super::budget::note(super::budget::Event::Outcome);
     }
 
     /// The entries so far, in the order they were recorded (which is time

@@ -34,13 +34,15 @@ pub mod run_properties {
         "workload-ran",
         "the clients log at least one operation over the run",
     );
-    /// A seed stays within its budget (src/scenario/budget.rs): a
-    /// scenario that describes hours of busy clients is stopped and told
-    /// which keys made it so, not left to run for minutes and grow past a
-    /// gigabyte.
+    /// A seed stays within its budget of simulated events
+    /// (src/scenario/budget.rs): a scenario that describes hours of busy
+    /// clients, 128 clients on one queue or a fault every millisecond is
+    /// stopped and told which keys made it so, not left to run for
+    /// minutes and grow past a gigabyte.
     pub const SEED_BUDGET: Property = Property::new(
         "seed-budget",
-        "a seed logs at most its budget of outcomes (250,000 by default)",
+        "a seed counts at most its budget of simulated events: outcomes, messages, faults, \
+         connections, restarts (1,000,000 by default)",
     );
     /// All of them, as `zoosim list` shows them.
     pub const ALL: [Property; 5] = [

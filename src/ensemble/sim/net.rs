@@ -36,6 +36,7 @@ use futures::StreamExt;
 use madsim::rand::{thread_rng, Rng};
 
 use super::{lock, Wire};
+use crate::scenario::budget;
 
 /// A one-way link between two nodes, by address.
 pub type Link = (IpAddr, IpAddr);
@@ -208,6 +209,7 @@ impl Network {
     /// ahead of nothing. Lost on a cut link (the far end learns by
     /// silence).
     pub(crate) fn reset(self: &Arc<Self>, from: SocketAddr, to: SocketAddr, reset: Wire) {
+        budget::note(budget::Event::Message);
         if self.is_cut(from.ip(), to.ip()) {
             return;
         }
@@ -259,6 +261,7 @@ impl Network {
     ) {
         let link = (from.addr().ip(), to.ip());
         self.sent.fetch_add(1, Ordering::Relaxed);
+        budget::note(budget::Event::Message);
         let (cut, delay_ms) = if !self.faulty.load(Ordering::Relaxed) {
             (false, 0)
         } else {
@@ -290,6 +293,7 @@ impl Network {
                     rx
                 };
                 let _ = wait.await;
+                budget::note(budget::Event::Wakeup);
             }
             // The delay in force when the datagram leaves.
             let delay_ms = {
