@@ -107,6 +107,12 @@ fn unanswered_creates(path: &Path, n: usize) {
     writeln!(f, r#"{{"kind":"complete","t":10000001,"id":{},"client":1,"handle":1,"server":0,"zxid":{z},"ok":{{"f":"get_children","children":[{}],"stat":{}}}}}"#, n + 1, kids.join(","), stat(z, kids.len())).unwrap();
 }
 
+/// The most a reading stopped at a small bound may take: the file's text
+/// (read whole first, under --max-file-mib: 24 and 64 MB here), the bound,
+/// the binary. Measured: 121 and 156 MiB stopped inside the parser; 287
+/// and 260 MiB when the bound was polled only once the file was read.
+const PEAK_MIB_READING: u64 = 200;
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -239,7 +245,9 @@ fn reading_a_large_history_counts_in_its_memory_bound() {
     drop(f);
     // Before: the bound was taken after the history was read (its events
     // and operations, 8 times the file, went uncounted), and a history
-    // near the file cap aborted on a failed allocation.
+    // near the file cap aborted on a failed allocation. Then: polled once
+    // read whole (287 MB peak here). Now: polled inside the parser, which
+    // stops mid-file (121 MB peak: the 24 MB text, the bound, the binary).
     let e = zoosim(
         &[
             "lin",
@@ -255,11 +263,37 @@ fn reading_a_large_history_counts_in_its_memory_bound() {
     assert_eq!(e.code, 3, "unknown: {}{}", e.stdout, e.stderr);
     assert!(
         e.stdout
-            .contains("memory budget exhausted while reading the history, before any search")
+            .contains("memory budget exhausted while reading the history (stopped at line ")
+            && e.stdout.contains("events read), before any search")
             && e.stdout.contains("--memory-mib raises it"),
         "{}",
         e.stdout
     );
+    assert!(e.stdout.contains("(0 ops,"), "nothing formed: {}", e.stdout);
+    assert!(e.peak_mib < PEAK_MIB_READING, "peak {} MiB", e.peak_mib);
+}
+
+#[test]
+fn reading_a_large_zoosim_history_stops_inside_the_parser() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("creates.jsonl");
+    unanswered_creates(&h, 400_000);
+    // Before: the contract check's reader read every record, then the
+    // bound was polled.
+    let e = zoosim(
+        &["lin", s(&h), "--model", "zookeeper", "--memory-mib", "30"],
+        None,
+        Duration::from_secs(60),
+    );
+    eprintln!("{:.1?}, {} MiB\n{}", e.wall, e.peak_mib, e.stdout);
+    assert_eq!(e.code, 3, "unknown: {}{}", e.stdout, e.stderr);
+    assert!(
+        e.stdout
+            .contains("memory budget exhausted while reading the history (stopped at line "),
+        "{}",
+        e.stdout
+    );
+    assert!(e.peak_mib < PEAK_MIB_READING, "peak {} MiB", e.peak_mib);
 }
 
 #[test]

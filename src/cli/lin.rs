@@ -17,6 +17,7 @@ use crate::check::lin::minimal::minimal;
 use crate::check::lin::{
     check, Budget, Checked, Exhausted, Model, Operation, Options, Outcome, Summary, Verdict,
 };
+use crate::history::Read;
 
 /// The models `--model` may name, with what each is.
 pub(crate) const MODELS: &[(&str, &str)] = &[
@@ -396,12 +397,16 @@ where
     // Jepsen log about eight times its size), and counts in the bound.
     let progress = Progress::new(file, args, started);
     let format = Format::detect(text);
-    let events = format.parse(text)?;
+    let reading = format.parse_until(text, &|| progress.watch.poll().is_some())?;
+    let events = match reading {
+        Read::Whole(events) => events,
+        Read::Stopped { line, records } => return Ok(progress.stopped_reading(line, records)),
+    };
     let ops = history(model, &events)?;
     something_to_check(events.len(), &ops)?;
     // Polled with the events still held: the most reading takes.
-    if let Some(why) = progress.watch.poll() {
-        return Ok(stopped_reading(ops.len(), why));
+    if progress.watch.poll().is_some() {
+        return Ok(progress.stopped_reading(0, ops.len()));
     }
     drop(events);
     let stop = || progress.poll();
@@ -509,13 +514,20 @@ fn check_contract(
         line: 0,
         what: format!("not UTF-8 text (a zoosim history is JSON lines): {e}"),
     })?;
-    let history = crate::history::json::parse(text).map_err(|e| ParseError {
+    let reading = crate::history::json::parse_reader_until(text.as_bytes(), &|| {
+        progress.watch.poll().is_some()
+    })
+    .map_err(|e| ParseError {
         line: e.line,
         what: e.kind.to_string(),
     })?;
+    let history = match reading {
+        Read::Whole(history) => history,
+        Read::Stopped { line, records } => return Ok(progress.stopped_reading(line, records)),
+    };
     contract_has_something_to_check(&history)?;
-    if let Some(why) = progress.watch.poll() {
-        return Ok(stopped_reading(history.ops().len(), why));
+    if progress.watch.poll().is_some() {
+        return Ok(progress.stopped_reading(0, history.ops().len()));
     }
     let stop = || progress.poll();
     let budget = Budget {
@@ -673,9 +685,17 @@ fn undecided(p: &crate::check::lin::PartitionResult, why: Exhausted) -> String {
     )
 }
 
-/// A file whose reading reached a bound (its memory, an interrupt):
-/// unknown, nothing searched.
-fn stopped_reading(ops: usize, why: Exhausted) -> FileReport {
+/// A file whose reading reached a bound (its memory, an interrupt) at
+/// `line` with `read` events read, or (`line` 0) once read whole, into
+/// `read` operations: unknown, nothing searched.
+fn stopped_reading(line: usize, read: usize, why: Exhausted) -> FileReport {
+    // Stopped mid-read, no operation was formed yet: the events read are
+    // named in the message, not counted as operations.
+    let (ops, at) = if line == 0 {
+        (read, format!("once read, {read} operations"))
+    } else {
+        (0, format!("stopped at line {line}, {read} events read"))
+    };
     FileReport {
         ops,
         partitions: 1,
@@ -684,7 +704,7 @@ fn stopped_reading(ops: usize, why: Exhausted) -> FileReport {
         unknown: vec![(
             "history".to_owned(),
             format!(
-                "{why} while reading the history, before any search ({})",
+                "{why} while reading the history ({at}), before any search ({})",
                 raise(why)
             ),
         )],
@@ -733,6 +753,14 @@ impl Progress {
             shown: std::cell::Cell::new(started),
             bar: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The report of a reading the watch stopped (see
+    /// [`stopped_reading`]).
+    fn stopped_reading(&self, line: usize, read: usize) -> FileReport {
+        // The watch is sticky: it says again why it stopped the reading.
+        let why = self.watch.poll().unwrap_or(Exhausted::Stopped);
+        stopped_reading(line, read, why)
     }
 
     /// Called every few dozen search steps: why to stop, if the check

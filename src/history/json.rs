@@ -895,6 +895,16 @@ pub fn parse(text: &str) -> Result<History, ParseError> {
 /// goes backwards; every id is invoked once, before its one completion, by
 /// the same actor.
 pub fn parse_reader(reader: impl BufRead) -> Result<History, ParseError> {
+    parse_reader_until(reader, &|| false).map(super::Read::whole)
+}
+
+/// [`parse_reader`], asking `stop` every [`super::READ_POLL_EVERY`]
+/// lines whether to go on: once it says stop, the reading ends there
+/// ([`super::Read::Stopped`]), what was read dropped.
+pub fn parse_reader_until(
+    reader: impl BufRead,
+    stop: &dyn Fn() -> bool,
+) -> Result<super::Read<History>, ParseError> {
     let mut meta = None;
     let mut records = Vec::new();
     let mut invoked: BTreeMap<u64, Actor> = BTreeMap::new();
@@ -902,6 +912,12 @@ pub fn parse_reader(reader: impl BufRead) -> Result<History, ParseError> {
     let mut last_ns = 0;
     for (i, line) in reader.lines().enumerate() {
         let n = i + 1;
+        if n % super::READ_POLL_EVERY == 0 && stop() {
+            return Ok(super::Read::Stopped {
+                line: n,
+                records: records.len(),
+            });
+        }
         let line = line.map_err(|e| err(n, ParseErrorKind::Io(e.to_string())))?;
         if line.trim().is_empty() {
             continue;
@@ -970,7 +986,7 @@ pub fn parse_reader(reader: impl BufRead) -> Result<History, ParseError> {
         records.push(record);
     }
     let meta = meta.ok_or(err(0, ParseErrorKind::Empty))?;
-    Ok(History { meta, records })
+    Ok(super::Read::Whole(History { meta, records }))
 }
 
 /// `message` (which may quote the line) cut short (`crate::quote`): a line

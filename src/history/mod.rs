@@ -27,6 +27,42 @@ pub use record::{Clock, Recorder};
 /// keep it; anything else bumps it.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// What a reading that a caller may stop gave: the whole input, or where
+/// it stopped (its caller's stop said so, e.g. at a memory bound: a 200 MB
+/// history is read into several times that, and the caller must be able
+/// to stop before the machine does).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Read<T> {
+    /// All of it.
+    Whole(T),
+    /// Stopped before `line` (1-based), with `records` read.
+    Stopped {
+        /// The line the reading did not go past.
+        line: usize,
+        /// The records (operations, events) read before it.
+        records: usize,
+    },
+}
+
+/// How many records a stoppable reading reads between two polls of its
+/// stop: a poll costs about as much as reading a record (it sums the
+/// memory counters), so one in a thousand is noise; a thousand records
+/// are well under a megabyte.
+pub const READ_POLL_EVERY: usize = 1024;
+
+impl<T> Read<T> {
+    /// What a reading given a stop that never fires read: all of it.
+    pub(crate) fn whole(self) -> T {
+        match self {
+            Read::Whole(t) => t,
+            // The stop never fired: the reader stopped on its own.
+            Read::Stopped { line, .. } => {
+                unreachable!("a reading with no stop stopped at line {line}")
+            }
+        }
+    }
+}
+
 /// A server's number in the ensemble (0-based), as the scenario files and
 /// the fault list name servers.
 pub type ServerNo = u32;

@@ -499,3 +499,30 @@ fn the_edn_export_gives_an_info_op_a_new_process_and_closes_open_ops() {
     assert!(edn.contains(r#":data {:hex "ff0022"}"#), "{edn}");
     assert!(edn.ends_with("]\n"));
 }
+
+#[test]
+fn a_reading_stops_where_its_stop_says() {
+    use super::json::parse_reader_until;
+    let records: Vec<Record> = (0..3 * READ_POLL_EVERY as u64)
+        .map(|i| invoke(i, i, 0, get("/a")))
+        .collect();
+    let text = to_string(&History {
+        meta: meta(),
+        records,
+    });
+    let polls = std::cell::Cell::new(0);
+    let stop = || {
+        polls.set(polls.get() + 1);
+        polls.get() == 2
+    };
+    // Line 1 is the meta line: the second poll comes before line 2048.
+    assert_eq!(
+        parse_reader_until(text.as_bytes(), &stop).unwrap(),
+        Read::Stopped {
+            line: 2 * READ_POLL_EVERY,
+            records: 2 * READ_POLL_EVERY - 2,
+        }
+    );
+    let whole = parse_reader_until(text.as_bytes(), &|| false).unwrap();
+    assert_eq!(whole, Read::Whole(parse(&text).unwrap()));
+}

@@ -34,6 +34,7 @@ use std::fmt;
 
 use super::edn::{self, quoted, shown, Reader, SyntaxError};
 use super::{History, Model, Operation, Outcome};
+use crate::history::{Read, READ_POLL_EVERY};
 
 pub use super::edn::{Float, Value};
 
@@ -156,9 +157,20 @@ impl Format {
 
     /// Reads `text` in this format.
     pub fn parse(self, text: &[u8]) -> Result<Vec<Event>, ParseError> {
+        self.parse_until(text, &|| false).map(Read::whole)
+    }
+
+    /// Reads `text` in this format, asking `stop` every
+    /// [`READ_POLL_EVERY`] lines (log) or operations (EDN) whether to go
+    /// on ([`Read::Stopped`] once it says stop).
+    pub fn parse_until(
+        self,
+        text: &[u8],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Read<Vec<Event>>, ParseError> {
         match self {
-            Format::Log => parse_log(text),
-            Format::Edn => parse_edn(text),
+            Format::Log => log_until(text, stop),
+            Format::Edn => edn_until(text, stop),
         }
     }
 }
@@ -216,9 +228,20 @@ fn field(s: &str) -> (&str, &str) {
 /// tabs; some copies of its logs have spaces); the value is the rest of
 /// the line (`[1 2]` has a space in it). Blank lines are skipped.
 pub fn parse_log(text: &[u8]) -> Result<Vec<Event>, ParseError> {
+    log_until(text, &|| false).map(Read::whole)
+}
+
+/// [`parse_log`], polling `stop` ([`Format::parse_until`]).
+fn log_until(text: &[u8], stop: &dyn Fn() -> bool) -> Result<Read<Vec<Event>>, ParseError> {
     let mut events = Vec::new();
     for line in lines(text) {
         let (n, l) = line?;
+        if n % READ_POLL_EVERY == 0 && stop() {
+            return Ok(Read::Stopped {
+                line: n,
+                records: events.len(),
+            });
+        }
         if l.trim().is_empty() {
             continue;
         }
@@ -256,7 +279,7 @@ pub fn parse_log(text: &[u8]) -> Result<Vec<Event>, ParseError> {
             value,
         });
     }
-    Ok(events)
+    Ok(Read::Whole(events))
 }
 
 /// Reads the EDN format: operation maps with `:process`, `:type`, `:f`,
@@ -269,6 +292,11 @@ pub fn parse_log(text: &[u8]) -> Result<Vec<Event>, ParseError> {
 /// after another. Events of the `:nemesis` process are skipped, whatever
 /// they hold. An event's line is the line its map opens on.
 pub fn parse_edn(text: &[u8]) -> Result<Vec<Event>, ParseError> {
+    edn_until(text, &|| false).map(Read::whole)
+}
+
+/// [`parse_edn`], polling `stop` ([`Format::parse_until`]).
+fn edn_until(text: &[u8], stop: &dyn Fn() -> bool) -> Result<Read<Vec<Event>>, ParseError> {
     let s = utf8(text)?;
     let mut r = Reader::new(s);
     let syntax = |e: SyntaxError| ParseError::new(e.line, e.what);
@@ -287,6 +315,15 @@ pub fn parse_edn(text: &[u8]) -> Result<Vec<Event>, ParseError> {
         counted.1
     };
     let mut events = Vec::new();
+    // Operations read (nemesis ones too), for polling `stop`.
+    let mut read = 0usize;
+    let mut stopped = |line: usize, events: &[Event]| {
+        read += 1;
+        (read % READ_POLL_EVERY == 0 && stop()).then_some(Read::Stopped {
+            line,
+            records: events.len(),
+        })
+    };
     while !r.at_end().map_err(syntax)? {
         let start = r.position();
         let close = match r.peek() {
@@ -294,6 +331,9 @@ pub fn parse_edn(text: &[u8]) -> Result<Vec<Event>, ParseError> {
             Some('(') => ')',
             _ => {
                 let line = line_of(start);
+                if let Some(stopped) = stopped(line, &events) {
+                    return Ok(stopped);
+                }
                 push_op(&mut r, line, 0, &mut events)?;
                 continue;
             }
@@ -317,12 +357,15 @@ pub fn parse_edn(text: &[u8]) -> Result<Vec<Event>, ParseError> {
                 }
                 Some(_) => {
                     let line = line_of(r.position());
+                    if let Some(stopped) = stopped(line, &events) {
+                        return Ok(stopped);
+                    }
                     push_op(&mut r, line, 1, &mut events)?;
                 }
             }
         }
     }
-    Ok(events)
+    Ok(Read::Whole(events))
 }
 
 /// `text` as UTF-8, or an error naming the line and byte of the first

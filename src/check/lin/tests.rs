@@ -105,6 +105,45 @@ fn every_bundled_history_gets_its_known_verdict() {
     assert_eq!(DATA.len(), n + 1, "every bundled history has a verdict");
 }
 
+#[test]
+fn a_reading_stops_where_its_stop_says_and_not_before() {
+    use crate::history::{Read, READ_POLL_EVERY};
+    use std::cell::Cell;
+    let n = 3 * READ_POLL_EVERY;
+    let log: String = (0..n)
+        .map(|i| format!("INFO  jepsen.util - {i}\t:invoke\t:write\t{i}\n"))
+        .collect();
+    let edn: String = (0..n)
+        .map(|i| format!("{{:process {i}, :type :invoke, :f :write, :value {i}}}\n"))
+        .collect();
+    for (format, text) in [(Format::Log, log), (Format::Edn, format!("[{edn}]"))] {
+        // Stops at the second poll: one interval read, not the whole.
+        let polls = Cell::new(0);
+        let stop = || {
+            polls.set(polls.get() + 1);
+            polls.get() == 2
+        };
+        match format.parse_until(text.as_bytes(), &stop).unwrap() {
+            Read::Stopped { line, records } => {
+                assert_eq!(records, 2 * READ_POLL_EVERY - 1, "{format:?}");
+                assert_eq!(line, records + 1, "{format:?}: one event a line");
+            }
+            Read::Whole(_) => panic!("{format:?}: read through its stop"),
+        }
+        // A stop that never fires reads it all, polled once an interval.
+        polls.set(0);
+        let never = || {
+            polls.set(polls.get() + 1);
+            false
+        };
+        let Read::Whole(events) = format.parse_until(text.as_bytes(), &never).unwrap() else {
+            panic!("{format:?}: stopped on its own");
+        };
+        assert_eq!(events.len(), n, "{format:?}");
+        assert_eq!(polls.get(), n / READ_POLL_EVERY, "{format:?}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Small histories, against the brute-force checker.
 
