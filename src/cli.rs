@@ -1415,3 +1415,29 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
     }
     Ok((out, unread))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_histories_get_a_warning_that_says_what_keeps_fewer() {
+        let dir = Path::new("reports/h");
+        let at = HISTORY_WARN_BYTES;
+        assert!(histories_note(200, at, dir, true).starts_with("note: 200 histories written"));
+        // 200 lock seeds with --history-all: 232 MB.
+        let w = histories_note(200, 232_000_000, dir, true);
+        assert!(
+            w.starts_with("warning: 200 histories written to reports/h: 232,000,000 bytes"),
+            "{w}"
+        );
+        assert!(w.contains("about 2 MiB a seed"), "{w}");
+        assert!(w.contains("without it only failing and undecided seeds' are kept"), "{w}");
+        // Without --history-all, the failing ones alone were that large:
+        // no advice to drop a flag that was not given.
+        let w = histories_note(3, at + 1, dir, false);
+        assert!(w.starts_with("warning: 3 histories"), "{w}");
+        assert!(!w.contains("--history-all"), "{w}");
+        assert!(histories_note(1, 10, dir, false).contains("1 history written"));
+    }
+}
