@@ -1432,7 +1432,10 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("about 2 MiB a seed"), "{w}");
-        assert!(w.contains("without it only failing and undecided seeds' are kept"), "{w}");
+        assert!(
+            w.contains("without it only failing and undecided seeds' are kept"),
+            "{w}"
+        );
         // Without --history-all, the failing ones alone were that large:
         // no advice to drop a flag that was not given.
         let w = histories_note(3, at + 1, dir, false);

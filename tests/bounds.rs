@@ -10,6 +10,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use zoosim::memory::{live_bytes, Counting, FLUSH_BYTES};
+
+// This test binary counts its own memory as `zoosim` does, so that the
+// counter itself is tested here, not only through the commands.
+#[global_allocator]
+static ALLOC: Counting<std::alloc::System> = Counting::new(std::alloc::System);
+
 /// How a child ended: exit code, stdout, stderr, peak resident set in
 /// MiB, wall time.
 struct Ended {
@@ -315,4 +322,36 @@ fn merge_refuses_a_summary_larger_than_any_run_writes() {
         e.stderr
     );
     assert!(e.peak_mib < 200, "peak {} MiB", e.peak_mib);
+}
+
+#[test]
+fn the_counter_sees_what_a_thread_holds_and_frees() {
+    const MIB: usize = 1 << 20;
+    // Other tests run at once here, allocating a little (their children's
+    // output): a few threads' unflushed counts, and then some.
+    let slack = 8 * FLUSH_BYTES as usize + MIB;
+    let near = |got: usize, want: isize, what: &str| {
+        assert!(
+            (got as isize - want).unsigned_abs() <= slack,
+            "{what}: counted {got} bytes more, expected about {want}"
+        );
+    };
+    let before = live_bytes().expect("the counter is installed");
+    let mine = vec![1u8; 20 * MIB];
+    near(
+        live_bytes().unwrap() - before,
+        20 * MIB as isize,
+        "this thread's 20 MiB",
+    );
+    // Held by another thread, then handed back and freed here.
+    let theirs = std::thread::spawn(|| vec![2u8; 30 * MIB]).join().unwrap();
+    near(
+        live_bytes().unwrap() - before,
+        50 * MIB as isize,
+        "and a thread's 30 MiB",
+    );
+    drop(theirs);
+    drop(mine);
+    let after = live_bytes().unwrap();
+    near(after.max(before) - before.min(after), 0, "all freed");
 }
