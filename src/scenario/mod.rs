@@ -8,10 +8,11 @@
 //! runner ([`runner`]), the shrinker ([`shrink`]) and sweeps across
 //! machines ([`sweep`]: shards' summaries and their merge).
 //!
-//! Module order, bottom first: workload, verdict, budget ← sim ← recipe ←
-//! builtin ← registry ← spec ← files, run ← runner ← shrink, sweep. The
-//! ensemble's simulated shell counts its events into [`budget`] too (a
-//! leaf: it uses nothing of the crate).
+//! Module order, bottom first: workload, verdict ← sim ← recipe ←
+//! builtin ← registry ← spec ← files, run ← runner ← shrink, sweep. A
+//! seed's [`budget`] of simulated events is the simulated ensemble's
+//! (`ensemble::sim::budget`: its shell counts messages, connections and
+//! restarts into it), read here.
 
 pub mod builtin;
 pub mod files;
@@ -23,7 +24,7 @@ pub mod verdict;
 pub mod workload;
 
 #[cfg(madsim)]
-pub mod budget;
+pub use crate::ensemble::sim::budget;
 #[cfg(madsim)]
 pub mod run;
 #[cfg(madsim)]

@@ -526,7 +526,7 @@ impl SimZk {
 async fn attempt(socket: Socket, state: &Arc<Mutex<State>>, server: SocketAddr) -> Attempted {
     let (rx, wait) = {
         let mut st = lock(state);
-        crate::scenario::budget::note(crate::scenario::budget::Event::Connect);
+        super::budget::note(super::budget::Event::Connect);
         st.conns_made += 1;
         let conn = ConnId::from(st.n) << 32 | st.conns_made;
         let (tx, rx) = oneshot::channel();

@@ -20,6 +20,7 @@ use futures::StreamExt;
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::time::TimeHandle;
 
+pub mod budget;
 mod client;
 pub mod nemesis;
 mod net;
@@ -961,7 +962,7 @@ impl Ensemble {
     /// epochs), looks for a leader and syncs before it serves clients.
     pub fn restart_server(&self, id: ServerId) {
         tracing::info!(target: "zoosim::fault", "restart server {id}");
-        crate::scenario::budget::note(crate::scenario::budget::Event::Restart);
+        budget::note(budget::Event::Restart);
         assert!(
             lock(&self.down).remove(&id),
             "server {id} restarted without a crash"

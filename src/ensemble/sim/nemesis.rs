@@ -342,7 +342,7 @@ pub async fn run_planned(
         // The history shows the fault before what it caused.
         let recorded_from = nemesis.ensemble.recorder().map(|r| r.len());
         // Tried, applied or skipped: each costs a record and its draws.
-        crate::scenario::budget::note(crate::scenario::budget::Event::Fault);
+        super::budget::note(super::budget::Event::Fault);
         let mut injected = nemesis.inject(fault, &target, config);
         injected.at = TimeHandle::current().elapsed();
         injected.due = due.duration_since(start);

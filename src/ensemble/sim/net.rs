@@ -35,8 +35,8 @@ use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use madsim::rand::{thread_rng, Rng};
 
+use super::budget;
 use super::{lock, Wire};
-use crate::scenario::budget;
 
 /// A one-way link between two nodes, by address.
 pub type Link = (IpAddr, IpAddr);
