@@ -43,6 +43,41 @@ fn list_shows_every_model_with_its_variants() {
 }
 
 #[test]
+fn a_model_has_its_recipes_name_and_answers_to_its_old_one() {
+    let (_, out, _) = zoosim(&["list"]);
+    let models = out
+        .split("models (`zoosim check MODEL`):")
+        .nth(1)
+        .expect("a models section");
+    let recipes = out.split("models (").next().unwrap();
+    // One name per recipe: the name a scenario file gives is the model's.
+    for name in ["configuration", "group-membership"] {
+        assert!(
+            recipes.contains(&format!("\n  {name}  ")),
+            "recipe {name}:\n{out}"
+        );
+        assert!(
+            models.contains(&format!("\n  {name}  ")),
+            "model {name}:\n{out}"
+        );
+    }
+    for old in ["config", "membership"] {
+        assert!(
+            !models.contains(&format!("\n  {old}  ")),
+            "{old} still listed:\n{out}"
+        );
+    }
+    // The old name still runs the model, with a note saying the new one.
+    let (code, out, err) = zoosim(&["check", "config", "--clients", "2"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("note: the model \"config\" is now \"configuration\""),
+        "{err}"
+    );
+    assert!(out.contains("configuration"), "{out}");
+}
+
+#[test]
 fn the_no_sync_barrier_is_caught_from_the_command_line() {
     let (code, out, err) = zoosim(&[
         "check",

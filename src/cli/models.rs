@@ -88,6 +88,13 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
         return Err("--memory-mib: at least 1".into());
     }
     let model = find(&args.model)?;
+    if model.name() != args.model {
+        eprintln!(
+            "note: the model {:?} is now {:?}, its recipe's name in scenario files",
+            args.model,
+            model.name()
+        );
+    }
     let watch = if args.serve.is_none() {
         super::watch::catch_interrupts(
             "ending the search; what it found so far follows (not a proof)",

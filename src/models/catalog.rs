@@ -29,14 +29,26 @@ pub fn catalog() -> Vec<Box<dyn Listed>> {
         entry(double_barrier::ABOUT, &[()], |_| "double-barrier", |_, _| Ok(double_barrier::DoubleBarrierModel::new(2))),
         entry(queue::QUEUE_ABOUT, &[()], |_| "queue", |_, _| Ok(queue::QueueModel::plain())),
         entry(queue::PRIORITY_ABOUT, &[()], |_| "priority-queue", |_, _| Ok(queue::QueueModel::priority())),
-        entry(config::ABOUT, &[()], |_| "config", |_, _| Ok(config::ConfigModel::new())),
-        entry(membership::ABOUT, &[()], |_| "membership", |_, _| Ok(membership::MembershipModel::new(true))),
+        entry(config::ABOUT, &[()], |_| "configuration", |_, _| Ok(config::ConfigModel::new())),
+        entry(membership::ABOUT, &[()], |_| "group-membership", |_, _| Ok(membership::MembershipModel::new(true))),
         entry(two_phase_commit::ABOUT, &[()], |_| "two-phase-commit", |_, n| Ok(two_phase_commit::TwoPhaseCommitModel::new(n, None))),
     ]
 }
 
-/// The model named `name` in [`catalog`], or an error listing them.
+/// Models renamed to their recipe's name in scenario files (one name per
+/// recipe everywhere): (old, new). [`find`] still takes the old names.
+pub const RENAMED: [(&str, &str); 2] = [
+    ("config", "configuration"),
+    ("membership", "group-membership"),
+];
+
+/// The model named `name` in [`catalog`] (or by its name before
+/// [`RENAMED`]), or an error listing them.
 pub fn find(name: &str) -> Result<Box<dyn Listed>, String> {
+    let name = RENAMED
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map_or(name, |(_, new)| new);
     let all = catalog();
     let names: Vec<&str> = all.iter().map(|m| m.name()).collect();
     let list = names.join(", ");

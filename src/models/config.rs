@@ -259,7 +259,7 @@ where
     type Shared = Shared;
 
     fn name(&self) -> &'static str {
-        "config"
+        "configuration"
     }
 
     fn dirs(&self) -> Vec<String> {

@@ -217,7 +217,7 @@ where
     type Shared = Shared;
 
     fn name(&self) -> &'static str {
-        "membership"
+        "group-membership"
     }
 
     fn dirs(&self) -> Vec<String> {
