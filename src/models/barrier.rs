@@ -53,11 +53,8 @@ pub const NODE: &str = "/barrier/b";
 
 /// No waiter passes before the barrier's removal was asked for.
 pub const BARRIER_SAFETY: &str = "barrier-safety";
-/// No refused command, no answer the machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
-/// Once all clients are settled, nothing is left under [`DIR`] (unless
-/// the coordinator died with the barrier up).
-pub const NO_ORPHANS: &str = "no-orphans";
+pub use super::NO_ORPHANS;
+pub use super::NO_RECIPE_FAILURE;
 /// A live coordinator raises and removes; every live waiter passes.
 pub const EVERY_LIVE_CLIENT_FINISHES: &str = "every-live-client-finishes";
 

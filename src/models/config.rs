@@ -70,8 +70,7 @@ pub const SET_MEANS_SET: &str = "set-means-set";
 /// A live, connected follower holds a watch or has a watching read in
 /// flight.
 pub const WATCH_REARMED: &str = "watch-rearmed";
-/// No refused command, no answer the machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
+pub use super::NO_RECIPE_FAILURE;
 /// Once no update can happen, every live follower read the final version.
 pub const CONVERGENCE: &str = "convergence";
 

@@ -62,10 +62,8 @@ pub const ENTER_SAFETY: &str = "enter-safety";
 /// Nobody is out before everyone inside when it started to leave asked to
 /// leave too, or lost its session.
 pub const LEAVE_SAFETY: &str = "leave-safety";
-/// No refused command, no answer the machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
-/// Once all clients are settled, no process node is left in [`DIR`].
-pub const NO_ORPHANS: &str = "no-orphans";
+pub use super::NO_ORPHANS;
+pub use super::NO_RECIPE_FAILURE;
 /// Every live client enters and leaves (unless the barrier cannot open).
 pub const EVERY_LIVE_CLIENT_PASSES: &str = "every-live-client-passes";
 

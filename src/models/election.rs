@@ -60,10 +60,8 @@ pub const TOLD_IS_TOLD: &str = "told-is-told";
 pub const FENCED_EXCLUSION: &str = "fenced-exclusion";
 /// One write's events reach one connection; each wake-up by the nearest blocker.
 pub const NO_HERD: &str = "no-herd";
-/// No refused command, no answer the machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
-/// Once all clients are settled, no node is left under [`DIR`].
-pub const NO_ORPHANS: &str = "no-orphans";
+pub use super::NO_ORPHANS;
+pub use super::NO_RECIPE_FAILURE;
 /// Every live candidate is elected and resigns.
 pub const EVERY_LIVE_CANDIDATE_LEADS: &str = "every-live-candidate-leads";
 

@@ -55,10 +55,8 @@ pub const MUTUAL_EXCLUSION: &str = "mutual-exclusion";
 pub const FENCED_EXCLUSION: &str = "fenced-exclusion";
 /// A write's watch events reach at most one connection.
 pub const NO_HERD: &str = "no-herd";
-/// No refused command, no answer the machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
-/// Once all clients are settled, no node is left under [`DIR`].
-pub const NO_ORPHANS: &str = "no-orphans";
+pub use super::NO_ORPHANS;
+pub use super::NO_RECIPE_FAILURE;
 /// Every live client acquires and releases.
 pub const EVERY_LIVE_CLIENT_ACQUIRES: &str = "every-live-client-acquires";
 

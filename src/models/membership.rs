@@ -57,10 +57,8 @@ pub const NO_INVENTED_MEMBER: &str = "no-invented-member";
 pub const MEMBER_NODES_ARE_SESSIONS: &str = "member-nodes-are-sessions";
 /// Once settled, the group is exactly the live members.
 pub const FINAL_GROUP: &str = "final-group";
-/// Once settled, no node of a client that is not a live member.
-pub const NO_ORPHANS: &str = "no-orphans";
-/// No refused command, no answer the machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
+pub use super::NO_ORPHANS;
+pub use super::NO_RECIPE_FAILURE;
 /// Every live client ends a member whose last list is the group.
 pub const CONVERGENCE: &str = "convergence";
 

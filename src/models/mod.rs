@@ -731,6 +731,16 @@ impl StopFlag {
 /// the model's, never reported as a verdict.
 pub const STOPPED: &str = "(search stopped)";
 
+/// Every model's: no refused command, no answer a machine cannot go on
+/// from. The simulation's oracles check the same property
+/// ([`crate::check::NO_RECIPE_FAILURE`]): one name, one meaning.
+pub const NO_RECIPE_FAILURE: &str = crate::check::NO_RECIPE_FAILURE.name;
+
+/// Every model that checks it: once all clients are settled, no node is
+/// left under the recipe's directories (each model says what settled
+/// means for its clients).
+pub const NO_ORPHANS: &str = "no-orphans";
+
 /// A deliberately unsound version of a reduction, for the tests that show
 /// that comparing the reduced world with the full one catches it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]

@@ -90,8 +90,7 @@ pub const NONE_INVENTED: &str = "none-invented";
 pub const FIFO_PER_CONSUMER: &str = "fifo-per-consumer";
 /// No item taken while a more urgent one listed before it still stands.
 pub const PRIORITY_ORDER: &str = "priority-order";
-/// No refused command, no answer a machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
+pub use super::NO_RECIPE_FAILURE;
 /// The queue empties once nobody can enqueue, while a consumer lives.
 pub const EVERY_ITEM_CONSUMED: &str = "every-item-consumed";
 /// The world's no-herd (only with [`QueueModel::with_herd`]).

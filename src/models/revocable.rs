@@ -60,10 +60,8 @@ pub const RW_EXCLUSION: &str = "read-write-exclusion";
 pub const FENCED_EXCLUSION: &str = "fenced-exclusion";
 /// One deletion wakes one holder or only readers; each by its nearest blocker.
 pub const NO_HERD: &str = "no-herd";
-/// No refused command, no answer a machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
-/// Once all clients are settled, no node is left under [`DIR`].
-pub const NO_ORPHANS: &str = "no-orphans";
+pub use super::NO_ORPHANS;
+pub use super::NO_RECIPE_FAILURE;
 /// Every live holder is asked to let go, sees it, and releases.
 pub const REVOCATION_HONOURED: &str = "revocation-honoured";
 

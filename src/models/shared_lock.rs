@@ -59,10 +59,8 @@ pub const RW_EXCLUSION: &str = "read-write-exclusion";
 pub const FENCED_EXCLUSION: &str = "fenced-exclusion";
 /// One deletion wakes one client or only readers; each by its nearest blocker.
 pub const NO_HERD: &str = "no-herd";
-/// No refused command, no answer the machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
-/// Once all clients are settled, no node is left under [`DIR`].
-pub const NO_ORPHANS: &str = "no-orphans";
+pub use super::NO_ORPHANS;
+pub use super::NO_RECIPE_FAILURE;
 /// Every live client acquires and releases.
 pub const EVERY_LIVE_CLIENT_ACQUIRES: &str = "every-live-client-acquires";
 

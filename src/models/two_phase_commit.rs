@@ -67,8 +67,7 @@ pub const AGREEMENT: &str = "agreement";
 pub const VALIDITY: &str = "validity";
 /// Abort only if some site voted abort or some session ended.
 pub const ABORT_VALIDITY: &str = "abort-validity";
-/// No refused command, no answer the machine cannot go on from.
-pub const NO_RECIPE_FAILURE: &str = "no-recipe-failure";
+pub use super::NO_RECIPE_FAILURE;
 /// Every live site decides (unless a dead site's vote never landed).
 pub const EVERY_LIVE_SITE_DECIDES: &str = "every-live-site-decides";
 
