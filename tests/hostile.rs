@@ -10,7 +10,7 @@ use std::time::Duration;
 
 #[path = "support/cli.rs"]
 mod cli;
-use cli::{scratch, zoosim, zoosim_in};
+use cli::{finish, scratch, zoosim, zoosim_in};
 
 fn mkfifo(path: &Path) {
     let ok = Command::new("mkfifo").arg(path).status().expect("mkfifo");
@@ -506,30 +506,6 @@ fn zoosim_budgeted(dir: &Path, args: &[&str], budget: Option<u64>) -> Command {
         c.env("ZOOSIM_SEED_BUDGET_EVENTS", b.to_string());
     }
     c
-}
-
-/// Waits for `child` at most `limit`: (exit code, stdout, stderr); killed,
-/// and the test failed, past it.
-fn finish(child: std::process::Child, limit: Duration, what: &str) -> (i32, String, String) {
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("output"),
-        Err(_) => {
-            // SAFETY: kill(2) on the child's pid, which it still is (its
-            // wait has not returned).
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("{what}: still running after {limit:?}");
-        }
-    };
-    (
-        out.status.code().expect("exited"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// The `seed-budget` line of a run's output.

@@ -21,6 +21,12 @@ pub fn zoosim_in(dir: &Path, args: &[&str], limit: Duration) -> (i32, String, St
         .stderr(Stdio::piped())
         .spawn()
         .expect("zoosim runs");
+    finish(child, limit, &format!("zoosim {args:?}"))
+}
+
+/// Waits for `child` (its output piped) at most `limit`: (exit code,
+/// stdout, stderr). Killed, and the test failed, past it.
+pub fn finish(child: std::process::Child, limit: Duration, what: &str) -> (i32, String, String) {
     let pid = child.id() as i32;
     // Read while it runs (a full pipe would stop it), in a thread, so
     // that the wait can give up.
@@ -34,7 +40,7 @@ pub fn zoosim_in(dir: &Path, args: &[&str], limit: Duration) -> (i32, String, St
             // SAFETY: kill(2) on the child's pid, which it still is
             // (its wait has not returned).
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("zoosim {args:?} still running after {limit:?}");
+            panic!("{what}: still running after {limit:?}");
         }
     };
     (
