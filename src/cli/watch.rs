@@ -24,7 +24,7 @@ pub(crate) fn mib_bytes(mib: u64) -> usize {
 static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
 
 /// Set with the first of them: the flag the simulator's seeds poll at
-/// every event (`scenario::budget::stop_on`), which takes a flag, not a
+/// every event (`ensemble::sim::budget::stop_on`), which takes a flag, not a
 /// callback.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
