@@ -400,13 +400,15 @@ where
     let reading = format.parse_until(text, &|| progress.watch.poll().is_some())?;
     let events = match reading {
         Read::Whole(events) => events,
-        Read::Stopped { line, records } => return Ok(progress.stopped_reading(line, records)),
+        Read::Stopped { line, records } => {
+            return Ok(progress.stopped_reading(Read::Stopped { line, records }))
+        }
     };
     let ops = history(model, &events)?;
     something_to_check(events.len(), &ops)?;
     // Polled with the events still held: the most reading takes.
     if progress.watch.poll().is_some() {
-        return Ok(progress.stopped_reading(0, ops.len()));
+        return Ok(progress.stopped_reading(Read::Whole(ops.len())));
     }
     drop(events);
     let stop = || progress.poll();
@@ -523,11 +525,13 @@ fn check_contract(
     })?;
     let history = match reading {
         Read::Whole(history) => history,
-        Read::Stopped { line, records } => return Ok(progress.stopped_reading(line, records)),
+        Read::Stopped { line, records } => {
+            return Ok(progress.stopped_reading(Read::Stopped { line, records }))
+        }
     };
     contract_has_something_to_check(&history)?;
     if progress.watch.poll().is_some() {
-        return Ok(progress.stopped_reading(0, history.ops().len()));
+        return Ok(progress.stopped_reading(Read::Whole(history.ops().len())));
     }
     let stop = || progress.poll();
     let budget = Budget {
@@ -685,16 +689,17 @@ fn undecided(p: &crate::check::lin::PartitionResult, why: Exhausted) -> String {
     )
 }
 
-/// A file whose reading reached a bound (its memory, an interrupt) at
-/// `line` with `read` events read, or (`line` 0) once read whole, into
-/// `read` operations: unknown, nothing searched.
-fn stopped_reading(line: usize, read: usize, why: Exhausted) -> FileReport {
+/// A file whose reading reached a bound (its memory, an interrupt):
+/// mid-file (`Stopped`, with the events read), or once read whole into
+/// `Whole(operations)`: unknown, nothing searched.
+fn stopped_reading(read: Read<usize>, why: Exhausted) -> FileReport {
     // Stopped mid-read, no operation was formed yet: the events read are
     // named in the message, not counted as operations.
-    let (ops, at) = if line == 0 {
-        (read, format!("once read, {read} operations"))
-    } else {
-        (0, format!("stopped at line {line}, {read} events read"))
+    let (ops, at) = match read {
+        Read::Whole(ops) => (ops, format!("once read, {ops} operations")),
+        Read::Stopped { line, records } => {
+            (0, format!("stopped at line {line}, {records} events read"))
+        }
     };
     FileReport {
         ops,
@@ -757,10 +762,10 @@ impl Progress {
 
     /// The report of a reading the watch stopped (see
     /// [`stopped_reading`]).
-    fn stopped_reading(&self, line: usize, read: usize) -> FileReport {
+    fn stopped_reading(&self, read: Read<usize>) -> FileReport {
         // The watch is sticky: it says again why it stopped the reading.
         let why = self.watch.poll().unwrap_or(Exhausted::Stopped);
-        stopped_reading(line, read, why)
+        stopped_reading(read, why)
     }
 
     /// Called every few dozen search steps: why to stop, if the check

@@ -7,7 +7,7 @@
 //! watching thread sets ([`watch_in_background`]).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,12 +20,9 @@ pub(crate) fn mib_bytes(mib: u64) -> usize {
     usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
 }
 
-/// How many Ctrl-C's (SIGINT, SIGTERM) came.
-static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
-
-/// Set with the first of them: the flag the simulator's seeds poll at
-/// every event (`ensemble::sim::budget::stop_on`), which takes a flag, not a
-/// callback.
+/// Set by the first Ctrl-C (SIGINT, SIGTERM); a second finds it set. Also
+/// the flag the simulator's seeds poll at every event
+/// (`ensemble::sim::budget::stop_on`), which takes a flag, not a callback.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// What the first interrupt prints: what the command does next.
@@ -40,10 +37,9 @@ pub(crate) fn catch_interrupts(then: &'static str) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let set = ctrlc::set_handler(|| {
-            if INTERRUPTS.fetch_add(1, Ordering::Relaxed) > 0 {
+            if INTERRUPTED.swap(true, Ordering::Relaxed) {
                 std::process::exit(130);
             }
-            INTERRUPTED.store(true, Ordering::Relaxed);
             let then = *ON_INTERRUPT.lock().unwrap_or_else(|e| e.into_inner());
             eprintln!("\ninterrupted: {then} (Ctrl-C again to quit at once)");
         });
