@@ -1225,6 +1225,46 @@ fn seq_parents(item: &Item, reply: &Result<Reply, ZkError>) -> Vec<String> {
     out
 }
 
+/// Every round that deletes a parent while a session owning ephemeral
+/// children of it closes, as (round, parent): the generator's planned
+/// races (`Case::doomed`) and any its fillers made by chance (a filler's
+/// delete of `/e` in the round a session closes with its `/e/c` created,
+/// as in seed 0x25040bd4).
+pub fn delete_close_races(case: &Case, trace: &PTrace) -> BTreeSet<(usize, String)> {
+    let mut races: BTreeSet<(usize, String)> = case.doomed.iter().cloned().collect();
+    for r in 0..trace.rounds.len() {
+        for owner in 0..case.sessions {
+            let owner_items = case.items_of(r, owner);
+            if !owner_items.iter().any(|i| matches!(i, Item::Close)) {
+                continue;
+            }
+            // Parents of the ephemerals the owner created up to its close.
+            let mut parents = BTreeSet::new();
+            for q in 0..=r {
+                for (k, item) in case.items_of(q, owner).iter().enumerate() {
+                    if let (Item::Op(Op::Create { path, mode, .. }), Ok(Reply::Create { .. })) =
+                        (item, &trace.rounds[q].replies[owner][k].reply)
+                    {
+                        if mode.is_ephemeral() {
+                            parents.insert(parent_of(path).to_owned());
+                        }
+                    }
+                }
+            }
+            for s in (0..case.sessions).filter(|&s| s != owner) {
+                for item in case.items_of(r, s) {
+                    if let Item::Op(Op::Delete { path, .. }) = item {
+                        if parents.contains(path.as_str()) {
+                            races.insert((r, path.clone()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    races
+}
+
 /// Counts the case's op × outcome pairs and its pipelined kinds, from the
 /// server's trace and the recovered order.
 pub fn count(cov: &mut Coverage, case: &Case, trace: &PTrace) {
@@ -1319,7 +1359,7 @@ pub fn count(cov: &mut Coverage, case: &Case, trace: &PTrace) {
             }
         }
     }
-    for (r, parent) in &case.doomed {
+    for (r, parent) in &delete_close_races(case, trace) {
         let order = applied_order(case, trace, *r).unwrap_or_default();
         let close_at = order
             .iter()
