@@ -1347,8 +1347,20 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
             }
         }
     };
+    // Read first: each recipe lists the scenarios that run it.
+    let loaded: Vec<(PathBuf, Result<Scenario, String>)> = match &listed {
+        Some((_, files)) => files
+            .iter()
+            .map(|f| (f.clone(), load_in(f, registry).map_err(|e| e.to_string())))
+            .collect(),
+        None => Vec::new(),
+    };
     let mut out = String::new();
-    let _ = writeln!(out, "recipes (variant names go in `variant = ...`):");
+    let _ = writeln!(
+        out,
+        "recipes (variant names go in `variant = ...`; each with its oracle's properties, its \
+         model and its scenarios):"
+    );
     for r in registry.recipes() {
         let _ = writeln!(out, "  {}  {}", r.name(), r.description());
         for v in r.variants() {
@@ -1361,7 +1373,32 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
             let _ = writeln!(out, "    property {p}");
         }
         let _ = writeln!(out, "    counters: {}", r.counters().join(", "));
+        match models::model_lines(r.name(), r.properties()) {
+            Some(lines) => out.push_str(&lines),
+            None => {
+                let _ = writeln!(out, "    model: none (`zoosim check` has no model of it)");
+            }
+        }
+        if listed.is_some() {
+            let mine: Vec<String> = loaded
+                .iter()
+                .filter_map(|(_, s)| s.as_ref().ok())
+                .filter(|s| s.recipe.name() == r.name())
+                .map(|s| crate::report::terminal(&s.name).into_owned())
+                .collect();
+            let _ = writeln!(
+                out,
+                "    scenarios: {}",
+                if mine.is_empty() {
+                    "none".to_owned()
+                } else {
+                    mine.join(", ")
+                }
+            );
+        }
     }
+    let names: Vec<&str> = registry.recipes().map(|r| r.name()).collect();
+    out.push_str(&models::list_rest(&names));
     let _ = writeln!(out, "properties of every run:");
     for p in run_properties::ALL {
         let _ = writeln!(out, "  property {p}");
@@ -1377,7 +1414,6 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
         let _ = writeln!(out, "  property {p}");
     }
     let _ = writeln!(out, "ensemble counters: {}", ENSEMBLE_COUNTERS.join(", "));
-    out.push_str(&models::list());
     let _ = writeln!(
         out,
         "faults (`faults.kinds`, `[[faults.at]] fault = ...`, coverage `fault:<name>`):"
@@ -1386,10 +1422,10 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
         let _ = writeln!(out, "  {f}");
     }
     let mut unread = 0;
-    if let Some((dir, files)) = listed {
+    if let Some((dir, _)) = &listed {
         let _ = writeln!(out, "scenarios in {}:", dir.display());
-        for f in files {
-            match load_in(&f, registry) {
+        for (_, loaded) in &loaded {
+            match loaded {
                 Ok(s) => {
                     let _ = writeln!(
                         out,

@@ -54,8 +54,12 @@ fn the_correct_lock_holds_everything_at_three_clients_with_all_faults() {
 
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
-fn caught<R: zoosim::models::Recipe>(world: &World<R>, property: &'static str, name: &str) {
-    let (_, text) = support::counterexample(world, property, name);
+fn caught<R: zoosim::models::Recipe>(
+    world: &World<R>,
+    property: zoosim::check::Property,
+    name: &str,
+) {
+    let (_, text) = support::counterexample(world, property.name, name);
     insta::assert_snapshot!(name, text);
 }
 
@@ -70,7 +74,7 @@ fn the_herd_variant_wakes_two_waiters() {
     let world = lock(LockVariant::Herd, 3, Faults::ONE_EACH);
     caught(&world, NO_HERD, "lock-herd");
     // Two clients cannot make a herd: only one waits.
-    assert!(shortest(&lock(LockVariant::Herd, 2, Faults::NONE), NO_HERD).is_none());
+    assert!(shortest(&lock(LockVariant::Herd, 2, Faults::NONE), NO_HERD.name).is_none());
 }
 
 #[test]
@@ -168,7 +172,7 @@ fn a_lock_whose_guid_search_is_blind_is_caught() {
     .expect("a valid size");
     let checked = check(&broken, Options::default());
     let live = checked
-        .verdict(EVERY_LIVE_CLIENT_ACQUIRES)
+        .verdict(EVERY_LIVE_CLIENT_ACQUIRES.name)
         .expect("the property");
     assert!(!live.holds, "{:#?}", checked.verdicts);
     caught(
@@ -184,10 +188,10 @@ fn a_lock_whose_guid_search_is_blind_is_caught() {
 #[test]
 fn each_property_is_checked_alone_when_asked() {
     let mut world = lock(LockVariant::Correct, 2, Faults::NONE);
-    world.only = Some(NO_ORPHANS);
+    world.only = Some(NO_ORPHANS.name);
     let checked = check(&world, Options::default());
     let names: Vec<_> = checked.verdicts.iter().map(|v| v.name).collect();
-    assert_eq!(names, [NO_ORPHANS]);
+    assert_eq!(names, [NO_ORPHANS.name]);
 }
 
 #[test]
@@ -245,7 +249,7 @@ mod barrier {
             "waiter-woken",
             "waiter-passed",
             "barrier-removed",
-            BARRIER_ORPHANS,
+            BARRIER_ORPHANS.name,
         ] {
             assert!(checked.verdict(p).is_some_and(|v| v.holds), "{p}");
         }
@@ -339,7 +343,7 @@ mod barrier {
             Faults::NONE,
         )
         .expect("a valid size");
-        let path = shortest(&broken, EVERY_LIVE_CLIENT_FINISHES).expect("caught");
+        let path = shortest(&broken, EVERY_LIVE_CLIENT_FINISHES.name).expect("caught");
         assert!(path.len() <= 15, "{} steps", path.len());
     }
 }

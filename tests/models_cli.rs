@@ -28,15 +28,16 @@ fn list_shows_every_model_with_its_variants() {
     let (code, out, err) = zoosim(&["list"]);
     assert_eq!(code, 0, "{err}");
     for needle in [
-        "  lock  the exclusive lock",
-        "  barrier  the barrier",
+        "    model (`zoosim check lock`): the exclusive lock",
+        "    model (`zoosim check barrier`): the barrier",
         "variants: barrier, barrier/no-sync",
-        "barrier-safety",
-        "  revocable-lock  the revocable shared lock",
-        "revocation-honoured",
-        "  two-phase-commit  two-phase commit",
-        "every-live-site-decides",
-        "stale-read",
+        "claim barrier-safety (the oracle's property above)",
+        "    model (`zoosim check revocable-lock`): the revocable shared lock",
+        "claim every-revoked-holder-lets-go: ",
+        "    model (`zoosim check two-phase-commit`): two-phase commit",
+        "claim every-live-site-decides: ",
+        "reach goals (sometimes): ",
+        "model faults (`zoosim check --faults`): ",
     ] {
         assert!(out.contains(needle), "{needle} missing from:\n{out}");
     }
@@ -45,25 +46,28 @@ fn list_shows_every_model_with_its_variants() {
 #[test]
 fn a_model_has_its_recipes_name_and_answers_to_its_old_one() {
     let (_, out, _) = zoosim(&["list"]);
-    let models = out
-        .split("models (`zoosim check MODEL`):")
-        .nth(1)
-        .expect("a models section");
-    let recipes = out.split("models (").next().unwrap();
-    // One name per recipe: the name a scenario file gives is the model's.
+    // One name per recipe: the name a scenario file gives is the model's,
+    // listed under the recipe.
     for name in ["configuration", "group-membership"] {
+        let recipe = out
+            .split(&format!("\n  {name}  "))
+            .nth(1)
+            .unwrap_or_else(|| panic!("recipe {name}:\n{out}"));
+        // The recipe's own lines: up to the next line indented by two.
+        let own: String = recipe
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("    "))
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(
-            recipes.contains(&format!("\n  {name}  ")),
-            "recipe {name}:\n{out}"
-        );
-        assert!(
-            models.contains(&format!("\n  {name}  ")),
+            own.contains(&format!("    model (`zoosim check {name}`): ")),
             "model {name}:\n{out}"
         );
     }
     for old in ["config", "membership"] {
         assert!(
-            !models.contains(&format!("\n  {old}  ")),
+            !out.contains(&format!("zoosim check {old}`")),
             "{old} still listed:\n{out}"
         );
     }
@@ -362,4 +366,61 @@ fn serve_opens_the_explorer_on_the_lock_and_a_browser_shows_it() {
     }
     drop(served);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_recipe_has_one_model_and_one_vocabulary_of_properties() {
+    // Every built-in recipe has a model of its name, and every model a
+    // recipe. A property's name means one thing wherever it is used: a
+    // model's claim named like any oracle's property (of any recipe) or
+    // any other model's claim is that very value, name and meaning.
+    let registry = zoosim::prelude::Registry::new();
+    let models = zoosim::models::catalog();
+    let recipes: Vec<&str> = registry.names();
+    let model_names: Vec<&str> = models.iter().map(|m| m.name()).collect();
+    assert_eq!(
+        {
+            let mut r = recipes.clone();
+            r.sort_unstable();
+            r
+        },
+        {
+            let mut m = model_names.clone();
+            m.sort_unstable();
+            m
+        },
+        "recipes and models differ"
+    );
+    let mut seen: Vec<zoosim::check::Property> = Vec::new();
+    for r in registry.recipes() {
+        seen.extend(r.properties().iter().copied());
+    }
+    let mut shared = 0;
+    for m in &models {
+        let claims = m.claims();
+        assert!(!claims.is_empty(), "the {} model claims nothing", m.name());
+        for c in claims {
+            match seen.iter().find(|p| p.name == c.name) {
+                Some(p) => {
+                    assert_eq!(*p, c, "two meanings of {:?} ({})", c.name, m.name());
+                    shared += 1;
+                }
+                None => seen.push(c),
+            }
+        }
+        // Every claim is named in the models' own documentation.
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/models/README.md"))
+            .expect("models/README.md");
+        for c in m.claims() {
+            assert!(
+                doc.contains(&format!("`{}`", c.name)),
+                "models/README.md does not name the {} model's claim {:?}",
+                m.name(),
+                c.name
+            );
+        }
+    }
+    // The lock family's no-herd, no-recipe-failure, the queues' and
+    // barriers' safety properties ... are the oracles' own.
+    assert!(shared >= 25, "only {shared} claims shared");
 }

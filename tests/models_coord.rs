@@ -106,8 +106,8 @@ fn phases_reached<R: Recipe>(what: &str, world: &World<R>, names: &[&'static str
 
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
-fn caught<R: Recipe>(world: &World<R>, property: &'static str, name: &str) -> usize {
-    let (steps, text) = support::counterexample(world, property, name);
+fn caught<R: Recipe>(world: &World<R>, property: zoosim::check::Property, name: &str) -> usize {
+    let (steps, text) = support::counterexample(world, property.name, name);
     insta::assert_snapshot!(name, text);
     steps
 }

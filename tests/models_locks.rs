@@ -65,8 +65,12 @@ fn holds_everything<R: zoosim::models::Recipe>(
 
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
-fn caught<R: zoosim::models::Recipe>(world: &World<R>, property: &'static str, name: &str) {
-    let (_, text) = support::counterexample(world, property, name);
+fn caught<R: zoosim::models::Recipe>(
+    world: &World<R>,
+    property: zoosim::check::Property,
+    name: &str,
+) {
+    let (_, text) = support::counterexample(world, property.name, name);
     insta::assert_snapshot!(name, text);
 }
 
@@ -151,7 +155,7 @@ fn a_shared_lock_whose_readers_do_not_see_writers_is_caught() {
     .expect("a valid size");
     let checked = check(&broken, Options::default());
     let v = checked
-        .verdict(shared_lock::RW_EXCLUSION)
+        .verdict(shared_lock::RW_EXCLUSION.name)
         .expect("the property");
     assert!(!v.holds, "{:#?}", checked.verdicts);
     caught(
@@ -228,7 +232,7 @@ fn a_revocable_lock_deaf_to_its_node_is_caught() {
         .expect("a valid size");
     caught(
         &broken,
-        revocable::REVOCATION_HONOURED,
+        revocable::EVERY_REVOKED_HOLDER_LETS_GO,
         "revocable-lock-deaf",
     );
     let real = RevocableModel::new(1)
@@ -270,7 +274,7 @@ fn a_leader_that_keeps_leading_after_expiry_is_caught() {
     );
     caught(
         &world,
-        election::TOLD_IS_TOLD,
+        election::TOLD_ENDS_LEADERSHIP,
         "election-keep-leadership-after-expiry",
     );
     // Expiry is what it takes.

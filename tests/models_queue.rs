@@ -47,8 +47,8 @@ fn holds<R: Recipe>(world: &World<R>) -> Checked {
 
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the insta snapshot `name`.
-fn caught<R: Recipe>(world: &World<R>, property: &'static str, name: &str) {
-    let (_, text) = support::counterexample(world, property, name);
+fn caught<R: Recipe>(world: &World<R>, property: zoosim::check::Property, name: &str) {
+    let (_, text) = support::counterexample(world, property.name, name);
     insta::assert_snapshot!(name, text);
 }
 
@@ -57,12 +57,12 @@ fn the_queue_holds_everything_at_three_clients_with_all_faults() {
     let world = World::new(QueueModel::plain(), 3, Faults::ONE_EACH).expect("a valid size");
     let checked = holds(&world);
     for p in [
-        queue::NO_LOSS,
-        queue::NO_DUPLICATE,
-        queue::NONE_INVENTED,
-        queue::FIFO_PER_CONSUMER,
-        queue::NO_RECIPE_FAILURE,
-        queue::EVERY_ITEM_CONSUMED,
+        queue::NO_LOSS.name,
+        queue::NO_DUPLICATE.name,
+        queue::NONE_INVENTED.name,
+        queue::FIFO_PER_CONSUMER.name,
+        queue::NO_RECIPE_FAILURE.name,
+        queue::EVERY_ITEM_CONSUMED.name,
         "item-enqueued",
         "item-taken",
         "consumer-took-two",
@@ -85,10 +85,10 @@ fn the_priority_queue_holds_everything_at_three_clients_with_all_faults() {
     let world = World::new(QueueModel::priority(), 3, Faults::ONE_EACH).expect("a valid size");
     let checked = holds(&world);
     for p in [
-        queue::NO_LOSS,
-        queue::NO_DUPLICATE,
-        queue::PRIORITY_ORDER,
-        queue::EVERY_ITEM_CONSUMED,
+        queue::NO_LOSS.name,
+        queue::NO_DUPLICATE.name,
+        queue::PRIORITY_ORDER.name,
+        queue::EVERY_ITEM_CONSUMED.name,
         "more-urgent-item-overtook",
         "consumer-took-two",
         "recreated-item-taken-twice",
@@ -96,7 +96,7 @@ fn the_priority_queue_holds_everything_at_three_clients_with_all_faults() {
         assert!(checked.verdict(p).is_some_and(|v| v.holds), "{p}");
     }
     // The plain queue's order is not the priority queue's.
-    assert!(checked.verdict(queue::FIFO_PER_CONSUMER).is_none());
+    assert!(checked.verdict(queue::FIFO_PER_CONSUMER.name).is_none());
     assert!(checked.unique > 2_000, "{} states only", checked.unique);
 }
 
@@ -105,12 +105,12 @@ fn the_configuration_holds_everything_at_three_clients_with_all_faults() {
     let world = World::new(ConfigModel::new(), 3, Faults::ONE_EACH).expect("a valid size");
     let checked = holds(&world);
     for p in [
-        config::NO_LOST_UPDATE,
-        config::MONOTONIC_READS,
-        config::SET_MEANS_SET,
-        config::WATCH_REARMED,
-        config::NO_RECIPE_FAILURE,
-        config::CONVERGENCE,
+        config::NO_LOST_UPDATE.name,
+        config::MONOTONIC_READS.name,
+        config::SET_MEANS_SET.name,
+        config::WATCH_REARMED.name,
+        config::NO_RECIPE_FAILURE.name,
+        config::CONVERGENCE.name,
         "value-read",
         "update-set",
         "update-conflict",
@@ -132,7 +132,7 @@ fn one_enqueue_wakes_every_waiting_consumer() {
     caught(&world, queue::NO_HERD, "queue-herd");
     // With one consumer there is no herd.
     let one = World::new(QueueModel::plain().with_herd(), 2, Faults::ONE_EACH).expect("a size");
-    assert!(shortest(&one, queue::NO_HERD).is_none());
+    assert!(shortest(&one, queue::NO_HERD.name).is_none());
 }
 
 /// A broken copy of the consumer: NoNode on its (first) delete is taken as
@@ -181,7 +181,7 @@ fn a_queue_consumer_that_takes_no_node_as_done_is_caught() {
     let checked = check(&broken, Options::default());
     assert!(
         checked
-            .verdict(queue::NO_DUPLICATE)
+            .verdict(queue::NO_DUPLICATE.name)
             .is_some_and(|v| !v.holds),
         "{:#?}",
         checked.verdicts
@@ -283,16 +283,16 @@ fn a_priority_consumer_blind_to_priorities_is_caught() {
     let checked = check(&broken, Options::default());
     assert!(
         checked
-            .verdict(queue::PRIORITY_ORDER)
+            .verdict(queue::PRIORITY_ORDER.name)
             .is_some_and(|v| !v.holds),
         "{:#?}",
         checked.verdicts
     );
     // Blind as it is, it loses nothing and takes nothing twice.
     for p in [
-        queue::NO_LOSS,
-        queue::NO_DUPLICATE,
-        queue::EVERY_ITEM_CONSUMED,
+        queue::NO_LOSS.name,
+        queue::NO_DUPLICATE.name,
+        queue::EVERY_ITEM_CONSUMED.name,
     ] {
         assert!(checked.verdict(p).is_some_and(|v| v.holds), "{p}");
     }
@@ -341,7 +341,7 @@ fn a_configuration_that_does_not_rearm_its_watch_is_caught() {
     let checked = check(&broken, Options::default());
     for p in [config::WATCH_REARMED, config::CONVERGENCE] {
         assert!(
-            checked.verdict(p).is_some_and(|v| !v.holds),
+            checked.verdict(p.name).is_some_and(|v| !v.holds),
             "{p}: {:#?}",
             checked.verdicts
         );

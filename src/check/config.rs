@@ -108,11 +108,7 @@ pub const SET_MEANS_SET: Property = Property::new(
     "set-means-set",
     "a successful set names the version right after the one it expected",
 );
-/// After the quiet phase every live follower's last read is the node's final version.
-pub const CONVERGENCE: Property = Property::new(
-    "convergence",
-    "after the quiet phase every live follower's last read is the node's final version",
-);
+pub use super::CONVERGENCE;
 pub use super::NO_RECIPE_FAILURE;
 
 /// What this oracle checks, safety first.

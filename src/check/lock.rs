@@ -261,11 +261,7 @@ pub const SUSPEND_WHILE_DISCONNECTED: Property = Property::new(
     "no holder acts between a Disconnected its recipe was given and the next Connected \
      (it must suspend), whatever the fenced resource then does",
 );
-/// A deletion wakes at most one waiter, or only readers; no reader waits on a reader's node.
-pub const NO_HERD: Property = Property::new(
-    "no-herd",
-    "a deletion wakes at most one waiter, or only readers; no reader waits on a reader's node",
-);
+pub use super::NO_HERD;
 /// A revocation of a live holding reaches its holder and the holding ends within the bound.
 pub const REVOCATION_HONOURED: Property = Property::new(
     "revocation-honoured",

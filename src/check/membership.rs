@@ -89,11 +89,7 @@ pub const FINAL_GROUP: Property = Property::new(
     "final-group",
     "the group ends as exactly the clients whose live session last joined and did not leave",
 );
-/// After the quiet phase every live follower's last view is the final group.
-pub const CONVERGENCE: Property = Property::new(
-    "convergence",
-    "after the quiet phase every live follower's last view is the final group",
-);
+pub use super::CONVERGENCE;
 pub use super::NO_RECIPE_FAILURE;
 
 /// What this oracle checks, safety first.

@@ -136,6 +136,22 @@ pub const NO_RECIPE_FAILURE: Property = Property::new(
     "no recipe meets an answer it has no way forward from, nor refuses a command",
 );
 
+/// Every recipe whose waiters watch others' nodes (the lock family and
+/// the election; a queue's consumers are the page's herd): one property,
+/// declared here so that the oracles and the models share it.
+pub const NO_HERD: Property = Property::new(
+    "no-herd",
+    "a deletion wakes at most one waiter, or only readers; no reader waits on a reader's node",
+);
+
+/// The followers' recipes' (configuration, group membership): one
+/// property, its state being the node's version or the group.
+pub const CONVERGENCE: Property = Property::new(
+    "convergence",
+    "once changes stop (in a run: after the quiet phase), every live follower's last read \
+     shows the final state (the node's final version; the final group)",
+);
+
 /// One violation of [`NO_RECIPE_FAILURE`] per `Failed` event, in log order;
 /// `failed` picks a `Failed` event's error out of the recipe's events.
 fn recipe_failures<'a, E: 'a>(

@@ -188,18 +188,46 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
     })
 }
 
-/// What `zoosim list` says about the models.
-pub(crate) fn list() -> String {
+/// What `zoosim list` says of the model named `name`, under the recipe of
+/// that name whose oracle checks `oracle` (None when no model has that
+/// name): its variants, its claims with their meanings (a claim that is
+/// the oracle's own property says so rather than repeating it), and its
+/// reach goals.
+pub(crate) fn model_lines(name: &str, oracle: &[crate::check::Property]) -> Option<String> {
+    let m = catalog().into_iter().find(|m| m.name() == name)?;
     let mut out = String::new();
-    let _ = writeln!(out, "models (`zoosim check MODEL`):");
+    let _ = writeln!(out, "    model (`zoosim check {name}`): {}", m.about());
+    let _ = writeln!(out, "      variants: {}", m.variants().join(", "));
+    let claims = m.claims();
+    for c in &claims {
+        if oracle.contains(c) {
+            let _ = writeln!(out, "      claim {} (the oracle's property above)", c.name);
+        } else {
+            let _ = writeln!(out, "      claim {c}");
+        }
+    }
+    let goals: Vec<&str> = m
+        .properties()
+        .into_iter()
+        .filter(|p| !claims.iter().any(|c| c.name == *p))
+        .collect();
+    let _ = writeln!(out, "      reach goals (sometimes): {}", goals.join(", "));
+    Some(out)
+}
+
+/// What `zoosim list` says of the models after the recipes: any model
+/// with no recipe of its name among `recipes`, and the model faults.
+pub(crate) fn list_rest(recipes: &[&str]) -> String {
+    let mut out = String::new();
     for m in catalog() {
-        let _ = writeln!(out, "  {}  {}", m.name(), m.about());
-        let _ = writeln!(out, "    variants: {}", m.variants().join(", "));
-        let _ = writeln!(out, "    properties: {}", m.properties().join(", "));
+        if !recipes.contains(&m.name()) {
+            let _ = writeln!(out, "model without a recipe of its name: {}", m.name());
+            out.push_str(&model_lines(m.name(), &[]).unwrap_or_default());
+        }
     }
     let _ = writeln!(
         out,
-        "  model faults (`--faults`): {}",
+        "model faults (`zoosim check --faults`): {}",
         crate::models::Fault::ALL
             .map(crate::models::Fault::name)
             .join(", ")

@@ -38,6 +38,8 @@
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::recipes::barrier::{Barrier, BarrierCommand, BarrierOutcome, BarrierVariant};
 use crate::recipes::Machine;
@@ -51,12 +53,16 @@ pub const DIR: &str = "/barrier";
 /// The barrier node.
 pub const NODE: &str = "/barrier/b";
 
-/// No waiter passes before the barrier's removal was asked for.
-pub const BARRIER_SAFETY: &str = "barrier-safety";
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
-/// A live coordinator raises and removes; every live waiter passes.
-pub const EVERY_LIVE_CLIENT_FINISHES: &str = "every-live-client-finishes";
+pub use crate::check::barrier::BARRIER_SAFETY;
+/// The coordinator raises and removes, every waiter passes: the
+/// unbounded `eventually` the oracle's `liveness` bounds in time.
+pub const EVERY_LIVE_CLIENT_FINISHES: Claim = Claim::new(
+    "every-live-client-finishes",
+    "a coordinator whose process and session live raises and removes the barrier; every such \
+     waiter passes",
+);
 
 /// Makes a client's machine: `(path, variant)`.
 pub type MakeMachine<M> = fn(&str, BarrierVariant) -> M;
@@ -142,6 +148,12 @@ where
     type Machine = M;
     type App = App;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        BARRIER_SAFETY,
+        NO_RECIPE_FAILURE,
+        NO_ORPHANS,
+        EVERY_LIVE_CLIENT_FINISHES,
+    ];
 
     fn name(&self) -> &'static str {
         "barrier"
@@ -217,9 +229,11 @@ where
 
     fn properties(&self, _faults: &Faults) -> Vec<Property<World<Self>>> {
         vec![
-            Property::always(BARRIER_SAFETY, |_, s: &State<Self>| !s.shared.early),
-            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
-            Property::always(NO_ORPHANS, |w, s: &State<Self>| {
+            Property::always(BARRIER_SAFETY.name, |_, s: &State<Self>| !s.shared.early),
+            Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {
+                !s.shared.failed
+            }),
+            Property::always(NO_ORPHANS.name, |w, s: &State<Self>| {
                 !settled(w, s)
                     || s.tree.node(DIR).is_none_or(|d| d.children.is_empty())
                     || (coordinator_gone(s) && !s.shared.removed)
@@ -227,7 +241,7 @@ where
             // Monotone along every run (finished, crashed, expired and
             // "the coordinator is gone with the barrier up or never
             // raised" are all for good): see the lock's liveness.
-            Property::eventually(EVERY_LIVE_CLIENT_FINISHES, |_, s: &State<Self>| {
+            Property::eventually(EVERY_LIVE_CLIENT_FINISHES.name, |_, s: &State<Self>| {
                 let live = |c: &super::Client<Self>| !c.crashed && c.session;
                 let coordinator = &s.clients[0];
                 let coordinator_done = !live(coordinator) || coordinator.app == App::Done;

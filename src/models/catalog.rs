@@ -123,6 +123,10 @@ pub trait Listed: Send + Sync {
     fn variants(&self) -> Vec<&'static str>;
     /// Every property's name (with every fault in the budget).
     fn properties(&self) -> Vec<&'static str>;
+    /// What it claims (its `always` and `eventually` properties, with
+    /// every fault in the budget), with their meanings: the oracle's
+    /// value where the recipe's oracle checks the same.
+    fn claims(&self) -> Vec<crate::check::Property>;
     /// Checks it as `spec` says.
     fn check(&self, spec: &Spec) -> Result<Report, String>;
     /// Hands `spec`'s model to stateright's Explorer, which serves it on
@@ -226,6 +230,13 @@ where
         (self.make)(self.variants[0], PROBE_CLIENTS)
             .and_then(|r| World::new(r, PROBE_CLIENTS, Faults::ONE_EACH))
             .map(|w| w.property_names())
+            .unwrap_or_default()
+    }
+
+    fn claims(&self) -> Vec<crate::check::Property> {
+        (self.make)(self.variants[0], PROBE_CLIENTS)
+            .and_then(|r| World::new(r, PROBE_CLIENTS, Faults::ONE_EACH))
+            .map(|w| w.claims())
             .unwrap_or_default()
     }
 

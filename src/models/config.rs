@@ -53,6 +53,8 @@
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::{Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{Op, Reply, ZkError};
 use crate::recipes::config::{Config, ConfigCommand, ConfigOutcome};
@@ -61,18 +63,18 @@ use crate::recipes::{Input, Machine, OpId, Output};
 /// The configuration node.
 pub const NODE: &str = "/config";
 
-/// Every value read has counter == version.
-pub const NO_LOST_UPDATE: &str = "no-lost-update";
-/// A client's reads never go back a version.
-pub const MONOTONIC_READS: &str = "monotonic-reads";
-/// A successful update names the version after the one it expected.
-pub const SET_MEANS_SET: &str = "set-means-set";
+pub use crate::check::config::MONOTONIC_READS;
+pub use crate::check::config::NO_LOST_UPDATE;
+pub use crate::check::config::SET_MEANS_SET;
 /// A live, connected follower holds a watch or has a watching read in
 /// flight.
-pub const WATCH_REARMED: &str = "watch-rearmed";
+pub const WATCH_REARMED: Claim = Claim::new(
+    "watch-rearmed",
+    "a follower whose session is alive and connected holds a watch on the node or has a \
+     watching read in flight",
+);
 pub use super::NO_RECIPE_FAILURE;
-/// Once no update can happen, every live follower read the final version.
-pub const CONVERGENCE: &str = "convergence";
+pub use crate::check::config::CONVERGENCE;
 
 /// Makes a client's machine: `(path)`.
 pub type MakeMachine<M> = fn(&str) -> M;
@@ -256,6 +258,14 @@ where
     type Machine = Watched<M>;
     type App = App;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        NO_LOST_UPDATE,
+        MONOTONIC_READS,
+        SET_MEANS_SET,
+        WATCH_REARMED,
+        NO_RECIPE_FAILURE,
+        CONVERGENCE,
+    ];
 
     fn name(&self) -> &'static str {
         "configuration"
@@ -342,10 +352,14 @@ where
 
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
         let mut p = vec![
-            Property::always(NO_LOST_UPDATE, |_, s: &State<Self>| !s.shared.lost_update),
-            Property::always(MONOTONIC_READS, |_, s: &State<Self>| !s.shared.backwards),
-            Property::always(SET_MEANS_SET, |_, s: &State<Self>| !s.shared.set_wrong),
-            Property::always(WATCH_REARMED, |_, s: &State<Self>| {
+            Property::always(NO_LOST_UPDATE.name, |_, s: &State<Self>| {
+                !s.shared.lost_update
+            }),
+            Property::always(MONOTONIC_READS.name, |_, s: &State<Self>| {
+                !s.shared.backwards
+            }),
+            Property::always(SET_MEANS_SET.name, |_, s: &State<Self>| !s.shared.set_wrong),
+            Property::always(WATCH_REARMED.name, |_, s: &State<Self>| {
                 s.clients.iter().all(|c| {
                     let m = &c.machine;
                     let follower = !c.crashed
@@ -357,8 +371,10 @@ where
                     !follower || m.armed || m.pending.is_some()
                 })
             }),
-            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
-            Property::eventually(CONVERGENCE, |_, s: &State<Self>| converged(s)),
+            Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {
+                !s.shared.failed
+            }),
+            Property::eventually(CONVERGENCE.name, |_, s: &State<Self>| converged(s)),
             Property::sometimes("value-read", |_, s: &State<Self>| s.shared.read),
             Property::sometimes("update-set", |_, s: &State<Self>| s.shared.set),
             Property::sometimes("update-conflict", |w: &World<Self>, s: &State<Self>| {

@@ -46,6 +46,8 @@
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
 use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{EventType, Op, Reply, SessionId, ZkError};
@@ -57,15 +59,17 @@ pub const DIR: &str = "/double/r0";
 /// Its `ready` node.
 pub const READY: &str = "/double/r0/ready";
 
-/// Nobody is inside before `x` processes have arrived.
-pub const ENTER_SAFETY: &str = "enter-safety";
-/// Nobody is out before everyone inside when it started to leave asked to
-/// leave too, or lost its session.
-pub const LEAVE_SAFETY: &str = "leave-safety";
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
-/// Every live client enters and leaves (unless the barrier cannot open).
-pub const EVERY_LIVE_CLIENT_PASSES: &str = "every-live-client-passes";
+pub use crate::check::double_barrier::ENTER_SAFETY;
+pub use crate::check::double_barrier::LEAVE_SAFETY;
+/// Every live client enters and leaves: the unbounded `eventually` the
+/// oracle's `liveness` bounds in time.
+pub const EVERY_LIVE_CLIENT_PASSES: Claim = Claim::new(
+    "every-live-client-passes",
+    "every client whose process and session live enters and leaves (unless the barrier cannot \
+     open)",
+);
 
 /// The phases the model names (each a "sometimes" property where the run
 /// can reach it, see [`DoubleBarrierModel`]'s properties).
@@ -255,6 +259,13 @@ where
     type Machine = Observed<M, DoubleBarrierPhases>;
     type App = App;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        ENTER_SAFETY,
+        LEAVE_SAFETY,
+        NO_RECIPE_FAILURE,
+        NO_ORPHANS,
+        EVERY_LIVE_CLIENT_PASSES,
+    ];
 
     fn name(&self) -> &'static str {
         "double-barrier"
@@ -343,11 +354,11 @@ where
 
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
         let mut p = vec![
-            Property::always(ENTER_SAFETY, |w: &World<Self>, s: &State<Self>| {
+            Property::always(ENTER_SAFETY.name, |w: &World<Self>, s: &State<Self>| {
                 let inside = s.clients.iter().any(|c| c.app.step == Step::Inside);
                 !inside || arrivals(s) >= w.recipe.threshold
             }),
-            Property::always(LEAVE_SAFETY, |_, s: &State<Self>| {
+            Property::always(LEAVE_SAFETY.name, |_, s: &State<Self>| {
                 // Left behind with its session still alive on the server:
                 // its node stood, and it had not asked to leave.
                 s.clients
@@ -355,8 +366,10 @@ where
                     .enumerate()
                     .all(|(i, c)| s.shared.left_behind & (1 << i) == 0 || !c.session)
             }),
-            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
-            Property::always(NO_ORPHANS, |w, s: &State<Self>| {
+            Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {
+                !s.shared.failed
+            }),
+            Property::always(NO_ORPHANS.name, |w, s: &State<Self>| {
                 !settled(w, s)
                     || s.tree
                         .node(DIR)
@@ -367,7 +380,7 @@ where
             // good), so the checker's "held somewhere on the path" is the
             // same on every path into a state; the excuse is judged only
             // in end states.
-            Property::eventually(EVERY_LIVE_CLIENT_PASSES, |w, s: &State<Self>| {
+            Property::eventually(EVERY_LIVE_CLIENT_PASSES.name, |w, s: &State<Self>| {
                 let live = || s.clients.iter().filter(|c| !c.crashed && c.session);
                 live().all(|c| c.app.step == Step::Done)
                     || (s.tree.node(READY).is_none()

@@ -22,11 +22,11 @@
 //!   at most one live leader at a time, the one the epoch names. A leader
 //!   whose session has expired without it knowing yet is ZooKeeper's
 //!   window, which the epoch's fence is for;
-//! * always [`TOLD_IS_TOLD`]: a client that has been told its session
+//! * always [`TOLD_ENDS_LEADERSHIP`]: a client that has been told its session
 //!   ended does not lead (the simulation's oracle judges an act after it;
 //!   the model, whose world lets no application act after that, judges
 //!   the belief the act would follow from);
-//! * always [`FENCED_EXCLUSION`]: the fenced resource never refuses the
+//! * always [`LIVE_HOLDER_NEVER_FENCED`]: the fenced resource never refuses the
 //!   act of a leader whose session is alive;
 //! * always [`NO_HERD`]: one write's (or expiry's) watch events reach at
 //!   most one connection, and a candidate is woken only by the deletion of
@@ -44,6 +44,8 @@
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::shared_lock::{no_herd, own_node};
 use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::recipes::election::{Election, ElectionCommand, ElectionOutcome, ElectionVariant};
@@ -53,17 +55,27 @@ use crate::recipes::{base_name, sequence_of, Machine};
 pub const DIR: &str = "/election";
 
 /// A live leader owns the lowest node: one leader per epoch.
-pub const ONE_LEADER_PER_EPOCH: &str = "one-leader-per-epoch";
-/// A client told its session ended does not lead.
-pub const TOLD_IS_TOLD: &str = "told-is-told";
-/// No act of a leader whose session is alive is refused by the fence.
-pub const FENCED_EXCLUSION: &str = "fenced-exclusion";
-/// One write's events reach one connection; each wake-up by the nearest blocker.
-pub const NO_HERD: &str = "no-herd";
+pub const ONE_LEADER_PER_EPOCH: Claim = Claim::new(
+    "one-leader-per-epoch",
+    "a leader whose session is alive owns the lowest node: one leader per epoch",
+);
+/// A client told its session ended no longer believes it leads. Not the
+/// oracle's `told-is-told` (nobody *acts* after being told), so not its
+/// name.
+pub const TOLD_ENDS_LEADERSHIP: Claim = Claim::new(
+    "told-ends-leadership",
+    "a candidate told its session ended no longer believes it leads",
+);
+pub use super::lock::LIVE_HOLDER_NEVER_FENCED;
+pub use super::NO_HERD;
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
-/// Every live candidate is elected and resigns.
-pub const EVERY_LIVE_CANDIDATE_LEADS: &str = "every-live-candidate-leads";
+/// Every live candidate leads and resigns: the unbounded `eventually`
+/// the oracle's `liveness` bounds in time.
+pub const EVERY_LIVE_CANDIDATE_LEADS: Claim = Claim::new(
+    "every-live-candidate-leads",
+    "every candidate whose process and session live is elected, acts and resigns",
+);
 
 /// What the election's model is, in a line (`zoosim list`).
 pub const ABOUT: &str =
@@ -173,6 +185,15 @@ impl<M: Candidate> Recipe for ElectionModel<M> {
     type Machine = M;
     type App = At;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        ONE_LEADER_PER_EPOCH,
+        TOLD_ENDS_LEADERSHIP,
+        LIVE_HOLDER_NEVER_FENCED,
+        NO_HERD,
+        NO_RECIPE_FAILURE,
+        NO_ORPHANS,
+        EVERY_LIVE_CANDIDATE_LEADS,
+    ];
 
     fn name(&self) -> &'static str {
         "election"
@@ -277,22 +298,22 @@ impl<M: Candidate> Recipe for ElectionModel<M> {
 
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
         let mut p = vec![
-            Property::always(ONE_LEADER_PER_EPOCH, |_, s: &State<Self>| {
+            Property::always(ONE_LEADER_PER_EPOCH.name, |_, s: &State<Self>| {
                 let epoch = lowest(s);
                 (0..s.clients.len()).all(|i| {
                     let c = &s.clients[i];
                     !(c.session && c.machine.is_leader()) || own_node(s, DIR, i) == epoch
                 })
             }),
-            Property::always(TOLD_IS_TOLD, |_, s: &State<Self>| {
+            Property::always(TOLD_ENDS_LEADERSHIP.name, |_, s: &State<Self>| {
                 s.clients
                     .iter()
                     .all(|c| !(c.told_ended && c.machine.is_leader()))
             }),
-            Property::always(FENCED_EXCLUSION, |_, s: &State<Self>| {
+            Property::always(LIVE_HOLDER_NEVER_FENCED.name, |_, s: &State<Self>| {
                 !s.shared.live_refused
             }),
-            Property::always(NO_HERD, |_, s: &State<Self>| {
+            Property::always(NO_HERD.name, |_, s: &State<Self>| {
                 !s.herd
                     && no_herd(
                         s,
@@ -304,12 +325,14 @@ impl<M: Candidate> Recipe for ElectionModel<M> {
                         |_| |name: &str| name.contains("-n_"),
                     )
             }),
-            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
-            Property::always(NO_ORPHANS, |w, s: &State<Self>| {
+            Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {
+                !s.shared.failed
+            }),
+            Property::always(NO_ORPHANS.name, |w, s: &State<Self>| {
                 !settled(w, s) || s.tree.node(DIR).is_none_or(|d| d.children.is_empty())
             }),
             // Monotone along every run, as the lock's.
-            Property::eventually(EVERY_LIVE_CANDIDATE_LEADS, |_, s: &State<Self>| {
+            Property::eventually(EVERY_LIVE_CANDIDATE_LEADS.name, |_, s: &State<Self>| {
                 s.clients
                     .iter()
                     .all(|c| c.app == At::Done || c.crashed || !c.session)

@@ -12,7 +12,7 @@
 //!   their sessions are alive on the server (a holder whose session has
 //!   expired without it knowing yet is ZooKeeper's known window, which the
 //!   fence is for);
-//! * always [`FENCED_EXCLUSION`]: the fenced resource never refuses the
+//! * always [`LIVE_HOLDER_NEVER_FENCED`]: the fenced resource never refuses the
 //!   access of a holder whose session is alive (its token is below one
 //!   the resource has already accepted: the lock went to someone newer
 //!   while this holder's node still stood);
@@ -38,6 +38,8 @@
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::{settled, Faults, Log, Maker, Recipe, RenameMachine, State, Symmetry, World};
 use crate::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use crate::recipes::Machine;
@@ -50,15 +52,27 @@ pub const ABOUT: &str =
 pub const DIR: &str = "/lock";
 
 /// No two clients hold while both their sessions are alive.
-pub const MUTUAL_EXCLUSION: &str = "mutual-exclusion";
-/// No access by a holder whose session is alive is refused by the fence.
-pub const FENCED_EXCLUSION: &str = "fenced-exclusion";
-/// A write's watch events reach at most one connection.
-pub const NO_HERD: &str = "no-herd";
+pub const MUTUAL_EXCLUSION: Claim = Claim::new(
+    "mutual-exclusion",
+    "no two clients hold the lock while both their sessions are alive",
+);
+/// The fence never refuses a live holder. Not the oracle's
+/// `fenced-exclusion` (accepted effects in token order, each from the
+/// token's holder at the time), so not its name: the lock family's
+/// models and the election's share this one.
+pub const LIVE_HOLDER_NEVER_FENCED: Claim = Claim::new(
+    "live-holder-never-fenced",
+    "the fenced resource never refuses a holder (or an elected leader) whose session is alive",
+);
+pub use super::NO_HERD;
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
-/// Every live client acquires and releases.
-pub const EVERY_LIVE_CLIENT_ACQUIRES: &str = "every-live-client-acquires";
+/// Every live client acquires and releases: the unbounded `eventually`
+/// the oracle's `liveness` bounds in time.
+pub const EVERY_LIVE_CLIENT_ACQUIRES: Claim = Claim::new(
+    "every-live-client-acquires",
+    "every client whose process and session live acquires and releases",
+);
 
 /// Makes a client's machine: `(dir, guid, variant)`.
 pub type MakeMachine<M> = fn(&str, &str, LockVariant) -> M;
@@ -161,6 +175,14 @@ where
     type Machine = M;
     type App = App;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        MUTUAL_EXCLUSION,
+        LIVE_HOLDER_NEVER_FENCED,
+        NO_HERD,
+        NO_RECIPE_FAILURE,
+        NO_ORPHANS,
+        EVERY_LIVE_CLIENT_ACQUIRES,
+    ];
 
     fn name(&self) -> &'static str {
         "lock"
@@ -285,20 +307,22 @@ where
 
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
         let mut p = vec![
-            Property::always(MUTUAL_EXCLUSION, |_, s: &State<Self>| holders(s) <= 1),
-            Property::always(FENCED_EXCLUSION, |_, s: &State<Self>| {
+            Property::always(MUTUAL_EXCLUSION.name, |_, s: &State<Self>| holders(s) <= 1),
+            Property::always(LIVE_HOLDER_NEVER_FENCED.name, |_, s: &State<Self>| {
                 !s.shared.live_refused
             }),
-            Property::always(NO_HERD, |_, s: &State<Self>| !s.herd),
-            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
-            Property::always(NO_ORPHANS, |w, s: &State<Self>| {
+            Property::always(NO_HERD.name, |_, s: &State<Self>| !s.herd),
+            Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {
+                !s.shared.failed
+            }),
+            Property::always(NO_ORPHANS.name, |w, s: &State<Self>| {
                 !settled(w, s) || s.tree.node(DIR).is_none_or(|d| d.children.is_empty())
             }),
             // Monotone along every run (a finished application, a crash
             // and an expired session are for good), so the checker's
             // "held somewhere on the path" is the same on every path into
             // a state: the joins of the state graph lose nothing.
-            Property::eventually(EVERY_LIVE_CLIENT_ACQUIRES, |_, s: &State<Self>| {
+            Property::eventually(EVERY_LIVE_CLIENT_ACQUIRES.name, |_, s: &State<Self>| {
                 s.clients
                     .iter()
                     .all(|c| c.app == App::Done || c.crashed || !c.session)

@@ -41,6 +41,8 @@
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
 use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{Op, SessionId, ZkError};
@@ -51,16 +53,16 @@ use crate::tree::Owner;
 /// The group's node.
 pub const GROUP: &str = "/group";
 
-/// Every listed name asked to join.
-pub const NO_INVENTED_MEMBER: &str = "no-invented-member";
+pub use crate::check::membership::NO_INVENTED_MEMBER;
 /// Every node in the group is an ephemeral of its member's live session.
-pub const MEMBER_NODES_ARE_SESSIONS: &str = "member-nodes-are-sessions";
-/// Once settled, the group is exactly the live members.
-pub const FINAL_GROUP: &str = "final-group";
+pub const MEMBER_NODES_ARE_SESSIONS: Claim = Claim::new(
+    "member-nodes-are-sessions",
+    "every node in the group is an ephemeral of its member's live session",
+);
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
-/// Every live client ends a member whose last list is the group.
-pub const CONVERGENCE: &str = "convergence";
+pub use crate::check::membership::CONVERGENCE;
+pub use crate::check::membership::FINAL_GROUP;
 
 /// The phases the model names.
 ///
@@ -213,6 +215,14 @@ where
     type Machine = Observed<M, MembershipPhases>;
     type App = App;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        NO_INVENTED_MEMBER,
+        MEMBER_NODES_ARE_SESSIONS,
+        FINAL_GROUP,
+        NO_ORPHANS,
+        NO_RECIPE_FAILURE,
+        CONVERGENCE,
+    ];
 
     fn name(&self) -> &'static str {
         "group-membership"
@@ -312,8 +322,10 @@ where
 
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
         let mut p = vec![
-            Property::always(NO_INVENTED_MEMBER, |_, s: &State<Self>| !s.shared.invented),
-            Property::always(MEMBER_NODES_ARE_SESSIONS, |_, s: &State<Self>| {
+            Property::always(NO_INVENTED_MEMBER.name, |_, s: &State<Self>| {
+                !s.shared.invented
+            }),
+            Property::always(MEMBER_NODES_ARE_SESSIONS.name, |_, s: &State<Self>| {
                 members(s).iter().all(|(name, owner)| {
                     let Owner::Ephemeral(session) = owner else {
                         return false;
@@ -326,14 +338,16 @@ where
                         && s.tree.has_session(*session)
                 })
             }),
-            Property::always(FINAL_GROUP, |w, s: &State<Self>| {
+            Property::always(FINAL_GROUP.name, |w, s: &State<Self>| {
                 !settled(w, s) || group_mask(s) == Some(live_members(s))
             }),
-            Property::always(NO_ORPHANS, |w, s: &State<Self>| {
+            Property::always(NO_ORPHANS.name, |w, s: &State<Self>| {
                 !settled(w, s) || group_mask(s).is_some_and(|g| g & !live_members(s) == 0)
             }),
-            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
-            Property::eventually(CONVERGENCE, |w, s: &State<Self>| {
+            Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {
+                !s.shared.failed
+            }),
+            Property::eventually(CONVERGENCE.name, |w, s: &State<Self>| {
                 let group = group_mask(s);
                 at_end(w, s)
                     && s.clients

@@ -205,7 +205,7 @@ use std::fmt::{self, Debug};
 use std::hash::Hash;
 use std::sync::Arc;
 
-use stateright::{Model, Property};
+use stateright::{Expectation, Model, Property};
 
 use crate::proto::{
     CreateMode, EventType, Op, Reply, SessionEvent, SessionId, WatchEvent, WatchKind, ZkError, Zxid,
@@ -477,9 +477,16 @@ pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     );
     /// The application has done all it set out to do.
     fn finished(&self, app: &Self::App) -> bool;
+    /// What the model claims: every `always` and `eventually` property
+    /// [`Recipe::properties`] may make, each declared once as a
+    /// [`crate::check::Property`] (name and meaning) and shared with the
+    /// recipe's oracle where the oracle checks the same thing. (Its
+    /// `sometimes` properties are reach goals, not claims.)
+    const CLAIMS: &'static [crate::check::Property];
     /// The recipe's properties, over the whole world; `faults` is the
     /// run's budget (a phase only a fault leads to is not expected to be
-    /// reached without it).
+    /// reached without it). Each `always` and `eventually` one is named
+    /// by one of [`Recipe::CLAIMS`].
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>>;
 }
 
@@ -731,15 +738,22 @@ impl StopFlag {
 /// the model's, never reported as a verdict.
 pub const STOPPED: &str = "(search stopped)";
 
+/// The lock family's, the election's, and the queue's with
+/// [`queue::QueueModel::with_herd`]: the oracles' property.
+pub use crate::check::NO_HERD;
 /// Every model's: no refused command, no answer a machine cannot go on
-/// from. The simulation's oracles check the same property
-/// ([`crate::check::NO_RECIPE_FAILURE`]): one name, one meaning.
-pub const NO_RECIPE_FAILURE: &str = crate::check::NO_RECIPE_FAILURE.name;
+/// from; the simulation's oracles check the same property, so it is
+/// theirs.
+pub use crate::check::NO_RECIPE_FAILURE;
 
 /// Every model that checks it: once all clients are settled, no node is
 /// left under the recipe's directories (each model says what settled
 /// means for its clients).
-pub const NO_ORPHANS: &str = "no-orphans";
+pub const NO_ORPHANS: crate::check::Property = crate::check::Property::new(
+    "no-orphans",
+    "once every client is settled (finished, or crashed or told its session ended, with \
+     nothing of it in flight), no node is left under the recipe's directories",
+);
 
 /// A deliberately unsound version of a reduction, for the tests that show
 /// that comparing the reduced world with the full one catches it.
@@ -778,7 +792,7 @@ impl<R: Recipe> World<R> {
                 "a model takes 1 to {MAX_CLIENTS} clients, not {clients}"
             ));
         }
-        Ok(World {
+        let world = World {
             recipe,
             clients,
             faults,
@@ -789,12 +803,37 @@ impl<R: Recipe> World<R> {
             names: Vec::new(),
             sabotage: Sabotage::None,
             stop: StopFlag::default(),
-        })
+        };
+        // A claim must have its meaning declared (`Recipe::CLAIMS`), so
+        // that `zoosim list` and a verdict can say what was checked.
+        for p in world.all_properties() {
+            let claim = !matches!(p.expectation, Expectation::Sometimes);
+            if claim && !R::CLAIMS.iter().any(|c| c.name == p.name) {
+                return Err(format!(
+                    "the {} model's property {:?} is not among its declared claims \
+                     (Recipe::CLAIMS)",
+                    world.recipe.name(),
+                    p.name
+                ));
+            }
+        }
+        Ok(world)
     }
 
     /// Every property's name, in order (recipe's, then the faults').
     pub fn property_names(&self) -> Vec<&'static str> {
         self.all_properties().iter().map(|p| p.name).collect()
+    }
+
+    /// What this world claims ([`Recipe::CLAIMS`] it makes properties
+    /// of, given its faults), with their meanings.
+    pub fn claims(&self) -> Vec<crate::check::Property> {
+        let names = self.property_names();
+        R::CLAIMS
+            .iter()
+            .copied()
+            .filter(|c| names.contains(&c.name))
+            .collect()
     }
 
     fn all_properties(&self) -> Vec<Property<Self>> {

@@ -72,6 +72,8 @@
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::{Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{Op, Reply};
 use crate::recipes::queue::{Consumer, Producer, QueueCommand, QueueOutcome};
@@ -80,21 +82,20 @@ use crate::recipes::{sequence_of, Input, Machine, OpId, Output};
 /// The queue's directory.
 pub const DIR: &str = "/queue";
 
-/// Every acknowledged item is in the queue, taken, maybe taken, or claimed.
-pub const NO_LOSS: &str = "no-loss";
-/// No item taken twice unless its enqueue may have made two copies.
-pub const NO_DUPLICATE: &str = "no-duplicate";
-/// Everything taken was enqueued.
-pub const NONE_INVENTED: &str = "none-invented";
-/// A plain queue's consumer takes in increasing sequence order.
-pub const FIFO_PER_CONSUMER: &str = "fifo-per-consumer";
-/// No item taken while a more urgent one listed before it still stands.
-pub const PRIORITY_ORDER: &str = "priority-order";
 pub use super::NO_RECIPE_FAILURE;
-/// The queue empties once nobody can enqueue, while a consumer lives.
-pub const EVERY_ITEM_CONSUMED: &str = "every-item-consumed";
-/// The world's no-herd (only with [`QueueModel::with_herd`]).
-pub const NO_HERD: &str = "no-herd";
+pub use crate::check::queue::FIFO_PER_CONSUMER;
+pub use crate::check::queue::NONE_INVENTED;
+pub use crate::check::queue::NO_DUPLICATE;
+pub use crate::check::queue::NO_LOSS;
+pub use crate::check::queue::PRIORITY_ORDER;
+/// The queue empties: the unbounded `eventually` the oracle's
+/// `liveness` bounds in time.
+pub const EVERY_ITEM_CONSUMED: Claim = Claim::new(
+    "every-item-consumed",
+    "the queue empties once nobody can enqueue, while a consumer's process and session live",
+);
+/// Claimed only with [`QueueModel::with_herd`].
+pub use super::NO_HERD;
 
 /// The most items a model takes (the shared record keeps them as bits).
 pub const MAX_ITEMS: usize = 8;
@@ -405,6 +406,16 @@ where
     type Machine = QueueMachine<C>;
     type App = App;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        NO_LOSS,
+        NO_DUPLICATE,
+        NONE_INVENTED,
+        FIFO_PER_CONSUMER,
+        PRIORITY_ORDER,
+        NO_RECIPE_FAILURE,
+        EVERY_ITEM_CONSUMED,
+        NO_HERD,
+    ];
 
     fn name(&self) -> &'static str {
         if self.priority {
@@ -575,29 +586,32 @@ where
 
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
         let mut p = vec![
-            Property::always(NO_LOSS, |w, s: &State<Self>| no_loss(w, s)),
-            Property::always(NO_DUPLICATE, |_, s: &State<Self>| {
+            Property::always(NO_LOSS.name, |w, s: &State<Self>| no_loss(w, s)),
+            Property::always(NO_DUPLICATE.name, |_, s: &State<Self>| {
                 s.shared.taken_twice & !s.shared.duplicable == 0
             }),
-            Property::always(NONE_INVENTED, |_, s: &State<Self>| !s.shared.invented),
+            Property::always(NONE_INVENTED.name, |_, s: &State<Self>| !s.shared.invented),
         ];
         if self.priority {
-            p.push(Property::always(PRIORITY_ORDER, |_, s: &State<Self>| {
-                taken_over(s, |taken, other| other < taken).is_none()
-            }));
+            p.push(Property::always(
+                PRIORITY_ORDER.name,
+                |_, s: &State<Self>| taken_over(s, |taken, other| other < taken).is_none(),
+            ));
         } else {
-            p.push(Property::always(FIFO_PER_CONSUMER, |_, s: &State<Self>| {
-                !s.shared.out_of_order
-            }));
+            p.push(Property::always(
+                FIFO_PER_CONSUMER.name,
+                |_, s: &State<Self>| !s.shared.out_of_order,
+            ));
         }
-        p.push(Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| {
-            !s.shared.failed
-        }));
+        p.push(Property::always(
+            NO_RECIPE_FAILURE.name,
+            |_, s: &State<Self>| !s.shared.failed,
+        ));
         if self.herd {
-            p.push(Property::always(NO_HERD, |_, s: &State<Self>| !s.herd));
+            p.push(Property::always(NO_HERD.name, |_, s: &State<Self>| !s.herd));
         }
         p.push(Property::eventually(
-            EVERY_ITEM_CONSUMED,
+            EVERY_ITEM_CONSUMED.name,
             |w, s: &State<Self>| consumed(w, s),
         ));
         p.extend([

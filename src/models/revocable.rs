@@ -19,12 +19,12 @@
 //!
 //! Properties (each a named value below):
 //!
-//! * always [`RW_EXCLUSION`], [`FENCED_EXCLUSION`], [`NO_HERD`] (with the
+//! * always [`RW_EXCLUSION`], [`LIVE_HOLDER_NEVER_FENCED`], [`NO_HERD`] (with the
 //!   readers' exception, each wake-up by the nearest blocker): as for the
 //!   shared lock ([`super::shared_lock`]), over the holders;
 //! * always [`NO_RECIPE_FAILURE`] (holders' and revoker's machines) and
 //!   [`NO_ORPHANS`];
-//! * eventually [`REVOCATION_HONOURED`]: every holder whose process and
+//! * eventually [`EVERY_REVOKED_HOLDER_LETS_GO`]: every holder whose process and
 //!   session live is asked to let go, sees it (its machine reports
 //!   `RevokeAsked`) and releases. Holders let go only when asked, so this
 //!   is the revocation reaching them. Fairness: as for the lock (finite
@@ -40,6 +40,8 @@ use std::collections::VecDeque;
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::shared_lock::{
     access, blocks_shared, guid_of, mode_of, no_herd, readers_woken_together,
 };
@@ -54,16 +56,17 @@ use crate::recipes::{
 /// The lock's directory.
 pub const DIR: &str = "/revocable";
 
-/// No writer holds together with another holder, both sessions alive.
-pub const RW_EXCLUSION: &str = "read-write-exclusion";
-/// No access by a holder whose session is alive is refused by the fence.
-pub const FENCED_EXCLUSION: &str = "fenced-exclusion";
-/// One deletion wakes one holder or only readers; each by its nearest blocker.
-pub const NO_HERD: &str = "no-herd";
+pub use super::lock::LIVE_HOLDER_NEVER_FENCED;
+pub use super::shared_lock::RW_EXCLUSION;
+pub use super::NO_HERD;
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
-/// Every live holder is asked to let go, sees it, and releases.
-pub const REVOCATION_HONOURED: &str = "revocation-honoured";
+/// Every revoked live holder lets go: the unbounded `eventually` the
+/// oracle's `revocation-honoured` bounds in time (so not its name).
+pub const EVERY_REVOKED_HOLDER_LETS_GO: Claim = Claim::new(
+    "every-revoked-holder-lets-go",
+    "every holder whose process and session live is asked to let go, sees it, and releases",
+);
 
 /// Makes a holder's machine: `(dir, guid, mode)`.
 pub type MakeMachine<M> = fn(&str, &str, LockMode) -> M;
@@ -469,6 +472,14 @@ where
     type Machine = Party<M>;
     type App = App;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        RW_EXCLUSION,
+        LIVE_HOLDER_NEVER_FENCED,
+        NO_HERD,
+        NO_RECIPE_FAILURE,
+        NO_ORPHANS,
+        EVERY_REVOKED_HOLDER_LETS_GO,
+    ];
 
     fn name(&self) -> &'static str {
         "revocable-lock"
@@ -609,7 +620,7 @@ where
 
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
         let mut p = vec![
-            Property::always(RW_EXCLUSION, |_, s: &State<Self>| {
+            Property::always(RW_EXCLUSION.name, |_, s: &State<Self>| {
                 let live: Vec<bool> = s
                     .clients
                     .iter()
@@ -625,18 +636,20 @@ where
                     .collect();
                 live.len() <= 1 || live.iter().all(|reader| *reader)
             }),
-            Property::always(FENCED_EXCLUSION, |_, s: &State<Self>| {
+            Property::always(LIVE_HOLDER_NEVER_FENCED.name, |_, s: &State<Self>| {
                 !s.shared.live_refused
             }),
-            Property::always(NO_HERD, |_, s: &State<Self>| {
+            Property::always(NO_HERD.name, |_, s: &State<Self>| {
                 no_herd(s, DIR, |i| woken(s, i), blocks_shared)
             }),
-            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
-            Property::always(NO_ORPHANS, |w, s: &State<Self>| {
+            Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {
+                !s.shared.failed
+            }),
+            Property::always(NO_ORPHANS.name, |w, s: &State<Self>| {
                 !settled(w, s) || s.tree.node(DIR).is_none_or(|d| d.children.is_empty())
             }),
             // Monotone along every run, as the lock's.
-            Property::eventually(REVOCATION_HONOURED, |_, s: &State<Self>| {
+            Property::eventually(EVERY_REVOKED_HOLDER_LETS_GO.name, |_, s: &State<Self>| {
                 s.clients.iter().all(|c| match &c.app {
                     App::Holder { at, .. } => *at == At::Done || c.crashed || !c.session,
                     App::Revoker { .. } => true,

@@ -15,7 +15,7 @@
 //!   both sessions alive on the server (readers may hold together; a
 //!   holder whose session has expired without it knowing yet is
 //!   ZooKeeper's window, which the fence is for);
-//! * always [`FENCED_EXCLUSION`]: the fenced resource never refuses the
+//! * always [`LIVE_HOLDER_NEVER_FENCED`]: the fenced resource never refuses the
 //!   access of a holder whose session is alive (the simulation's oracle:
 //!   writes come in token order, reads are no older than the last write);
 //! * always [`NO_HERD`], with the readers' exception: the deletion of a
@@ -46,6 +46,8 @@ use std::collections::BTreeSet;
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::{settled, Faults, Log, Maker, Recipe, State, World};
 use crate::recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
 use crate::recipes::{base_name, sequence_of, Machine};
@@ -54,15 +56,15 @@ use crate::recipes::{base_name, sequence_of, Machine};
 pub const DIR: &str = "/rw";
 
 /// No writer holds together with another holder, both sessions alive.
-pub const RW_EXCLUSION: &str = "read-write-exclusion";
-/// No access by a holder whose session is alive is refused by the fence.
-pub const FENCED_EXCLUSION: &str = "fenced-exclusion";
-/// One deletion wakes one client or only readers; each by its nearest blocker.
-pub const NO_HERD: &str = "no-herd";
+pub const RW_EXCLUSION: Claim = Claim::new(
+    "read-write-exclusion",
+    "no writer holds the lock together with another holder while both their sessions are alive",
+);
+pub use super::lock::EVERY_LIVE_CLIENT_ACQUIRES;
+pub use super::lock::LIVE_HOLDER_NEVER_FENCED;
+pub use super::NO_HERD;
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
-/// Every live client acquires and releases.
-pub const EVERY_LIVE_CLIENT_ACQUIRES: &str = "every-live-client-acquires";
 
 /// Makes a client's machine: `(dir, guid, mode, variant)`.
 pub type MakeMachine<M> = fn(&str, &str, LockMode, LockVariant) -> M;
@@ -282,6 +284,14 @@ where
     type Machine = M;
     type App = App;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        RW_EXCLUSION,
+        LIVE_HOLDER_NEVER_FENCED,
+        NO_HERD,
+        NO_RECIPE_FAILURE,
+        NO_ORPHANS,
+        EVERY_LIVE_CLIENT_ACQUIRES,
+    ];
 
     fn name(&self) -> &'static str {
         "shared-lock"
@@ -390,7 +400,7 @@ where
 
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
         let mut p = vec![
-            Property::always(RW_EXCLUSION, |_, s: &State<Self>| {
+            Property::always(RW_EXCLUSION.name, |_, s: &State<Self>| {
                 let live: Vec<bool> = s
                     .clients
                     .iter()
@@ -399,18 +409,20 @@ where
                     .collect();
                 live.len() <= 1 || live.iter().all(|reader| *reader)
             }),
-            Property::always(FENCED_EXCLUSION, |_, s: &State<Self>| {
+            Property::always(LIVE_HOLDER_NEVER_FENCED.name, |_, s: &State<Self>| {
                 !s.shared.live_refused
             }),
-            Property::always(NO_HERD, |_, s: &State<Self>| {
+            Property::always(NO_HERD.name, |_, s: &State<Self>| {
                 no_herd(s, DIR, |i| woken(s, i), blocks_shared)
             }),
-            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
-            Property::always(NO_ORPHANS, |w, s: &State<Self>| {
+            Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {
+                !s.shared.failed
+            }),
+            Property::always(NO_ORPHANS.name, |w, s: &State<Self>| {
                 !settled(w, s) || s.tree.node(DIR).is_none_or(|d| d.children.is_empty())
             }),
             // Monotone along every run, as the lock's.
-            Property::eventually(EVERY_LIVE_CLIENT_ACQUIRES, |_, s: &State<Self>| {
+            Property::eventually(EVERY_LIVE_CLIENT_ACQUIRES.name, |_, s: &State<Self>| {
                 s.clients
                     .iter()
                     .all(|c| c.app.at == At::Done || c.crashed || !c.session)

@@ -50,6 +50,8 @@
 
 use stateright::Property;
 
+use crate::check::Property as Claim;
+
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
 use super::{Faults, Log, Maker, Recipe, State, World};
 use crate::proto::{Op, ZkError};
@@ -61,15 +63,20 @@ pub const PARENT: &str = "/tpc";
 /// The transaction's node.
 pub const TX: &str = "/tpc/t0";
 
-/// No two sites decide differently.
-pub const AGREEMENT: &str = "agreement";
-/// Commit only if every site voted commit.
-pub const VALIDITY: &str = "validity";
+pub use crate::check::two_phase_commit::AGREEMENT;
+pub use crate::check::two_phase_commit::VALIDITY;
 /// Abort only if some site voted abort or some session ended.
-pub const ABORT_VALIDITY: &str = "abort-validity";
+pub const ABORT_VALIDITY: Claim = Claim::new(
+    "abort-validity",
+    "a transaction aborts only if some site voted abort or some site's session ended",
+);
 pub use super::NO_RECIPE_FAILURE;
-/// Every live site decides (unless a dead site's vote never landed).
-pub const EVERY_LIVE_SITE_DECIDES: &str = "every-live-site-decides";
+/// Every live site decides: the unbounded `eventually` the oracle's
+/// `liveness` bounds in time.
+pub const EVERY_LIVE_SITE_DECIDES: Claim = Claim::new(
+    "every-live-site-decides",
+    "every site whose process and session live decides (unless a dead site's vote never landed)",
+);
 
 /// The phases the model names.
 pub const PHASES: [&str; 6] = [
@@ -228,6 +235,13 @@ where
     type Machine = Observed<M, TpcPhases>;
     type App = App;
     type Shared = Shared;
+    const CLAIMS: &'static [Claim] = &[
+        AGREEMENT,
+        VALIDITY,
+        ABORT_VALIDITY,
+        NO_RECIPE_FAILURE,
+        EVERY_LIVE_SITE_DECIDES,
+    ];
 
     fn name(&self) -> &'static str {
         "two-phase-commit"
@@ -296,23 +310,25 @@ where
 
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>> {
         let mut p = vec![
-            Property::always(AGREEMENT, |_, s: &State<Self>| {
+            Property::always(AGREEMENT.name, |_, s: &State<Self>| {
                 !(s.shared.committed && s.shared.aborted)
             }),
-            Property::always(VALIDITY, |_, s: &State<Self>| !s.shared.invalid_commit),
+            Property::always(VALIDITY.name, |_, s: &State<Self>| !s.shared.invalid_commit),
             // Judged in every state, so in the one where the abort was
             // decided: an ended session is for good, a later one cannot
             // excuse it.
-            Property::always(ABORT_VALIDITY, |_, s: &State<Self>| {
+            Property::always(ABORT_VALIDITY.name, |_, s: &State<Self>| {
                 !s.shared.aborted
                     || s.shared.abort_votes != 0
                     || s.clients.iter().any(|c| !c.session)
             }),
-            Property::always(NO_RECIPE_FAILURE, |_, s: &State<Self>| !s.shared.failed),
+            Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {
+                !s.shared.failed
+            }),
             // "Every live site decided" is monotone along every run (a
             // decision, a crash and an ended session are for good); the
             // excuse is judged only in end states.
-            Property::eventually(EVERY_LIVE_SITE_DECIDES, |w, s: &State<Self>| {
+            Property::eventually(EVERY_LIVE_SITE_DECIDES.name, |w, s: &State<Self>| {
                 s.clients
                     .iter()
                     .filter(|c| !c.crashed && c.session)
