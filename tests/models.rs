@@ -200,13 +200,13 @@ fn bad_sizes_and_fault_lists_are_refused() {
     assert!(e.contains("1 to 8 clients, not 0"), "{e}");
     let e = Faults::parse("lost-reply,melt").unwrap_err();
     assert!(e.contains("unknown fault \"melt\""), "{e}");
-    let e = Faults::parse("expiry=9").unwrap_err();
+    let e = Faults::parse("forced-expiry=9").unwrap_err();
     assert!(e.contains("0 to 3"), "{e}");
     assert_eq!(
-        Faults::parse("expiry=2, crash").expect("a list"),
+        Faults::parse("forced-expiry=2, client-crash").expect("a list"),
         Faults {
-            expiry: 2,
-            crash: 1,
+            forced_expiry: 2,
+            client_crash: 1,
             ..Faults::NONE
         }
     );
@@ -262,7 +262,7 @@ mod barrier {
         // The stale read is what it takes: without it the page's waiter
         // is as safe as the correct one.
         let no_stale = Faults {
-            stale_read: 0,
+            lagging_read: 0,
             ..Faults::ONE_EACH
         };
         let checked = check(

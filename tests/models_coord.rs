@@ -171,7 +171,7 @@ fn double_barrier_holds_at_three_clients_with(fault: Fault) {
     reached(&what, &checked, &["entered", "left", fault.property()]);
     // A client learns that its session ended only after an expiry (a
     // crashed one never hears of it).
-    if fault == Fault::Expiry {
+    if fault == Fault::ForcedExpiry {
         reached(&what, &checked, &["session-lost"]);
     }
     assert!(
@@ -200,17 +200,17 @@ macro_rules! double_barrier_at_three_clients {
 double_barrier_at_three_clients! {
     the_double_barrier_holds_everything_at_three_clients_with_a_lost_reply: LostReply,
     the_double_barrier_holds_everything_at_three_clients_with_a_lost_request: LostRequest,
-    the_double_barrier_holds_everything_at_three_clients_with_a_disconnect: Disconnect,
-    the_double_barrier_holds_everything_at_three_clients_with_an_expiry: Expiry,
-    the_double_barrier_holds_everything_at_three_clients_with_a_crash: Crash,
-    the_double_barrier_holds_everything_at_three_clients_with_a_stale_read: StaleRead,
+    the_double_barrier_holds_everything_at_three_clients_with_a_broken_connection: BrokenConnection,
+    the_double_barrier_holds_everything_at_three_clients_with_a_forced_expiry: ForcedExpiry,
+    the_double_barrier_holds_everything_at_three_clients_with_a_client_crash: ClientCrash,
+    the_double_barrier_holds_everything_at_three_clients_with_a_lagging_read: LaggingRead,
 }
 
 #[test]
 fn a_short_barrier_is_excused() {
     // x = 2 of 2 with a crash: the barrier may never open, and that is
     // excused (one live client is short of 2).
-    let world = double_barrier(2, 2, Faults::parse("crash").expect("a list"));
+    let world = double_barrier(2, 2, Faults::parse("client-crash").expect("a list"));
     let checked = check(&world, Options::default());
     assert!(checked.all_hold(), "{:#?}", checked.verdicts);
 }
@@ -453,7 +453,7 @@ fn two_phase_commit_with_an_abort_vote_holds_everything_at_three_sites_with_all_
 fn an_abort_for_a_failed_site_is_reached_and_kept() {
     let world = TwoPhaseCommitModel::new(2, None)
         .with_phases()
-        .world(Faults::parse("expiry").expect("a list"))
+        .world(Faults::parse("forced-expiry").expect("a list"))
         .expect("a valid size");
     let path = shortest(&world, "aborted-for-failed-site").expect("reached");
     let text = format!(

@@ -279,8 +279,8 @@ fn a_leader_that_keeps_leading_after_expiry_is_caught() {
     );
     // Expiry is what it takes.
     let no_expiry = Faults {
-        expiry: 0,
-        crash: 0,
+        forced_expiry: 0,
+        client_crash: 0,
         ..Faults::ONE_EACH
     };
     let checked = check(

@@ -11,7 +11,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::check::lin::Exhausted;
-use crate::models::{catalog, find, Faults, Options, Search, Spec, StopFlag, DEFAULT_MAX_STATES};
+use crate::models::{
+    catalog, find, Faults, Options, Search, Spec, StopFlag, DEFAULT_MAX_STATES, RENAMED_FAULTS,
+};
 
 /// `zoosim check`'s arguments.
 #[derive(clap::Args)]
@@ -26,7 +28,7 @@ pub(crate) struct CheckArgs {
     #[arg(long)]
     variant: Option<String>,
     /// The faults a run may take: `all` (one of each, the default),
-    /// `none`, or a list such as `lost-reply,expiry=2`.
+    /// `none`, or a list such as `lost-reply,forced-expiry=2`.
     #[arg(long, default_value = "all")]
     faults: String,
     /// How many faults one run may take in all (each kind also within its
@@ -78,6 +80,15 @@ const DEFAULT_MEMORY_MIB: u64 = 4096;
 /// known, an error (exit 2) for bad arguments.
 pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
     let faults = Faults::parse(&args.faults).map_err(|e| format!("--faults: {e}"))?;
+    for item in args.faults.split(',') {
+        let name = item.split('=').next().unwrap_or("").trim();
+        if let Some((old, new)) = RENAMED_FAULTS.iter().find(|(old, _)| *old == name) {
+            eprintln!(
+                "note: the model fault {old:?} is now {new:?} (the simulation's name for the \
+                 same fault, or one that says how it differs)"
+            );
+        }
+    }
     if args.threads == 0 {
         return Err("--threads: at least 1".into());
     }

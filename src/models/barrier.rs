@@ -14,7 +14,7 @@
 //!
 //! * always [`BARRIER_SAFETY`]: no waiter passes before the coordinator
 //!   asked for the barrier's removal (it was told the barrier is up; a
-//!   waiter that reads a lagging server may not see it — the `stale-read`
+//!   waiter that reads a lagging server may not see it — the `lagging-read`
 //!   fault is what catches the no-sync waiter);
 //! * always [`NO_RECIPE_FAILURE`]: the machine never refuses a command nor
 //!   meets an answer it has no way forward from;

@@ -394,7 +394,7 @@ where
                 },
             ));
         }
-        if faults.expiry > 0 {
+        if faults.forced_expiry > 0 {
             p.push(Property::sometimes("session-lost", |_, s: &State<Self>| {
                 s.shared.lost
             }));

@@ -419,7 +419,7 @@ where
                 p.push(Property::sometimes(name, f));
             }
         }
-        if faults.expiry > 0 {
+        if faults.forced_expiry > 0 {
             p.push(Property::sometimes("session-lost", |_, s: &State<Self>| {
                 s.shared.lost
             }));

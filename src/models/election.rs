@@ -350,13 +350,13 @@ impl<M: Candidate> Recipe for ElectionModel<M> {
                 |_, s: &State<Self>| s.shared.recovered,
             ));
         }
-        if faults.disconnect > 0 {
+        if faults.broken_connection > 0 {
             p.push(Property::sometimes(
                 "leader-resumed",
                 |_, s: &State<Self>| s.shared.resumed,
             ));
         }
-        if faults.expiry > 0 {
+        if faults.forced_expiry > 0 {
             p.push(Property::sometimes(
                 "leadership-lost",
                 |_, s: &State<Self>| s.shared.lost,

@@ -382,7 +382,7 @@ where
             let expected = match name {
                 "own-node-found-after-lost-reply" => faults.lost_reply > 0,
                 "own-node-already-gone" => faults.lost_reply > 0 && self.churn,
-                "member-lost" => faults.expiry > 0,
+                "member-lost" => faults.forced_expiry > 0,
                 _ => true,
             };
             if expected && self.phases {

@@ -17,20 +17,20 @@
 //!   event for that client in the same breath) is lost and the connection
 //!   breaks: the client gets ConnectionLoss;
 //! * `lost-request`: the request is lost and the connection breaks;
-//! * `disconnect`: the connection breaks; the client later reconnects with
+//! * `broken-connection`: the connection breaks; the client later reconnects with
 //!   its session intact (its watches restored by SetWatches, with the
 //!   events it missed), or learns that the session expired;
-//! * `expiry`: the server expires a client's session (its ephemerals
+//! * `forced-expiry`: the server expires a client's session (its ephemerals
 //!   deleted, watches fired); a connected client's connection breaks at
 //!   that moment (the server expires only a session it lost touch with:
 //!   the break and the expiry as one step is the same as a break whose
 //!   expiry comes later, since the cut-off client does nothing at the
 //!   server meanwhile; a break followed later by an expiry is still
 //!   explored when a break fault came first);
-//! * `crash`: the client process dies; its session lives on until the
+//! * `client-crash`: the client process dies; its session lives on until the
 //!   server expires it (which it always eventually does: that expiry is
 //!   not a budgeted fault, so that liveness can be stated);
-//! * `stale-read`: a getData, exists or getChildren is answered from an
+//! * `lagging-read`: a getData, exists or getChildren is answered from an
 //!   older tree state, as a follower that lags behind the leader would
 //!   (see "Stale reads").
 //!
@@ -41,7 +41,7 @@
 //!
 //! One server stands for the ensemble; a lagging follower is modelled by
 //! the read it answers. The server keeps the tree as it was before each
-//! txn (`State::past`), and the `stale-read` fault answers a client's
+//! txn (`State::past`), and the `lagging-read` fault answers a client's
 //! next read from any of those states that is not older than the zxid
 //! the session has seen (the largest zxid of the replies it got: a
 //! client never reconnects to a server behind it, and its server applies
@@ -221,14 +221,14 @@ pub struct Faults {
     /// A request lost before the server (the connection breaks).
     pub lost_request: u8,
     /// A connection that breaks, then reconnects or learns of an expiry.
-    pub disconnect: u8,
+    pub broken_connection: u8,
     /// A client's session expired by the server (its connection broken).
-    pub expiry: u8,
+    pub forced_expiry: u8,
     /// A client process that dies (its session expires later).
-    pub crash: u8,
+    pub client_crash: u8,
     /// A read answered from an older tree state, as a lagging follower
     /// would (never older than what the session has seen).
-    pub stale_read: u8,
+    pub lagging_read: u8,
 }
 
 impl Faults {
@@ -236,20 +236,20 @@ impl Faults {
     pub const NONE: Faults = Faults {
         lost_reply: 0,
         lost_request: 0,
-        disconnect: 0,
-        expiry: 0,
-        crash: 0,
-        stale_read: 0,
+        broken_connection: 0,
+        forced_expiry: 0,
+        client_crash: 0,
+        lagging_read: 0,
     };
 
     /// One of each.
     pub const ONE_EACH: Faults = Faults {
         lost_reply: 1,
         lost_request: 1,
-        disconnect: 1,
-        expiry: 1,
-        crash: 1,
-        stale_read: 1,
+        broken_connection: 1,
+        forced_expiry: 1,
+        client_crash: 1,
+        lagging_read: 1,
     };
 
     /// Parses `--faults`: `all`, `none`, or a comma-separated list of
@@ -272,7 +272,7 @@ impl Faults {
                 }
                 None => (item, 1),
             };
-            let Some(f) = Fault::ALL.into_iter().find(|f| f.name() == name) else {
+            let Some(f) = Fault::from_name(name) else {
                 return Err(format!(
                     "unknown fault {name:?}; the faults are {}, or `all` / `none`",
                     Fault::ALL.map(Fault::name).join(", ")
@@ -288,10 +288,10 @@ impl Faults {
         match f {
             Fault::LostReply => self.lost_reply,
             Fault::LostRequest => self.lost_request,
-            Fault::Disconnect => self.disconnect,
-            Fault::Expiry => self.expiry,
-            Fault::Crash => self.crash,
-            Fault::StaleRead => self.stale_read,
+            Fault::BrokenConnection => self.broken_connection,
+            Fault::ForcedExpiry => self.forced_expiry,
+            Fault::ClientCrash => self.client_crash,
+            Fault::LaggingRead => self.lagging_read,
         }
     }
 
@@ -304,10 +304,10 @@ impl Faults {
         match f {
             Fault::LostReply => &mut self.lost_reply,
             Fault::LostRequest => &mut self.lost_request,
-            Fault::Disconnect => &mut self.disconnect,
-            Fault::Expiry => &mut self.expiry,
-            Fault::Crash => &mut self.crash,
-            Fault::StaleRead => &mut self.stale_read,
+            Fault::BrokenConnection => &mut self.broken_connection,
+            Fault::ForcedExpiry => &mut self.forced_expiry,
+            Fault::ClientCrash => &mut self.client_crash,
+            Fault::LaggingRead => &mut self.lagging_read,
         }
     }
 }
@@ -327,21 +327,27 @@ impl fmt::Display for Faults {
     }
 }
 
-/// A fault action.
+/// A fault action. Its name is the simulation's where it is the same
+/// fault ([`Fault::simulated`]); the two the simulation has no fault of
+/// the same shape for have names that say how they differ: `lost-reply`
+/// loses any request's reply (the simulation's `lost-write-reply` only a
+/// write's) and `lost-request` a request before the server; a
+/// `lagging-read` is a lagging follower's answer, which the simulation
+/// gets from its partitions and clogs rather than as a fault.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Fault {
     /// See [`Faults::lost_reply`].
     LostReply,
     /// See [`Faults::lost_request`].
     LostRequest,
-    /// See [`Faults::disconnect`].
-    Disconnect,
-    /// See [`Faults::expiry`].
-    Expiry,
-    /// See [`Faults::crash`].
-    Crash,
-    /// See [`Faults::stale_read`].
-    StaleRead,
+    /// See [`Faults::broken_connection`].
+    BrokenConnection,
+    /// See [`Faults::forced_expiry`].
+    ForcedExpiry,
+    /// See [`Faults::client_crash`].
+    ClientCrash,
+    /// See [`Faults::lagging_read`].
+    LaggingRead,
 }
 
 impl Fault {
@@ -349,36 +355,67 @@ impl Fault {
     pub const ALL: [Fault; 6] = [
         Fault::LostReply,
         Fault::LostRequest,
-        Fault::Disconnect,
-        Fault::Expiry,
-        Fault::Crash,
-        Fault::StaleRead,
+        Fault::BrokenConnection,
+        Fault::ForcedExpiry,
+        Fault::ClientCrash,
+        Fault::LaggingRead,
     ];
 
-    /// The fault's name, as `--faults` takes it.
-    pub const fn name(self) -> &'static str {
+    /// The simulation's fault this one is, where it is the same thing.
+    pub const fn simulated(self) -> Option<crate::ensemble::fault::Fault> {
+        use crate::ensemble::fault::Fault as Sim;
         match self {
-            Fault::LostReply => "lost-reply",
-            Fault::LostRequest => "lost-request",
-            Fault::Disconnect => "disconnect",
-            Fault::Expiry => "expiry",
-            Fault::Crash => "crash",
-            Fault::StaleRead => "stale-read",
+            Fault::BrokenConnection => Some(Sim::BrokenConnection),
+            Fault::ForcedExpiry => Some(Sim::ForcedExpiry),
+            Fault::ClientCrash => Some(Sim::ClientCrash),
+            Fault::LostReply | Fault::LostRequest | Fault::LaggingRead => None,
         }
     }
 
-    /// The name of the "sometimes" property that this fault was taken.
+    /// The fault's name, as `--faults` takes it: the simulation's
+    /// fault's name where it is the same fault.
+    pub fn name(self) -> &'static str {
+        match (self, self.simulated()) {
+            (_, Some(sim)) => sim.name(),
+            (Fault::LostReply, None) => "lost-reply",
+            (Fault::LostRequest, None) => "lost-request",
+            (_, None) => "lagging-read",
+        }
+    }
+
+    /// The name of the "sometimes" property that this fault was taken:
+    /// `fault-<name>-taken`.
     pub const fn property(self) -> &'static str {
         match self {
             Fault::LostReply => "fault-lost-reply-taken",
             Fault::LostRequest => "fault-lost-request-taken",
-            Fault::Disconnect => "fault-disconnect-taken",
-            Fault::Expiry => "fault-expiry-taken",
-            Fault::Crash => "fault-crash-taken",
-            Fault::StaleRead => "fault-stale-read-taken",
+            Fault::BrokenConnection => "fault-broken-connection-taken",
+            Fault::ForcedExpiry => "fault-forced-expiry-taken",
+            Fault::ClientCrash => "fault-client-crash-taken",
+            Fault::LaggingRead => "fault-lagging-read-taken",
         }
     }
+
+    /// The fault `name` names, by its name or its name before the models
+    /// took the simulation's names ([`RENAMED_FAULTS`]).
+    pub fn from_name(name: &str) -> Option<Fault> {
+        let name = RENAMED_FAULTS
+            .iter()
+            .find(|(old, _)| *old == name)
+            .map_or(name, |(_, new)| new);
+        Fault::ALL.into_iter().find(|f| f.name() == name)
+    }
 }
+
+/// Model faults renamed to the simulation's names (or, for the stale
+/// read, to a name that is not the simulation's deliberate server bug
+/// `stale-read`): (old, new). `--faults` still takes the old names.
+pub const RENAMED_FAULTS: [(&str, &str); 4] = [
+    ("disconnect", "broken-connection"),
+    ("expiry", "forced-expiry"),
+    ("crash", "client-crash"),
+    ("stale-read", "lagging-read"),
+];
 
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -679,9 +716,9 @@ pub enum Action {
     /// The server expires crashed client `c`'s session (it always
     /// eventually does: not a budgeted fault).
     ExpireCrashed(u8),
-    /// The `stale-read` fault: client `c`'s next request, a read, is
+    /// The `lagging-read` fault: client `c`'s next request, a read, is
     /// answered from the tree as it was at the zxid (a lagging server).
-    StaleRead(u8, Zxid),
+    LaggingRead(u8, Zxid),
 }
 
 /// A recipe with `clients` clients and a fault budget: the model.
@@ -850,17 +887,17 @@ impl<R: Recipe> World<R> {
                 Fault::LostRequest => {
                     Property::sometimes(f.property(), |_, s: &State<R>| s.used.lost_request > 0)
                 }
-                Fault::Disconnect => {
-                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.disconnect > 0)
+                Fault::BrokenConnection => Property::sometimes(f.property(), |_, s: &State<R>| {
+                    s.used.broken_connection > 0
+                }),
+                Fault::ForcedExpiry => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.forced_expiry > 0)
                 }
-                Fault::Expiry => {
-                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.expiry > 0)
+                Fault::ClientCrash => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.client_crash > 0)
                 }
-                Fault::Crash => {
-                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.crash > 0)
-                }
-                Fault::StaleRead => {
-                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.stale_read > 0)
+                Fault::LaggingRead => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.lagging_read > 0)
                 }
             });
         }
@@ -904,8 +941,8 @@ impl<R: Recipe> World<R> {
     pub fn step(&self, s: &mut State<R>, action: Action, log: &mut Log) -> Option<()> {
         // A stale read still in the budget may be answered from the tree
         // as it is now: keep it if this step changes it (one txn at most).
-        let before =
-            (self.may(s, Fault::StaleRead) && self.writes(s, action)).then(|| Arc::clone(&s.tree));
+        let before = (self.may(s, Fault::LaggingRead) && self.writes(s, action))
+            .then(|| Arc::clone(&s.tree));
         self.act(s, action, log)?;
         if let Some(t) = before {
             if t.last_zxid() != s.tree.last_zxid() {
@@ -1011,10 +1048,10 @@ impl<R: Recipe> World<R> {
         !c.connected
             || (!c.finished(&self.recipe)
                 && [
-                    Fault::StaleRead,
+                    Fault::LaggingRead,
                     Fault::LostReply,
                     Fault::LostRequest,
-                    Fault::Disconnect,
+                    Fault::BrokenConnection,
                 ]
                 .into_iter()
                 .any(|f| self.may(s, f)))
@@ -1031,7 +1068,7 @@ impl<R: Recipe> World<R> {
         if !self.canonical {
             return;
         }
-        let stale = self.may(s, Fault::StaleRead);
+        let stale = self.may(s, Fault::LaggingRead);
         let top = s.tree.last_zxid();
         let observable: Vec<bool> = s
             .clients
@@ -1092,7 +1129,9 @@ impl<R: Recipe> World<R> {
                 .outbox
                 .front()
                 .is_some_and(|(_, op)| !is_read(op)),
-            Action::ExpireCrashed(_) | Action::Fault(Fault::LostReply | Fault::Expiry, _) => true,
+            Action::ExpireCrashed(_) | Action::Fault(Fault::LostReply | Fault::ForcedExpiry, _) => {
+                true
+            }
             _ => false,
         }
     }
@@ -1104,7 +1143,7 @@ impl<R: Recipe> World<R> {
         if s.past.is_empty() {
             return;
         }
-        let floor = if self.may(s, Fault::StaleRead) {
+        let floor = if self.may(s, Fault::LaggingRead) {
             s.clients
                 .iter()
                 .filter(|c| !c.finished(&self.recipe) && c.session)
@@ -1121,16 +1160,17 @@ impl<R: Recipe> World<R> {
 
     fn act(&self, s: &mut State<R>, action: Action, log: &mut Log) -> Option<()> {
         match action {
-            Action::StaleRead(c, at) => {
+            Action::LaggingRead(c, at) => {
                 let c = usize::from(c);
-                if !self.may(s, Fault::StaleRead) || !self.fault_enabled(s, Fault::StaleRead, c) {
+                if !self.may(s, Fault::LaggingRead) || !self.fault_enabled(s, Fault::LaggingRead, c)
+                {
                     return None;
                 }
                 let from = s
                     .past
                     .iter()
                     .position(|t| t.last_zxid() == at && at >= s.clients[c].last_zxid)?;
-                s.used.stale_read += 1;
+                s.used.lagging_read += 1;
                 s.serve_stale(&self.recipe, c, from, log);
             }
             Action::Serve(c) => {
@@ -1186,9 +1226,9 @@ impl<R: Recipe> World<R> {
             }
             Action::Fault(f, c) => {
                 let c = usize::from(c);
-                // A stale read is taken as Action::StaleRead, which says
+                // A stale read is taken as Action::LaggingRead, which says
                 // from when.
-                if f == Fault::StaleRead || !self.may(s, f) || !self.fault_enabled(s, f, c) {
+                if f == Fault::LaggingRead || !self.may(s, f) || !self.fault_enabled(s, f, c) {
                     return None;
                 }
                 *s.used.of_mut(f) += 1;
@@ -1209,13 +1249,13 @@ impl<R: Recipe> World<R> {
                         // The lost request gets its ConnectionLoss too.
                         s.break_connection_with(&self.recipe, c, vec![id], log);
                     }
-                    Fault::Disconnect => {
-                        log.note(|| format!("FAULT disconnect on client {c}"));
+                    Fault::BrokenConnection => {
+                        log.note(|| format!("FAULT broken-connection on client {c}"));
                         s.break_connection(&self.recipe, c, log);
                     }
-                    Fault::Expiry => {
+                    Fault::ForcedExpiry => {
                         log.note(|| {
-                            format!("FAULT expiry: the server expires client {c}'s session")
+                            format!("FAULT forced-expiry: the server expires client {c}'s session")
                         });
                         if s.clients[c].connected {
                             // Noticed or not, as any break (the holder
@@ -1224,11 +1264,11 @@ impl<R: Recipe> World<R> {
                         }
                         s.expire(&self.recipe, c, log);
                     }
-                    Fault::Crash => {
-                        log.note(|| format!("FAULT crash: client {c}'s process dies"));
+                    Fault::ClientCrash => {
+                        log.note(|| format!("FAULT client-crash: client {c}'s process dies"));
                         s.crash(&self.recipe, c);
                     }
-                    Fault::StaleRead => unreachable!("refused above"),
+                    Fault::LaggingRead => unreachable!("refused above"),
                 }
             }
         }
@@ -1250,14 +1290,14 @@ impl<R: Recipe> World<R> {
             Fault::LostRequest => serving,
             // With a request queued, a break is the lost-request fault
             // (the same state): a plain disconnect has nothing in flight.
-            Fault::Disconnect => client.connected && client.outbox.is_empty(),
+            Fault::BrokenConnection => client.connected && client.outbox.is_empty(),
             // A connected client's connection breaks first: the server
             // expires only sessions it has lost touch with.
-            Fault::Expiry => client.session,
-            Fault::Crash => true,
+            Fault::ForcedExpiry => client.session,
+            Fault::ClientCrash => true,
             // A getData, exists or getChildren (a sync goes through the
             // leader: see "Stale reads").
-            Fault::StaleRead => {
+            Fault::LaggingRead => {
                 serving
                     && client
                         .outbox
@@ -1479,7 +1519,7 @@ impl<R: Recipe> State<R> {
         self.hand(recipe, c, Input::Reply(id, reply), log);
     }
 
-    /// The `stale-read` fault: client `c`'s next request, a read, is
+    /// The `lagging-read` fault: client `c`'s next request, a read, is
     /// answered from `self.past[from]`, as a follower that has applied only
     /// that much would answer it. A watch it sets is set at that point: the
     /// follower fires it for the first matching change it applies next, so
@@ -1494,7 +1534,7 @@ impl<R: Recipe> State<R> {
         let (reply, watch) = old.read(&op);
         log.note(|| {
             format!(
-                "FAULT stale-read on client {c}: a server {} txn(s) behind answers its {} → {}",
+                "FAULT lagging-read on client {c}: a server {} txn(s) behind answers its {} → {}",
                 self.past.len() - from,
                 op_text(&op),
                 reply_text(&reply)
@@ -1786,12 +1826,12 @@ impl<R: Recipe> Model for World<R> {
                 actions.push(Action::Reconnect(i8));
             }
             for f in Fault::ALL {
-                if f == Fault::StaleRead {
+                if f == Fault::LaggingRead {
                     if self.may(s, f) && self.fault_enabled(s, f, i) {
                         // One action per older state the read may be
                         // answered from (none older than the session saw).
                         for t in s.past.iter().filter(|t| t.last_zxid() >= c.last_zxid) {
-                            actions.push(Action::StaleRead(i8, t.last_zxid()));
+                            actions.push(Action::LaggingRead(i8, t.last_zxid()));
                         }
                     }
                 } else if self.may(s, f) && self.fault_enabled(s, f, i) {
@@ -1825,8 +1865,8 @@ impl<R: Recipe> Model for World<R> {
             Action::Notice(c) => format!("client {c} notices its connection broke"),
             Action::Reconnect(c) => format!("client {c} reconnects"),
             Action::Fault(f, c) => format!("FAULT {f} on client {c}"),
-            Action::StaleRead(c, z) => {
-                format!("FAULT stale-read on client {c}: its read answered as of zxid {z}")
+            Action::LaggingRead(c, z) => {
+                format!("FAULT lagging-read on client {c}: its read answered as of zxid {z}")
             }
             Action::ExpireCrashed(c) => format!("server expires crashed client {c}'s session"),
         }

@@ -660,12 +660,12 @@ where
                 |_, s: &State<Self>| s.shared.not_found,
             ));
         }
-        if faults.expiry > 0 {
+        if faults.forced_expiry > 0 {
             p.push(Property::sometimes("session-lost", |_, s: &State<Self>| {
                 s.shared.lost
             }));
         }
-        if faults.expiry > 0 || faults.crash > 0 {
+        if faults.forced_expiry > 0 || faults.client_crash > 0 {
             p.push(Property::sometimes(
                 "claim-left-unresolved",
                 |_, s: &State<Self>| {

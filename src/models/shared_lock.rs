@@ -458,13 +458,13 @@ where
                 |_, s: &State<Self>| s.shared.recovered,
             ));
         }
-        if faults.disconnect > 0 {
+        if faults.broken_connection > 0 {
             p.push(Property::sometimes(
                 "holder-resumed",
                 |_, s: &State<Self>| s.shared.resumed,
             ));
         }
-        if faults.expiry > 0 {
+        if faults.forced_expiry > 0 {
             p.push(Property::sometimes("lock-lost", |_, s: &State<Self>| {
                 s.shared.lost
             }));

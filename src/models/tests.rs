@@ -236,3 +236,30 @@ fn symmetry_loses_no_lock_behaviour() {
     let w = World::new(LockModel::new(LockVariant::Correct), 3, Faults::ONE_EACH).unwrap();
     symmetry_loses_nothing(w);
 }
+
+#[test]
+fn a_model_fault_has_the_simulations_name_or_one_of_its_own() {
+    use super::{Fault, RENAMED_FAULTS};
+    use crate::ensemble::breakage::Breakage;
+    use crate::ensemble::fault::Fault as Sim;
+    for f in Fault::ALL {
+        assert_eq!(f.property(), format!("fault-{}-taken", f.name()), "{f:?}");
+        assert_eq!(Fault::from_name(f.name()), Some(f));
+        match f.simulated() {
+            // The same fault: the same name.
+            Some(sim) => assert_eq!(f.name(), sim.name()),
+            // A fault of its own: a name no simulated fault or deliberate
+            // server bug has, so that no reader takes one for the other.
+            None => {
+                assert_eq!(Sim::from_name(f.name()), None, "{f:?}");
+                assert_eq!(Breakage::from_name(f.name()), None, "{f:?}");
+            }
+        }
+    }
+    // The old names still parse, to the new faults.
+    for (old, new) in RENAMED_FAULTS {
+        assert_eq!(Fault::from_name(old).map(Fault::name), Some(new));
+        let parsed = Faults::parse(&format!("{old}=2")).expect("an old name");
+        assert_eq!(parsed.to_string(), format!("{new}=2"));
+    }
+}

@@ -342,7 +342,7 @@ where
                 |_, s: &State<Self>| s.shared.committed,
             ));
         }
-        if self.aborter.is_some() || faults.expiry > 0 {
+        if self.aborter.is_some() || faults.forced_expiry > 0 {
             p.push(Property::sometimes(
                 "abort-decided",
                 |_, s: &State<Self>| s.shared.aborted,
@@ -361,8 +361,8 @@ where
                 // A site's session ends before it voted, after another
                 // site saw its alive node: aborts are written for it (by
                 // two sites at once, one loses the race).
-                "aborted-for-failed-site" | "site-lost" => faults.expiry > 0,
-                "lost-the-race-to-abort-for-a-site" => faults.expiry > 0 && self.sites >= 3,
+                "aborted-for-failed-site" | "site-lost" => faults.forced_expiry > 0,
+                "lost-the-race-to-abort-for-a-site" => faults.forced_expiry > 0 && self.sites >= 3,
                 // A lost reply to the vote or to the alive node's create.
                 "own-vote-found-taken" | "alive-node-found-after-lost-reply" => {
                     faults.lost_reply > 0
