@@ -1133,7 +1133,9 @@ impl Locator<'_> {
 
 impl Locator<'_> {
     /// One `[[faults.at]]`: each key in range and only on the faults it
-    /// applies to.
+    /// applies to. The keys are read family by family, always in this
+    /// order, so a table with several mistakes is refused for the same
+    /// one every time.
     fn scheduled_fault(
         &self,
         a: &RawAt,
@@ -1150,257 +1152,340 @@ impl Locator<'_> {
             );
         }
         let at_ns = self.int(&a.at_ns, "at_ns", 0, 999_999, 0)? as u32;
-        // A key the fault takes no parameter for is an error at the key.
-        let only = |present: Option<std::ops::Range<usize>>, applies: bool, key: &str| match present
-        {
-            Some(span) if !applies => self.err(span, format!("{fault} does not take `{key}`")),
+        let mut f = ScheduledFault {
+            at_ms,
+            at_ns,
+            fault,
+            client: None,
+            server: None,
+            to: None,
+            split: None,
+            split_clients: None,
+            servers: None,
+            sides: None,
+            side_clients: None,
+            flips: None,
+            delay_ms: None,
+            window_ms: None,
+        };
+        let keys = AtKeys {
+            at: self,
+            raw: a,
+            fault,
+            clients,
+            min_servers,
+        };
+        keys.aim(&mut f)?;
+        keys.link(&mut f)?;
+        keys.partition_in_two(&mut f)?;
+        keys.majority(&mut f)?;
+        keys.partition_in_three(&mut f)?;
+        keys.flipping_partitions(&mut f)?;
+        keys.delay_and_window(&mut f)?;
+        Ok(f)
+    }
+}
+
+/// The parameter keys of one `[[faults.at]]` table, read for its fault
+/// into a [`ScheduledFault`], a family of faults' keys at a time:
+/// servers are those of the smallest ensemble drawn, clients the
+/// scenario's.
+struct AtKeys<'k> {
+    at: &'k Locator<'k>,
+    raw: &'k RawAt,
+    fault: Fault,
+    clients: usize,
+    min_servers: u32,
+}
+
+impl AtKeys<'_> {
+    /// A key the fault takes no parameter for is an error at the key.
+    fn only<T>(
+        &self,
+        key: &Option<Spanned<T>>,
+        applies: bool,
+        name: &str,
+    ) -> Result<(), SpecError> {
+        match key {
+            Some(v) if !applies => self
+                .at
+                .err(v.span(), format!("{} does not take `{name}`", self.fault)),
             _ => Ok(()),
-        };
-        let server_id = |v: &Spanned<i64>, key: &str| -> Result<u32, SpecError> {
-            Ok(self.int(&Some(v.clone()), key, 0, i64::from(min_servers) - 1, 0)? as u32)
-        };
-        // A side of a split: servers of the smallest ensemble, once each.
-        let side = |v: &[i64], span: std::ops::Range<usize>, key: &str| {
-            let mut out: Vec<u32> = Vec::new();
-            for &s in v {
-                if !(0..i64::from(min_servers)).contains(&s) || out.contains(&(s as u32)) {
-                    return self.err(
-                        span,
-                        format!(
-                            "`{key}` lists servers 0 to {} once each, got {v:?}",
-                            min_servers - 1
-                        ),
-                    );
-                }
-                out.push(s as u32);
+        }
+    }
+
+    /// A server of the smallest ensemble.
+    fn server_id(&self, v: &Spanned<i64>, key: &str) -> Result<u32, SpecError> {
+        let last = i64::from(self.min_servers) - 1;
+        Ok(self.at.int(&Some(v.clone()), key, 0, last, 0)? as u32)
+    }
+
+    /// A side of a split: servers of the smallest ensemble, once each.
+    fn side(
+        &self,
+        v: &[i64],
+        span: std::ops::Range<usize>,
+        key: &str,
+    ) -> Result<Vec<u32>, SpecError> {
+        let mut out: Vec<u32> = Vec::new();
+        for &s in v {
+            if !(0..i64::from(self.min_servers)).contains(&s) || out.contains(&(s as u32)) {
+                return self.at.err(
+                    span,
+                    format!(
+                        "`{key}` lists servers 0 to {} once each, got {v:?}",
+                        self.min_servers - 1
+                    ),
+                );
             }
-            if out.is_empty() {
-                return self.err(span, format!("`{key}` needs at least one server"));
+            out.push(s as u32);
+        }
+        if out.is_empty() {
+            return self
+                .at
+                .err(span, format!("`{key}` needs at least one server"));
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Clients of the scenario, each at most once in `seen`.
+    fn client_list(
+        &self,
+        v: &[i64],
+        span: std::ops::Range<usize>,
+        key: &str,
+        seen: &mut Vec<usize>,
+    ) -> Result<Vec<usize>, SpecError> {
+        let clients = self.clients;
+        let mut out: Vec<usize> = Vec::new();
+        for &c in v {
+            if !(0..clients as i64).contains(&c) || seen.contains(&(c as usize)) {
+                return self.at.err(
+                    span,
+                    format!(
+                        "`{key}` lists clients 0 to {} once each, got {v:?}",
+                        clients as i64 - 1,
+                    ),
+                );
             }
-            out.sort_unstable();
-            Ok(out)
-        };
+            seen.push(c as usize);
+            out.push(c as usize);
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// `client` and `server`: both values are checked before whether the
+    /// fault takes them, and a fault that does not is the error's place.
+    fn aim(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+        let (a, fault) = (self.raw, self.fault);
         let client = match &a.client {
             None => None,
             Some(c) => {
-                Some(self.int(&Some(c.clone()), "client", 0, clients as i64 - 1, 0)? as usize)
+                let last = self.clients as i64 - 1;
+                Some(self.at.int(&Some(c.clone()), "client", 0, last, 0)? as usize)
             }
         };
         let server = match &a.server {
             None => None,
-            Some(s) => Some(server_id(s, "server")?),
+            Some(s) => Some(self.server_id(s, "server")?),
         };
         if client.is_some() && !fault.aims_at_a_client() {
-            return self.err(
+            return self.at.err(
                 a.fault.span(),
                 format!("{fault} aims at servers: `client` does not apply"),
             );
         }
         if server.is_some() && !fault.takes_a_server() {
-            return self.err(a.fault.span(), format!("{fault} does not take a `server`"));
+            return self
+                .at
+                .err(a.fault.span(), format!("{fault} does not take a `server`"));
         }
-        let link = matches!(fault, Fault::OneWayClog | Fault::LinkDelay);
-        only(a.to.as_ref().map(Spanned::span), link, "to")?;
-        let to = match &a.to {
-            None => None,
-            Some(t) => {
-                let to = server_id(t, "to")?;
-                match server {
-                    None => return self.err(t.span(), "`to` needs `server`, the link's near end"),
-                    Some(s) if s == to => {
-                        return self
-                            .err(t.span(), "`to` must differ from `server`: a link joins two")
-                    }
-                    Some(_) => Some(to),
-                }
+        (f.client, f.server) = (client, server);
+        Ok(())
+    }
+
+    /// `to`, a link fault's far end: another server than `server`, the
+    /// near end, which it needs.
+    fn link(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+        let link = matches!(self.fault, Fault::OneWayClog | Fault::LinkDelay);
+        self.only(&self.raw.to, link, "to")?;
+        let Some(t) = &self.raw.to else {
+            return Ok(());
+        };
+        let to = self.server_id(t, "to")?;
+        match f.server {
+            None => self
+                .at
+                .err(t.span(), "`to` needs `server`, the link's near end"),
+            Some(s) if s == to => self
+                .at
+                .err(t.span(), "`to` must differ from `server`: a link joins two"),
+            Some(_) => {
+                f.to = Some(to);
+                Ok(())
             }
+        }
+    }
+
+    /// `split` and `split_clients`: one side of a partition in two, and
+    /// the clients on it.
+    fn partition_in_two(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+        let a = self.raw;
+        let two_way = matches!(self.fault, Fault::Partition | Fault::LongPartition);
+        self.only(&a.split, two_way, "split")?;
+        if let Some(v) = &a.split {
+            f.split = Some(self.side(v.get_ref(), v.span(), "split")?);
+        }
+        self.only(&a.split_clients, two_way, "split_clients")?;
+        if let Some(v) = &a.split_clients {
+            let on = self.client_list(v.get_ref(), v.span(), "split_clients", &mut Vec::new())?;
+            f.split_clients = Some(on);
+        }
+        Ok(())
+    }
+
+    /// `servers`: the majority a majority crash takes down.
+    fn majority(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+        let min_servers = self.min_servers;
+        let servers = &self.raw.servers;
+        self.only(servers, self.fault == Fault::MajorityCrash, "servers")?;
+        let Some(v) = servers else {
+            return Ok(());
         };
-        let two_way = matches!(fault, Fault::Partition | Fault::LongPartition);
-        only(a.split.as_ref().map(Spanned::span), two_way, "split")?;
-        let split = match &a.split {
-            None => None,
-            Some(v) => Some(side(v.get_ref(), v.span(), "split")?),
-        };
-        only(
-            a.split_clients.as_ref().map(Spanned::span),
-            two_way,
-            "split_clients",
-        )?;
-        // Clients of the scenario, each at most once in `seen`.
-        let client_list = |v: &[i64],
-                           span: std::ops::Range<usize>,
-                           key: &str,
-                           seen: &mut Vec<usize>|
-         -> Result<Vec<usize>, SpecError> {
-            let mut out: Vec<usize> = Vec::new();
-            for &c in v {
-                if !(0..clients as i64).contains(&c) || seen.contains(&(c as usize)) {
-                    return self.err(
-                        span,
-                        format!(
-                            "`{key}` lists clients 0 to {} once each, got {v:?}",
-                            clients as i64 - 1,
-                        ),
-                    );
-                }
-                seen.push(c as usize);
-                out.push(c as usize);
-            }
-            out.sort_unstable();
-            Ok(out)
-        };
-        let split_clients = match &a.split_clients {
-            None => None,
-            Some(v) => Some(client_list(
-                v.get_ref(),
+        let set = self.side(v.get_ref(), v.span(), "servers")?;
+        if (set.len() as u32) < min_servers / 2 + 1 {
+            return self.at.err(
                 v.span(),
-                "split_clients",
-                &mut Vec::new(),
-            )?),
-        };
-        only(
-            a.servers.as_ref().map(Spanned::span),
-            fault == Fault::MajorityCrash,
-            "servers",
-        )?;
-        let servers = match &a.servers {
-            None => None,
-            Some(v) => {
-                let set = side(v.get_ref(), v.span(), "servers")?;
-                if (set.len() as u32) < min_servers / 2 + 1 {
-                    return self.err(
-                        v.span(),
-                        format!(
-                            "`servers` must be a majority of the ensemble ({} of {min_servers}), got {:?}",
-                            min_servers / 2 + 1,
-                            v.get_ref()
-                        ),
-                    );
-                }
-                Some(set)
+                format!(
+                    "`servers` must be a majority of the ensemble ({} of {min_servers}), got {:?}",
+                    min_servers / 2 + 1,
+                    v.get_ref()
+                ),
+            );
+        }
+        f.servers = Some(set);
+        Ok(())
+    }
+
+    /// `sides` and `side_clients`: a three-way partition's sides, and
+    /// the clients on each.
+    #[allow(clippy::type_complexity)]
+    fn partition_in_three(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+        let a = self.raw;
+        let three_way = self.fault == Fault::ThreeWayPartition;
+        self.only(&a.sides, three_way, "sides")?;
+        self.only(&a.side_clients, three_way, "side_clients")?;
+        if let Some(v) = &a.sides {
+            f.sides = Some(self.three_sides(v)?);
+        }
+        if let Some(v) = &a.side_clients {
+            f.side_clients = Some(self.clients_on_three_sides(v)?);
+        }
+        Ok(())
+    }
+
+    /// Three sides that together hold every server once.
+    fn three_sides(&self, v: &Spanned<Vec<Vec<i64>>>) -> Result<Vec<Vec<u32>>, SpecError> {
+        let mut all: Vec<u32> = Vec::new();
+        let mut sides = Vec::new();
+        for s in v.get_ref() {
+            let one = self.side(s, v.span(), "sides")?;
+            if one.iter().any(|s| all.contains(s)) {
+                return self.at.err(v.span(), "`sides` names a server on two sides");
             }
-        };
-        let three_way = fault == Fault::ThreeWayPartition;
-        only(a.sides.as_ref().map(Spanned::span), three_way, "sides")?;
-        only(
-            a.side_clients.as_ref().map(Spanned::span),
-            three_way,
-            "side_clients",
-        )?;
-        let sides = match &a.sides {
-            None => None,
-            Some(v) => {
-                let mut all: Vec<u32> = Vec::new();
-                let mut sides = Vec::new();
-                for s in v.get_ref() {
-                    let one = side(s, v.span(), "sides")?;
-                    if one.iter().any(|s| all.contains(s)) {
-                        return self.err(v.span(), "`sides` names a server on two sides");
-                    }
-                    all.extend(&one);
-                    sides.push(one);
-                }
-                if sides.len() != 3 || all.len() as u32 != min_servers {
-                    return self.err(
-                        v.span(),
-                        format!(
-                            "`sides` are three sides that together hold every server (0 to {}) once, got {:?}",
-                            min_servers - 1,
-                            v.get_ref()
-                        ),
-                    );
-                }
-                Some(sides)
-            }
-        };
-        let side_clients = match &a.side_clients {
-            None => None,
-            Some(v) => {
-                let mut seen = Vec::new();
-                let mut on = Vec::new();
-                for c in v.get_ref() {
-                    on.push(client_list(c, v.span(), "side_clients", &mut seen)?);
-                }
-                if on.len() != 3 || seen.len() != clients {
-                    return self.err(
-                        v.span(),
-                        format!(
-                            "`side_clients` are three lists that together hold every client (0 to {}) once, got {:?}",
-                            clients as i64 - 1,
-                            v.get_ref()
-                        ),
-                    );
-                }
-                Some(on)
-            }
-        };
-        let flipping = fault == Fault::FlippingPartitions;
-        only(a.splits.as_ref().map(Spanned::span), flipping, "splits")?;
-        only(a.flip_ms.as_ref().map(Spanned::span), flipping, "flip_ms")?;
-        let flips = match (&a.splits, &a.flip_ms) {
-            (None, None) => None,
+            all.extend(&one);
+            sides.push(one);
+        }
+        if sides.len() != 3 || all.len() as u32 != self.min_servers {
+            return self.at.err(
+                v.span(),
+                format!(
+                    "`sides` are three sides that together hold every server (0 to {}) once, got {:?}",
+                    self.min_servers - 1,
+                    v.get_ref()
+                ),
+            );
+        }
+        Ok(sides)
+    }
+
+    /// Three lists that together hold every client once.
+    fn clients_on_three_sides(
+        &self,
+        v: &Spanned<Vec<Vec<i64>>>,
+    ) -> Result<Vec<Vec<usize>>, SpecError> {
+        let mut seen = Vec::new();
+        let mut on = Vec::new();
+        for c in v.get_ref() {
+            on.push(self.client_list(c, v.span(), "side_clients", &mut seen)?);
+        }
+        if on.len() != 3 || seen.len() != self.clients {
+            return self.at.err(
+                v.span(),
+                format!(
+                    "`side_clients` are three lists that together hold every client (0 to {}) once, got {:?}",
+                    self.clients as i64 - 1,
+                    v.get_ref()
+                ),
+            );
+        }
+        Ok(on)
+    }
+
+    /// `splits` and `flip_ms`: flipping partitions' splits, each with how
+    /// long it holds; one key without the other is refused.
+    fn flipping_partitions(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+        let a = self.raw;
+        let flipping = self.fault == Fault::FlippingPartitions;
+        self.only(&a.splits, flipping, "splits")?;
+        self.only(&a.flip_ms, flipping, "flip_ms")?;
+        match (&a.splits, &a.flip_ms) {
+            (None, None) => Ok(()),
             (Some(v), Some(ms)) if v.get_ref().len() == ms.get_ref().len() => {
                 let mut flips = Vec::new();
                 for (s, &d) in v.get_ref().iter().zip(ms.get_ref()) {
                     if !(1..=600_000).contains(&d) {
-                        return self.err(
+                        return self.at.err(
                             ms.span(),
                             format!("`flip_ms` are milliseconds from 1 to 600000, got {d}"),
                         );
                     }
-                    flips.push((side(s, v.span(), "splits")?, d as u64));
+                    flips.push((self.side(s, v.span(), "splits")?, d as u64));
                 }
-                Some(flips)
+                f.flips = Some(flips);
+                Ok(())
             }
-            (Some(v), _) => {
-                return self.err(
-                    v.span(),
-                    "`splits` and `flip_ms` go together, one duration per split",
-                )
-            }
-            (None, Some(ms)) => {
-                return self.err(
-                    ms.span(),
-                    "`flip_ms` needs `splits`, one split per duration",
-                )
-            }
-        };
-        only(
-            a.delay_ms.as_ref().map(Spanned::span),
-            fault == Fault::LinkDelay,
-            "delay_ms",
-        )?;
-        let delay_ms = match &a.delay_ms {
-            None => None,
-            Some(v) => Some(self.int(&Some(v.clone()), "delay_ms", 1, 600_000, 0)?),
-        };
-        only(
-            a.window_ms.as_ref().map(Spanned::span),
-            fault.has_a_window(),
-            "window_ms",
-        )?;
+            (Some(v), _) => self.at.err(
+                v.span(),
+                "`splits` and `flip_ms` go together, one duration per split",
+            ),
+            (None, Some(ms)) => self.at.err(
+                ms.span(),
+                "`flip_ms` needs `splits`, one split per duration",
+            ),
+        }
+    }
+
+    /// `delay_ms`, a link delay's extra time per message, and
+    /// `window_ms`, how long a fault with a length lasts.
+    fn delay_and_window(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+        let (delay, window) = (&self.raw.delay_ms, &self.raw.window_ms);
+        self.only(delay, self.fault == Fault::LinkDelay, "delay_ms")?;
+        if let Some(v) = delay {
+            f.delay_ms = Some(self.at.int(&Some(v.clone()), "delay_ms", 1, 600_000, 0)?);
+        }
+        self.only(window, self.fault.has_a_window(), "window_ms")?;
         // A forced expiry's race window may be nothing at all.
-        let least = i64::from(fault != Fault::ForcedExpiry);
-        let window_ms = match &a.window_ms {
-            None => None,
-            Some(v) => Some(self.int(&Some(v.clone()), "window_ms", least, 600_000, 0)?),
-        };
-        Ok(ScheduledFault {
-            at_ms,
-            at_ns,
-            fault,
-            client,
-            server,
-            to,
-            split,
-            split_clients,
-            servers,
-            sides,
-            side_clients,
-            flips,
-            delay_ms,
-            window_ms,
-        })
+        let least = i64::from(self.fault != Fault::ForcedExpiry);
+        if let Some(v) = window {
+            f.window_ms = Some(
+                self.at
+                    .int(&Some(v.clone()), "window_ms", least, 600_000, 0)?,
+            );
+        }
+        Ok(())
     }
 }
 

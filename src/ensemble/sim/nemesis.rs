@@ -446,8 +446,94 @@ impl Nemesis {
     }
 
     /// Fills `injected` in as parameters are drawn; None if the fault
-    /// could not apply.
+    /// could not apply. Each family of faults draws its own parameters,
+    /// in the order the pinned runs depend on.
     fn try_inject(
+        &mut self,
+        target: &Target,
+        config: &NemesisConfig,
+        injected: &mut InjectedFault,
+    ) -> Option<()> {
+        let fault = injected.fault;
+        if fault.aims_at_a_client() {
+            return self.hit_a_client(target, config, injected);
+        }
+        match fault {
+            // Server processes: one stops; a majority or every server
+            // powers off; or the leader crashes, then its successor.
+            Fault::ServerCrash | Fault::LeaderCrash | Fault::ServerKill | Fault::ServerPause => {
+                self.stop_one_server(target, config, injected)
+            }
+            Fault::MajorityCrash | Fault::EnsembleCrash => {
+                self.crash_servers_together(target, config, injected)
+            }
+            Fault::NewLeaderCrash => self.crash_leader_then_successor(target, injected),
+            // Network partitions between servers (and their clients).
+            Fault::Partition | Fault::LongPartition => {
+                self.partition_in_two(target, config, injected)
+            }
+            Fault::ThreeWayPartition => self.partition_in_three(target, injected),
+            Fault::FlippingPartitions => self.flip_partitions(target, injected),
+            Fault::LeaderIsolated => self.isolate_leader(target.window, injected),
+            // One server-to-server link.
+            Fault::OneWayClog | Fault::LinkDelay => self.degrade_a_link(target, injected),
+            _ => unreachable!("{fault} aims at a client"),
+        }
+    }
+
+    /// A client fault: aims at a client, then injects on its machine
+    /// (isolation) or its session (every other client fault).
+    fn hit_a_client(
+        &mut self,
+        target: &Target,
+        config: &NemesisConfig,
+        injected: &mut InjectedFault,
+    ) -> Option<()> {
+        let fault = injected.fault;
+        let window = target.window;
+        let pinned = target.pinned_window.then_some(window);
+        let c = self.aimed_client(target)?;
+        injected.client = Some(c);
+        if fault == Fault::ClientIsolated {
+            // The machine, not a session: a client between sessions
+            // is cut off as well (it cannot open its next one).
+            if self.clients.lock().unwrap()[c].crashed {
+                return None;
+            }
+            injected.window = self.isolate(c, pinned, config);
+            return Some(());
+        }
+        let zk = self.clients.lock().unwrap()[c].zk.clone()?;
+        injected.window = self.on_client(fault, c, &zk, window, pinned, config)?;
+        Some(())
+    }
+
+    /// The client a client fault aims at: the placed one, else a busy
+    /// client with a session half the time, else any; None if there are
+    /// no clients.
+    fn aimed_client(&mut self, target: &Target) -> Option<usize> {
+        let n = self.clients.lock().unwrap().len();
+        if n == 0 {
+            return None;
+        }
+        let busy: Vec<usize> = {
+            let slots = self.clients.lock().unwrap();
+            (0..n)
+                .filter(|&c| slots[c].busy && slots[c].zk.is_some())
+                .collect()
+        };
+        Some(if let Some(c) = target.client.filter(|&c| c < n) {
+            c
+        } else if !busy.is_empty() && self.rng.gen_bool(0.5) {
+            busy[self.rng.gen_range(0..busy.len())]
+        } else {
+            self.rng.gen_range(0..n)
+        })
+    }
+
+    /// Server crash, leader crash, server kill, server pause: one server
+    /// stops for a while (a crash or kill never costs the quorum).
+    fn stop_one_server(
         &mut self,
         target: &Target,
         config: &NemesisConfig,
@@ -456,40 +542,6 @@ impl Nemesis {
         let fault = injected.fault;
         let window = target.window;
         let servers = self.servers();
-        if fault.aims_at_a_client() {
-            let n = self.clients.lock().unwrap().len();
-            if n == 0 {
-                return None;
-            }
-            let busy: Vec<usize> = {
-                let slots = self.clients.lock().unwrap();
-                (0..n)
-                    .filter(|&c| slots[c].busy && slots[c].zk.is_some())
-                    .collect()
-            };
-            let c = if let Some(c) = target.client.filter(|&c| c < n) {
-                c
-            } else if !busy.is_empty() && self.rng.gen_bool(0.5) {
-                busy[self.rng.gen_range(0..busy.len())]
-            } else {
-                self.rng.gen_range(0..n)
-            };
-            injected.client = Some(c);
-            if fault == Fault::ClientIsolated {
-                // The machine, not a session: a client between sessions
-                // is cut off as well (it cannot open its next one).
-                if self.clients.lock().unwrap()[c].crashed {
-                    return None;
-                }
-                let pinned = target.pinned_window.then_some(window);
-                injected.window = self.isolate(c, pinned, config);
-                return Some(());
-            }
-            let zk = self.clients.lock().unwrap()[c].zk.clone()?;
-            let pinned = target.pinned_window.then_some(window);
-            injected.window = self.on_client(fault, c, &zk, window, pinned, config)?;
-            return Some(());
-        }
         match fault {
             Fault::ServerCrash | Fault::LeaderCrash => {
                 let s = if let Some(s) = target.server.filter(|&s| s < servers) {
@@ -521,167 +573,220 @@ impl Nemesis {
                 injected.window = stall;
                 self.pause_for(s, stall)?;
             }
-            Fault::MajorityCrash | Fault::EnsembleCrash => {
-                let set = match (&target.servers, fault) {
-                    (Some(set), _) => set.iter().copied().filter(|&s| s < servers).collect(),
-                    (None, Fault::EnsembleCrash) => (0..servers).collect(),
-                    (None, _) => {
-                        let mut all: Vec<ServerId> = (0..servers).collect();
-                        all.shuffle(&mut self.rng);
-                        let mut set = all[..servers as usize / 2 + 1].to_vec();
-                        set.sort_unstable();
-                        set
-                    }
-                };
-                if fault == Fault::MajorityCrash {
-                    injected.servers = Some(set.clone());
-                }
-                let t = config.session_timeout_ms.max(501);
-                let outage = if target.pinned_window {
-                    window
-                } else {
-                    Duration::from_millis(self.rng.gen_range(500..=2 * t))
-                };
-                injected.window = outage;
-                self.outage(&set, outage)?;
-            }
-            Fault::NewLeaderCrash => {
-                let first = match target.server.filter(|&s| s < servers) {
-                    Some(s) => s,
-                    None => self.ensemble.leader()?,
-                };
-                injected.server = Some(first);
-                let outage = if target.pinned_window {
-                    window
-                } else {
-                    Duration::from_millis(self.rng.gen_range(500..4000))
-                };
-                injected.window = outage;
-                self.crash_new_leader(first, outage)?;
-            }
-            Fault::ThreeWayPartition => {
-                if servers < 3 {
-                    return None; // no three sides
-                }
-                let sides = match &target.sides {
-                    Some(sides) => sides.clone(),
-                    None => three_way_split(servers, &mut self.rng),
-                };
-                injected.sides = Some(sides.clone());
-                let on = match &target.side_clients {
-                    Some(on) => on.clone(),
-                    None => self.place_clients_among(&sides),
-                };
-                injected.side_clients = Some(on.clone());
-                self.split_for(sides, on, window);
-            }
-            Fault::Partition | Fault::LongPartition => {
-                let window = if fault == Fault::LongPartition && !target.pinned_window {
-                    let t = config.session_timeout_ms.max(1);
-                    let w = Duration::from_millis(self.rng.gen_range(t..=3 * t));
-                    injected.window = w;
-                    w
-                } else {
-                    window
-                };
-                let side = match &target.split {
-                    Some(side) => side.clone(),
-                    None => random_split(servers, &mut self.rng),
-                };
-                let (a, b) = sides(servers, &side);
-                // A side with every server (or none) cuts nothing; it is
-                // written as every server.
-                injected.split = Some(if a.is_empty() { b.clone() } else { a.clone() });
-                if a.is_empty() || b.is_empty() {
-                    return None;
-                }
-                let on_a = match &target.split_clients {
-                    Some(clients) => clients.clone(),
-                    None => self.place_clients(&a),
-                };
-                injected.split_clients = Some(on_a.clone());
-                let n = self.clients.lock().unwrap().len();
-                let on_b = (0..n).filter(|c| !on_a.contains(c)).collect();
-                self.split_for(vec![a, b], vec![on_a, on_b], window);
-            }
-            Fault::FlippingPartitions => {
-                let flips = match &target.flips {
-                    Some(flips) => flips.clone(),
-                    None => {
-                        let n = self.rng.gen_range(2..6);
-                        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.rng.gen());
-                        let mut flips = Vec::new();
-                        for _ in 0..n {
-                            let side = random_split(servers, &mut rng);
-                            let (a, b) = sides(servers, &side);
-                            if a.is_empty() || b.is_empty() {
-                                continue; // no flip, no time
-                            }
-                            let d = Duration::from_millis(rng.gen_range(200..3000));
-                            flips.push((a, d));
-                        }
-                        flips
-                    }
-                };
-                injected.flips = flips.clone();
-                injected.window = Duration::ZERO;
-                let (e, until) = (self.ensemble.clone(), self.until);
-                self.background.push(madsim::task::spawn(async move {
-                    for (side, d) in flips {
-                        if Instant::now() + Duration::from_secs(3) > until {
-                            break; // the quiet phase stays quiet
-                        }
-                        let (a, b) = sides(servers, &side);
-                        if a.is_empty() || b.is_empty() {
-                            continue;
-                        }
-                        e.partition(&[&a, &b]);
-                        sleep(d).await;
-                        for (x, y) in across(&[a, b]) {
-                            e.net().heal(server_ip(x), server_ip(y));
-                        }
-                    }
-                }));
-            }
-            Fault::LeaderIsolated => {
-                let l = self.ensemble.leader()?;
-                let rest: Vec<ServerId> = (0..servers).filter(|&s| s != l).collect();
-                self.ensemble.partition(&[&[l], &rest]);
-                injected.server = Some(l);
-                self.heal_later(across(&[vec![l], rest]), window);
-            }
-            Fault::OneWayClog | Fault::LinkDelay => {
-                if servers < 2 {
-                    return None; // no link
-                }
-                let a = match (
-                    target.server.filter(|&s| s < servers),
-                    self.ensemble.leader(),
-                ) {
-                    (Some(s), _) => s,
-                    // A delay mostly from the leader, so a follower lags.
-                    (None, Some(l)) if fault == Fault::LinkDelay && self.rng.gen_bool(0.7) => l,
-                    _ => self.rng.gen_range(0..servers),
-                };
-                injected.server = Some(a);
-                let b = match target.to.filter(|&t| t < servers && t != a) {
-                    Some(b) => b,
-                    None => (a + self.rng.gen_range(1..servers)) % servers,
-                };
-                injected.to = Some(b);
-                if fault == Fault::OneWayClog {
-                    self.ensemble.clog(a, b);
-                } else {
-                    let delay = target
-                        .delay
-                        .unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(50..1500)));
-                    injected.delay = delay;
-                    self.ensemble.delay(a, b, delay);
-                }
-                self.heal_later(vec![(a, b)], window);
-            }
-            _ => unreachable!("{fault} aims at a client"),
+            _ => unreachable!("{fault} stops more than one server"),
         }
+        Some(())
+    }
+
+    /// Majority crash, ensemble crash: a majority (the placed one, else
+    /// drawn) or every server powers off for 0.5 s to 2T.
+    fn crash_servers_together(
+        &mut self,
+        target: &Target,
+        config: &NemesisConfig,
+        injected: &mut InjectedFault,
+    ) -> Option<()> {
+        let fault = injected.fault;
+        let servers = self.servers();
+        let set = match (&target.servers, fault) {
+            (Some(set), _) => set.iter().copied().filter(|&s| s < servers).collect(),
+            (None, Fault::EnsembleCrash) => (0..servers).collect(),
+            (None, _) => {
+                let mut all: Vec<ServerId> = (0..servers).collect();
+                all.shuffle(&mut self.rng);
+                let mut set = all[..servers as usize / 2 + 1].to_vec();
+                set.sort_unstable();
+                set
+            }
+        };
+        if fault == Fault::MajorityCrash {
+            injected.servers = Some(set.clone());
+        }
+        let t = config.session_timeout_ms.max(501);
+        let outage = if target.pinned_window {
+            target.window
+        } else {
+            Duration::from_millis(self.rng.gen_range(500..=2 * t))
+        };
+        injected.window = outage;
+        self.outage(&set, outage)
+    }
+
+    /// New leader crash: the leader (or the placed server) crashes, then
+    /// its successor while it syncs, both for 0.5–4 s.
+    fn crash_leader_then_successor(
+        &mut self,
+        target: &Target,
+        injected: &mut InjectedFault,
+    ) -> Option<()> {
+        let first = match target.server.filter(|&s| s < self.servers()) {
+            Some(s) => s,
+            None => self.ensemble.leader()?,
+        };
+        injected.server = Some(first);
+        let outage = if target.pinned_window {
+            target.window
+        } else {
+            Duration::from_millis(self.rng.gen_range(500..4000))
+        };
+        injected.window = outage;
+        self.crash_new_leader(first, outage)
+    }
+
+    /// Partition, long partition: the servers split in two (a long
+    /// partition for T to 3T), the clients placed on either side.
+    fn partition_in_two(
+        &mut self,
+        target: &Target,
+        config: &NemesisConfig,
+        injected: &mut InjectedFault,
+    ) -> Option<()> {
+        let servers = self.servers();
+        let window = if injected.fault == Fault::LongPartition && !target.pinned_window {
+            let t = config.session_timeout_ms.max(1);
+            let w = Duration::from_millis(self.rng.gen_range(t..=3 * t));
+            injected.window = w;
+            w
+        } else {
+            target.window
+        };
+        let side = match &target.split {
+            Some(side) => side.clone(),
+            None => random_split(servers, &mut self.rng),
+        };
+        let (a, b) = sides(servers, &side);
+        // A side with every server (or none) cuts nothing; it is
+        // written as every server.
+        injected.split = Some(if a.is_empty() { b.clone() } else { a.clone() });
+        if a.is_empty() || b.is_empty() {
+            return None;
+        }
+        let on_a = match &target.split_clients {
+            Some(clients) => clients.clone(),
+            None => self.place_clients(&a),
+        };
+        injected.split_clients = Some(on_a.clone());
+        let n = self.clients.lock().unwrap().len();
+        let on_b = (0..n).filter(|c| !on_a.contains(c)).collect();
+        self.split_for(vec![a, b], vec![on_a, on_b], window);
+        Some(())
+    }
+
+    /// Three-way partition: the servers split in three (needs three),
+    /// the clients placed among the sides.
+    fn partition_in_three(&mut self, target: &Target, injected: &mut InjectedFault) -> Option<()> {
+        let servers = self.servers();
+        if servers < 3 {
+            return None; // no three sides
+        }
+        let sides = match &target.sides {
+            Some(sides) => sides.clone(),
+            None => three_way_split(servers, &mut self.rng),
+        };
+        injected.sides = Some(sides.clone());
+        let on = match &target.side_clients {
+            Some(on) => on.clone(),
+            None => self.place_clients_among(&sides),
+        };
+        injected.side_clients = Some(on.clone());
+        self.split_for(sides, on, target.window);
+        Some(())
+    }
+
+    /// Flipping partitions: splits in a row (placed, else drawn), played
+    /// out in the background until the quiet phase nears; always applies.
+    fn flip_partitions(&mut self, target: &Target, injected: &mut InjectedFault) -> Option<()> {
+        let servers = self.servers();
+        let flips = match &target.flips {
+            Some(flips) => flips.clone(),
+            None => self.draw_flips(),
+        };
+        injected.flips = flips.clone();
+        injected.window = Duration::ZERO;
+        let (e, until) = (self.ensemble.clone(), self.until);
+        self.background.push(madsim::task::spawn(async move {
+            for (side, d) in flips {
+                if Instant::now() + Duration::from_secs(3) > until {
+                    break; // the quiet phase stays quiet
+                }
+                let (a, b) = sides(servers, &side);
+                if a.is_empty() || b.is_empty() {
+                    continue;
+                }
+                e.partition(&[&a, &b]);
+                sleep(d).await;
+                for (x, y) in across(&[a, b]) {
+                    e.net().heal(server_ip(x), server_ip(y));
+                }
+            }
+        }));
+        Some(())
+    }
+
+    /// Two to five splits, each held 200–3000 ms, drawn from a stream of
+    /// their own (seeded by one draw); a split that cuts nothing is
+    /// dropped.
+    fn draw_flips(&mut self) -> Vec<(Vec<ServerId>, Duration)> {
+        let servers = self.servers();
+        let n = self.rng.gen_range(2..6);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.rng.gen());
+        let mut flips = Vec::new();
+        for _ in 0..n {
+            let side = random_split(servers, &mut rng);
+            let (a, b) = sides(servers, &side);
+            if a.is_empty() || b.is_empty() {
+                continue; // no flip, no time
+            }
+            let d = Duration::from_millis(rng.gen_range(200..3000));
+            flips.push((a, d));
+        }
+        flips
+    }
+
+    /// Leader isolated: the leader cut off from every other server for
+    /// `window`; None without a leader.
+    fn isolate_leader(&mut self, window: Duration, injected: &mut InjectedFault) -> Option<()> {
+        let l = self.ensemble.leader()?;
+        let rest: Vec<ServerId> = (0..self.servers()).filter(|&s| s != l).collect();
+        self.ensemble.partition(&[&[l], &rest]);
+        injected.server = Some(l);
+        self.heal_later(across(&[vec![l], rest]), window);
+        Some(())
+    }
+
+    /// One-way clog, link delay: one direction of one server-to-server
+    /// link stalls, or takes longer per message.
+    fn degrade_a_link(&mut self, target: &Target, injected: &mut InjectedFault) -> Option<()> {
+        let fault = injected.fault;
+        let servers = self.servers();
+        if servers < 2 {
+            return None; // no link
+        }
+        let a = match (
+            target.server.filter(|&s| s < servers),
+            self.ensemble.leader(),
+        ) {
+            (Some(s), _) => s,
+            // A delay mostly from the leader, so a follower lags.
+            (None, Some(l)) if fault == Fault::LinkDelay && self.rng.gen_bool(0.7) => l,
+            _ => self.rng.gen_range(0..servers),
+        };
+        injected.server = Some(a);
+        let b = match target.to.filter(|&t| t < servers && t != a) {
+            Some(b) => b,
+            None => (a + self.rng.gen_range(1..servers)) % servers,
+        };
+        injected.to = Some(b);
+        if fault == Fault::OneWayClog {
+            self.ensemble.clog(a, b);
+        } else {
+            let delay = target
+                .delay
+                .unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(50..1500)));
+            injected.delay = delay;
+            self.ensemble.delay(a, b, delay);
+        }
+        self.heal_later(vec![(a, b)], target.window);
         Some(())
     }
 
