@@ -109,6 +109,36 @@ pub struct Verdict {
     pub event_ms: Vec<u64>,
 }
 
+/// A counter an oracle's report carries: its name (in summaries,
+/// coverage goals and `zoosim list`) and how it is read off the report.
+/// A recipe declares each once, in one table that both
+/// [`Recipe::counters`] (by [`counter_names`]) and its judge
+/// ([`Verdict::counted`]) read.
+pub struct Counter<R> {
+    /// The counter's name.
+    pub name: &'static str,
+    /// Reads its count off a report.
+    pub read: fn(&R) -> u64,
+}
+
+impl<R> Counter<R> {
+    /// A counter named `name`, read by `read` (a `const fn`, for tables).
+    pub const fn new(name: &'static str, read: fn(&R) -> u64) -> Counter<R> {
+        Counter { name, read }
+    }
+}
+
+/// The names of `counters`, in order: a recipe's [`Recipe::counters`].
+pub const fn counter_names<R, const N: usize>(counters: &[Counter<R>; N]) -> [&'static str; N] {
+    let mut names = [""; N];
+    let mut i = 0;
+    while i < N {
+        names[i] = counters[i].name;
+        i += 1;
+    }
+    names
+}
+
 impl Verdict {
     /// A verdict over an outcome log, one line per entry
     /// (`at ms  client c  event`).
@@ -138,6 +168,22 @@ impl Verdict {
         v.report = report.to_string();
         v.violations = violations;
         v
+    }
+
+    /// [`Verdict::judged`] with the counters read off `report` by
+    /// `counters`: each declared once, with its name
+    /// ([`counter_names`] gives [`Recipe::counters`] the same list).
+    pub fn counted<E: fmt::Debug, R: fmt::Display>(
+        log: &[crate::check::Entry<E>],
+        report: &R,
+        violations: Vec<Violation>,
+        counters: &[Counter<R>],
+    ) -> Verdict {
+        let counts: Vec<(&str, u64)> = counters
+            .iter()
+            .map(|c| (c.name, (c.read)(report)))
+            .collect();
+        Verdict::judged(log, report, violations, &counts)
     }
 
     /// The quiet phase ended without a leader: the final state cannot be

@@ -9,7 +9,7 @@ mod workload;
 use crate::check::barrier::PROPERTIES;
 use crate::recipes::barrier::BarrierVariant;
 use crate::scenario::recipe::Recipe;
-use crate::scenario::verdict::Property;
+use crate::scenario::verdict::{counter_names, Counter, Property};
 use crate::scenario::workload::WorkloadKey;
 
 /// The `barrier` recipe.
@@ -40,7 +40,14 @@ const KEYS: &[WorkloadKey] = &[
     ),
 ];
 
-const COUNTERS: &[&str] = &["rounds", "passes", "sessions-lost"];
+/// The counters, each named once with how it is read off the oracle's
+/// report: [`Recipe::counters`] and the judge read this one table.
+const COUNTED: [Counter<crate::check::barrier::BarrierReport>; 3] = [
+    Counter::new("rounds", |r| r.rounds),
+    Counter::new("passes", |r| r.passes),
+    Counter::new("sessions-lost", |r| r.losses),
+];
+const COUNTERS: &[&str] = &counter_names(&COUNTED);
 
 impl Recipe for Barrier {
     fn name(&self) -> &str {
@@ -123,12 +130,7 @@ mod sim {
             let log = self.log.entries();
             let log = ctx.with_crashes(log, || BarrierEvent::Crashed);
             let r = check_barrier(&log, Some(ctx.liveness()));
-            let counters = [
-                ("rounds", r.rounds),
-                ("passes", r.passes),
-                ("sessions-lost", r.losses),
-            ];
-            Verdict::judged(&log, &r, r.violations.clone(), &counters)
+            Verdict::counted(&log, &r, r.violations.clone(), &super::COUNTED)
         }
     }
 }

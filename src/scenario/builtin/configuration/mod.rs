@@ -9,7 +9,7 @@ mod workload;
 
 use crate::check::config::PROPERTIES;
 use crate::scenario::recipe::Recipe;
-use crate::scenario::verdict::Property;
+use crate::scenario::verdict::{counter_names, Counter, Property};
 use crate::scenario::workload::WorkloadKey;
 
 /// The `configuration` recipe.
@@ -27,7 +27,15 @@ const KEYS: &[WorkloadKey] = &[
     ),
 ];
 
-const COUNTERS: &[&str] = &["reads", "sets", "conflicts", "sessions-lost"];
+/// The counters, each named once with how it is read off the oracle's
+/// report: [`Recipe::counters`] and the judge read this one table.
+const COUNTED: [Counter<crate::check::config::ConfigReport>; 4] = [
+    Counter::new("reads", |r| r.reads),
+    Counter::new("sets", |r| r.sets),
+    Counter::new("conflicts", |r| r.conflicts),
+    Counter::new("sessions-lost", |r| r.losses),
+];
+const COUNTERS: &[&str] = &counter_names(&COUNTED);
 
 impl Recipe for Configuration {
     fn name(&self) -> &str {
@@ -112,13 +120,7 @@ mod sim {
                 Err(NoLeader) => return Verdict::no_leader(&log),
             };
             let r = check_config(&log, final_version, &ctx.live_clients());
-            let counters = [
-                ("reads", r.reads),
-                ("sets", r.sets),
-                ("conflicts", r.conflicts),
-                ("sessions-lost", r.losses),
-            ];
-            Verdict::judged(&log, &r, r.violations.clone(), &counters)
+            Verdict::counted(&log, &r, r.violations.clone(), &super::COUNTED)
         }
     }
 }

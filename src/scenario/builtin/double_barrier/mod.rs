@@ -10,7 +10,7 @@ mod workload;
 
 use crate::check::double_barrier::PROPERTIES;
 use crate::scenario::recipe::Recipe;
-use crate::scenario::verdict::Property;
+use crate::scenario::verdict::{counter_names, Counter, Property};
 use crate::scenario::workload::{Workload, WorkloadError, WorkloadKey};
 
 /// The `double-barrier` recipe.
@@ -36,7 +36,14 @@ const KEYS: &[WorkloadKey] = &[
     ),
 ];
 
-const COUNTERS: &[&str] = &["entries", "exits", "sessions-lost"];
+/// The counters, each named once with how it is read off the oracle's
+/// report: [`Recipe::counters`] and the judge read this one table.
+const COUNTED: [Counter<crate::check::double_barrier::DoubleBarrierReport>; 3] = [
+    Counter::new("entries", |r| r.entries),
+    Counter::new("exits", |r| r.exits),
+    Counter::new("sessions-lost", |r| r.losses),
+];
+const COUNTERS: &[&str] = &counter_names(&COUNTED);
 
 fn threshold(w: &Workload) -> usize {
     w.int("threshold").unwrap_or(1).max(1) as usize
@@ -134,12 +141,7 @@ mod sim {
             let log = self.log.entries();
             let log = ctx.with_crashes(log, || DoubleBarrierEvent::Crashed);
             let r = check_double_barrier(&log, self.threshold, Some(ctx.liveness()));
-            let counters = [
-                ("entries", r.entries),
-                ("exits", r.exits),
-                ("sessions-lost", r.losses),
-            ];
-            Verdict::judged(&log, &r, r.violations.clone(), &counters)
+            Verdict::counted(&log, &r, r.violations.clone(), &super::COUNTED)
         }
     }
 }

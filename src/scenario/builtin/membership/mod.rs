@@ -8,7 +8,7 @@ mod workload;
 
 use crate::check::membership::PROPERTIES;
 use crate::scenario::recipe::Recipe;
-use crate::scenario::verdict::Property;
+use crate::scenario::verdict::{counter_names, Counter, Property};
 use crate::scenario::workload::WorkloadKey;
 
 /// The `group-membership` recipe.
@@ -26,7 +26,15 @@ const KEYS: &[WorkloadKey] = &[
     ),
 ];
 
-const COUNTERS: &[&str] = &["joins", "leaves", "views", "sessions-lost"];
+/// The counters, each named once with how it is read off the oracle's
+/// report: [`Recipe::counters`] and the judge read this one table.
+const COUNTED: [Counter<crate::check::membership::MembershipReport>; 4] = [
+    Counter::new("joins", |r| r.joins),
+    Counter::new("leaves", |r| r.leaves),
+    Counter::new("views", |r| r.views),
+    Counter::new("sessions-lost", |r| r.losses),
+];
+const COUNTERS: &[&str] = &counter_names(&COUNTED);
 
 impl Recipe for GroupMembership {
     fn name(&self) -> &str {
@@ -105,13 +113,7 @@ mod sim {
                 Err(NoLeader) => return Verdict::no_leader(&log),
             };
             let r = check_membership(&log, member_name, &final_members, &ctx.live_clients());
-            let counters = [
-                ("joins", r.joins),
-                ("leaves", r.leaves),
-                ("views", r.views),
-                ("sessions-lost", r.losses),
-            ];
-            Verdict::judged(&log, &r, r.violations.clone(), &counters)
+            Verdict::counted(&log, &r, r.violations.clone(), &super::COUNTED)
         }
     }
 }

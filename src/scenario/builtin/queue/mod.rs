@@ -12,7 +12,7 @@ pub(crate) mod broken;
 
 use crate::check::queue as oracle;
 use crate::scenario::recipe::Recipe;
-use crate::scenario::verdict::Property;
+use crate::scenario::verdict::{counter_names, Counter, Property};
 use crate::scenario::workload::{Workload, WorkloadKey};
 
 /// A queue; `priority`: the priority queue.
@@ -40,16 +40,19 @@ const KEYS: &[WorkloadKey] = &[
     ),
 ];
 
-const COUNTERS: &[&str] = &[
-    "enqueued",
-    "taken",
-    "maybe-taken",
-    "unresolved-claims",
-    "missed",
-    "duplicates-possible",
-    "guid-found",
-    "guid-not-found",
+/// The counters, each named once with how it is read off the oracle's
+/// report: [`Recipe::counters`] and the judge read this one table.
+const COUNTED: [Counter<crate::check::queue::QueueReport>; 8] = [
+    Counter::new("enqueued", |r| r.enqueued),
+    Counter::new("taken", |r| r.taken),
+    Counter::new("maybe-taken", |r| r.maybe_taken),
+    Counter::new("unresolved-claims", |r| r.unresolved_claims),
+    Counter::new("missed", |r| r.missed),
+    Counter::new("duplicates-possible", |r| r.duplicates_possible),
+    Counter::new("guid-found", |r| r.recovered_found),
+    Counter::new("guid-not-found", |r| r.recovered_not_found),
 ];
+const COUNTERS: &[&str] = &counter_names(&COUNTED);
 
 /// A priority queue takes in priority order, not FIFO per consumer.
 const PRIORITY_PROPERTIES: &[Property] = &[
@@ -173,17 +176,7 @@ mod sim {
                 }),
             };
             let r = check_queue(&log, &remaining, !self.priority, true);
-            let counters = [
-                ("enqueued", r.enqueued),
-                ("taken", r.taken),
-                ("maybe-taken", r.maybe_taken),
-                ("unresolved-claims", r.unresolved_claims),
-                ("missed", r.missed),
-                ("duplicates-possible", r.duplicates_possible),
-                ("guid-found", r.recovered_found),
-                ("guid-not-found", r.recovered_not_found),
-            ];
-            Verdict::judged(&log, &r, r.violations.clone(), &counters)
+            Verdict::counted(&log, &r, r.violations.clone(), &super::COUNTED)
         }
     }
 }

@@ -9,7 +9,7 @@ mod workload;
 
 use crate::check::two_phase_commit::PROPERTIES;
 use crate::scenario::recipe::Recipe;
-use crate::scenario::verdict::Property;
+use crate::scenario::verdict::{counter_names, Counter, Property};
 use crate::scenario::workload::{Workload, WorkloadError, WorkloadKey};
 
 /// The `two-phase-commit` recipe.
@@ -42,12 +42,15 @@ const KEYS: &[WorkloadKey] = &[
     ),
 ];
 
-const COUNTERS: &[&str] = &[
-    "commits",
-    "aborts",
-    "aborts-for-failed-sites",
-    "sessions-lost",
+/// The counters, each named once with how it is read off the oracle's
+/// report: [`Recipe::counters`] and the judge read this one table.
+const COUNTED: [Counter<crate::check::two_phase_commit::TpcReport>; 4] = [
+    Counter::new("commits", |r| r.commits),
+    Counter::new("aborts", |r| r.aborts),
+    Counter::new("aborts-for-failed-sites", |r| r.aborts_for_failed_sites),
+    Counter::new("sessions-lost", |r| r.losses),
 ];
+const COUNTERS: &[&str] = &counter_names(&COUNTED);
 
 impl Recipe for TwoPhaseCommit {
     fn name(&self) -> &str {
@@ -136,13 +139,7 @@ mod sim {
             let log = ctx.with_crashes(log, || TpcEvent::Crashed);
             let sites: Vec<usize> = (1..=self.sites).collect();
             let r = check_tpc(&log, &sites, Some(ctx.liveness()));
-            let counters = [
-                ("commits", r.commits),
-                ("aborts", r.aborts),
-                ("aborts-for-failed-sites", r.aborts_for_failed_sites),
-                ("sessions-lost", r.losses),
-            ];
-            Verdict::judged(&log, &r, r.violations.clone(), &counters)
+            Verdict::counted(&log, &r, r.violations.clone(), &super::COUNTED)
         }
     }
 }
