@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use super::sim::{dir_of, mode_of, running, workload_of, REVOKE_DIR};
+use super::sim::{mode_of, running, workload_of};
 use super::workload::{self, Exclusive, Make, Step};
-use super::{Kind, COUNTERS, KEYS, REVOCABLE_KEYS, REVOCABLE_LOCK};
+use super::{COUNTERS, KEYS, LOCK, REVOCABLE_KEYS, REVOCABLE_LOCK};
 use crate::check::lock::{LockEvent, PROPERTIES};
 use crate::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use crate::recipes::{Input, Machine, Output};
@@ -170,15 +170,15 @@ impl Recipe for Broken {
         COUNTERS
     }
     fn start(&self, ctx: &mut RunCtx) -> Box<dyn Running> {
-        let kind = match self.0 {
-            Flaw::NoSuspend => Kind::Lock,
-            Flaw::IgnoresRevoke => Kind::RevocableLock,
+        let recipe = match self.0 {
+            Flaw::NoSuspend => LOCK,
+            Flaw::IgnoresRevoke => REVOCABLE_LOCK,
         };
-        let w = workload_of(kind, ctx);
+        let w = workload_of(&recipe, ctx);
         let record = match self.0 {
             Flaw::NoSuspend => {
                 let make: Make<NoSuspend> = Arc::new(|_, guid| NoSuspend {
-                    lock: Lock::new(dir_of(Kind::Lock), guid),
+                    lock: Lock::new(LOCK.dir, guid),
                     held: false,
                 });
                 workload::spawn(ctx, &w, make)
@@ -186,13 +186,13 @@ impl Recipe for Broken {
             Flaw::IgnoresRevoke => {
                 let make: Make<IgnoresRevoke> = Arc::new(|c, guid| {
                     IgnoresRevoke(
-                        Lock::shared(REVOKE_DIR, guid, mode_of(c), LockVariant::Correct)
+                        Lock::shared(REVOCABLE_LOCK.dir, guid, mode_of(c), LockVariant::Correct)
                             .revocable(),
                     )
                 });
                 workload::spawn(ctx, &w, make)
             }
         };
-        running(record, w.clients, dir_of(kind))
+        running(record, w.clients, recipe.dir)
     }
 }

@@ -31,18 +31,71 @@ pub enum Kind {
     Election,
 }
 
-/// One recipe of the family.
+/// One recipe of the family: what it declares is data here (one value
+/// per recipe below), so only the machine each client runs differs by
+/// code (`sim::start`).
 #[derive(Clone, Copy, Debug)]
-pub struct Exclusive(pub Kind);
+pub struct Exclusive {
+    kind: Kind,
+    name: &'static str,
+    description: &'static str,
+    variants: &'static [&'static str],
+    keys: &'static [WorkloadKey],
+    /// Where its nodes are.
+    dir: &'static str,
+}
+
+impl Exclusive {
+    /// The revocable lock runs a revoker beside its holders: one more
+    /// client, the last.
+    fn revoker(&self) -> bool {
+        self.kind == Kind::RevocableLock
+    }
+}
 
 /// The `lock` recipe.
-pub const LOCK: Exclusive = Exclusive(Kind::Lock);
+pub const LOCK: Exclusive = Exclusive {
+    kind: Kind::Lock,
+    name: "lock",
+    description: "exclusive lock: sequential ephemeral nodes, watch the predecessor",
+    variants: &[
+        LockVariant::BlindRetry.name(),
+        LockVariant::Herd.name(),
+        LockVariant::SortByFullName.name(),
+        LockVariant::StallOnVanishedPredecessor.name(),
+    ],
+    keys: KEYS,
+    dir: "/locks/l",
+};
 /// The `shared-lock` recipe.
-pub const SHARED_LOCK: Exclusive = Exclusive(Kind::SharedLock);
+pub const SHARED_LOCK: Exclusive = Exclusive {
+    kind: Kind::SharedLock,
+    name: "shared-lock",
+    description: "shared read/write lock: writers alone, readers together",
+    variants: &[LockVariant::ReaderWaitsOnAny.name()],
+    keys: KEYS,
+    dir: "/data/rw",
+};
+/// Where the revocable lock's nodes are.
+const REVOKE_DIR: &str = "/data/revocable";
 /// The `revocable-lock` recipe.
-pub const REVOCABLE_LOCK: Exclusive = Exclusive(Kind::RevocableLock);
+pub const REVOCABLE_LOCK: Exclusive = Exclusive {
+    kind: Kind::RevocableLock,
+    name: "revocable-lock",
+    description: "shared lock whose holders let go when a revoker asks",
+    variants: &[],
+    keys: REVOCABLE_KEYS,
+    dir: REVOKE_DIR,
+};
 /// The `election` recipe.
-pub const ELECTION: Exclusive = Exclusive(Kind::Election);
+pub const ELECTION: Exclusive = Exclusive {
+    kind: Kind::Election,
+    name: "election",
+    description: "leader election: the lowest sequential node leads",
+    variants: &[ElectionVariant::KeepLeadershipAfterExpiry.name()],
+    keys: KEYS,
+    dir: "/app/election",
+};
 
 /// Every recipe's keys of the family.
 const BASE_KEYS: [WorkloadKey; 5] = [
@@ -121,52 +174,24 @@ const COUNTERS: &[&str] = &counter_names(&COUNTED);
 
 impl Recipe for Exclusive {
     fn name(&self) -> &str {
-        match self.0 {
-            Kind::Lock => "lock",
-            Kind::SharedLock => "shared-lock",
-            Kind::RevocableLock => "revocable-lock",
-            Kind::Election => "election",
-        }
+        self.name
     }
 
     fn description(&self) -> &str {
-        match self.0 {
-            Kind::Lock => "exclusive lock: sequential ephemeral nodes, watch the predecessor",
-            Kind::SharedLock => "shared read/write lock: writers alone, readers together",
-            Kind::RevocableLock => "shared lock whose holders let go when a revoker asks",
-            Kind::Election => "leader election: the lowest sequential node leads",
-        }
+        self.description
     }
 
     fn variants(&self) -> &[&str] {
-        const LOCK: &[&str] = &[
-            LockVariant::BlindRetry.name(),
-            LockVariant::Herd.name(),
-            LockVariant::SortByFullName.name(),
-            LockVariant::StallOnVanishedPredecessor.name(),
-        ];
-        const SHARED: &[&str] = &[LockVariant::ReaderWaitsOnAny.name()];
-        const ELECTION: &[&str] = &[ElectionVariant::KeepLeadershipAfterExpiry.name()];
-        match self.0 {
-            Kind::Lock => LOCK,
-            Kind::SharedLock => SHARED,
-            Kind::RevocableLock => &[],
-            Kind::Election => ELECTION,
-        }
+        self.variants
     }
 
     fn workload_keys(&self) -> &[WorkloadKey] {
-        if self.0 == Kind::RevocableLock {
-            REVOCABLE_KEYS
-        } else {
-            KEYS
-        }
+        self.keys
     }
 
     fn client_slots(&self, workload: &crate::scenario::workload::Workload) -> usize {
-        // The revoker is one more client, the last.
         let clients = workload.clients().unwrap_or(0);
-        clients + usize::from(self.0 == Kind::RevocableLock)
+        clients + usize::from(self.revoker())
     }
 
     fn properties(&self) -> &[Property] {
@@ -182,7 +207,7 @@ impl Recipe for Exclusive {
         &self,
         ctx: &mut crate::scenario::sim::RunCtx,
     ) -> Box<dyn crate::scenario::sim::Running> {
-        sim::start(self.0, ctx)
+        sim::start(self, ctx)
     }
 }
 
@@ -191,7 +216,7 @@ mod sim {
     use std::sync::Arc;
 
     use super::workload::{self, ExclusiveRecord, ExclusiveWorkload, Make};
-    use super::Kind;
+    use super::{Exclusive, Kind};
     use crate::check::lock::{check_lock, LockEvent, LIVENESS};
     use crate::recipes::election::{Election, ElectionVariant};
     use crate::recipes::lock::{Lock, LockMode, LockVariant};
@@ -208,20 +233,17 @@ mod sim {
         }
     }
 
-    /// Where the revocable lock's nodes are.
-    pub(super) const REVOKE_DIR: &str = "/data/revocable";
-
-    /// The scenario's workload for `kind`.
-    pub(super) fn workload_of(kind: Kind, ctx: &RunCtx) -> ExclusiveWorkload {
+    /// The scenario's workload for `recipe`.
+    pub(super) fn workload_of(recipe: &Exclusive, ctx: &RunCtx) -> ExclusiveWorkload {
         ExclusiveWorkload {
             clients: ctx.clients(),
             hold_ms: ctx.value_u64("hold_ms"),
             touches: ctx.value_u64("touches") as u32,
             think_ms_max: ctx.value_u64("think_ms_max"),
             session_timeout_ms: ctx.session_timeout_ms(),
-            revoke_dir: (kind == Kind::RevocableLock).then(|| REVOKE_DIR.to_owned()),
+            revoke_dir: recipe.revoker().then(|| recipe.dir.to_owned()),
             operations: ctx.value_u64("operations") as u32,
-            keepers: if kind == Kind::RevocableLock {
+            keepers: if recipe.revoker() {
                 ctx.value_u64("keepers") as usize
             } else {
                 0
@@ -229,22 +251,12 @@ mod sim {
         }
     }
 
-    /// Where each kind's nodes are.
-    pub(super) fn dir_of(kind: Kind) -> &'static str {
-        match kind {
-            Kind::Lock => "/locks/l",
-            Kind::SharedLock => "/data/rw",
-            Kind::RevocableLock => REVOKE_DIR,
-            Kind::Election => "/app/election",
-        }
-    }
-
-    pub(super) fn start(kind: Kind, ctx: &mut RunCtx) -> Box<dyn Running> {
+    pub(super) fn start(recipe: &Exclusive, ctx: &mut RunCtx) -> Box<dyn Running> {
         let variant = ctx.variant();
         let lock_variant = variant.and_then(LockVariant::from_name).unwrap_or_default();
-        let dir = dir_of(kind);
-        let w = workload_of(kind, ctx);
-        let record = match kind {
+        let dir = recipe.dir;
+        let w = workload_of(recipe, ctx);
+        let record = match recipe.kind {
             Kind::Lock => {
                 let make: Make<Lock> =
                     Arc::new(move |_, guid| Lock::with_variant(dir, guid, lock_variant));
