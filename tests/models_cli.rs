@@ -71,6 +71,23 @@ fn a_model_has_its_recipes_name_and_answers_to_its_old_one() {
             "{old} still listed:\n{out}"
         );
     }
+    // A variant's old name (before it took its recipe's name as prefix)
+    // still finds it.
+    let (code, out, err) = zoosim(&[
+        "check",
+        "shared-lock",
+        "--variant",
+        "rwlock/reader-waits-on-any",
+        "--clients",
+        "2",
+        "--faults",
+        "none",
+    ]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(
+        out.contains("shared-lock/reader-waits-on-any"),
+        "{out}{err}"
+    );
     // The old name still runs the model, with a note saying the new one.
     let (code, out, err) = zoosim(&["check", "config", "--clients", "2"]);
     assert_eq!(code, 0, "{out}{err}");

@@ -182,7 +182,8 @@ where
                 .variants
                 .iter()
                 .copied()
-                .find(|x| (self.name)(*x) == v)
+                // A variant's old name still finds it.
+                .find(|x| (self.name)(*x) == crate::recipes::lock::renamed_variant(v))
                 .ok_or_else(|| {
                     format!(
                         "--variant: the {} model has no variant {v:?}; it has {}",

@@ -79,14 +79,33 @@ impl LockVariant {
             LockVariant::Herd => "lock/herd",
             LockVariant::SortByFullName => "lock/sort-by-full-name",
             LockVariant::StallOnVanishedPredecessor => "lock/stall-on-vanished-predecessor",
-            LockVariant::ReaderWaitsOnAny => "rwlock/reader-waits-on-any",
+            LockVariant::ReaderWaitsOnAny => "shared-lock/reader-waits-on-any",
         }
     }
 
-    /// The variant named `name`, if any.
+    /// The variant named `name` (or by its name before
+    /// [`RENAMED_VARIANTS`]), if any.
     pub fn from_name(name: &str) -> Option<LockVariant> {
+        let name = renamed_variant(name);
         LockVariant::ALL.into_iter().find(|v| v.name() == name)
     }
+}
+
+/// Variants renamed to their recipe's name as prefix (one name per
+/// recipe everywhere: the shared lock is `shared-lock`, not `rwlock`):
+/// (old, new). Scenario files and `zoosim check --variant` still take the
+/// old names.
+pub const RENAMED_VARIANTS: [(&str, &str); 1] = [(
+    "rwlock/reader-waits-on-any",
+    "shared-lock/reader-waits-on-any",
+)];
+
+/// `name`, or its new name if it is an old one in [`RENAMED_VARIANTS`].
+pub fn renamed_variant(name: &str) -> &str {
+    RENAMED_VARIANTS
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map_or(name, |(_, new)| new)
 }
 
 const LOCK: &str = "-lock-";
@@ -707,7 +726,7 @@ impl Lock {
         };
         let predecessor = match self.variant {
             LockVariant::Herd => contenders[0].1,
-            // BUG (rwlock/reader-waits-on-any, kazoo #649): a reader waits
+            // BUG (shared-lock/reader-waits-on-any, kazoo #649): a reader waits
             // on the next lower node of either kind.
             LockVariant::ReaderWaitsOnAny if self.mode == LockMode::Read => contenders[at - 1].1,
             _ => last_blocker,

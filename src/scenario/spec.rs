@@ -723,17 +723,22 @@ impl Locator<'_> {
         let known = recipe.variants();
         let variant = match &raw.variant {
             None => None,
-            Some(v) if known.contains(&v.get_ref().as_str()) => Some(v.get_ref().clone()),
             Some(v) => {
-                let accepted = if known.is_empty() {
-                    format!("recipe {recipe_name} has no buggy variants")
-                } else {
-                    format!("{recipe_name}'s variants are: {}", known.join(", "))
-                };
-                return self.err(
-                    v.span(),
-                    format!("unknown variant {:?}; {accepted}", v.get_ref()),
-                );
+                // A variant renamed since (its recipe's name as its
+                // prefix) is still taken by its old name.
+                let name = crate::recipes::lock::renamed_variant(v.get_ref());
+                if !known.contains(&name) {
+                    let accepted = if known.is_empty() {
+                        format!("recipe {recipe_name} has no buggy variants")
+                    } else {
+                        format!("{recipe_name}'s variants are: {}", known.join(", "))
+                    };
+                    return self.err(
+                        v.span(),
+                        format!("unknown variant {:?}; {accepted}", v.get_ref()),
+                    );
+                }
+                Some(name.to_owned())
             }
         };
         let expect_failure = match &raw.expect {

@@ -209,6 +209,23 @@ fn unknown_names_list_the_accepted_ones() {
 }
 
 #[test]
+fn a_renamed_variant_is_still_taken_by_its_old_name() {
+    let text = "format = 1\nrecipe = \"shared-lock\"\nvariant = \"rwlock/reader-waits-on-any\"\n";
+    let s = parse("scenarios/old.toml", text).expect("the old name is taken");
+    assert_eq!(
+        s.variant.as_deref(),
+        Some("shared-lock/reader-waits-on-any")
+    );
+    // Only for the recipe it names: the lock has no such variant.
+    assert_err(
+        "format = 1\nrecipe = \"lock\"\nvariant = \"rwlock/reader-waits-on-any\"\n",
+        3,
+        11,
+        "lock's variants are: lock/blind-retry",
+    );
+}
+
+#[test]
 fn impossible_parameters_are_refused() {
     let base = "format = 1\nrecipe = \"lock\"\n";
     assert_err(
