@@ -427,11 +427,13 @@ fn a_recipe_has_one_model_and_one_vocabulary_of_properties() {
     for r in registry.recipes() {
         seen.extend(r.properties().iter().copied());
     }
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/models/README.md"))
+        .expect("models/README.md");
     let mut shared = 0;
     for m in &models {
         let claims = m.claims();
         assert!(!claims.is_empty(), "the {} model claims nothing", m.name());
-        for c in claims {
+        for &c in &claims {
             match seen.iter().find(|p| p.name == c.name) {
                 Some(p) => {
                     assert_eq!(*p, c, "two meanings of {:?} ({})", c.name, m.name());
@@ -441,9 +443,7 @@ fn a_recipe_has_one_model_and_one_vocabulary_of_properties() {
             }
         }
         // Every claim is named in the models' own documentation.
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/models/README.md"))
-            .expect("models/README.md");
-        for c in m.claims() {
+        for c in &claims {
             assert!(
                 doc.contains(&format!("`{}`", c.name)),
                 "models/README.md does not name the {} model's claim {:?}",
