@@ -54,7 +54,7 @@ fn the_correct_lock_holds_everything_at_three_clients_with_all_faults() {
 
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
-fn caught<R: zoosim::models::Recipe>(
+fn caught<R: zoosim::models::RecipeModel>(
     world: &World<R>,
     property: zoosim::check::Property,
     name: &str,

@@ -20,7 +20,7 @@ use zoosim::models::double_barrier::{
 use zoosim::models::membership::{MembershipModel, CONVERGENCE, MEMBER_NODES_ARE_SESSIONS};
 use zoosim::models::two_phase_commit::{TwoPhaseCommitModel, AGREEMENT, VALIDITY};
 use zoosim::models::{
-    check, render_path, shortest, Checked, Fault, Faults, Options, Recipe, Search, World,
+    check, render_path, shortest, Checked, Fault, Faults, Options, RecipeModel, Search, World,
 };
 use zoosim::proto::{CreateMode, Op, Reply, SessionId};
 use zoosim::recipes::double_barrier::{DoubleBarrier, DoubleBarrierCommand, DoubleBarrierOutcome};
@@ -30,7 +30,7 @@ use zoosim::recipes::{Input, Machine, OpId, Output};
 
 /// Checks `world` depth-first (fingerprints only: the largest models fit
 /// in memory so), printing its size; asserts that every property holds.
-fn holds_depth_first<R: Recipe>(what: &str, world: &World<R>) -> Checked {
+fn holds_depth_first<R: RecipeModel>(what: &str, world: &World<R>) -> Checked {
     let options = Options {
         search: Search::Dfs,
         ..Options::default()
@@ -44,7 +44,7 @@ fn holds_depth_first<R: Recipe>(what: &str, world: &World<R>) -> Checked {
 /// Checks `world` exhaustively, printing its size and time; asserts that
 /// every property holds (every "sometimes" among them reached), every
 /// fault was taken, and the search was real.
-fn holds<R: Recipe>(what: &str, world: &World<R>, at_least: usize) -> Checked {
+fn holds<R: RecipeModel>(what: &str, world: &World<R>, at_least: usize) -> Checked {
     let start = Instant::now();
     let checked = check(world, Options::default());
     eprintln!(
@@ -89,7 +89,7 @@ fn reached(what: &str, checked: &Checked, names: &[&str]) {
 /// Each phase in `names` is reached in `world` (a model recording its
 /// phases): one breadth-first run per phase, which stops at its first
 /// witness (see src/models/observed.rs, "Phases cost states").
-fn phases_reached<R: Recipe>(what: &str, world: &World<R>, names: &[&'static str]) {
+fn phases_reached<R: RecipeModel>(what: &str, world: &World<R>, names: &[&'static str]) {
     let start = Instant::now();
     for name in names {
         let mut one = world.clone();
@@ -106,7 +106,11 @@ fn phases_reached<R: Recipe>(what: &str, world: &World<R>, names: &[&'static str
 
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
-fn caught<R: Recipe>(world: &World<R>, property: zoosim::check::Property, name: &str) -> usize {
+fn caught<R: RecipeModel>(
+    world: &World<R>,
+    property: zoosim::check::Property,
+    name: &str,
+) -> usize {
     let (steps, text) = support::counterexample(world, property.name, name);
     insta::assert_snapshot!(name, text);
     steps

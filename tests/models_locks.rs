@@ -24,7 +24,7 @@ use zoosim::recipes::{Input, Machine, Output};
 /// every property holds, that every fault's "sometimes" and each of
 /// `phases` is among the verdicts and reached, and that the search was
 /// not trivial.
-fn holds_everything<R: zoosim::models::Recipe>(
+fn holds_everything<R: zoosim::models::RecipeModel>(
     name: &str,
     world: &World<R>,
     phases: &[&str],
@@ -65,7 +65,7 @@ fn holds_everything<R: zoosim::models::Recipe>(
 
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the snapshot `name`.
-fn caught<R: zoosim::models::Recipe>(
+fn caught<R: zoosim::models::RecipeModel>(
     world: &World<R>,
     property: zoosim::check::Property,
     name: &str,

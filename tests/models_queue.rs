@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use zoosim::models::config::{self, ConfigModel};
 use zoosim::models::queue::{self, QueueModel};
-use zoosim::models::{check, shortest, Checked, Fault, Faults, Options, Recipe, World};
+use zoosim::models::{check, shortest, Checked, Fault, Faults, Options, RecipeModel, World};
 use zoosim::proto::{Op, Reply, ZkError};
 use zoosim::recipes::config::{Config, ConfigCommand, ConfigOutcome};
 use zoosim::recipes::queue::{Consumer, QueueCommand, QueueOutcome};
@@ -20,7 +20,7 @@ use zoosim::recipes::{Input, Machine, OpId, Output};
 
 /// Checks `world` exhaustively, printing its size and time; asserts that
 /// every property holds (every "sometimes" reached, every fault taken).
-fn holds<R: Recipe>(world: &World<R>) -> Checked {
+fn holds<R: RecipeModel>(world: &World<R>) -> Checked {
     let t = Instant::now();
     let checked = check(world, Options::default());
     eprintln!(
@@ -47,7 +47,7 @@ fn holds<R: Recipe>(world: &World<R>) -> Checked {
 
 /// `world` fails `property`; its shortest counterexample has at most 15
 /// steps and reads as the insta snapshot `name`.
-fn caught<R: Recipe>(world: &World<R>, property: zoosim::check::Property, name: &str) {
+fn caught<R: RecipeModel>(world: &World<R>, property: zoosim::check::Property, name: &str) {
     let (_, text) = support::counterexample(world, property.name, name);
     insta::assert_snapshot!(name, text);
 }

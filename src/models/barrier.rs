@@ -40,7 +40,7 @@ use stateright::Property;
 
 use crate::check::Property as Claim;
 
-use super::{settled, Faults, Log, Maker, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, RecipeModel, State, World};
 use crate::recipes::barrier::{Barrier, BarrierCommand, BarrierOutcome, BarrierVariant};
 use crate::recipes::Machine;
 
@@ -141,7 +141,7 @@ pub struct Shared {
     pub failed: bool,
 }
 
-impl<M> Recipe for BarrierModel<M>
+impl<M> RecipeModel for BarrierModel<M>
 where
     M: Machine<Command = BarrierCommand, Outcome = BarrierOutcome> + Send + Sync + 'static,
 {

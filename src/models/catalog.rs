@@ -8,7 +8,8 @@ use crate::recipes::lock::LockVariant;
 
 use super::{
     barrier, check, config, double_barrier, election, lock, membership, queue, render_path,
-    revocable, shared_lock, two_phase_commit, Checked, Faults, Options, Recipe, World, MAX_CLIENTS,
+    revocable, shared_lock, two_phase_commit, Checked, Faults, Options, RecipeModel, World,
+    MAX_CLIENTS,
 };
 
 /// Every model, in the order `zoosim list` shows them. One line each:
@@ -153,7 +154,7 @@ pub fn entry<V, R>(
 ) -> Box<dyn Listed>
 where
     V: Copy + Send + Sync + 'static,
-    R: Recipe,
+    R: RecipeModel,
 {
     Box::new(Entry {
         about,
@@ -173,7 +174,7 @@ struct Entry<V: 'static, R> {
 impl<V, R> Entry<V, R>
 where
     V: Copy + Send + Sync + 'static,
-    R: Recipe,
+    R: RecipeModel,
 {
     fn world(&self, spec: &Spec) -> Result<(World<R>, &'static str), String> {
         let variant = match &spec.variant {
@@ -213,7 +214,7 @@ where
 impl<V, R> Listed for Entry<V, R>
 where
     V: Copy + Send + Sync + 'static,
-    R: Recipe,
+    R: RecipeModel,
 {
     fn name(&self) -> &'static str {
         (self.name)(self.variants[0])

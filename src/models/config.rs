@@ -55,7 +55,7 @@ use stateright::Property;
 
 use crate::check::Property as Claim;
 
-use super::{Faults, Log, Maker, Recipe, State, World};
+use super::{Faults, Log, Maker, RecipeModel, State, World};
 use crate::proto::{Op, Reply, ZkError};
 use crate::recipes::config::{Config, ConfigCommand, ConfigOutcome};
 use crate::recipes::{Input, Machine, OpId, Output};
@@ -251,7 +251,7 @@ pub struct Shared {
     pub lost: bool,
 }
 
-impl<M> Recipe for ConfigModel<M>
+impl<M> RecipeModel for ConfigModel<M>
 where
     M: Machine<Command = ConfigCommand, Outcome = ConfigOutcome> + Send + Sync + 'static,
 {

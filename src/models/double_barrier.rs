@@ -49,7 +49,7 @@ use stateright::Property;
 use crate::check::Property as Claim;
 
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
-use super::{settled, Faults, Log, Maker, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, RecipeModel, State, World};
 use crate::proto::{EventType, Op, Reply, SessionId, ZkError};
 use crate::recipes::double_barrier::{DoubleBarrier, DoubleBarrierCommand, DoubleBarrierOutcome};
 use crate::recipes::{Input, Machine, Output};
@@ -249,7 +249,7 @@ pub struct Shared {
     pub phases: u32,
 }
 
-impl<M> Recipe for DoubleBarrierModel<M>
+impl<M> RecipeModel for DoubleBarrierModel<M>
 where
     M: Machine<Command = DoubleBarrierCommand, Outcome = DoubleBarrierOutcome>
         + Send
@@ -445,7 +445,7 @@ where
 /// Processes that have arrived: nodes ever created in the barrier (its
 /// child counter never goes down), but `ready`. A process creates its node
 /// once (a create sent again meets its node and checks its owner).
-fn arrivals<R: Recipe>(s: &State<R>) -> usize {
+fn arrivals<R: RecipeModel>(s: &State<R>) -> usize {
     let Some(dir) = s.tree.node(DIR) else {
         return 0;
     };

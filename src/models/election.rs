@@ -47,7 +47,7 @@ use stateright::Property;
 use crate::check::Property as Claim;
 
 use super::shared_lock::{no_herd, own_node};
-use super::{settled, Faults, Log, Maker, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, RecipeModel, State, World};
 use crate::recipes::election::{Election, ElectionCommand, ElectionOutcome, ElectionVariant};
 use crate::recipes::{base_name, sequence_of, Machine};
 
@@ -181,7 +181,7 @@ pub struct Shared {
     pub resigned: bool,
 }
 
-impl<M: Candidate> Recipe for ElectionModel<M> {
+impl<M: Candidate> RecipeModel for ElectionModel<M> {
     type Machine = M;
     type App = At;
     type Shared = Shared;
@@ -367,7 +367,7 @@ impl<M: Candidate> Recipe for ElectionModel<M> {
 }
 
 /// The current epoch's node: the lowest under [`DIR`] (its base name).
-fn lowest<R: Recipe>(s: &State<R>) -> Option<&str> {
+fn lowest<R: RecipeModel>(s: &State<R>) -> Option<&str> {
     s.tree
         .node(DIR)?
         .children

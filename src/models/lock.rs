@@ -40,7 +40,7 @@ use stateright::Property;
 
 use crate::check::Property as Claim;
 
-use super::{settled, Faults, Log, Maker, Recipe, RenameMachine, State, Symmetry, World};
+use super::{settled, Faults, Log, Maker, RecipeModel, RenameMachine, State, Symmetry, World};
 use crate::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use crate::recipes::Machine;
 
@@ -168,7 +168,7 @@ pub struct Shared {
     pub released: bool,
 }
 
-impl<M> Recipe for LockModel<M>
+impl<M> RecipeModel for LockModel<M>
 where
     M: Machine<Command = LockCommand, Outcome = LockOutcome> + Send + Sync + 'static,
 {

@@ -44,7 +44,7 @@ use stateright::Property;
 use crate::check::Property as Claim;
 
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
-use super::{settled, Faults, Log, Maker, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, RecipeModel, State, World};
 use crate::proto::{Op, SessionId, ZkError};
 use crate::recipes::membership::{Membership, MembershipCommand, MembershipOutcome};
 use crate::recipes::{Input, Machine, Output};
@@ -208,7 +208,7 @@ pub struct Shared {
     pub phases: u32,
 }
 
-impl<M> Recipe for MembershipModel<M>
+impl<M> RecipeModel for MembershipModel<M>
 where
     M: Machine<Command = MembershipCommand, Outcome = MembershipOutcome> + Send + Sync + 'static,
 {
@@ -263,7 +263,7 @@ where
                 app.step = Step::Leaving;
                 MembershipCommand::Leave
             }
-            // Only ToJoin wants the join ([`Recipe::wants`]).
+            // Only ToJoin wants the join ([`RecipeModel::wants`]).
             step => {
                 let again = matches!(step, Step::ToJoin { again: true });
                 shared.asked_join |= 1 << app.me;
@@ -406,7 +406,7 @@ fn parse_member(name: &str) -> Option<usize> {
 }
 
 /// The group's nodes: name and owner.
-fn members<R: Recipe>(s: &State<R>) -> Vec<(String, Owner)> {
+fn members<R: RecipeModel>(s: &State<R>) -> Vec<(String, Owner)> {
     let Some(g) = s.tree.node(GROUP) else {
         return Vec::new();
     };
@@ -421,7 +421,7 @@ fn members<R: Recipe>(s: &State<R>) -> Vec<(String, Owner)> {
 
 /// The group as the server has it (a bit per client), None if a node is
 /// not a client's.
-fn group_mask<R: Recipe>(s: &State<R>) -> Option<u8> {
+fn group_mask<R: RecipeModel>(s: &State<R>) -> Option<u8> {
     let mut g = 0u8;
     for (name, _) in members(s) {
         g |= 1 << parse_member(&name)?;

@@ -161,7 +161,7 @@
 //! the clients put in a canonical order (sorted by what each is, names
 //! aside: its own nodes' names without its guid, its flags, application,
 //! requests in flight and watches) and renamed to their new places
-//! ([`Recipe::symmetry`] gives the names and renames a machine; the
+//! ([`RecipeModel::symmetry`] gives the names and renames a machine; the
 //! world renames the tree, sessions, watch table, requests and the
 //! library's watches). The search then visits one state per class, and
 //! the states it visits are the full model's (the test in `tests.rs`
@@ -171,7 +171,7 @@
 //! are found again without it, so that clients keep their numbers from
 //! step to step.
 //!
-//! A recipe's model ([`Recipe`]) says how its application drives the
+//! A recipe's model ([`RecipeModel`]) says how its application drives the
 //! machine and what it records, and states its properties beside it (one
 //! file per recipe: [`lock`], [`barrier`]).
 //!
@@ -454,7 +454,7 @@ impl Log {
 
 /// A recipe as a model: how its application drives one machine per
 /// client, what the applications record, and the properties over it.
-pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
+pub trait RecipeModel: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// The recipe's machine.
     type Machine: Machine + Send + Sync;
     /// One client's application: what it has done and will do.
@@ -474,7 +474,7 @@ pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     fn wants(&self, app: &Self::App) -> bool;
     /// Whether the application has a command to give now, given what the
     /// applications share (e.g. a barrier's waiter starts once the
-    /// coordinator has told it the barrier is up): [`Recipe::wants`]
+    /// coordinator has told it the barrier is up): [`RecipeModel::wants`]
     /// unless a recipe says otherwise; the world asks this one. (A break
     /// is noticed at once when the application does not want to act at
     /// that moment, see "Reductions": news that makes it want later only
@@ -495,7 +495,7 @@ pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
              world cannot rename, or reads their order",
         )
     }
-    /// The application gives its command (only when [`Recipe::wants`]):
+    /// The application gives its command (only when [`RecipeModel::wants`]):
     /// what it does first (e.g. an access to a fenced resource) goes into
     /// `shared`; `live` says whether its session is alive on the server.
     fn command(
@@ -515,7 +515,7 @@ pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// The application has done all it set out to do.
     fn finished(&self, app: &Self::App) -> bool;
     /// What the model claims: every `always` and `eventually` property
-    /// [`Recipe::properties`] may make, each declared once as a
+    /// [`RecipeModel::properties`] may make, each declared once as a
     /// [`crate::check::Property`] (name and meaning) and shared with the
     /// recipe's oracle where the oracle checks the same thing. (Its
     /// `sometimes` properties are reach goals, not claims.)
@@ -523,7 +523,7 @@ pub trait Recipe: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// The recipe's properties, over the whole world; `faults` is the
     /// run's budget (a phase only a fault leads to is not expected to be
     /// reached without it). Each `always` and `eventually` one is named
-    /// by one of [`Recipe::CLAIMS`].
+    /// by one of [`RecipeModel::CLAIMS`].
     fn properties(&self, faults: &Faults) -> Vec<Property<World<Self>>>;
 }
 
@@ -554,7 +554,7 @@ impl<F> Debug for Maker<F> {
 
 /// How a recipe's clients are renamed (see "Symmetry"): the recipe's
 /// applications and shared record must name no client.
-pub struct Symmetry<R: Recipe> {
+pub struct Symmetry<R: RecipeModel> {
     /// The name client `i` gives its nodes (its guid): it is a node's
     /// base name's prefix, followed by `-`.
     pub name: fn(&R, usize) -> String,
@@ -582,7 +582,7 @@ pub enum Kept {
 
 /// One client: its machine, application and connection.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct Client<R: Recipe> {
+pub struct Client<R: RecipeModel> {
     /// The recipe's machine.
     pub machine: R::Machine,
     /// The application.
@@ -607,7 +607,7 @@ pub struct Client<R: Recipe> {
     kept: BTreeSet<(Kept, String)>,
 }
 
-impl<R: Recipe> Client<R> {
+impl<R: RecipeModel> Client<R> {
     /// Finished with the recipe: its application is done, or its session
     /// is over for it (it crashed, or learned that the session ended).
     fn finished(&self, recipe: &R) -> bool {
@@ -619,16 +619,16 @@ impl<R: Recipe> Client<R> {
 /// a step changes it (most steps change one client): indexing for a
 /// change copies that one client only if another state still shares it.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Clients<R: Recipe>(Vec<Arc<Client<R>>>);
+pub struct Clients<R: RecipeModel>(Vec<Arc<Client<R>>>);
 
 /// A plain list (the Explorer shows states by their Debug text).
-impl<R: Recipe> Debug for Clients<R> {
+impl<R: RecipeModel> Debug for Clients<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
 }
 
-impl<R: Recipe> Clients<R> {
+impl<R: RecipeModel> Clients<R> {
     /// How many.
     pub fn len(&self) -> usize {
         self.0.len()
@@ -650,7 +650,7 @@ impl<R: Recipe> Clients<R> {
     }
 }
 
-impl<'a, R: Recipe> IntoIterator for &'a Clients<R> {
+impl<'a, R: RecipeModel> IntoIterator for &'a Clients<R> {
     type Item = &'a Client<R>;
     type IntoIter = std::iter::Map<
         std::slice::Iter<'a, Arc<Client<R>>>,
@@ -661,14 +661,14 @@ impl<'a, R: Recipe> IntoIterator for &'a Clients<R> {
     }
 }
 
-impl<R: Recipe> std::ops::Index<usize> for Clients<R> {
+impl<R: RecipeModel> std::ops::Index<usize> for Clients<R> {
     type Output = Client<R>;
     fn index(&self, i: usize) -> &Client<R> {
         &self.0[i]
     }
 }
 
-impl<R: Recipe> std::ops::IndexMut<usize> for Clients<R> {
+impl<R: RecipeModel> std::ops::IndexMut<usize> for Clients<R> {
     fn index_mut(&mut self, i: usize) -> &mut Client<R> {
         Arc::make_mut(&mut self.0[i])
     }
@@ -676,7 +676,7 @@ impl<R: Recipe> std::ops::IndexMut<usize> for Clients<R> {
 
 /// The model's state: the server and the clients.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct State<R: Recipe> {
+pub struct State<R: RecipeModel> {
     /// The server's tree (shared with the states it came from until a
     /// step changes it: most steps do not, and cloning a tree per state
     /// generated was most of the checker's time).
@@ -723,7 +723,7 @@ pub enum Action {
 
 /// A recipe with `clients` clients and a fault budget: the model.
 #[derive(Clone, Debug)]
-pub struct World<R: Recipe> {
+pub struct World<R: RecipeModel> {
     /// The recipe.
     pub recipe: R,
     /// How many clients.
@@ -820,7 +820,7 @@ fn session(c: usize) -> SessionId {
     SessionId(0x100 + c as i64)
 }
 
-impl<R: Recipe> World<R> {
+impl<R: RecipeModel> World<R> {
     /// The model of `recipe` with `clients` clients (1 to [`MAX_CLIENTS`])
     /// and `faults`.
     pub fn new(recipe: R, clients: usize, faults: Faults) -> Result<World<R>, String> {
@@ -841,14 +841,14 @@ impl<R: Recipe> World<R> {
             sabotage: Sabotage::None,
             stop: StopFlag::default(),
         };
-        // A claim must have its meaning declared (`Recipe::CLAIMS`), so
+        // A claim must have its meaning declared (`RecipeModel::CLAIMS`), so
         // that `zoosim list` and a verdict can say what was checked.
         for p in world.all_properties() {
             let claim = !matches!(p.expectation, Expectation::Sometimes);
             if claim && !R::CLAIMS.iter().any(|c| c.name == p.name) {
                 return Err(format!(
                     "the {} model's property {:?} is not among its declared claims \
-                     (Recipe::CLAIMS)",
+                     (RecipeModel::CLAIMS)",
                     world.recipe.name(),
                     p.name
                 ));
@@ -862,7 +862,7 @@ impl<R: Recipe> World<R> {
         self.all_properties().iter().map(|p| p.name).collect()
     }
 
-    /// What this world claims ([`Recipe::CLAIMS`] it makes properties
+    /// What this world claims ([`RecipeModel::CLAIMS`] it makes properties
     /// of, given its faults), with their meanings.
     pub fn claims(&self) -> Vec<crate::check::Property> {
         let names = self.property_names();
@@ -1337,7 +1337,7 @@ fn rename_base(base: &str, names: &[String], to: &[usize]) -> Option<String> {
 /// by the hash alone, any step of any client reshuffled them: 60 % of
 /// the lock's steps at 4 clients renamed, against 20 % now, and the lock
 /// at 5 clients with every fault checked in 9.8 s instead of 13.6 s.
-fn client_key<R: Recipe>(s: &State<R>, i: usize, name: &str) -> (Option<u64>, u64) {
+fn client_key<R: RecipeModel>(s: &State<R>, i: usize, name: &str) -> (Option<u64>, u64) {
     use std::hash::Hasher;
     // The same order in every run (no random keys); Fx rather than
     // SipHash: this key is made for every client at every step, and
@@ -1410,7 +1410,7 @@ fn is_read(op: &Op) -> bool {
     )
 }
 
-impl<R: Recipe> State<R> {
+impl<R: RecipeModel> State<R> {
     /// Hands `input` to client `c`'s machine and drains it.
     fn hand(
         &mut self,
@@ -1731,7 +1731,7 @@ impl<R: Recipe> State<R> {
     }
 }
 
-impl<R: Recipe> Model for World<R> {
+impl<R: RecipeModel> Model for World<R> {
     type State = State<R>;
     type Action = Action;
 
@@ -1876,7 +1876,7 @@ impl<R: Recipe> Model for World<R> {
 /// Every client is settled: finished with the recipe (done, crashed, or
 /// told that its session ended), a crashed client's session expired, and
 /// nothing of it in flight.
-pub fn settled<R: Recipe>(w: &World<R>, s: &State<R>) -> bool {
+pub fn settled<R: RecipeModel>(w: &World<R>, s: &State<R>) -> bool {
     s.clients.iter().all(|c| {
         if c.crashed {
             !c.session

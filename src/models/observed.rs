@@ -30,7 +30,7 @@ use std::marker::PhantomData;
 
 use stateright::Model;
 
-use super::{Recipe, State, World};
+use super::{RecipeModel, State, World};
 use crate::recipes::{Input, Machine, Output};
 
 /// A model's reading of its machine: which phase (a name from the model's
@@ -136,7 +136,7 @@ pub fn bit(list: &[&str], name: &str) -> u32 {
 /// such a state, so a condition judged here is judged at the end of every
 /// run; an excuse that holds on the way (and stops holding later) is not
 /// taken for one that holds at the end.
-pub fn at_end<R: Recipe>(w: &World<R>, s: &State<R>) -> bool {
+pub fn at_end<R: RecipeModel>(w: &World<R>, s: &State<R>) -> bool {
     let mut actions = Vec::new();
     w.actions(s, &mut actions);
     actions.is_empty()

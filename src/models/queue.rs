@@ -74,7 +74,7 @@ use stateright::Property;
 
 use crate::check::Property as Claim;
 
-use super::{Faults, Log, Maker, Recipe, State, World};
+use super::{Faults, Log, Maker, RecipeModel, State, World};
 use crate::proto::{Op, Reply};
 use crate::recipes::queue::{Consumer, Producer, QueueCommand, QueueOutcome};
 use crate::recipes::{sequence_of, Input, Machine, OpId, Output};
@@ -399,7 +399,7 @@ impl<C> QueueModel<C> {
     }
 }
 
-impl<C> Recipe for QueueModel<C>
+impl<C> RecipeModel for QueueModel<C>
 where
     C: Machine<Command = QueueCommand, Outcome = QueueOutcome> + Send + Sync + 'static,
 {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use stateright::{Checker, Expectation, HasDiscoveries, Model};
 
-use super::{Action, Log, Recipe, StopFlag, World, STOPPED};
+use super::{Action, Log, RecipeModel, StopFlag, World, STOPPED};
 
 /// How the state space is searched.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -147,7 +147,7 @@ fn kind(e: &Expectation) -> &'static str {
 /// Checks `world` exhaustively (or up to [`Options::max_states`]), then re-finds each failing property's
 /// counterexample alone, breadth-first on one thread: with several
 /// properties in one run the checker's discoveries are not shortest.
-pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
+pub fn check<R: RecipeModel>(world: &World<R>, options: Options) -> Checked {
     let world = &world.clone().with_stop(options.stop.clone());
     let mut builder = world.clone().checker().threads(options.threads.max(1));
     if let Some(n) = options.max_states {
@@ -223,12 +223,12 @@ pub fn check<R: Recipe>(world: &World<R>, options: Options) -> Checked {
 /// from step to step: the reduced model has a counterexample of the same
 /// length exactly when the full one has (its states are the full model's,
 /// each standing for the states a renaming of clients makes of it).
-pub fn shortest<R: Recipe>(world: &World<R>, name: &'static str) -> Option<Vec<Action>> {
+pub fn shortest<R: RecipeModel>(world: &World<R>, name: &'static str) -> Option<Vec<Action>> {
     shortest_within(world, name, None)
 }
 
 /// [`shortest`], giving up (None) after about `max_states` states.
-pub fn shortest_within<R: Recipe>(
+pub fn shortest_within<R: RecipeModel>(
     world: &World<R>,
     name: &'static str,
     max_states: Option<usize>,
@@ -255,7 +255,7 @@ pub fn shortest_within<R: Recipe>(
 
 /// `actions`, taken from the model's initial state, as a numbered step
 /// list in words: who did what, the server's reply, what it led to.
-pub fn render_path<R: Recipe>(world: &World<R>, actions: &[Action]) -> String {
+pub fn render_path<R: RecipeModel>(world: &World<R>, actions: &[Action]) -> String {
     // Counterexamples are found without the symmetry reduction (see
     // `shortest`): replay them so.
     let mut world = world.clone();

@@ -45,7 +45,7 @@ use crate::check::Property as Claim;
 use super::shared_lock::{
     access, blocks_shared, guid_of, mode_of, no_herd, readers_woken_together,
 };
-use super::{settled, Faults, Log, Maker, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, RecipeModel, State, World};
 use crate::proto::{EventType, Op, Reply, SessionEvent, ZkError};
 use crate::recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
 use crate::recipes::revocable::{Revoker, RevokerCommand, RevokerOutcome};
@@ -465,7 +465,7 @@ pub struct Shared {
     pub not_held: bool,
 }
 
-impl<M> Recipe for RevocableModel<M>
+impl<M> RecipeModel for RevocableModel<M>
 where
     M: Machine<Command = LockCommand, Outcome = LockOutcome> + Send + Sync + 'static,
 {

@@ -48,7 +48,7 @@ use stateright::Property;
 
 use crate::check::Property as Claim;
 
-use super::{settled, Faults, Log, Maker, Recipe, State, World};
+use super::{settled, Faults, Log, Maker, RecipeModel, State, World};
 use crate::recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
 use crate::recipes::{base_name, sequence_of, Machine};
 
@@ -226,7 +226,11 @@ pub(super) fn blocks_shared(reader: bool) -> impl Fn(&str) -> bool {
 }
 
 /// Client `i`'s node under `dir` (its base name), found by its guid.
-pub(super) fn own_node<'t, R: Recipe>(s: &'t State<R>, dir: &str, i: usize) -> Option<&'t str> {
+pub(super) fn own_node<'t, R: RecipeModel>(
+    s: &'t State<R>,
+    dir: &str,
+    i: usize,
+) -> Option<&'t str> {
     let prefix = format!("{}-", guid_of(i));
     s.tree
         .node(dir)?
@@ -240,7 +244,7 @@ pub(super) fn own_node<'t, R: Recipe>(s: &'t State<R>, dir: &str, i: usize) -> O
 /// woke client `i` and whether it reads; `blocks(reader)`: what blocks
 /// such a waiter): one deletion woke one client or only readers, each by
 /// its nearest blocker.
-pub(super) fn no_herd<R: Recipe, B: Fn(&str) -> bool>(
+pub(super) fn no_herd<R: RecipeModel, B: Fn(&str) -> bool>(
     s: &State<R>,
     dir: &str,
     woken: impl Fn(usize) -> Option<(String, bool)>,
@@ -277,7 +281,7 @@ pub(super) fn readers_woken_together(
         .any(|(k, p)| readers[k + 1..].contains(p))
 }
 
-impl<M> Recipe for SharedLockModel<M>
+impl<M> RecipeModel for SharedLockModel<M>
 where
     M: Machine<Command = LockCommand, Outcome = LockOutcome> + Send + Sync + 'static,
 {

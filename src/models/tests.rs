@@ -8,13 +8,13 @@ use stateright::Model;
 
 use super::{barrier::BarrierModel, config::ConfigModel, election::ElectionModel, lock::LockModel};
 use super::{double_barrier::DoubleBarrierModel, membership::MembershipModel};
-use super::{two_phase_commit::TwoPhaseCommitModel, Faults, Recipe, Sabotage, State, World};
+use super::{two_phase_commit::TwoPhaseCommitModel, Faults, RecipeModel, Sabotage, State, World};
 use crate::recipes::barrier::BarrierVariant;
 use crate::recipes::election::ElectionVariant;
 use crate::recipes::lock::LockVariant;
 
 /// Every state reachable in `w`.
-fn reachable<R: Recipe>(w: &World<R>) -> HashSet<State<R>> {
+fn reachable<R: RecipeModel>(w: &World<R>) -> HashSet<State<R>> {
     let mut seen = HashSet::new();
     let mut queue = VecDeque::new();
     for s in w.init_states() {
@@ -38,7 +38,7 @@ fn reachable<R: Recipe>(w: &World<R>) -> HashSet<State<R>> {
 }
 
 /// `s` with every zxid forgotten.
-fn without_zxids<R: Recipe>(s: &State<R>) -> State<R> {
+fn without_zxids<R: RecipeModel>(s: &State<R>) -> State<R> {
     let mut s = s.clone();
     Arc::make_mut(&mut s.tree).relabel_zxids(|_| 0);
     for t in &mut s.past {
@@ -52,7 +52,9 @@ fn without_zxids<R: Recipe>(s: &State<R>) -> State<R> {
 
 /// The states reachable with and without canonical zxids, each with its
 /// zxids forgotten: (reduced, full), and how many states each world has.
-fn zxid_classes<R: Recipe>(w: &World<R>) -> (HashSet<State<R>>, HashSet<State<R>>, usize, usize) {
+fn zxid_classes<R: RecipeModel>(
+    w: &World<R>,
+) -> (HashSet<State<R>>, HashSet<State<R>>, usize, usize) {
     let mut full = w.clone();
     full.canonical = false;
     full.sabotage = Sabotage::None;
@@ -71,7 +73,7 @@ fn zxid_classes<R: Recipe>(w: &World<R>) -> (HashSet<State<R>>, HashSet<State<R>
 /// states and drops no behaviour (a canonical form that forgot an order a
 /// later SetWatches or stale read compares would reach states the full
 /// world cannot, or miss some).
-fn canonical_zxids_lose_nothing<R: Recipe>(w: World<R>) {
+fn canonical_zxids_lose_nothing<R: RecipeModel>(w: World<R>) {
     let (reduced, full, n_reduced, n_full) = zxid_classes(&w);
     assert_eq!(
         full.len(),
@@ -189,7 +191,7 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
 }
 
 /// One fingerprint per orbit: the least over every renaming of clients.
-fn orbit<R: Recipe>(w: &World<R>, s: &State<R>, perms: &[Vec<usize>]) -> u64 {
+fn orbit<R: RecipeModel>(w: &World<R>, s: &State<R>, perms: &[Vec<usize>]) -> u64 {
     use std::hash::{Hash, Hasher};
     perms
         .iter()
@@ -208,7 +210,7 @@ fn orbit<R: Recipe>(w: &World<R>, s: &State<R>, perms: &[Vec<usize>]) -> u64 {
 /// renaming of clients (the same orbits), and fewer of them: the
 /// reduction merges states a renaming makes one of another, and drops no
 /// behaviour.
-fn symmetry_loses_nothing<R: Recipe>(w: World<R>) {
+fn symmetry_loses_nothing<R: RecipeModel>(w: World<R>) {
     let reduced_world = w.clone().with_symmetry().unwrap();
     let reduced = reachable(&reduced_world);
     let everything = reachable(&w);

@@ -53,7 +53,7 @@ use stateright::Property;
 use crate::check::Property as Claim;
 
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
-use super::{Faults, Log, Maker, Recipe, State, World};
+use super::{Faults, Log, Maker, RecipeModel, State, World};
 use crate::proto::{Op, ZkError};
 use crate::recipes::two_phase_commit::{Site, SiteCommand, SiteOutcome};
 use crate::recipes::{Input, Machine, Output};
@@ -228,7 +228,7 @@ pub struct App {
     pub step: Step,
 }
 
-impl<M> Recipe for TwoPhaseCommitModel<M>
+impl<M> RecipeModel for TwoPhaseCommitModel<M>
 where
     M: Machine<Command = SiteCommand, Outcome = SiteOutcome> + Send + Sync + 'static,
 {

@@ -3,12 +3,12 @@
 
 use std::time::Instant;
 
-use zoosim::models::{render_path, shortest, Recipe, World};
+use zoosim::models::{render_path, shortest, RecipeModel, World};
 
 /// `world` fails `property`: its shortest counterexample (asserted to
 /// have at most 15 steps), its length and the text the snapshot `name`
 /// holds.
-pub fn counterexample<R: Recipe>(
+pub fn counterexample<R: RecipeModel>(
     world: &World<R>,
     property: &'static str,
     name: &str,
