@@ -637,7 +637,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
         }
         Command::List { dir } => list_command(registry, dir.as_deref()),
         Command::Lin(args) => lin::run(&args),
-        Command::Check(args) => models::run(&args),
+        Command::Check(args) => models::run(&args, registry),
         Command::History { file, edn, out, op } => {
             histories::command(&file, edn, op, out.as_deref())?;
             Ok(ExitCode::SUCCESS)
@@ -1294,7 +1294,7 @@ fn run(command: Command, registry: &Registry) -> Result<ExitCode, String> {
     match command {
         Command::List { dir } => list_command(registry, dir.as_deref()),
         Command::Lin(args) => lin::run(&args),
-        Command::Check(args) => models::run(&args),
+        Command::Check(args) => models::run(&args, registry),
         Command::History { file, edn, out, op } => {
             histories::command(&file, edn, op, out.as_deref())?;
             Ok(ExitCode::SUCCESS)
@@ -1373,7 +1373,7 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
             let _ = writeln!(out, "    property {p}");
         }
         let _ = writeln!(out, "    counters: {}", r.counters().join(", "));
-        match models::model_lines(r.name(), r.properties()) {
+        match models::model_lines(registry, r.name(), r.properties()) {
             Some(lines) => out.push_str(&lines),
             None => {
                 let _ = writeln!(out, "    model: none (`zoosim check` has no model of it)");
@@ -1397,8 +1397,7 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
             );
         }
     }
-    let names: Vec<&str> = registry.recipes().map(|r| r.name()).collect();
-    out.push_str(&models::list_rest(&names));
+    out.push_str(&models::list_rest());
     let _ = writeln!(out, "properties of every run:");
     for p in run_properties::ALL {
         let _ = writeln!(out, "  property {p}");

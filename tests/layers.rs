@@ -56,13 +56,14 @@ use std::path::{Path, PathBuf};
 ///   machines plus async wrappers over `Zk`) and `real_server` (starts real
 ///   ZooKeeper processes for tests) are independent peers over `client`:
 ///   recipes must not know what they run on;
-/// * `scenario` puts recipes, workloads, oracles and the ensemble together;
+/// * `models` (stateright models: the recipes' machines against `tree`,
+///   every interleaving) is pure like the core (the checker is run, and
+///   timed, by `cli` and the tests) and needs nothing of the scenarios;
 ///   `trace` (the log subscriber's install) sits beside it, because
 ///   installing a process-wide subscriber is for the program's edge only;
-///   `models` (stateright models: the recipes' machines against `tree`,
-///   every interleaving) sits there too, pure like the core (the checker
-///   is run, and timed, by `cli` and the tests), and needs nothing of the
-///   ensemble or the scenarios;
+/// * `scenario` puts recipes, workloads, oracles and the ensemble
+///   together, and its registry holds each recipe with its model (a
+///   user's too), so it sits above `models`;
 /// * `prelude` (what a recipe author imports) and `testing` (a user's
 ///   scenario files under `cargo test`) gather what is below for users;
 /// * `cli` is the command, and `main` (src/main.rs, the binary, which
@@ -80,13 +81,13 @@ const LAYERS: &[(&str, u32)] = &[
     ("ensemble", 5),
     ("recipes", 5),
     ("real_server", 5),
-    ("scenario", 6),
     ("models", 6),
     ("trace", 6),
-    ("cli", 7),
-    ("prelude", 8),
-    ("testing", 8),
-    ("main", 8),
+    ("scenario", 7),
+    ("cli", 8),
+    ("prelude", 9),
+    ("testing", 9),
+    ("main", 9),
 ];
 
 /// Edges (from, to) that break [`LAYERS`] today and are tolerated until

@@ -2,7 +2,9 @@
 //! exhaustively and prints the search's size and speed, every property's
 //! verdict, and a shortest counterexample for each that fails; with
 //! `--serve ADDR`, opens stateright's Explorer on that (loopback) address
-//! instead. Every model comes from [`crate::models::catalog`].
+//! instead. Every model comes from the registry: zoosim's own
+//! ([`crate::models::catalog`]) and a user's
+//! ([`crate::scenario::registry::Registry::with_model`]).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -12,8 +14,9 @@ use std::time::Instant;
 
 use crate::check::lin::Exhausted;
 use crate::models::{
-    catalog, find, Faults, Options, Search, Spec, StopFlag, DEFAULT_MAX_STATES, RENAMED_FAULTS,
+    Faults, Listed, Options, Search, Spec, StopFlag, DEFAULT_MAX_STATES, RENAMED_FAULTS,
 };
+use crate::scenario::registry::Registry;
 
 /// `zoosim check`'s arguments.
 #[derive(clap::Args)]
@@ -78,7 +81,7 @@ const DEFAULT_MEMORY_MIB: u64 = 4096;
 /// Runs `zoosim check`: exit 0 when every property holds, 1 when one
 /// fails, 3 when the search stopped at `--max-states` before either was
 /// known, an error (exit 2) for bad arguments.
-pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
+pub(crate) fn run(args: &CheckArgs, registry: &Registry) -> Result<ExitCode, String> {
     let faults = Faults::parse(&args.faults).map_err(|e| format!("--faults: {e}"))?;
     for item in args.faults.split(',') {
         let name = item.split('=').next().unwrap_or("").trim();
@@ -98,7 +101,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
     if args.memory_mib == 0 {
         return Err("--memory-mib: at least 1".into());
     }
-    let model = find(&args.model)?;
+    let model = registry.model(&args.model)?;
     if model.name() != args.model {
         eprintln!(
             "note: the model {:?} is now {:?}, its recipe's name in scenario files",
@@ -204,8 +207,12 @@ pub(crate) fn run(args: &CheckArgs) -> Result<ExitCode, String> {
 /// name): its variants, its claims with their meanings (a claim that is
 /// the oracle's own property says so rather than repeating it), and its
 /// reach goals.
-pub(crate) fn model_lines(name: &str, oracle: &[crate::check::Property]) -> Option<String> {
-    let m = catalog().into_iter().find(|m| m.name() == name)?;
+pub(crate) fn model_lines(
+    registry: &Registry,
+    name: &str,
+    oracle: &[crate::check::Property],
+) -> Option<String> {
+    let m = registry.models().find(|m| m.name() == name)?;
     let mut out = String::new();
     let _ = writeln!(out, "    model (`zoosim check {name}`): {}", m.about());
     let _ = writeln!(out, "      variants: {}", m.variants().join(", "));
@@ -226,16 +233,10 @@ pub(crate) fn model_lines(name: &str, oracle: &[crate::check::Property]) -> Opti
     Some(out)
 }
 
-/// What `zoosim list` says of the models after the recipes: any model
-/// with no recipe of its name among `recipes`, and the model faults.
-pub(crate) fn list_rest(recipes: &[&str]) -> String {
+/// What `zoosim list` says of the models after the recipes (each model
+/// is under its recipe): the model faults.
+pub(crate) fn list_rest() -> String {
     let mut out = String::new();
-    for m in catalog() {
-        if !recipes.contains(&m.name()) {
-            let _ = writeln!(out, "model without a recipe of its name: {}", m.name());
-            out.push_str(&model_lines(m.name(), &[]).unwrap_or_default());
-        }
-    }
     let _ = writeln!(
         out,
         "model faults (`zoosim check --faults`): {}",
@@ -259,7 +260,7 @@ pub(crate) fn list_rest(recipes: &[&str]) -> String {
 /// `localhost:3000`) and refuses any other with 421. What remains: the
 /// Explorer's own port answers any host too; it is not printed, and a
 /// rebinding page would have to find it among the machine's ports.
-fn serve(model: Box<dyn crate::models::Listed>, spec: Spec, addr: &str) -> Result<(), String> {
+fn serve(model: std::sync::Arc<dyn Listed>, spec: Spec, addr: &str) -> Result<(), String> {
     let front_listener = loopback(addr)?;
     let bound = front_listener
         .local_addr()

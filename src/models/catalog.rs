@@ -37,26 +37,12 @@ pub fn catalog() -> Vec<Box<dyn Listed>> {
 }
 
 /// Models renamed to their recipe's name in scenario files (one name per
-/// recipe everywhere): (old, new). [`find`] still takes the old names.
+/// recipe everywhere): (old, new). `zoosim check` still takes the old
+/// names (`scenario::registry::Registry::model`).
 pub const RENAMED: [(&str, &str); 2] = [
     ("config", "configuration"),
     ("membership", "group-membership"),
 ];
-
-/// The model named `name` in [`catalog`] (or by its name before
-/// [`RENAMED`]), or an error listing them.
-pub fn find(name: &str) -> Result<Box<dyn Listed>, String> {
-    let name = RENAMED
-        .iter()
-        .find(|(old, _)| *old == name)
-        .map_or(name, |(_, new)| new);
-    let all = catalog();
-    let names: Vec<&str> = all.iter().map(|m| m.name()).collect();
-    let list = names.join(", ");
-    all.into_iter()
-        .find(|m| m.name() == name)
-        .ok_or_else(|| format!("unknown model {name:?}; the models are {list}"))
-}
 
 /// What to check: a variant, a size, faults and how to search.
 #[derive(Clone, Debug)]

@@ -195,7 +195,7 @@ pub mod two_phase_commit;
 #[cfg(test)]
 mod tests;
 
-pub use catalog::{catalog, entry, find, Listed, Report, Spec};
+pub use catalog::{catalog, entry, Listed, Report, Spec, RENAMED as RENAMED_MODELS};
 pub use render::{
     check, render_path, shortest, shortest_within, Checked, Options, Search, Verdict,
 };

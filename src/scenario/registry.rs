@@ -1,8 +1,13 @@
 //! The recipes a `zoosim` command knows: zoosim's own
 //! ([`super::builtin::all`]), then a user's ([`Registry::with`]), each
-//! declaration checked as it is registered.
+//! declaration checked as it is registered; and their models (zoosim's
+//! own from [`crate::models::catalog`], a user's by
+//! [`Registry::with_model`]), each under the recipe of its name.
 
 use std::fmt;
+use std::sync::Arc;
+
+use crate::models::Listed;
 
 use super::recipe::{Recipe, RecipeRef};
 use super::verdict::{run_properties, ENSEMBLE_COUNTERS};
@@ -36,6 +41,8 @@ impl std::error::Error for RegisterError {}
 #[derive(Clone)]
 pub struct Registry {
     recipes: Vec<RecipeRef>,
+    /// Each under the recipe of its name, at most one a recipe.
+    models: Vec<Arc<dyn Listed>>,
     errors: Vec<RegisterError>,
     invoked_as: Option<String>,
 }
@@ -50,6 +57,10 @@ impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
             .field("recipes", &self.names())
+            .field(
+                "models",
+                &self.models.iter().map(|m| m.name()).collect::<Vec<_>>(),
+            )
             .field("errors", &self.errors)
             .finish()
     }
@@ -60,6 +71,7 @@ impl Registry {
     pub fn new() -> Registry {
         let mut r = Registry {
             recipes: Vec::new(),
+            models: Vec::new(),
             errors: Vec::new(),
             invoked_as: None,
         };
@@ -68,7 +80,69 @@ impl Registry {
                 panic!("a built-in recipe's declaration is refused: {e}");
             }
         }
+        for model in crate::models::catalog() {
+            if let Err(e) = r.register_model(model) {
+                panic!("a built-in model is refused: {e}");
+            }
+        }
         r
+    }
+
+    /// Adds `model` (made by [`crate::models::entry`]) as the model of the
+    /// recipe of its name, registered before it; a model that cannot be
+    /// its (see [`Registry::register_model`]) is kept in
+    /// [`Registry::errors`] instead. `zoosim check NAME` then checks it,
+    /// and `zoosim list` shows it under its recipe.
+    pub fn with_model(mut self, model: Box<dyn Listed>) -> Registry {
+        if let Err(e) = self.register_model(model) {
+            self.errors.push(e);
+        }
+        self
+    }
+
+    /// Adds `model` as the model of the registered recipe of its name, or
+    /// says why not: no recipe of that name, a model of it registered
+    /// already, a variant the recipe does not declare (the correct one
+    /// has the recipe's name), or a claim named as one of the oracle's
+    /// properties but meaning something else (a property name means one
+    /// thing, in the oracle and in the model).
+    pub fn register_model(&mut self, model: Box<dyn Listed>) -> Result<(), RegisterError> {
+        let name = model.name();
+        let err = |message: String| RegisterError {
+            recipe: name.to_owned(),
+            message,
+        };
+        let Some(recipe) = self.get(name) else {
+            return Err(err(format!(
+                "a model is registered after the recipe of its name, and no recipe is named \
+                 {name:?}; the recipes are: {}",
+                self.names().join(", ")
+            )));
+        };
+        if self.models.iter().any(|m| m.name() == name) {
+            return Err(err("a model of it is registered already".into()));
+        }
+        for v in model.variants().into_iter().skip(1) {
+            if !recipe.variants().contains(&v) {
+                return Err(err(format!(
+                    "the model's variant {v:?} is not one of the recipe's: {}",
+                    recipe.variants().join(", ")
+                )));
+            }
+        }
+        for claim in model.claims() {
+            if let Some(p) = recipe.properties().iter().find(|p| p.name == claim.name) {
+                if *p != claim {
+                    return Err(err(format!(
+                        "the model's claim {:?} means {:?}, the oracle's property of that name \
+                         {:?}: give the model's claim a name of its own",
+                        claim.name, claim.what, p.what
+                    )));
+                }
+            }
+        }
+        self.models.push(Arc::from(model));
+        Ok(())
     }
 
     /// Adds `recipe`; a declaration that cannot work (see
@@ -195,6 +269,29 @@ impl Registry {
     /// Every recipe, built-in first, then in registration order.
     pub fn recipes(&self) -> impl Iterator<Item = &RecipeRef> {
         self.recipes.iter()
+    }
+
+    /// The model of the recipe called `name` (or of the name a built-in
+    /// model had before [`crate::models::RENAMED_MODELS`]), or an error
+    /// listing the models.
+    pub fn model(&self, name: &str) -> Result<Arc<dyn Listed>, String> {
+        let name = crate::models::RENAMED_MODELS
+            .iter()
+            .find(|(old, _)| *old == name)
+            .map_or(name, |(_, new)| new);
+        self.models
+            .iter()
+            .find(|m| m.name() == name)
+            .cloned()
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.models.iter().map(|m| m.name()).collect();
+                format!("unknown model {name:?}; the models are {}", names.join(", "))
+            })
+    }
+
+    /// Every model, built-in first, then in registration order.
+    pub fn models(&self) -> impl Iterator<Item = &dyn Listed> {
+        self.models.iter().map(|m| &**m)
     }
 
     /// Every name a scenario's `recipe` may take.
