@@ -15,9 +15,8 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use zoosim::models::{
-    catalog, find, Faults, Options, Spec, DEFAULT_MAX_FAULTS, DEFAULT_MAX_STATES,
-};
+use zoosim::models::{Faults, Options, Spec, DEFAULT_MAX_FAULTS, DEFAULT_MAX_STATES};
+use zoosim::scenario::registry::Registry;
 
 // The command's allocator (src/main.rs), so that the figures are the
 // command's.
@@ -51,10 +50,12 @@ fn sizes() -> Vec<usize> {
 
 fn models(c: &mut Criterion) {
     let sizes = sizes();
-    let runs = catalog()
-        .into_iter()
+    let registry = Registry::new();
+    let lock = registry.model("lock").expect("the lock has a model");
+    let runs = registry
+        .models()
         .map(|m| (m, false))
-        .chain(std::iter::once((find("lock").expect("the lock"), true)));
+        .chain(std::iter::once((&*lock, true)));
     for (model, symmetry) in runs {
         for &clients in &sizes {
             let started = Instant::now();
@@ -87,7 +88,6 @@ fn models(c: &mut Criterion) {
             );
         }
     }
-    let lock = find("lock").expect("the lock is in the catalog");
     let mut g = c.benchmark_group("models");
     g.sample_size(10).measurement_time(Duration::from_secs(30));
     // At 3 clients: ten samples of a larger size would take hours.

@@ -6,10 +6,18 @@
 //! [`Running`] that judges the run into a [`Verdict`] naming the
 //! [`Property`] each violation breaks. [`Registry`] holds the recipes a
 //! `zoosim` command ([`main_with`]) or a test ([`crate::testing`]) knows.
+//!
+//! A recipe's model ([`RecipeModel`]) puts its machine, with a few
+//! clients, against every interleaving and fault of the model checker's
+//! [`World`]; [`model_entry`] makes it something `zoosim check` runs, and
+//! [`Registry::with_model`] registers it beside its recipe.
 
 pub use crate::check::{Entry, Liveness, Property, Violation, NO_RECIPE_FAILURE};
 pub use crate::cli::main_with;
 pub use crate::client::{Zk, ZkExt};
+pub use crate::models::{
+    model_entry, settled, Faults, Listed, Log, ModelProperty, RecipeModel, State, World,
+};
 pub use crate::proto::{CreateMode, Op, Reply, SessionEvent, Stat, WatchEvent, ZkError};
 pub use crate::recipes::{classify, step, Driver, Failure, Input, Io, Machine, Output, Pending};
 pub use crate::scenario::recipe::Recipe;

@@ -3,7 +3,10 @@
 //! would, run through the runner with its scenario files: the correct one
 //! passes with its counters up and faults hit, the buggy variant is
 //! caught, a misspelt name is refused with its place and the registered
-//! names, and the command lists it.
+//! names, and the command lists it; and its model, registered beside it,
+//! as `zoosim check` runs it: every claim holds over every interleaving
+//! with every fault, and the buggy variant is caught with a shortest
+//! counterexample (snapshot).
 
 #[cfg(not(madsim))]
 compile_error!(
@@ -13,19 +16,24 @@ compile_error!(
 
 #[path = "../examples/custom_recipe/counter.rs"]
 mod counter;
+#[path = "../examples/custom_recipe/model.rs"]
+mod model;
 #[path = "../examples/custom_recipe/recipe.rs"]
 mod recipe;
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use zoosim::prelude::Registry;
+use zoosim::models::{Options, Spec};
+use zoosim::prelude::{Faults, RecipeModel, Registry};
 use zoosim::scenario::files::load_in;
 use zoosim::scenario::runner::{run_one, run_scenario, RunOptions};
 use zoosim::scenario::spec::Scenario;
 
 fn registry() -> Registry {
-    let r = Registry::new().with(recipe::CasCounterRecipe);
+    let r = Registry::new()
+        .with(recipe::CasCounterRecipe)
+        .with_model(model::model());
     assert!(r.errors().is_empty(), "{:?}", r.errors());
     r
 }
@@ -174,6 +182,11 @@ fn the_command_lists_and_runs_the_registered_recipe() {
         "property no-lost-increment",
         "counters: increments-acked, increments-maybe, conflicts, sessions-lost",
         "bug-cas-counter-blind",
+        "model (`zoosim check cas-counter`): each client increments the counter twice",
+        "variants: cas-counter, cas-counter/blind-set",
+        "claim unique-values (the oracle's property above)",
+        "claim every-live-client-increments: every client whose process",
+        "reach goals (sometimes): increment-acked, conflict-met",
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
@@ -200,4 +213,84 @@ fn the_command_lists_and_runs_the_registered_recipe() {
         .with(recipe::CasCounterRecipe);
     assert_eq!(bad.errors().len(), 1);
     assert_eq!(run(bad, bug), ExitCode::from(2));
+}
+
+/// What `zoosim check cas-counter` runs: the registry's model.
+fn check_model(variant: Option<&str>, faults: Faults) -> zoosim::models::Report {
+    let spec = Spec {
+        variant: variant.map(str::to_owned),
+        clients: 2,
+        faults,
+        max_faults: 1,
+        options: Options::default(),
+        symmetry: false,
+    };
+    let model = registry().model("cas-counter").expect("registered");
+    model.check(&spec).expect("a model of 2 clients")
+}
+
+/// The model checks the machine the simulation runs: with 2 clients, each
+/// fault kind once, at most one a run, breadth-first and exhaustive, every
+/// claim holds and every reach goal (each fault taken among them) is
+/// reached.
+#[test]
+fn the_counters_model_holds_every_claim_under_every_fault() {
+    let report = check_model(None, Faults::ONE_EACH);
+    let checked = &report.checked;
+    eprintln!(
+        "cas-counter model: {} states, {} unique",
+        checked.states, checked.unique
+    );
+    assert!(checked.conclusive, "not exhaustive: {report}");
+    assert!(checked.all_hold(), "{report}");
+    let names: Vec<&str> = checked.verdicts.iter().map(|v| v.name).collect();
+    for claim in model::CounterModel::CLAIMS {
+        assert!(
+            names.contains(&claim.name),
+            "{} unchecked: {names:?}",
+            claim.name
+        );
+    }
+    for fault in zoosim::models::Fault::ALL {
+        assert!(names.contains(&fault.property()), "{fault:?}: {names:?}");
+    }
+    assert!(
+        checked.unique > 1_000,
+        "{} states: too few to mean much",
+        checked.unique
+    );
+}
+
+/// The blind write is caught by the model with no fault at all: two
+/// clients read the same value and both write value + 1. The oracle's own
+/// property is the one named; the counterexample is the snapshot's.
+#[test]
+fn the_blind_counters_model_is_caught_with_a_shortest_counterexample() {
+    let report = check_model(Some(recipe::BLIND), Faults::NONE);
+    assert!(report.checked.any_fails(), "{report}");
+    let (name, steps, text) = report
+        .counterexamples
+        .iter()
+        .find(|(name, _, _)| *name == recipe::UNIQUE_VALUES.name)
+        .unwrap_or_else(|| panic!("unique-values not caught:\n{report}"));
+    assert_eq!(*steps, 6, "{text}");
+    insta::assert_snapshot!(
+        "cas-counter-blind-set",
+        format!("counterexample to {name} ({steps} steps)\n{text}")
+    );
+}
+
+/// A model is registered beside its recipe, under its name: without the
+/// recipe, or twice, it is refused and the command runs nothing.
+#[test]
+fn a_model_without_its_recipe_or_twice_is_refused() {
+    let alone = Registry::new().with_model(model::model());
+    let e = alone.errors()[0].to_string();
+    assert!(e.contains("no recipe is named \"cas-counter\""), "{e}");
+    let twice = registry().with_model(model::model());
+    let e = twice.errors()[0].to_string();
+    assert!(e.contains("a model of it is registered already"), "{e}");
+    let check = |r: Registry| zoosim::cli::main_from(r, ["zoosim", "check", "cas-counter"]);
+    assert_eq!(check(alone), ExitCode::from(2));
+    assert_eq!(check(Registry::new()), ExitCode::from(2));
 }

@@ -318,7 +318,7 @@ fn the_checker_reports_an_import_from_a_higher_layer() {
     assert_eq!(problems.len(), 2, "{problems:#?}");
     assert!(
         problems[0].contains("src/tree/x.rs:2")
-            && problems[0].contains("tree (layer 2) uses scenario (layer 6)")
+            && problems[0].contains("tree (layer 2) uses scenario (layer 7)")
             && problems[0].contains("use crate::scenario::spec::Scenario;"),
         "{}",
         problems[0]

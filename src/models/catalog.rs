@@ -22,17 +22,17 @@ use super::{
 #[rustfmt::skip]
 pub fn catalog() -> Vec<Box<dyn Listed>> {
     vec![
-        entry(lock::ABOUT, &lock::VARIANTS, |v| v.name(), |v, _| Ok(lock::LockModel::new(v))),
-        entry(shared_lock::ABOUT, &shared_lock::VARIANTS, |v| if v == LockVariant::Correct { "shared-lock" } else { v.name() }, |v, _| Ok(shared_lock::SharedLockModel::new(v))),
-        entry(revocable::ABOUT, &[()], |_| "revocable-lock", |_, n| revocable::RevocableModel::for_clients(n)),
-        entry(election::ABOUT, &election::VARIANTS, |v| v.name(), |v, _| Ok(election::ElectionModel::new(v))),
-        entry(barrier::ABOUT, &barrier::VARIANTS, |v| v.name(), |v, _| Ok(barrier::BarrierModel::new(v))),
-        entry(double_barrier::ABOUT, &[()], |_| "double-barrier", |_, _| Ok(double_barrier::DoubleBarrierModel::new(2))),
-        entry(queue::QUEUE_ABOUT, &[()], |_| "queue", |_, _| Ok(queue::QueueModel::plain())),
-        entry(queue::PRIORITY_ABOUT, &[()], |_| "priority-queue", |_, _| Ok(queue::QueueModel::priority())),
-        entry(config::ABOUT, &[()], |_| "configuration", |_, _| Ok(config::ConfigModel::new())),
-        entry(membership::ABOUT, &[()], |_| "group-membership", |_, _| Ok(membership::MembershipModel::new(true))),
-        entry(two_phase_commit::ABOUT, &[()], |_| "two-phase-commit", |_, n| Ok(two_phase_commit::TwoPhaseCommitModel::new(n, None))),
+        model_entry(lock::ABOUT, &lock::VARIANTS, |v| v.name(), |v, _| Ok(lock::LockModel::new(v))),
+        model_entry(shared_lock::ABOUT, &shared_lock::VARIANTS, |v| if v == LockVariant::Correct { "shared-lock" } else { v.name() }, |v, _| Ok(shared_lock::SharedLockModel::new(v))),
+        model_entry(revocable::ABOUT, &[()], |_| "revocable-lock", |_, n| revocable::RevocableModel::for_clients(n)),
+        model_entry(election::ABOUT, &election::VARIANTS, |v| v.name(), |v, _| Ok(election::ElectionModel::new(v))),
+        model_entry(barrier::ABOUT, &barrier::VARIANTS, |v| v.name(), |v, _| Ok(barrier::BarrierModel::new(v))),
+        model_entry(double_barrier::ABOUT, &[()], |_| "double-barrier", |_, _| Ok(double_barrier::DoubleBarrierModel::new(2))),
+        model_entry(queue::QUEUE_ABOUT, &[()], |_| "queue", |_, _| Ok(queue::QueueModel::plain())),
+        model_entry(queue::PRIORITY_ABOUT, &[()], |_| "priority-queue", |_, _| Ok(queue::QueueModel::priority())),
+        model_entry(config::ABOUT, &[()], |_| "configuration", |_, _| Ok(config::ConfigModel::new())),
+        model_entry(membership::ABOUT, &[()], |_| "group-membership", |_, _| Ok(membership::MembershipModel::new(true))),
+        model_entry(two_phase_commit::ABOUT, &[()], |_| "two-phase-commit", |_, n| Ok(two_phase_commit::TwoPhaseCommitModel::new(n, None))),
     ]
 }
 
@@ -132,7 +132,7 @@ const PROBE_CLIENTS: usize = 2;
 
 /// A catalog entry: the recipe's model for each of `variants`, named by
 /// `name`, made by `make`. The correct variant's name is the model's.
-pub fn entry<V, R>(
+pub fn model_entry<V, R>(
     about: &'static str,
     variants: &'static [V],
     name: fn(V) -> &'static str,

@@ -375,3 +375,94 @@ fn keys_describe_themselves_and_set_checks_bounds() {
     assert_eq!(v.counters, vec![("acked".to_owned(), 5)]);
     assert!(v.passed());
 }
+
+/// A model as the registry sees it: only its declarations (it is never
+/// checked here).
+struct FakeModel {
+    name: &'static str,
+    variants: Vec<&'static str>,
+    claims: Vec<crate::check::Property>,
+}
+
+impl crate::models::Listed for FakeModel {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn about(&self) -> &'static str {
+        "a fake"
+    }
+    fn variants(&self) -> Vec<&'static str> {
+        self.variants.clone()
+    }
+    fn properties(&self) -> Vec<&'static str> {
+        self.claims.iter().map(|c| c.name).collect()
+    }
+    fn claims(&self) -> Vec<crate::check::Property> {
+        self.claims.clone()
+    }
+    fn check(&self, _: &crate::models::Spec) -> Result<crate::models::Report, String> {
+        Err("a fake".into())
+    }
+    fn serve(&self, _: &crate::models::Spec, _: &str, _: &mut dyn FnMut()) -> Result<(), String> {
+        Err("a fake".into())
+    }
+}
+
+fn fake(name: &'static str, variants: &[&'static str], claims: &[Property]) -> Box<FakeModel> {
+    Box::new(FakeModel {
+        name,
+        variants: variants.to_vec(),
+        claims: claims.to_vec(),
+    })
+}
+
+/// A model stands beside the recipe of its name, with the recipe's
+/// variants, and a property name means one thing in the oracle and the
+/// model: each rule refuses what breaks it, naming what is wrong.
+#[test]
+fn the_registry_refuses_a_model_that_is_not_its_recipes() {
+    let refused = |model: Box<FakeModel>| {
+        let mut r = registry();
+        r.register_model(model).expect_err("refused").to_string()
+    };
+    let e = refused(fake("countr", &["countr"], &[]));
+    assert!(
+        e.contains("no recipe is named \"countr\"; the recipes are: lock,"),
+        "{e}"
+    );
+    let e = refused(fake("counter", &["counter", "counter/herd"], &[]));
+    assert!(
+        e.contains(
+            "the model's variant \"counter/herd\" is not one of the recipe's: counter/blind"
+        ),
+        "{e}"
+    );
+    let other_meaning = Property::new("no-lost-increment", "something else");
+    let e = refused(fake("counter", &["counter"], &[other_meaning]));
+    assert!(
+        e.contains("the model's claim \"no-lost-increment\" means \"something else\""),
+        "{e}"
+    );
+    // The same claim, and a claim of its own, are taken; a second model is
+    // not.
+    let own = Property::new("every-increment-ends", "a claim of its own");
+    let mut r = registry();
+    r.register_model(fake(
+        "counter",
+        &["counter", "counter/blind"],
+        &[NO_LOST_INCREMENT, own],
+    ))
+    .expect("its recipe's");
+    assert_eq!(r.model("counter").map(|m| m.about()), Ok("a fake"));
+    let e = r
+        .register_model(fake("counter", &["counter"], &[]))
+        .expect_err("twice")
+        .to_string();
+    assert!(e.contains("a model of it is registered already"), "{e}");
+    // Built-in models stand beside the built-in recipes.
+    let names: Vec<&str> = Registry::new().models().map(|m| m.name()).collect();
+    assert_eq!(names.len(), crate::models::catalog().len());
+    for n in names {
+        assert!(Registry::new().get(n).is_some(), "model {n} has no recipe");
+    }
+}

@@ -88,7 +88,7 @@ impl Registry {
         r
     }
 
-    /// Adds `model` (made by [`crate::models::entry`]) as the model of the
+    /// Adds `model` (made by [`crate::models::model_entry`]) as the model of the
     /// recipe of its name, registered before it; a model that cannot be
     /// its (see [`Registry::register_model`]) is kept in
     /// [`Registry::errors`] instead. `zoosim check NAME` then checks it,
@@ -285,7 +285,10 @@ impl Registry {
             .cloned()
             .ok_or_else(|| {
                 let names: Vec<&str> = self.models.iter().map(|m| m.name()).collect();
-                format!("unknown model {name:?}; the models are {}", names.join(", "))
+                format!(
+                    "unknown model {name:?}; the models are {}",
+                    names.join(", ")
+                )
             })
     }
 
