@@ -16,7 +16,7 @@ pub use crate::check::{Entry, Liveness, Property, Violation, NO_RECIPE_FAILURE};
 pub use crate::cli::main_with;
 pub use crate::client::{Zk, ZkExt};
 pub use crate::models::{
-    model_entry, settled, Faults, Listed, Log, ModelProperty, RecipeModel, State, World,
+    model_entry, settled, Faults, Listed, Log, ModelError, ModelProperty, RecipeModel, State, World,
 };
 pub use crate::proto::{CreateMode, Op, Reply, SessionEvent, Stat, WatchEvent, ZkError};
 pub use crate::recipes::{classify, step, Driver, Failure, Input, Io, Machine, Output, Pending};

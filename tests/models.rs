@@ -197,7 +197,8 @@ fn each_property_is_checked_alone_when_asked() {
 #[test]
 fn bad_sizes_and_fault_lists_are_refused() {
     let e = World::new(LockModel::new(LockVariant::Correct), 0, Faults::NONE).unwrap_err();
-    assert!(e.contains("1 to 8 clients, not 0"), "{e}");
+    assert_eq!(e, zoosim::models::ModelError::Clients(0));
+    assert!(e.to_string().contains("1 to 8 clients, not 0"), "{e}");
     let e = Faults::parse("lost-reply,melt").unwrap_err();
     assert!(e.contains("unknown fault \"melt\""), "{e}");
     let e = Faults::parse("forced-expiry=9").unwrap_err();

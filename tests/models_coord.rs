@@ -473,7 +473,7 @@ fn two_phase_commit_sizes_are_checked() {
     let e = TwoPhaseCommitModel::new(3, Some(3))
         .world(Faults::NONE)
         .unwrap_err();
-    assert!(e.contains("not one of the 3 sites"), "{e}");
+    assert!(e.to_string().contains("not one of the 3 sites"), "{e}");
 }
 
 /// A broken copy of a site that takes a vote node still empty (its site

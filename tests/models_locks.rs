@@ -358,7 +358,8 @@ fn an_election_whose_candidates_see_only_themselves_is_caught() {
 #[test]
 fn a_revocable_lock_without_holders_is_refused() {
     let e = RevocableModel::new(0).world(Faults::NONE).unwrap_err();
-    assert!(e.contains("at least 1 holder"), "{e}");
+    assert_eq!(e.option(), Some("--clients"));
+    assert!(e.to_string().contains("at least 1 holder"), "{e}");
     // The revoker is the last client: three holders make a world of four.
     let world = RevocableModel::new(3)
         .world(Faults::NONE)

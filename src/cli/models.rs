@@ -140,7 +140,7 @@ pub(crate) fn run(args: &CheckArgs, registry: &Registry) -> Result<ExitCode, Str
         return Ok(ExitCode::SUCCESS);
     }
     let started = Instant::now();
-    let report = model.check(&spec)?;
+    let report = model.check(&spec).map_err(with_option)?;
     let seconds = started.elapsed().as_secs_f64();
     let checked = &report.checked;
     let mut out = String::new();
@@ -200,6 +200,15 @@ pub(crate) fn run(args: &CheckArgs, registry: &Registry) -> Result<ExitCode, Str
     } else {
         ExitCode::from(EXIT_NOT_CONCLUSIVE)
     })
+}
+
+/// A model's error as the command says it: after the option it is
+/// about (`--clients: ...`).
+fn with_option(e: crate::models::ModelError) -> String {
+    match e.option() {
+        Some(option) => format!("{option}: {e}"),
+        None => e.to_string(),
+    }
 }
 
 /// What `zoosim list` says of the model named `name`, under the recipe of
@@ -275,7 +284,7 @@ fn serve(model: std::sync::Arc<dyn Listed>, spec: Spec, addr: &str) -> Result<()
     std::thread::spawn(move || {
         // Blocks, serving, until the process ends; returns only on error.
         if let Err(e) = model.serve(&spec, &inner.to_string(), &mut || {}) {
-            let _ = failed.send(e);
+            let _ = failed.send(with_option(e));
         }
     });
     // Up when it accepts a connection (a failure to start is reported).

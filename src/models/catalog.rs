@@ -8,8 +8,8 @@ use crate::recipes::lock::LockVariant;
 
 use super::{
     barrier, check, config, double_barrier, election, lock, membership, queue, render_path,
-    revocable, shared_lock, two_phase_commit, Checked, Faults, Options, RecipeModel, World,
-    MAX_CLIENTS,
+    revocable, shared_lock, two_phase_commit, Checked, Faults, ModelError, Options, RecipeModel,
+    World, MAX_CLIENTS,
 };
 
 /// Every model, in the order `zoosim list` shows them. One line each:
@@ -115,15 +115,15 @@ pub trait Listed: Send + Sync {
     /// value where the recipe's oracle checks the same.
     fn claims(&self) -> Vec<crate::check::Property>;
     /// Checks it as `spec` says.
-    fn check(&self, spec: &Spec) -> Result<Report, String>;
+    fn check(&self, spec: &Spec) -> Result<Report, ModelError>;
     /// Hands `spec`'s model to stateright's Explorer, which serves it on
     /// `addr` until the process ends (the command checks the address:
     /// loopback only, free); `ready` is called once the model is made.
-    fn serve(&self, spec: &Spec, addr: &str, ready: &mut dyn FnMut()) -> Result<(), String>;
+    fn serve(&self, spec: &Spec, addr: &str, ready: &mut dyn FnMut()) -> Result<(), ModelError>;
 }
 
 /// Makes a variant's model for a number of clients, or says why it
-/// cannot take that many.
+/// cannot take that many (shown as [`ModelError::Size`]).
 pub type Make<V, R> = fn(V, usize) -> Result<R, String>;
 
 /// The size [`Listed::properties`] makes a model at: every model takes 2
@@ -162,7 +162,7 @@ where
     V: Copy + Send + Sync + 'static,
     R: RecipeModel,
 {
-    fn world(&self, spec: &Spec) -> Result<(World<R>, &'static str), String> {
+    fn world(&self, spec: &Spec) -> Result<(World<R>, &'static str), ModelError> {
         let variant = match &spec.variant {
             None => self.variants[0],
             Some(v) => self
@@ -171,27 +171,20 @@ where
                 .copied()
                 // A variant's old name still finds it.
                 .find(|x| (self.name)(*x) == crate::recipes::lock::renamed_variant(v))
-                .ok_or_else(|| {
-                    format!(
-                        "--variant: the {} model has no variant {v:?}; it has {}",
-                        self.name(),
-                        self.variants().join(", ")
-                    )
+                .ok_or_else(|| ModelError::Variant {
+                    model: self.name(),
+                    asked: v.clone(),
+                    variants: self.variants(),
                 })?,
         };
         if !(1..=MAX_CLIENTS).contains(&spec.clients) {
-            return Err(format!(
-                "--clients: a model takes 1 to {MAX_CLIENTS} clients, not {}",
-                spec.clients
-            ));
+            return Err(ModelError::Clients(spec.clients));
         }
-        let recipe = (self.make)(variant, spec.clients).map_err(|e| format!("--clients: {e}"))?;
+        let recipe = (self.make)(variant, spec.clients).map_err(ModelError::Size)?;
         let mut world =
             World::new(recipe, spec.clients, spec.faults)?.with_max_faults(spec.max_faults);
         if spec.symmetry {
-            world = world
-                .with_symmetry()
-                .map_err(|why| format!("--symmetry: {why}"))?;
+            world = world.with_symmetry()?;
         }
         Ok((world, (self.name)(variant)))
     }
@@ -216,19 +209,21 @@ where
 
     fn properties(&self) -> Vec<&'static str> {
         (self.make)(self.variants[0], PROBE_CLIENTS)
-            .and_then(|r| World::new(r, PROBE_CLIENTS, Faults::ONE_EACH))
+            .ok()
+            .and_then(|r| World::new(r, PROBE_CLIENTS, Faults::ONE_EACH).ok())
             .map(|w| w.property_names())
             .unwrap_or_default()
     }
 
     fn claims(&self) -> Vec<crate::check::Property> {
         (self.make)(self.variants[0], PROBE_CLIENTS)
-            .and_then(|r| World::new(r, PROBE_CLIENTS, Faults::ONE_EACH))
+            .ok()
+            .and_then(|r| World::new(r, PROBE_CLIENTS, Faults::ONE_EACH).ok())
             .map(|w| w.claims())
             .unwrap_or_default()
     }
 
-    fn check(&self, spec: &Spec) -> Result<Report, String> {
+    fn check(&self, spec: &Spec) -> Result<Report, ModelError> {
         let (world, variant) = self.world(spec)?;
         let checked = check(&world, spec.options.clone());
         let counterexamples = checked
@@ -247,7 +242,7 @@ where
         })
     }
 
-    fn serve(&self, spec: &Spec, addr: &str, ready: &mut dyn FnMut()) -> Result<(), String> {
+    fn serve(&self, spec: &Spec, addr: &str, ready: &mut dyn FnMut()) -> Result<(), ModelError> {
         let (world, _) = self.world(spec)?;
         ready();
         // Blocks, serving, until the process ends.

@@ -757,6 +757,75 @@ pub struct World<R: RecipeModel> {
     stop: StopFlag,
 }
 
+/// Why a model cannot be made, checked or served as asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelError {
+    /// A number of clients outside 1 to [`MAX_CLIENTS`].
+    Clients(usize),
+    /// The model cannot take this size (its own reason: the revocable
+    /// lock needs a holder and a revoker, ...).
+    Size(String),
+    /// No variant of that name.
+    Variant {
+        /// The model asked.
+        model: &'static str,
+        /// The variant asked for.
+        asked: String,
+        /// Its variants.
+        variants: Vec<&'static str>,
+    },
+    /// No sound symmetry reduction: why.
+    NoSymmetry(&'static str),
+    /// A property that claims something (`always`, `eventually`) without
+    /// its meaning declared in [`RecipeModel::CLAIMS`].
+    UndeclaredClaim {
+        /// The model.
+        model: &'static str,
+        /// The property.
+        property: &'static str,
+    },
+}
+
+impl ModelError {
+    /// The `zoosim check` option the error is about, if one.
+    pub fn option(&self) -> Option<&'static str> {
+        match self {
+            ModelError::Clients(_) | ModelError::Size(_) => Some("--clients"),
+            ModelError::Variant { .. } => Some("--variant"),
+            ModelError::NoSymmetry(_) => Some("--symmetry"),
+            ModelError::UndeclaredClaim { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelError::Clients(n) => {
+                write!(f, "a model takes 1 to {MAX_CLIENTS} clients, not {n}")
+            }
+            ModelError::Size(why) => f.write_str(why),
+            ModelError::Variant {
+                model,
+                asked,
+                variants,
+            } => write!(
+                f,
+                "the {model} model has no variant {asked:?}; it has {}",
+                variants.join(", ")
+            ),
+            ModelError::NoSymmetry(why) => f.write_str(why),
+            ModelError::UndeclaredClaim { model, property } => write!(
+                f,
+                "the {model} model's property {property:?} is not among its declared claims \
+                 (RecipeModel::CLAIMS)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
 /// A flag that ends a model check early (a memory bound, an interrupt),
 /// set from outside while the checker's threads run. It ends the search
 /// through a property of its own, [`STOPPED`], that fails once the flag
@@ -828,11 +897,9 @@ fn session(c: usize) -> SessionId {
 impl<R: RecipeModel> World<R> {
     /// The model of `recipe` with `clients` clients (1 to [`MAX_CLIENTS`])
     /// and `faults`.
-    pub fn new(recipe: R, clients: usize, faults: Faults) -> Result<World<R>, String> {
+    pub fn new(recipe: R, clients: usize, faults: Faults) -> Result<World<R>, ModelError> {
         if !(1..=MAX_CLIENTS).contains(&clients) {
-            return Err(format!(
-                "a model takes 1 to {MAX_CLIENTS} clients, not {clients}"
-            ));
+            return Err(ModelError::Clients(clients));
         }
         let world = World {
             recipe,
@@ -851,12 +918,10 @@ impl<R: RecipeModel> World<R> {
         for p in world.all_properties() {
             let claim = !matches!(p.expectation, Expectation::Sometimes);
             if claim && !R::CLAIMS.iter().any(|c| c.name == p.name) {
-                return Err(format!(
-                    "the {} model's property {:?} is not among its declared claims \
-                     (RecipeModel::CLAIMS)",
-                    world.recipe.name(),
-                    p.name
-                ));
+                return Err(ModelError::UndeclaredClaim {
+                    model: world.recipe.name(),
+                    property: p.name,
+                });
             }
         }
         Ok(world)
@@ -915,8 +980,8 @@ impl<R: RecipeModel> World<R> {
 
     /// The same model reduced by the clients' symmetry (see "Symmetry"),
     /// or why the recipe has no sound one.
-    pub fn with_symmetry(mut self) -> Result<World<R>, String> {
-        let sym = self.recipe.symmetry().map_err(str::to_owned)?;
+    pub fn with_symmetry(mut self) -> Result<World<R>, ModelError> {
+        let sym = self.recipe.symmetry().map_err(ModelError::NoSymmetry)?;
         self.names = (0..self.clients)
             .map(|i| (sym.name)(&self.recipe, i))
             .collect();

@@ -45,7 +45,7 @@ use crate::check::Property as Claim;
 use super::shared_lock::{
     access, blocks_shared, guid_of, mode_of, no_herd, readers_woken_together,
 };
-use super::{settled, Faults, Log, Maker, RecipeModel, State, World};
+use super::{settled, Faults, Log, Maker, ModelError, RecipeModel, State, World};
 use crate::proto::{EventType, Op, Reply, SessionEvent, ZkError};
 use crate::recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
 use crate::recipes::revocable::{Revoker, RevokerCommand, RevokerOutcome};
@@ -127,9 +127,11 @@ where
 {
     /// The model's world: the holders and the revoker (`holders + 1`
     /// clients), with `faults`.
-    pub fn world(self, faults: Faults) -> Result<World<Self>, String> {
+    pub fn world(self, faults: Faults) -> Result<World<Self>, ModelError> {
         if self.holders == 0 {
-            return Err("a revocable lock's model takes at least 1 holder".into());
+            return Err(ModelError::Size(
+                "a revocable lock's model takes at least 1 holder".into(),
+            ));
         }
         let clients = self.holders + 1;
         World::new(self, clients, faults)

@@ -53,7 +53,7 @@ use stateright::Property;
 use crate::check::Property as Claim;
 
 use super::observed::{at_end, bit, Condition, Observed, Phases, Seen};
-use super::{Faults, Log, Maker, RecipeModel, State, World};
+use super::{Faults, Log, Maker, ModelError, RecipeModel, State, World};
 use crate::proto::{Op, ZkError};
 use crate::recipes::two_phase_commit::{Site, SiteCommand, SiteOutcome};
 use crate::recipes::{Input, Machine, Output};
@@ -172,12 +172,12 @@ where
     /// recipe's directories (the transaction's vote nodes) depend on the
     /// number of sites, which the world does not tell a recipe, so the
     /// model carries it and makes its own world.
-    pub fn world(self, faults: Faults) -> Result<World<Self>, String> {
+    pub fn world(self, faults: Faults) -> Result<World<Self>, ModelError> {
         if self.aborter.is_some_and(|a| a >= self.sites) {
-            return Err(format!(
+            return Err(ModelError::Size(format!(
                 "the aborting site {:?} is not one of the {} sites",
                 self.aborter, self.sites
-            ));
+            )));
         }
         let sites = self.sites;
         World::new(self, sites, faults)

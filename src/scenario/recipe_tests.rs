@@ -376,6 +376,8 @@ fn keys_describe_themselves_and_set_checks_bounds() {
     assert!(v.passed());
 }
 
+use crate::models::{ModelError, Spec};
+
 /// A model as the registry sees it: only its declarations (it is never
 /// checked here).
 struct FakeModel {
@@ -400,11 +402,11 @@ impl crate::models::Listed for FakeModel {
     fn claims(&self) -> Vec<crate::check::Property> {
         self.claims.clone()
     }
-    fn check(&self, _: &crate::models::Spec) -> Result<crate::models::Report, String> {
-        Err("a fake".into())
+    fn check(&self, _: &Spec) -> Result<crate::models::Report, ModelError> {
+        Err(ModelError::Size("a fake".into()))
     }
-    fn serve(&self, _: &crate::models::Spec, _: &str, _: &mut dyn FnMut()) -> Result<(), String> {
-        Err("a fake".into())
+    fn serve(&self, _: &Spec, _: &str, _: &mut dyn FnMut()) -> Result<(), ModelError> {
+        Err(ModelError::Size("a fake".into()))
     }
 }
 
