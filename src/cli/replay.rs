@@ -3,27 +3,42 @@
 //! scenario that fails the same way).
 
 use std::path::PathBuf;
-#[cfg(madsim)]
-use std::process::ExitCode;
-
-#[cfg(madsim)]
-use crate::scenario::registry::Registry;
-#[cfg(madsim)]
-use crate::scenario::runner;
 
 use super::UndecidedArgs;
+// What only the simulation's build runs.
 #[cfg(madsim)]
-use super::{
-    check_writable, contract_line, histories, replay_command, replay_of, reports, shown,
-    with_budget, EXIT_UNDECIDED,
+use {
+    super::{
+        check_writable, contract_line, histories, replay_command, replay_of, reports, shown,
+        with_budget, EXIT_UNDECIDED,
+    },
+    crate::scenario::{registry::Registry, runner},
+    std::process::ExitCode,
 };
+
+/// A scenario file and one of its seeds: what `replay` and `shrink` take.
+#[derive(clap::Args)]
+pub(super) struct SeedArgs {
+    pub(super) scenario: PathBuf,
+    #[arg(long)]
+    pub(super) seed: u64,
+}
+
+#[cfg(madsim)]
+impl SeedArgs {
+    /// The scenario, read and checked, and the seed.
+    fn load(&self, registry: &Registry) -> Result<(crate::scenario::spec::Scenario, u64), String> {
+        let s =
+            crate::scenario::files::load_in(&self.scenario, registry).map_err(|e| e.to_string())?;
+        Ok((s, self.seed))
+    }
+}
 
 /// `zoosim replay`'s arguments.
 #[derive(clap::Args)]
 pub(super) struct ReplayArgs {
-    pub(super) scenario: PathBuf,
-    #[arg(long)]
-    pub(super) seed: u64,
+    #[command(flatten)]
+    pub(super) seed: SeedArgs,
     /// Trace the run (client requests, replies, watch events, session
     /// states, faults, servers' roles; RUST_LOG filters, e.g.
     /// RUST_LOG=zoosim::fault,zoosim::server), then print the fault
@@ -45,9 +60,8 @@ pub(super) struct ReplayArgs {
 /// `zoosim shrink`'s arguments.
 #[derive(clap::Args)]
 pub(super) struct ShrinkArgs {
-    pub(super) scenario: PathBuf,
-    #[arg(long)]
-    pub(super) seed: u64,
+    #[command(flatten)]
+    pub(super) seed: SeedArgs,
     /// Where to write it (default: <scenario>-seed-<S>.toml here).
     #[arg(long)]
     pub(super) out: Option<PathBuf>,
@@ -61,17 +75,14 @@ pub(super) struct ShrinkArgs {
 #[cfg(madsim)]
 pub(super) fn command(args: ReplayArgs, registry: &Registry) -> Result<ExitCode, String> {
     let ReplayArgs {
-        scenario,
         seed,
         trace,
         history,
         report,
         undecided,
     } = args;
-    let load = |f: &std::path::Path| {
-        crate::scenario::files::load_in(f, registry).map_err(|e| e.to_string())
-    };
-    let s = with_budget(load(&scenario)?, undecided.contract_steps);
+    let (s, seed) = seed.load(registry)?;
+    let s = with_budget(s, undecided.contract_steps);
     if let Some(dir) = &history {
         histories::check_dir(dir)?;
     }
@@ -178,16 +189,8 @@ fn print_trace(out: &crate::scenario::run::SeedOutcome) {
 /// Runs `zoosim shrink`: the shrunk scenario written, or an error.
 #[cfg(madsim)]
 pub(super) fn shrink(args: ShrinkArgs, registry: &Registry) -> Result<ExitCode, String> {
-    let ShrinkArgs {
-        scenario,
-        seed,
-        out,
-        force,
-    } = args;
-    let load = |f: &std::path::Path| {
-        crate::scenario::files::load_in(f, registry).map_err(|e| e.to_string())
-    };
-    let s = load(&scenario)?;
+    let ShrinkArgs { seed, out, force } = args;
+    let (s, seed) = seed.load(registry)?;
     let out = out.unwrap_or_else(|| PathBuf::from(format!("{}-seed-{seed}.toml", s.name)));
     if out.exists() && !force {
         return Err(format!(

@@ -2,29 +2,22 @@
 //! the summary table, and what a run keeps (histories, reports, shrunk
 //! scenarios, the summary file for `zoosim merge`).
 
-#[cfg(madsim)]
-use std::path::Path;
 use std::path::PathBuf;
-#[cfg(madsim)]
-use std::process::ExitCode;
 
-#[cfg(madsim)]
-use crate::scenario::files::{load_source_in, scenario_files};
-#[cfg(madsim)]
-use crate::scenario::registry::Registry;
-#[cfg(madsim)]
-use crate::scenario::runner;
-#[cfg(madsim)]
-use crate::scenario::spec::Scenario;
-#[cfg(madsim)]
-use crate::scenario::sweep;
-
-#[cfg(madsim)]
-use super::{
-    as_expected, clamp_threads, exit_code, histories, histories_note, long_seeds_line, replay_of,
-    reports, run_line, shown, watch, with_budget, Keep, Sweep, Written, WrittenReport,
-};
 use super::{parse_shard, UndecidedArgs};
+// What only the simulation's build runs.
+#[cfg(madsim)]
+use {
+    super::{
+        as_expected, clamp_threads, exit_code, histories, histories_note, long_seeds_line,
+        replay_of, reports, run_line, shown, watch, with_budget, Keep, Sweep, Written,
+        WrittenReport,
+    },
+    crate::scenario::files::{load_source_in, scenario_files},
+    crate::scenario::{registry::Registry, runner, spec::Scenario, sweep},
+    std::path::Path,
+    std::process::ExitCode,
+};
 
 /// `zoosim run`'s arguments.
 #[derive(clap::Args)]
