@@ -483,7 +483,9 @@ fn expiry_under_server_pauses_is_checked_with_the_pauses_in_the_bound() {
     let (_, history) = run_seed_recorded(&s, 2_589_853_485);
     let paused_ms: u64 = (history.records.iter())
         .filter_map(|r| match &r.event {
-            Event::Fault(f) if !f.skipped && f.fault == "server-pause" => Some(f.window_ms),
+            Event::Fault(f) if !f.skipped && f.fault == "server-pause" => {
+                Some(f.params.window_ms())
+            }
             _ => None,
         })
         .sum();

@@ -27,6 +27,7 @@ use zoosim::ensemble::sim::nemesis::{
     self, ClientSlot, ClientSlots, InjectedFault, NemesisConfig, PlannedFault,
 };
 use zoosim::ensemble::sim::{Ensemble, EnsembleConfig, Flavour, SimZk};
+use zoosim::history::FaultParams;
 use zoosim::proto::{CreateMode, ZkError};
 
 const T_MS: u64 = 4000;
@@ -256,11 +257,14 @@ fn sessions_outlive_a_majority_outage_longer_than_their_timeout() {
                 .unwrap();
             let injected = place(
                 &e,
-                PlannedFault {
-                    window: Some(Duration::from_millis(2 * T_MS)),
-                    servers: Some(vec![0, 1]),
-                    ..planned(Fault::MajorityCrash)
-                },
+                planned(
+                    Fault::MajorityCrash,
+                    FaultParams {
+                        window: Some(Duration::from_millis(2 * T_MS)),
+                        servers: Some(vec![0, 1]),
+                        ..FaultParams::default()
+                    },
+                ),
                 T_MS,
             )
             .await;
@@ -292,10 +296,13 @@ fn the_whole_ensemble_restarts_from_its_logs() {
             }
             let injected = place(
                 &e,
-                PlannedFault {
-                    window: Some(Duration::from_millis(1500)),
-                    ..planned(Fault::EnsembleCrash)
-                },
+                planned(
+                    Fault::EnsembleCrash,
+                    FaultParams {
+                        window: Some(Duration::from_millis(1500)),
+                        ..FaultParams::default()
+                    },
+                ),
                 T_MS,
             )
             .await;
@@ -328,15 +335,18 @@ fn a_new_leader_crashes_while_it_syncs_and_the_ensemble_recovers() {
             sleep(Duration::from_millis(100)).await;
             let injected = place(
                 &e,
-                PlannedFault {
-                    window: Some(Duration::from_millis(6000)),
-                    ..planned(Fault::NewLeaderCrash)
-                },
+                planned(
+                    Fault::NewLeaderCrash,
+                    FaultParams {
+                        window: Some(Duration::from_millis(6000)),
+                        ..FaultParams::default()
+                    },
+                ),
                 8000,
             )
             .await;
             assert!(!injected.skipped, "{injected}");
-            assert_eq!(injected.server, Some(0), "the leader went first");
+            assert_eq!(injected.params.server, Some(0), "the leader went first");
             assert_eq!(
                 e.fault_counts().syncing_leader_crashes,
                 1,
@@ -369,18 +379,18 @@ fn three_way_and_long_partitions_are_drawn_as_described() {
                 match f.fault {
                     Fault::ThreeWayPartition => {
                         three += 1;
-                        let sides = f.sides.as_ref().expect("its sides");
+                        let sides = f.params.sides.as_ref().expect("its sides");
                         assert_eq!(sides.len(), 3, "{f}");
                         assert!(sides.iter().all(|s| !s.is_empty()), "{f}");
                         let mut all: Vec<u32> = sides.concat();
                         all.sort_unstable();
                         assert_eq!(all, vec![0, 1, 2, 3, 4], "{f}");
-                        let on = f.side_clients.as_ref().expect("its clients");
+                        let on = f.params.side_clients.as_ref().expect("its clients");
                         assert_eq!(on.concat(), vec![0], "{f}");
                     }
                     Fault::LongPartition => {
                         long += 1;
-                        let w = f.window.as_millis() as u64;
+                        let w = f.params.window_ms();
                         assert!((T_MS..=3 * T_MS).contains(&w), "{f}");
                     }
                     other => panic!("{other} was not in the pool"),
@@ -407,7 +417,10 @@ async fn place(e: &Arc<Ensemble>, fault: PlannedFault, t_ms: u64) -> InjectedFau
     log.remove(0)
 }
 
-/// `fault` placed at the start, every parameter drawn.
-fn planned(fault: Fault) -> PlannedFault {
-    PlannedFault::new(Duration::ZERO, fault)
+/// `fault` placed at the start with `params`, every other parameter drawn.
+fn planned(fault: Fault, params: FaultParams) -> PlannedFault {
+    PlannedFault {
+        params,
+        ..PlannedFault::new(Duration::ZERO, fault)
+    }
 }

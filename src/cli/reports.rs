@@ -337,33 +337,35 @@ fn fault_span(at_us: u64, f: &FaultRecord, servers: u32) -> Span {
         format!("{{{}}}", v.join(","))
     };
     let rest = |s: &[u32]| -> Vec<u32> { (0..servers).filter(|x| !s.contains(x)).collect() };
+    let p = &f.params;
     let mut label = crate::quote::cut(&f.fault, crate::quote::WORD).into_owned();
-    if let Some(split) = &f.split {
+    if let Some(split) = &p.split {
         label += &format!(" {} | {}", side(split), side(&rest(split)));
     }
-    if let Some(down) = &f.servers {
+    if let Some(down) = &p.servers {
         label += &format!(" servers {}", side(down));
     }
-    if let Some(sides) = &f.sides {
+    if let Some(sides) = &p.sides {
         let sides: Vec<String> = sides.iter().map(|s| side(s)).collect();
         label += &format!(" {}", sides.join(" | "));
     }
-    if let Some(c) = f.client {
+    if let Some(c) = p.client {
         label += &format!(" client {c}");
     }
-    match (f.server, f.to) {
+    match (p.server, p.to) {
         (Some(a), Some(b)) => label += &format!(" server {a} → {b}"),
         (Some(a), None) => label += &format!(" server {a}"),
         _ => {}
     }
-    if f.delay_ms > 0 {
-        label += &format!(" +{} ms", f.delay_ms);
+    if p.delay_ms() > 0 {
+        label += &format!(" +{} ms", p.delay_ms());
     }
-    let mut window_ms = f.window_ms;
-    if !f.flips.is_empty() {
-        let flips: Vec<String> = f.flips.iter().map(|(s, _)| side(s)).collect();
-        label += &format!(" flips {}", flips.join(" → "));
-        window_ms = window_ms.max(f.flips.iter().map(|(_, ms)| ms).sum());
+    let mut window_ms = p.window_ms();
+    let flips = p.flips_ms();
+    if !flips.is_empty() {
+        let sides: Vec<String> = flips.iter().map(|(s, _)| side(s)).collect();
+        label += &format!(" flips {}", sides.join(" → "));
+        window_ms = window_ms.max(flips.iter().map(|(_, ms)| ms).sum());
     }
     // Exhaustive over the fault kinds: a new one must say what band it is.
     use crate::ensemble::fault::Fault as F;
@@ -1381,7 +1383,10 @@ pub(super) fn seeds_run(r: &crate::scenario::sweep::ScenarioRecord) -> Vec<u64> 
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::history::FaultParams;
 
     #[test]
     fn outcome_log_lines_split_into_client_and_event() {
@@ -1408,25 +1413,23 @@ mod tests {
 
     #[test]
     fn wide_outages_and_three_way_splits_say_what_they_hit() {
-        let record = |fault: &str| FaultRecord {
+        let record = |fault: &str, params: FaultParams| FaultRecord {
             fault: fault.into(),
-            client: None,
-            server: None,
-            to: None,
-            split: None,
-            servers: None,
-            sides: None,
-            flips: Vec::new(),
-            delay_ms: 0,
-            window_ms: 1500,
+            params: FaultParams {
+                window: Some(Duration::from_millis(1500)),
+                ..params
+            },
             skipped: false,
         };
         let crash = fault_span(
             0,
-            &FaultRecord {
-                servers: Some(vec![0, 2]),
-                ..record("majority-crash")
-            },
+            &record(
+                "majority-crash",
+                FaultParams {
+                    servers: Some(vec![0, 2]),
+                    ..FaultParams::default()
+                },
+            ),
             3,
         );
         assert_eq!(crash.label, "majority-crash servers {0,2}");
@@ -1434,16 +1437,19 @@ mod tests {
         assert_eq!(crash.end_us, Some(1_500_000));
         let split = fault_span(
             0,
-            &FaultRecord {
-                sides: Some(vec![vec![0, 3], vec![1], vec![2, 4]]),
-                ..record("three-way-partition")
-            },
+            &record(
+                "three-way-partition",
+                FaultParams {
+                    sides: Some(vec![vec![0, 3], vec![1], vec![2, 4]]),
+                    ..FaultParams::default()
+                },
+            ),
             5,
         );
         assert_eq!(split.label, "three-way-partition {0,3} | {1} | {2,4}");
         assert_eq!(split.kind, SpanKind::Partition);
         assert_eq!(
-            fault_span(0, &record("server-pause"), 3).kind,
+            fault_span(0, &record("server-pause", FaultParams::default()), 3).kind,
             SpanKind::Pause
         );
     }

@@ -12,13 +12,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::io::BufRead;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    Actor, Complete, Event, FaultRecord, HistOp, History, Invoke, Meta, OpId, Outcome, Record,
-    Role, RoleChange, ServerNo, SessionChange, Watched, FORMAT_VERSION,
+    Actor, Complete, Event, FaultParams, FaultRecord, HistOp, History, Invoke, Meta, OpId, Outcome,
+    Record, Role, RoleChange, ServerNo, SessionChange, Watched, FORMAT_VERSION,
 };
 use crate::proto::{
     CreateMode, EventType, MultiOp, MultiResult, Op, Reply, SessionEvent, SessionId, Stat,
@@ -703,6 +704,9 @@ struct WSession {
     server: Option<ServerNo>,
 }
 
+/// A [`FaultRecord`] on a line: its parameters as the history keeps them
+/// ([`FaultParams::recorded`]), lengths in ms, a missing length or flip
+/// list as 0 or `[]`.
 #[derive(Serialize, Deserialize)]
 struct WFault {
     t: u64,
@@ -836,15 +840,15 @@ pub fn record_line(r: &Record) -> String {
             WFault {
                 t,
                 fault: f.fault.clone(),
-                client: f.client,
-                server: f.server,
-                to: f.to,
-                split: f.split.clone(),
-                servers: f.servers.clone(),
-                sides: f.sides.clone(),
-                flips: f.flips.clone(),
-                delay_ms: f.delay_ms,
-                window_ms: f.window_ms,
+                client: f.params.client.map(|c| c as u32),
+                server: f.params.server,
+                to: f.params.to,
+                split: f.params.split.clone(),
+                servers: f.params.servers.clone(),
+                sides: f.params.sides.clone(),
+                flips: f.params.flips_ms(),
+                delay_ms: f.params.delay_ms(),
+                window_ms: f.params.window_ms(),
                 skipped: f.skipped,
             },
         ),
@@ -1144,19 +1148,29 @@ fn record_in(n: usize, kind: &str, line: &str, v: Value) -> Result<Record, Parse
         }
         "fault" => {
             let w: WFault = field_err(n, kind, line, v)?;
+            let from_ms = Duration::from_millis;
             (
                 w.t,
                 Event::Fault(FaultRecord {
                     fault: w.fault,
-                    client: w.client,
-                    server: w.server,
-                    to: w.to,
-                    split: w.split,
-                    servers: w.servers,
-                    sides: w.sides,
-                    flips: w.flips,
-                    delay_ms: w.delay_ms,
-                    window_ms: w.window_ms,
+                    params: FaultParams {
+                        client: w.client.map(|c| c as usize),
+                        server: w.server,
+                        to: w.to,
+                        split: w.split,
+                        servers: w.servers,
+                        sides: w.sides,
+                        flips: Some(
+                            w.flips
+                                .into_iter()
+                                .map(|(s, ms)| (s, from_ms(ms)))
+                                .collect(),
+                        ),
+                        delay: Some(from_ms(w.delay_ms)),
+                        window: Some(from_ms(w.window_ms)),
+                        ..FaultParams::default()
+                    }
+                    .recorded(),
                     skipped: w.skipped,
                 }),
             )

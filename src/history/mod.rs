@@ -17,9 +17,11 @@ use std::fmt;
 use crate::proto::{Op, Reply, SessionEvent, SessionId, WatchEvent, ZkError, Zxid};
 
 pub mod edn;
+mod fault;
 pub mod json;
 mod record;
 
+pub use fault::FaultParams;
 pub use record::{Clock, Recorder};
 
 /// The version of the JSON-lines format this code writes and reads; a file
@@ -311,24 +313,9 @@ pub struct SessionChange {
 pub struct FaultRecord {
     /// Its kind, as scenario files spell it (`leader-crash`).
     pub fault: String,
-    /// The client aimed at (client faults), by its scenario number.
-    pub client: Option<u32>,
-    /// The server hit (crashes; the near end of a link fault).
-    pub server: Option<ServerNo>,
-    /// The far end of a one-way clog or a link delay.
-    pub to: Option<ServerNo>,
-    /// A partition's one side (the other: every other server).
-    pub split: Option<Vec<ServerNo>>,
-    /// The servers a majority crash took down.
-    pub servers: Option<Vec<ServerNo>>,
-    /// A three-way partition's sides.
-    pub sides: Option<Vec<Vec<ServerNo>>>,
-    /// Flipping partitions: each flip's side and how long it held, in ms.
-    pub flips: Vec<(Vec<ServerNo>, u64)>,
-    /// A link delay's extra time per message, in ms (0 if none).
-    pub delay_ms: u64,
-    /// The outage, network fault, pause or race window, in ms (0 if none).
-    pub window_ms: u64,
+    /// Whom it hit and for how long, as a history keeps them
+    /// ([`FaultParams::recorded`]).
+    pub params: FaultParams,
     /// The fault did not apply (nothing to aim at, or it would have cost
     /// the quorum): kept as the nemesis logs it.
     pub skipped: bool,

@@ -2,6 +2,8 @@
 //! broken history, caught with its line), the pairing helpers and the EDN
 //! mapping.
 
+use std::time::Duration;
+
 use proptest::prelude::*;
 
 use super::json::{parse, record_line, to_string, ParseErrorKind};
@@ -117,15 +119,12 @@ fn sample() -> History {
             at_ns: 21,
             event: Event::Fault(FaultRecord {
                 fault: "partition".into(),
-                client: None,
-                server: None,
-                to: None,
-                split: Some(vec![0]),
-                servers: None,
-                sides: None,
-                flips: vec![(vec![1, 2], 500)],
-                delay_ms: 0,
-                window_ms: 1500,
+                params: FaultParams {
+                    split: Some(vec![0]),
+                    flips: Some(vec![(vec![1, 2], Duration::from_millis(500))]),
+                    window: Some(Duration::from_millis(1500)),
+                    ..FaultParams::default()
+                },
                 skipped: false,
             }),
         },

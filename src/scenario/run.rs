@@ -334,31 +334,31 @@ pub fn fault_line(f: &InjectedFault) -> String {
     fn side(s: &[u32]) -> String {
         s.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
     }
-    let flips = if f.flips.is_empty() {
-        "-".to_string()
-    } else {
-        f.flips
+    let p = &f.params;
+    let flips = match p.flips.as_deref() {
+        None | Some([]) => "-".to_string(),
+        Some(flips) => flips
             .iter()
             .map(|(s, d)| format!("{}/{}", side(s), d.as_nanos()))
             .collect::<Vec<_>>()
-            .join(";")
+            .join(";"),
     };
     format!(
         "{} {} {} {} {} {} {} {} {} {} {} {} {}",
         f.at.as_nanos(),
         f.due.as_nanos(),
         f.fault.name(),
-        opt(f.client),
-        opt(f.server),
-        opt(f.to),
-        f.split.as_deref().map_or("-".into(), side),
-        f.servers.as_deref().map_or("-".into(), side),
-        f.sides.as_ref().map_or("-".into(), |sides| {
+        opt(p.client),
+        opt(p.server),
+        opt(p.to),
+        p.split.as_deref().map_or("-".into(), side),
+        p.servers.as_deref().map_or("-".into(), side),
+        p.sides.as_ref().map_or("-".into(), |sides| {
             sides.iter().map(|s| side(s)).collect::<Vec<_>>().join("/")
         }),
         flips,
-        f.delay.as_nanos(),
-        f.window.as_nanos(),
+        p.delay.unwrap_or_default().as_nanos(),
+        p.window.unwrap_or_default().as_nanos(),
         f.skipped
     )
 }
@@ -377,22 +377,7 @@ async fn run(s: &Scenario, seed: u64, recorder: Option<Recorder>) -> SeedOutcome
         .map(|f| PlannedFault {
             at: Duration::from_nanos(f.at_nanos()),
             fault: f.fault,
-            client: f.client,
-            server: f.server,
-            to: f.to,
-            split: f.split.clone(),
-            split_clients: f.split_clients.clone(),
-            servers: f.servers.clone(),
-            sides: f.sides.clone(),
-            side_clients: f.side_clients.clone(),
-            flips: f.flips.as_ref().map(|flips| {
-                flips
-                    .iter()
-                    .map(|(side, ms)| (side.clone(), Duration::from_millis(*ms)))
-                    .collect()
-            }),
-            delay: f.delay_ms.map(Duration::from_millis),
-            window: f.window_ms.map(Duration::from_millis),
+            params: f.params.clone(),
         })
         .collect();
     let nemesis_config = NemesisConfig {
@@ -716,7 +701,8 @@ fn minority_clients(faults: &[InjectedFault], servers: u32, clients: usize) -> u
     let quorum = servers as usize / 2 + 1;
     let mut n = 0;
     for f in faults.iter().filter(|f| !f.skipped) {
-        if let (Some(sides), Some(on)) = (&f.sides, &f.side_clients) {
+        let p = &f.params;
+        if let (Some(sides), Some(on)) = (&p.sides, &p.side_clients) {
             for (side, clients) in sides.iter().zip(on) {
                 if side.len() < quorum {
                     n += clients.len() as u64;
@@ -724,7 +710,7 @@ fn minority_clients(faults: &[InjectedFault], servers: u32, clients: usize) -> u
             }
             continue;
         }
-        let (Some(split), Some(on_split)) = (&f.split, &f.split_clients) else {
+        let (Some(split), Some(on_split)) = (&p.split, &p.split_clients) else {
             continue;
         };
         if split.len() < quorum {
@@ -864,23 +850,18 @@ fn judge(
 mod tests {
     use super::*;
     use crate::ensemble::fault::Fault;
+    use crate::history::FaultParams;
 
     fn partition() -> InjectedFault {
         InjectedFault {
             at: Duration::from_nanos(1_369_000_100),
             due: Duration::from_nanos(1_368_000_000),
             fault: Fault::Partition,
-            client: None,
-            server: None,
-            to: None,
-            split: Some(vec![1]),
-            split_clients: None,
-            servers: None,
-            sides: None,
-            side_clients: None,
-            flips: Vec::new(),
-            delay: Duration::ZERO,
-            window: Duration::from_millis(3582),
+            params: FaultParams {
+                split: Some(vec![1]),
+                window: Some(Duration::from_millis(3582)),
+                ..FaultParams::default()
+            },
             skipped: false,
         }
     }
@@ -906,7 +887,7 @@ mod tests {
         assert_ne!(digest(&moved, one), digest(&log, one));
         // A fault's flips and skip are in its line.
         let mut g = f;
-        g.flips = vec![(vec![0, 2], Duration::from_millis(5))];
+        g.params.flips = Some(vec![(vec![0, 2], Duration::from_millis(5))]);
         g.skipped = true;
         assert_eq!(
             fault_line(&g),

@@ -21,7 +21,6 @@ use super::runner::run_one;
 use super::spec::{Scenario, ScheduledFault};
 use super::verdict::Violation;
 use super::workload::WorkloadValue;
-use crate::ensemble::fault::Fault;
 use crate::ensemble::sim::nemesis::InjectedFault;
 
 /// A failing seed's scenario, shrunk: it still fails at `seed`,
@@ -287,27 +286,19 @@ pub fn shrink(s: &Scenario, seed: u64, log: &dyn Fn(&str)) -> Result<Shrunk, Shr
 /// `f` as a `[[faults.at]]`, every parameter written out, due at the same
 /// instant.
 fn placed_fault(f: &InjectedFault) -> ScheduledFault {
-    let ms = |d: Duration| d.as_millis() as u64;
+    let mut params = f.params.clone();
+    // Only the keys the file takes for this kind: a leader isolation
+    // names the leader it cut off, but is not placed by server; a
+    // client crash's (zero) length is no `window_ms`. Flips and a delay
+    // are there only for their own kinds. Lengths stay as drawn, whole
+    // ms, so the scenario tried here is the one its file says.
+    params.server = params.server.filter(|_| f.fault.takes_a_server());
+    params.window = params.window.filter(|_| f.fault.has_a_window());
     let mut p = ScheduledFault {
         at_ms: 0,
         at_ns: 0,
         fault: f.fault,
-        client: f.client,
-        server: f.server.filter(|_| f.fault.takes_a_server()),
-        to: f.to,
-        split: f.split.clone(),
-        split_clients: f.split_clients.clone(),
-        servers: f.servers.clone(),
-        sides: f.sides.clone(),
-        side_clients: f.side_clients.clone(),
-        flips: (f.fault == Fault::FlippingPartitions).then(|| {
-            f.flips
-                .iter()
-                .map(|(side, d)| (side.clone(), ms(*d)))
-                .collect()
-        }),
-        delay_ms: (!f.delay.is_zero()).then(|| ms(f.delay)),
-        window_ms: f.fault.has_a_window().then(|| ms(f.window)),
+        params,
     };
     p.set_at_nanos(f.due.as_nanos() as u64);
     p
@@ -394,14 +385,15 @@ fn with_clients(s: &Scenario, clients: usize) -> Scenario {
         .put("clients", WorkloadValue::Int(clients as i64));
     let aimable = c.recipe.client_slots(&c.workload).max(1);
     for f in &mut c.faults.at {
-        if let Some(k) = f.client {
-            f.client = Some(k % aimable);
+        let p = &mut f.params;
+        if let Some(k) = p.client {
+            p.client = Some(k % aimable);
         }
         // A partition's side keeps the clients still there.
-        if let Some(side) = &mut f.split_clients {
+        if let Some(side) = &mut p.split_clients {
             side.retain(|&k| k < aimable);
         }
-        for side in f.side_clients.iter_mut().flatten() {
+        for side in p.side_clients.iter_mut().flatten() {
             side.retain(|&k| k < aimable);
         }
     }

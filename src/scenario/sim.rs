@@ -267,7 +267,7 @@ impl JudgeCtx<'_> {
             .iter()
             .filter(|f| f.fault == Fault::ClientCrash && !f.skipped)
             .map(|f| {
-                let client = f.client.unwrap_or_else(|| {
+                let client = f.params.client.unwrap_or_else(|| {
                     panic!("the nemesis crashed a client without naming it: {f:?}")
                 });
                 (f.at.as_millis() as u64, client)

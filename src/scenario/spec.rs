@@ -39,6 +39,7 @@
 //! ```
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -49,6 +50,7 @@ use super::verdict::ENSEMBLE_COUNTERS;
 use super::workload::{KeyKind, Workload, WorkloadError, WorkloadValue};
 use crate::ensemble::breakage::{Breakage, Broken};
 use crate::ensemble::fault::Fault;
+use crate::history::FaultParams;
 
 /// The scenario format this build reads.
 pub const FORMAT: i64 = 1;
@@ -92,30 +94,10 @@ pub struct ScheduledFault {
     pub at_ns: u32,
     /// What to inject.
     pub fault: Fault,
-    /// The client a client fault aims at (default: drawn from the seed).
-    pub client: Option<usize>,
-    /// The server a server fault aims at (default: drawn, or the leader).
-    pub server: Option<u32>,
-    /// A one-way clog's or a link delay's far end (`server` → `to`).
-    pub to: Option<u32>,
-    /// A partition's one side (the other: every other server).
-    pub split: Option<Vec<u32>>,
-    /// A partition's clients on `split`'s side (the others on the other
-    /// side; default: drawn).
-    pub split_clients: Option<Vec<usize>>,
-    /// The servers a majority crash takes down (default: drawn).
-    pub servers: Option<Vec<u32>>,
-    /// A three-way partition's sides (default: drawn).
-    pub sides: Option<Vec<Vec<u32>>>,
-    /// A three-way partition's clients, side by side (default: drawn).
-    pub side_clients: Option<Vec<Vec<usize>>>,
-    /// Flipping partitions: each flip's side and how long it holds (ms).
-    pub flips: Option<Vec<(Vec<u32>, u64)>>,
-    /// A link delay's extra time per message.
-    pub delay_ms: Option<u64>,
-    /// How long an outage, a network fault or a pause lasts, or a forced
-    /// expiry's race window (default: drawn).
-    pub window_ms: Option<u64>,
+    /// The keys given for its parameters (each absent one is drawn from
+    /// the seed, or is the leader); lengths are whole ms, as the file
+    /// writes them.
+    pub params: FaultParams,
 }
 
 impl ScheduledFault {
@@ -324,48 +306,50 @@ impl Scenario {
                 let _ = writeln!(out, "at_ns = {}", a.at_ns);
             }
             let _ = writeln!(out, "fault = {:?}", a.fault.name());
-            if let Some(c) = a.client {
+            let p = &a.params;
+            if let Some(c) = p.client {
                 let _ = writeln!(out, "client = {c}");
             }
-            if let Some(s) = a.server {
+            if let Some(s) = p.server {
                 let _ = writeln!(out, "server = {s}");
             }
-            if let Some(t) = a.to {
+            if let Some(t) = p.to {
                 let _ = writeln!(out, "to = {t}");
             }
             let servers = |v: &[u32]| list(&v.iter().map(|&s| u64::from(s)).collect::<Vec<_>>());
-            if let Some(side) = &a.split {
+            if let Some(side) = &p.split {
                 let _ = writeln!(out, "split = {}", servers(side));
             }
-            if let Some(clients) = &a.split_clients {
+            if let Some(clients) = &p.split_clients {
                 let clients: Vec<u64> = clients.iter().map(|&c| c as u64).collect();
                 let _ = writeln!(out, "split_clients = {}", list(&clients));
             }
-            if let Some(set) = &a.servers {
+            if let Some(set) = &p.servers {
                 let _ = writeln!(out, "servers = {}", servers(set));
             }
-            if let Some(sides) = &a.sides {
+            if let Some(sides) = &p.sides {
                 let sides: Vec<String> = sides.iter().map(|s| servers(s)).collect();
                 let _ = writeln!(out, "sides = [{}]", sides.join(", "));
             }
-            if let Some(on) = &a.side_clients {
+            if let Some(on) = &p.side_clients {
                 let on: Vec<String> = on
                     .iter()
                     .map(|c| list(&c.iter().map(|&c| c as u64).collect::<Vec<_>>()))
                     .collect();
                 let _ = writeln!(out, "side_clients = [{}]", on.join(", "));
             }
-            if let Some(flips) = &a.flips {
+            if p.flips.is_some() {
+                let flips = p.flips_ms();
                 let sides: Vec<String> = flips.iter().map(|(side, _)| servers(side)).collect();
                 let ms: Vec<u64> = flips.iter().map(|&(_, ms)| ms).collect();
                 let _ = writeln!(out, "splits = [{}]", sides.join(", "));
                 let _ = writeln!(out, "flip_ms = {}", list(&ms));
             }
-            if let Some(d) = a.delay_ms {
-                let _ = writeln!(out, "delay_ms = {d}");
+            if let Some(d) = p.delay {
+                let _ = writeln!(out, "delay_ms = {}", d.as_millis());
             }
-            if let Some(w) = a.window_ms {
-                let _ = writeln!(out, "window_ms = {w}");
+            if let Some(w) = p.window {
+                let _ = writeln!(out, "window_ms = {}", w.as_millis());
             }
         }
         let _ = writeln!(out, "\n[quiet]\nphase_ms = {}", self.quiet_ms);
@@ -1157,22 +1141,7 @@ impl Locator<'_> {
             );
         }
         let at_ns = self.int(&a.at_ns, "at_ns", 0, 999_999, 0)? as u32;
-        let mut f = ScheduledFault {
-            at_ms,
-            at_ns,
-            fault,
-            client: None,
-            server: None,
-            to: None,
-            split: None,
-            split_clients: None,
-            servers: None,
-            sides: None,
-            side_clients: None,
-            flips: None,
-            delay_ms: None,
-            window_ms: None,
-        };
+        let mut f = FaultParams::default();
         let keys = AtKeys {
             at: self,
             raw: a,
@@ -1187,13 +1156,18 @@ impl Locator<'_> {
         keys.partition_in_three(&mut f)?;
         keys.flipping_partitions(&mut f)?;
         keys.delay_and_window(&mut f)?;
-        Ok(f)
+        Ok(ScheduledFault {
+            at_ms,
+            at_ns,
+            fault,
+            params: f,
+        })
     }
 }
 
 /// The parameter keys of one `[[faults.at]]` table, read for its fault
-/// into a [`ScheduledFault`], a family of faults' keys at a time:
-/// servers are those of the smallest ensemble drawn, clients the
+/// into a [`ScheduledFault`]'s parameters, a family of faults' keys at a
+/// time: servers are those of the smallest ensemble drawn, clients the
 /// scenario's.
 struct AtKeys<'k> {
     at: &'k Locator<'k>,
@@ -1283,7 +1257,7 @@ impl AtKeys<'_> {
 
     /// `client` and `server`: both values are checked before whether the
     /// fault takes them, and a fault that does not is the error's place.
-    fn aim(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+    fn aim(&self, f: &mut FaultParams) -> Result<(), SpecError> {
         let (a, fault) = (self.raw, self.fault);
         let client = match &a.client {
             None => None,
@@ -1313,7 +1287,7 @@ impl AtKeys<'_> {
 
     /// `to`, a link fault's far end: another server than `server`, the
     /// near end, which it needs.
-    fn link(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+    fn link(&self, f: &mut FaultParams) -> Result<(), SpecError> {
         let link = matches!(self.fault, Fault::OneWayClog | Fault::LinkDelay);
         self.only(&self.raw.to, link, "to")?;
         let Some(t) = &self.raw.to else {
@@ -1336,7 +1310,7 @@ impl AtKeys<'_> {
 
     /// `split` and `split_clients`: one side of a partition in two, and
     /// the clients on it.
-    fn partition_in_two(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+    fn partition_in_two(&self, f: &mut FaultParams) -> Result<(), SpecError> {
         let a = self.raw;
         let two_way = matches!(self.fault, Fault::Partition | Fault::LongPartition);
         self.only(&a.split, two_way, "split")?;
@@ -1352,7 +1326,7 @@ impl AtKeys<'_> {
     }
 
     /// `servers`: the majority a majority crash takes down.
-    fn majority(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+    fn majority(&self, f: &mut FaultParams) -> Result<(), SpecError> {
         let min_servers = self.min_servers;
         let servers = &self.raw.servers;
         self.only(servers, self.fault == Fault::MajorityCrash, "servers")?;
@@ -1377,7 +1351,7 @@ impl AtKeys<'_> {
     /// `sides` and `side_clients`: a three-way partition's sides, and
     /// the clients on each.
     #[allow(clippy::type_complexity)]
-    fn partition_in_three(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+    fn partition_in_three(&self, f: &mut FaultParams) -> Result<(), SpecError> {
         let a = self.raw;
         let three_way = self.fault == Fault::ThreeWayPartition;
         self.only(&a.sides, three_way, "sides")?;
@@ -1441,7 +1415,7 @@ impl AtKeys<'_> {
 
     /// `splits` and `flip_ms`: flipping partitions' splits, each with how
     /// long it holds; one key without the other is refused.
-    fn flipping_partitions(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+    fn flipping_partitions(&self, f: &mut FaultParams) -> Result<(), SpecError> {
         let a = self.raw;
         let flipping = self.fault == Fault::FlippingPartitions;
         self.only(&a.splits, flipping, "splits")?;
@@ -1457,7 +1431,8 @@ impl AtKeys<'_> {
                             format!("`flip_ms` are milliseconds from 1 to 600000, got {d}"),
                         );
                     }
-                    flips.push((self.side(s, v.span(), "splits")?, d as u64));
+                    let held = Duration::from_millis(d as u64);
+                    flips.push((self.side(s, v.span(), "splits")?, held));
                 }
                 f.flips = Some(flips);
                 Ok(())
@@ -1475,20 +1450,21 @@ impl AtKeys<'_> {
 
     /// `delay_ms`, a link delay's extra time per message, and
     /// `window_ms`, how long a fault with a length lasts.
-    fn delay_and_window(&self, f: &mut ScheduledFault) -> Result<(), SpecError> {
+    fn delay_and_window(&self, f: &mut FaultParams) -> Result<(), SpecError> {
         let (delay, window) = (&self.raw.delay_ms, &self.raw.window_ms);
         self.only(delay, self.fault == Fault::LinkDelay, "delay_ms")?;
         if let Some(v) = delay {
-            f.delay_ms = Some(self.at.int(&Some(v.clone()), "delay_ms", 1, 600_000, 0)?);
+            let ms = self.at.int(&Some(v.clone()), "delay_ms", 1, 600_000, 0)?;
+            f.delay = Some(Duration::from_millis(ms));
         }
         self.only(window, self.fault.has_a_window(), "window_ms")?;
         // A forced expiry's race window may be nothing at all.
         let least = i64::from(self.fault != Fault::ForcedExpiry);
         if let Some(v) = window {
-            f.window_ms = Some(
-                self.at
-                    .int(&Some(v.clone()), "window_ms", least, 600_000, 0)?,
-            );
+            let ms = self
+                .at
+                .int(&Some(v.clone()), "window_ms", least, 600_000, 0)?;
+            f.window = Some(Duration::from_millis(ms));
         }
         Ok(())
     }

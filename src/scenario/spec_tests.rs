@@ -1,6 +1,8 @@
 //! The scenario parser: defaults, and an error naming the file, line,
 //! column and the accepted values for every kind of bad input.
 
+use std::time::Duration;
+
 use super::*;
 
 fn err(text: &str) -> SpecError {
@@ -112,15 +114,23 @@ goals = ["entries", "fault:client-crash", "elections-won"]
     assert_eq!(
         s.faults.at,
         vec![
-            ScheduledFault {
-                client: Some(5),
-                ..at(1000, Fault::LongClientPause)
-            },
-            ScheduledFault {
-                server: Some(4),
-                window_ms: Some(700),
-                ..at(5000, Fault::ServerCrash)
-            },
+            at(
+                1000,
+                Fault::LongClientPause,
+                FaultParams {
+                    client: Some(5),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                5000,
+                Fault::ServerCrash,
+                FaultParams {
+                    server: Some(4),
+                    window: Some(ms(700)),
+                    ..FaultParams::default()
+                }
+            ),
         ]
     );
     assert_eq!(s.coverage.len(), 3);
@@ -380,24 +390,19 @@ fn tick_and_session_timeout_are_numbers_or_lists_within_bounds() {
     );
 }
 
-/// A fault at `at_ms`, nothing else given.
-fn at(at_ms: u64, fault: Fault) -> ScheduledFault {
+/// A fault at `at_ms` with `params` given.
+fn at(at_ms: u64, fault: Fault, params: FaultParams) -> ScheduledFault {
     ScheduledFault {
         at_ms,
         at_ns: 0,
         fault,
-        client: None,
-        server: None,
-        to: None,
-        split: None,
-        split_clients: None,
-        servers: None,
-        sides: None,
-        side_clients: None,
-        flips: None,
-        delay_ms: None,
-        window_ms: None,
+        params,
     }
+}
+
+/// `n` ms, as the parameters hold lengths.
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
 }
 
 #[test]
@@ -489,64 +494,110 @@ server = 0
         vec![
             ScheduledFault {
                 at_ns: 999_999,
-                server: Some(4),
-                to: Some(0),
-                delay_ms: Some(1200),
-                window_ms: Some(800),
-                ..at(100, Fault::LinkDelay)
+                ..at(
+                    100,
+                    Fault::LinkDelay,
+                    FaultParams {
+                        server: Some(4),
+                        to: Some(0),
+                        delay: Some(ms(1200)),
+                        window: Some(ms(800)),
+                        ..FaultParams::default()
+                    }
+                )
             },
-            ScheduledFault {
-                // A side is a set: in order.
-                split: Some(vec![1, 3]),
-                // So is the clients' side.
-                split_clients: Some(vec![0, 4]),
-                window_ms: Some(1500),
-                ..at(200, Fault::Partition)
-            },
-            ScheduledFault {
-                flips: Some(vec![(vec![0, 1], 250), (vec![4], 2999)]),
-                ..at(300, Fault::FlippingPartitions)
-            },
-            ScheduledFault {
-                server: Some(2),
-                to: Some(3),
-                ..at(400, Fault::OneWayClog)
-            },
-            ScheduledFault {
-                client: Some(1),
-                window_ms: Some(0),
-                ..at(500, Fault::ForcedExpiry)
-            },
-            ScheduledFault {
-                servers: Some(vec![0, 2, 4]),
-                window_ms: Some(7000),
-                ..at(600, Fault::MajorityCrash)
-            },
-            ScheduledFault {
-                sides: Some(vec![vec![0, 3], vec![1], vec![2, 4]]),
-                side_clients: Some(vec![vec![2], vec![0, 4], vec![1, 3]]),
-                window_ms: Some(900),
-                ..at(700, Fault::ThreeWayPartition)
-            },
-            ScheduledFault {
-                split: Some(vec![0]),
-                split_clients: Some(vec![1]),
-                window_ms: Some(12000),
-                ..at(800, Fault::LongPartition)
-            },
-            ScheduledFault {
-                server: Some(1),
-                window_ms: Some(3000),
-                ..at(900, Fault::ServerPause)
-            },
-            ScheduledFault {
-                server: Some(3),
-                ..at(1000, Fault::ServerKill)
-            },
-            ScheduledFault {
-                server: Some(0),
-                ..at(1100, Fault::NewLeaderCrash)
-            },
+            at(
+                200,
+                Fault::Partition,
+                FaultParams {
+                    // A side is a set: in order.
+                    split: Some(vec![1, 3]),
+                    // So is the clients' side.
+                    split_clients: Some(vec![0, 4]),
+                    window: Some(ms(1500)),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                300,
+                Fault::FlippingPartitions,
+                FaultParams {
+                    flips: Some(vec![(vec![0, 1], ms(250)), (vec![4], ms(2999))]),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                400,
+                Fault::OneWayClog,
+                FaultParams {
+                    server: Some(2),
+                    to: Some(3),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                500,
+                Fault::ForcedExpiry,
+                FaultParams {
+                    client: Some(1),
+                    window: Some(ms(0)),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                600,
+                Fault::MajorityCrash,
+                FaultParams {
+                    servers: Some(vec![0, 2, 4]),
+                    window: Some(ms(7000)),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                700,
+                Fault::ThreeWayPartition,
+                FaultParams {
+                    sides: Some(vec![vec![0, 3], vec![1], vec![2, 4]]),
+                    side_clients: Some(vec![vec![2], vec![0, 4], vec![1, 3]]),
+                    window: Some(ms(900)),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                800,
+                Fault::LongPartition,
+                FaultParams {
+                    split: Some(vec![0]),
+                    split_clients: Some(vec![1]),
+                    window: Some(ms(12000)),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                900,
+                Fault::ServerPause,
+                FaultParams {
+                    server: Some(1),
+                    window: Some(ms(3000)),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                1000,
+                Fault::ServerKill,
+                FaultParams {
+                    server: Some(3),
+                    ..FaultParams::default()
+                }
+            ),
+            at(
+                1100,
+                Fault::NewLeaderCrash,
+                FaultParams {
+                    server: Some(0),
+                    ..FaultParams::default()
+                }
+            ),
         ]
     );
     assert_eq!(s.faults.at[0].at_nanos(), 100_999_999);

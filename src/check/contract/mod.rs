@@ -731,7 +731,7 @@ fn paused_us(h: &History) -> u64 {
 /// that took effect).
 fn pauses_ms(h: &History) -> impl Iterator<Item = u64> + '_ {
     h.records.iter().filter_map(|r| match &r.event {
-        Event::Fault(f) if !f.skipped && f.fault == "server-pause" => Some(f.window_ms),
+        Event::Fault(f) if !f.skipped && f.fault == "server-pause" => Some(f.params.window_ms()),
         _ => None,
     })
 }
@@ -761,7 +761,9 @@ pub fn expiry_bound_us(h: &History) -> Option<u64> {
         .records
         .iter()
         .filter_map(|r| match &r.event {
-            Event::Fault(f) if !f.skipped => Some(f.window_ms.saturating_add(f.delay_ms)),
+            Event::Fault(f) if !f.skipped => {
+                Some(f.params.window_ms().saturating_add(f.params.delay_ms()))
+            }
             _ => None,
         })
         .max()

@@ -670,15 +670,11 @@ fn an_expired_sessions_close_comes_before_later_writes() {
                 at,
                 Event::Fault(crate::history::FaultRecord {
                     fault: "server-pause".into(),
-                    client: None,
-                    server: Some(0),
-                    to: None,
-                    split: None,
-                    servers: None,
-                    sides: None,
-                    flips: Vec::new(),
-                    delay_ms: 0,
-                    window_ms,
+                    params: crate::history::FaultParams {
+                        server: Some(0),
+                        window: Some(std::time::Duration::from_millis(window_ms)),
+                        ..Default::default()
+                    },
                     skipped: false,
                 }),
             );

@@ -19,7 +19,7 @@ pub use crate::ensemble::fault::Fault;
 use super::{server_addr, Ensemble, SimZk};
 use crate::client::Zk;
 use crate::ensemble::msg::ServerId;
-use crate::history::FaultRecord;
+use crate::history::{FaultParams, FaultRecord};
 use crate::proto::SessionId;
 
 /// A client the nemesis may aim at. Workloads keep `zk` current (None
@@ -96,30 +96,9 @@ pub struct InjectedFault {
     pub due: Duration,
     /// What was injected.
     pub fault: Fault,
-    /// The client aimed at (client faults).
-    pub client: Option<usize>,
-    /// The server hit (crashes; the near end of a link fault).
-    pub server: Option<ServerId>,
-    /// The far end of a one-way clog or a link delay (`server` → `to`).
-    pub to: Option<ServerId>,
-    /// A partition's one side (the other: every other server).
-    pub split: Option<Vec<ServerId>>,
-    /// A partition's clients on `split`'s side (the others are on the
-    /// other side), by scenario client number.
-    pub split_clients: Option<Vec<usize>>,
-    /// The servers a majority crash takes down.
-    pub servers: Option<Vec<ServerId>>,
-    /// A three-way partition's sides.
-    pub sides: Option<Vec<Vec<ServerId>>>,
-    /// A three-way partition's clients, side by side.
-    pub side_clients: Option<Vec<Vec<usize>>>,
-    /// Flipping partitions: each flip's side and how long it holds.
-    pub flips: Vec<(Vec<ServerId>, Duration)>,
-    /// A link delay's extra time per message.
-    pub delay: Duration,
-    /// The outage, the network fault's length, the pause, or a forced
-    /// expiry's race window.
-    pub window: Duration,
+    /// Whom it hit and for how long: those of its kind's parameters that
+    /// applied (a length of zero, or none, for a fault without one).
+    pub params: FaultParams,
     /// The fault did not apply (no session to aim at, a crash that would
     /// cost the quorum, no leader, a second client crash, ...). Kept so a
     /// schedule placed by hand wakes the nemesis at the same instants: each
@@ -129,40 +108,8 @@ pub struct InjectedFault {
 
 impl fmt::Display for InjectedFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:>9.3} s  {}", self.at.as_secs_f64(), self.fault)?;
-        if let Some(c) = self.client {
-            write!(f, " client {c}")?;
-        }
-        if let Some(s) = self.server {
-            write!(f, " server {s}")?;
-        }
-        if let Some(t) = self.to {
-            write!(f, " to {t}")?;
-        }
-        if let Some(side) = &self.split {
-            write!(f, " split {side:?}")?;
-        }
-        if let Some(clients) = &self.split_clients {
-            write!(f, " with clients {clients:?}")?;
-        }
-        if let Some(servers) = &self.servers {
-            write!(f, " servers {servers:?}")?;
-        }
-        if let Some(sides) = &self.sides {
-            write!(f, " sides {sides:?}")?;
-        }
-        if let Some(clients) = &self.side_clients {
-            write!(f, " with clients {clients:?}")?;
-        }
-        for (side, d) in &self.flips {
-            write!(f, " {side:?} {} ms", d.as_millis())?;
-        }
-        if !self.delay.is_zero() {
-            write!(f, " +{} ms", self.delay.as_millis())?;
-        }
-        if !self.window.is_zero() {
-            write!(f, " for {} ms", self.window.as_millis())?;
-        }
+        let (at, fault, params) = (self.at.as_secs_f64(), self.fault, &self.params);
+        write!(f, "{at:>9.3} s  {fault}{params}")?;
         if self.skipped {
             write!(f, " (skipped)")?;
         }
@@ -175,19 +122,7 @@ impl InjectedFault {
     pub fn record(&self) -> FaultRecord {
         FaultRecord {
             fault: self.fault.name().to_owned(),
-            client: self.client.map(|c| c as u32),
-            server: self.server,
-            to: self.to,
-            split: self.split.clone(),
-            servers: self.servers.clone(),
-            sides: self.sides.clone(),
-            flips: self
-                .flips
-                .iter()
-                .map(|(side, d)| (side.clone(), d.as_millis() as u64))
-                .collect(),
-            delay_ms: self.delay.as_millis() as u64,
-            window_ms: self.window.as_millis() as u64,
+            params: self.params.recorded(),
             skipped: self.skipped,
         }
     }
@@ -201,29 +136,8 @@ pub struct PlannedFault {
     pub at: Duration,
     /// What to inject.
     pub fault: Fault,
-    /// The client to aim at.
-    pub client: Option<usize>,
-    /// The server to hit (or a link fault's near end).
-    pub server: Option<ServerId>,
-    /// A one-way clog's or link delay's far end.
-    pub to: Option<ServerId>,
-    /// A partition's one side.
-    pub split: Option<Vec<ServerId>>,
-    /// A partition's clients on `split`'s side (the others on the other).
-    pub split_clients: Option<Vec<usize>>,
-    /// The servers a majority crash takes down.
-    pub servers: Option<Vec<ServerId>>,
-    /// A three-way partition's sides.
-    pub sides: Option<Vec<Vec<ServerId>>>,
-    /// A three-way partition's clients, side by side.
-    pub side_clients: Option<Vec<Vec<usize>>>,
-    /// Flipping partitions: each flip's side and how long it holds.
-    pub flips: Option<Vec<(Vec<ServerId>, Duration)>>,
-    /// A link delay's extra time per message.
-    pub delay: Option<Duration>,
-    /// The outage, the network fault's length, the pause, or a forced
-    /// expiry's race window.
-    pub window: Option<Duration>,
+    /// The parameters placed; the nemesis draws the absent ones.
+    pub params: FaultParams,
 }
 
 impl PlannedFault {
@@ -232,17 +146,7 @@ impl PlannedFault {
         PlannedFault {
             at,
             fault,
-            client: None,
-            server: None,
-            to: None,
-            split: None,
-            split_clients: None,
-            servers: None,
-            sides: None,
-            side_clients: None,
-            flips: None,
-            delay: None,
-            window: None,
+            params: FaultParams::default(),
         }
     }
 }
@@ -308,21 +212,12 @@ pub async fn run_planned(
                 sleep(p.saturating_duration_since(Instant::now())).await;
                 let planned = plan.pop_front().expect("the next planned fault");
                 let window = planned
+                    .params
                     .window
                     .unwrap_or_else(|| Duration::from_millis(nemesis.rng.gen_range(wlo..=whi)));
                 let target = Target {
-                    client: planned.client,
-                    server: planned.server,
-                    to: planned.to,
-                    split: planned.split,
-                    split_clients: planned.split_clients,
-                    servers: planned.servers,
-                    sides: planned.sides,
-                    side_clients: planned.side_clients,
-                    flips: planned.flips,
-                    delay: planned.delay,
+                    given: planned.params,
                     window,
-                    pinned_window: planned.window.is_some(),
                 };
                 (planned.fault, target, p)
             }
@@ -332,8 +227,8 @@ pub async fn run_planned(
                 let fault = config.faults[nemesis.rng.gen_range(0..config.faults.len())];
                 let window = Duration::from_millis(nemesis.rng.gen_range(wlo..=whi));
                 let target = Target {
+                    given: FaultParams::default(),
                     window,
-                    ..Target::default()
                 };
                 (fault, target, r)
             }
@@ -371,22 +266,14 @@ pub async fn run_planned(
     log
 }
 
-/// Where a fault aims and how: each parameter given, or None to draw it.
-#[derive(Default)]
+/// Where a fault aims and how.
 struct Target {
-    client: Option<usize>,
-    server: Option<ServerId>,
-    to: Option<ServerId>,
-    split: Option<Vec<ServerId>>,
-    split_clients: Option<Vec<usize>>,
-    servers: Option<Vec<ServerId>>,
-    sides: Option<Vec<Vec<ServerId>>>,
-    side_clients: Option<Vec<Vec<usize>>>,
-    flips: Option<Vec<(Vec<ServerId>, Duration)>>,
-    delay: Option<Duration>,
+    /// Each parameter given, or None to draw it; a window given is
+    /// pinned (a pause lasts exactly this long).
+    given: FaultParams,
+    /// The window: the given one, else drawn from the config's range
+    /// (some faults draw their own length instead).
     window: Duration,
-    /// The window was given (a pause lasts exactly this long).
-    pinned_window: bool,
 }
 
 /// How a server goes down.
@@ -422,20 +309,9 @@ impl Nemesis {
             at: Duration::ZERO,
             due: Duration::ZERO,
             fault,
-            client: None,
-            server: None,
-            to: None,
-            split: None,
-            split_clients: None,
-            servers: None,
-            sides: None,
-            side_clients: None,
-            flips: Vec::new(),
-            delay: Duration::ZERO,
-            window: if fault.has_a_window() {
-                target.window
-            } else {
-                Duration::ZERO
+            params: FaultParams {
+                window: fault.has_a_window().then_some(target.window),
+                ..FaultParams::default()
             },
             skipped: false,
         };
@@ -491,20 +367,20 @@ impl Nemesis {
     ) -> Option<()> {
         let fault = injected.fault;
         let window = target.window;
-        let pinned = target.pinned_window.then_some(window);
+        let pinned = target.given.window;
         let c = self.aimed_client(target)?;
-        injected.client = Some(c);
+        injected.params.client = Some(c);
         if fault == Fault::ClientIsolated {
             // The machine, not a session: a client between sessions
             // is cut off as well (it cannot open its next one).
             if self.clients.lock().unwrap()[c].crashed {
                 return None;
             }
-            injected.window = self.isolate(c, pinned, config);
+            injected.params.window = Some(self.isolate(c, pinned, config));
             return Some(());
         }
         let zk = self.clients.lock().unwrap()[c].zk.clone()?;
-        injected.window = self.on_client(fault, c, &zk, window, pinned, config)?;
+        injected.params.window = Some(self.on_client(fault, c, &zk, window, pinned, config)?);
         Some(())
     }
 
@@ -522,7 +398,7 @@ impl Nemesis {
                 .filter(|&c| slots[c].busy && slots[c].zk.is_some())
                 .collect()
         };
-        Some(if let Some(c) = target.client.filter(|&c| c < n) {
+        Some(if let Some(c) = target.given.client.filter(|&c| c < n) {
             c
         } else if !busy.is_empty() && self.rng.gen_bool(0.5) {
             busy[self.rng.gen_range(0..busy.len())]
@@ -540,37 +416,34 @@ impl Nemesis {
         injected: &mut InjectedFault,
     ) -> Option<()> {
         let fault = injected.fault;
-        let window = target.window;
         let servers = self.servers();
+        // A window given pins the outage or the stall; else each draws its own.
+        let pinned = target.given.window;
         match fault {
             Fault::ServerCrash | Fault::LeaderCrash => {
-                let s = if let Some(s) = target.server.filter(|&s| s < servers) {
+                let s = if let Some(s) = target.given.server.filter(|&s| s < servers) {
                     s
                 } else if fault == Fault::ServerCrash {
                     self.rng.gen_range(0..servers)
                 } else {
                     self.ensemble.leader()?
                 };
-                injected.server = Some(s);
-                let outage = target.pinned_window.then_some(window);
-                injected.window = self.crash_for_a_while(s, outage, Death::PowerOff)?;
+                injected.params.server = Some(s);
+                injected.params.window =
+                    Some(self.crash_for_a_while(s, pinned, Death::PowerOff)?);
             }
             Fault::ServerKill => {
                 let s = self.aimed_server(target, |rng| rng.gen_bool(0.5));
-                injected.server = Some(s);
-                let outage = target.pinned_window.then_some(window);
-                injected.window = self.crash_for_a_while(s, outage, Death::Kill)?;
+                injected.params.server = Some(s);
+                injected.params.window = Some(self.crash_for_a_while(s, pinned, Death::Kill)?);
             }
             Fault::ServerPause => {
                 let s = self.aimed_server(target, |rng| rng.gen_range(0..3) < 2);
-                injected.server = Some(s);
+                injected.params.server = Some(s);
                 let t = config.session_timeout_ms.max(101);
-                let stall = if target.pinned_window {
-                    window
-                } else {
-                    Duration::from_millis(self.rng.gen_range(100..=2 * t))
-                };
-                injected.window = stall;
+                let stall = pinned
+                    .unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(100..=2 * t)));
+                injected.params.window = Some(stall);
                 self.pause_for(s, stall)?;
             }
             _ => unreachable!("{fault} stops more than one server"),
@@ -588,7 +461,7 @@ impl Nemesis {
     ) -> Option<()> {
         let fault = injected.fault;
         let servers = self.servers();
-        let set = match (&target.servers, fault) {
+        let set = match (&target.given.servers, fault) {
             (Some(set), _) => set.iter().copied().filter(|&s| s < servers).collect(),
             (None, Fault::EnsembleCrash) => (0..servers).collect(),
             (None, _) => {
@@ -600,15 +473,13 @@ impl Nemesis {
             }
         };
         if fault == Fault::MajorityCrash {
-            injected.servers = Some(set.clone());
+            injected.params.servers = Some(set.clone());
         }
         let t = config.session_timeout_ms.max(501);
-        let outage = if target.pinned_window {
-            target.window
-        } else {
-            Duration::from_millis(self.rng.gen_range(500..=2 * t))
-        };
-        injected.window = outage;
+        let pinned = target.given.window;
+        let outage =
+            pinned.unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(500..=2 * t)));
+        injected.params.window = Some(outage);
         self.outage(&set, outage)
     }
 
@@ -619,17 +490,14 @@ impl Nemesis {
         target: &Target,
         injected: &mut InjectedFault,
     ) -> Option<()> {
-        let first = match target.server.filter(|&s| s < self.servers()) {
+        let first = match target.given.server.filter(|&s| s < self.servers()) {
             Some(s) => s,
             None => self.ensemble.leader()?,
         };
-        injected.server = Some(first);
-        let outage = if target.pinned_window {
-            target.window
-        } else {
-            Duration::from_millis(self.rng.gen_range(500..4000))
-        };
-        injected.window = outage;
+        injected.params.server = Some(first);
+        let pinned = target.given.window;
+        let outage = pinned.unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(500..4000)));
+        injected.params.window = Some(outage);
         self.crash_new_leader(first, outage)
     }
 
@@ -642,30 +510,30 @@ impl Nemesis {
         injected: &mut InjectedFault,
     ) -> Option<()> {
         let servers = self.servers();
-        let window = if injected.fault == Fault::LongPartition && !target.pinned_window {
+        let window = if injected.fault == Fault::LongPartition && target.given.window.is_none() {
             let t = config.session_timeout_ms.max(1);
             let w = Duration::from_millis(self.rng.gen_range(t..=3 * t));
-            injected.window = w;
+            injected.params.window = Some(w);
             w
         } else {
             target.window
         };
-        let side = match &target.split {
+        let side = match &target.given.split {
             Some(side) => side.clone(),
             None => random_split(servers, &mut self.rng),
         };
         let (a, b) = sides(servers, &side);
         // A side with every server (or none) cuts nothing; it is
         // written as every server.
-        injected.split = Some(if a.is_empty() { b.clone() } else { a.clone() });
+        injected.params.split = Some(if a.is_empty() { b.clone() } else { a.clone() });
         if a.is_empty() || b.is_empty() {
             return None;
         }
-        let on_a = match &target.split_clients {
+        let on_a = match &target.given.split_clients {
             Some(clients) => clients.clone(),
             None => self.place_clients(&a),
         };
-        injected.split_clients = Some(on_a.clone());
+        injected.params.split_clients = Some(on_a.clone());
         let n = self.clients.lock().unwrap().len();
         let on_b = (0..n).filter(|c| !on_a.contains(c)).collect();
         self.split_for(vec![a, b], vec![on_a, on_b], window);
@@ -679,16 +547,16 @@ impl Nemesis {
         if servers < 3 {
             return None; // no three sides
         }
-        let sides = match &target.sides {
+        let sides = match &target.given.sides {
             Some(sides) => sides.clone(),
             None => three_way_split(servers, &mut self.rng),
         };
-        injected.sides = Some(sides.clone());
-        let on = match &target.side_clients {
+        injected.params.sides = Some(sides.clone());
+        let on = match &target.given.side_clients {
             Some(on) => on.clone(),
             None => self.place_clients_among(&sides),
         };
-        injected.side_clients = Some(on.clone());
+        injected.params.side_clients = Some(on.clone());
         self.split_for(sides, on, target.window);
         Some(())
     }
@@ -697,12 +565,11 @@ impl Nemesis {
     /// out in the background until the quiet phase nears; always applies.
     fn flip_partitions(&mut self, target: &Target, injected: &mut InjectedFault) -> Option<()> {
         let servers = self.servers();
-        let flips = match &target.flips {
+        let flips = match &target.given.flips {
             Some(flips) => flips.clone(),
             None => self.draw_flips(),
         };
-        injected.flips = flips.clone();
-        injected.window = Duration::ZERO;
+        injected.params.flips = Some(flips.clone());
         let (e, until) = (self.ensemble.clone(), self.until);
         self.background.push(madsim::task::spawn(async move {
             for (side, d) in flips {
@@ -749,7 +616,7 @@ impl Nemesis {
         let l = self.ensemble.leader()?;
         let rest: Vec<ServerId> = (0..self.servers()).filter(|&s| s != l).collect();
         self.ensemble.partition(&[&[l], &rest]);
-        injected.server = Some(l);
+        injected.params.server = Some(l);
         self.heal_later(across(&[vec![l], rest]), window);
         Some(())
     }
@@ -763,7 +630,7 @@ impl Nemesis {
             return None; // no link
         }
         let a = match (
-            target.server.filter(|&s| s < servers),
+            target.given.server.filter(|&s| s < servers),
             self.ensemble.leader(),
         ) {
             (Some(s), _) => s,
@@ -771,19 +638,19 @@ impl Nemesis {
             (None, Some(l)) if fault == Fault::LinkDelay && self.rng.gen_bool(0.7) => l,
             _ => self.rng.gen_range(0..servers),
         };
-        injected.server = Some(a);
-        let b = match target.to.filter(|&t| t < servers && t != a) {
+        injected.params.server = Some(a);
+        let b = match target.given.to.filter(|&t| t < servers && t != a) {
             Some(b) => b,
             None => (a + self.rng.gen_range(1..servers)) % servers,
         };
-        injected.to = Some(b);
+        injected.params.to = Some(b);
         if fault == Fault::OneWayClog {
             self.ensemble.clog(a, b);
         } else {
-            let delay = target
-                .delay
-                .unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(50..1500)));
-            injected.delay = delay;
+            let given = target.given.delay;
+            let delay =
+                given.unwrap_or_else(|| Duration::from_millis(self.rng.gen_range(50..1500)));
+            injected.params.delay = Some(delay);
             self.ensemble.delay(a, b, delay);
         }
         self.heal_later(vec![(a, b)], target.window);
@@ -944,7 +811,7 @@ impl Nemesis {
     ) -> ServerId {
         let servers = self.servers();
         match (
-            target.server.filter(|&s| s < servers),
+            target.given.server.filter(|&s| s < servers),
             self.ensemble.leader(),
         ) {
             (Some(s), _) => s,
