@@ -1,14 +1,16 @@
 //! What a recipe is to zoosim: the [`Recipe`] trait, which every built-in
 //! recipe ([`super::builtin`]) and every recipe of a user's crate
-//! implements alike, and the [`Registry`] that knows them.
+//! implements alike, and the [`Registry`](super::registry::Registry) that
+//! knows them.
 //!
 //! A recipe declares what scenario files may say about it — its name,
 //! buggy variants, `[workload]` keys with their bounds and defaults (in
 //! one place: the parser, `zoosim list`, the shrinker and the run all read
 //! them from here), the properties its oracle checks and the counters it
 //! reports — and, in the simulation, `start`s its clients and hands back a
-//! [`super::sim::Running`] that judges the run into a [`Verdict`]. The
-//! declarations are pure data; the run half exists under `--cfg madsim`.
+//! [`super::sim::Running`] that judges the run into a
+//! [`Verdict`](super::verdict::Verdict). The declarations are pure data;
+//! the run half exists under `--cfg madsim`.
 //!
 //! Adding a recipe: a module that implements [`Recipe`], and one line
 //! that registers it (zoosim's own are listed in [`super::builtin::all`];

@@ -99,7 +99,7 @@ pub struct Verdict {
     pub violations: Vec<Violation>,
     /// For a reader (`zoosim replay` prints it).
     pub report: String,
-    /// Names from [`Recipe::counters`].
+    /// Names from [`Recipe::counters`](super::recipe::Recipe::counters).
     pub counters: Vec<(String, u64)>,
     /// The outcome log, one line per entry.
     pub log: Vec<String>,
@@ -112,7 +112,7 @@ pub struct Verdict {
 /// A counter an oracle's report carries: its name (in summaries,
 /// coverage goals and `zoosim list`) and how it is read off the report.
 /// A recipe declares each once, in one table that both
-/// [`Recipe::counters`] (by [`counter_names`]) and its judge
+/// [`Recipe::counters`](super::recipe::Recipe::counters) (by [`counter_names`]) and its judge
 /// ([`Verdict::counted`]) read.
 pub struct Counter<R> {
     /// The counter's name.
@@ -128,7 +128,7 @@ impl<R> Counter<R> {
     }
 }
 
-/// The names of `counters`, in order: a recipe's [`Recipe::counters`].
+/// The names of `counters`, in order: a recipe's [`Recipe::counters`](super::recipe::Recipe::counters).
 pub const fn counter_names<R, const N: usize>(counters: &[Counter<R>; N]) -> [&'static str; N] {
     let mut names = [""; N];
     let mut i = 0;
@@ -172,7 +172,7 @@ impl Verdict {
 
     /// [`Verdict::judged`] with the counters read off `report` by
     /// `counters`: each declared once, with its name
-    /// ([`counter_names`] gives [`Recipe::counters`] the same list).
+    /// ([`counter_names`] gives [`Recipe::counters`](super::recipe::Recipe::counters) the same list).
     pub fn counted<E: fmt::Debug, R: fmt::Display>(
         log: &[crate::check::Entry<E>],
         report: &R,
