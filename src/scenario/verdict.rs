@@ -128,7 +128,8 @@ impl<R> Counter<R> {
     }
 }
 
-/// The names of `counters`, in order: a recipe's [`Recipe::counters`](super::recipe::Recipe::counters).
+/// The names of `counters`, in order: a recipe's
+/// [`Recipe::counters`](super::recipe::Recipe::counters).
 pub const fn counter_names<R, const N: usize>(counters: &[Counter<R>; N]) -> [&'static str; N] {
     let mut names = [""; N];
     let mut i = 0;
@@ -172,7 +173,9 @@ impl Verdict {
 
     /// [`Verdict::judged`] with the counters read off `report` by
     /// `counters`: each declared once, with its name
-    /// ([`counter_names`] gives [`Recipe::counters`](super::recipe::Recipe::counters) the same list).
+    /// ([`counter_names`] gives
+    /// [`Recipe::counters`](super::recipe::Recipe::counters) the same
+    /// list).
     pub fn counted<E: fmt::Debug, R: fmt::Display>(
         log: &[crate::check::Entry<E>],
         report: &R,
