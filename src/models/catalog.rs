@@ -188,6 +188,13 @@ where
         }
         Ok((world, (self.name)(variant)))
     }
+
+    /// The correct variant's world at [`PROBE_CLIENTS`] with every fault
+    /// in the budget: what its properties and claims are read from.
+    fn probe(&self) -> Option<World<R>> {
+        let recipe = (self.make)(self.variants[0], PROBE_CLIENTS).ok()?;
+        World::new(recipe, PROBE_CLIENTS, Faults::ONE_EACH).ok()
+    }
 }
 
 impl<V, R> Listed for Entry<V, R>
@@ -208,19 +215,11 @@ where
     }
 
     fn properties(&self) -> Vec<&'static str> {
-        (self.make)(self.variants[0], PROBE_CLIENTS)
-            .ok()
-            .and_then(|r| World::new(r, PROBE_CLIENTS, Faults::ONE_EACH).ok())
-            .map(|w| w.property_names())
-            .unwrap_or_default()
+        self.probe().map(|w| w.property_names()).unwrap_or_default()
     }
 
     fn claims(&self) -> Vec<crate::check::Property> {
-        (self.make)(self.variants[0], PROBE_CLIENTS)
-            .ok()
-            .and_then(|r| World::new(r, PROBE_CLIENTS, Faults::ONE_EACH).ok())
-            .map(|w| w.claims())
-            .unwrap_or_default()
+        self.probe().map(|w| w.claims()).unwrap_or_default()
     }
 
     fn check(&self, spec: &Spec) -> Result<Report, ModelError> {
