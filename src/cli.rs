@@ -817,7 +817,7 @@ pub fn list(registry: &Registry, dir: Option<&Path>) -> Result<(String, usize), 
         out,
         "faults (`faults.kinds`, `[[faults.at]] fault = ...`, coverage `fault:<name>`):"
     );
-    for f in crate::ensemble::fault::Fault::ALL {
+    for f in crate::fault::Fault::ALL {
         let _ = writeln!(out, "  {f}");
     }
     let mut unread = 0;

@@ -8,10 +8,12 @@
 //! crate with its own recipes ([`scenario::recipe`], [`prelude`]) runs as its
 //! own, and [`testing`] runs its scenario files under `cargo test`.
 
+pub mod breakage;
 pub mod check;
 pub mod cli;
 pub mod client;
 pub mod ensemble;
+pub mod fault;
 pub mod history;
 pub mod memory;
 pub mod models;

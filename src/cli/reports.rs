@@ -368,7 +368,7 @@ fn fault_span(at_us: u64, f: &FaultRecord, servers: u32) -> Span {
         window_ms = window_ms.max(flips.iter().map(|(_, ms)| ms).sum());
     }
     // Exhaustive over the fault kinds: a new one must say what band it is.
-    use crate::ensemble::fault::Fault as F;
+    use crate::fault::Fault as F;
     let kind = match F::from_name(&f.fault) {
         Some(
             F::ServerCrash

@@ -144,35 +144,41 @@ pub enum Delivery {
 /// A handle's stream as the implementations keep it: deliveries in order,
 /// tickets handed out in submission order.
 #[derive(Default, Debug)]
-pub(crate) struct Deliveries {
+#[doc(hidden)]
+pub struct Deliveries {
     queue: VecDeque<Delivery>,
     next_ticket: u64,
 }
 
 impl Deliveries {
     /// The next ticket.
-    pub(crate) fn ticket(&mut self) -> Ticket {
+    #[doc(hidden)]
+    pub fn ticket(&mut self) -> Ticket {
         let t = Ticket(self.next_ticket);
         self.next_ticket += 1;
         t
     }
 
-    pub(crate) fn reply(&mut self, ticket: Ticket, result: Result<Reply, ZkError>) {
+    #[doc(hidden)]
+    pub fn reply(&mut self, ticket: Ticket, result: Result<Reply, ZkError>) {
         self.queue.push_back(Delivery::Reply(ticket, result));
     }
 
-    pub(crate) fn event(&mut self, event: ClientEvent) {
+    #[doc(hidden)]
+    pub fn event(&mut self, event: ClientEvent) {
         self.queue.push_back(Delivery::Event(event));
     }
 
     /// The next delivery, reply or event.
-    pub(crate) fn pop(&mut self) -> Option<Delivery> {
+    #[doc(hidden)]
+    pub fn pop(&mut self) -> Option<Delivery> {
         self.queue.pop_front()
     }
 
     /// The next event, leaving the replies ahead of it in place (see the
     /// module docs, "Mixing the two styles").
-    pub(crate) fn pop_event(&mut self) -> Option<ClientEvent> {
+    #[doc(hidden)]
+    pub fn pop_event(&mut self) -> Option<ClientEvent> {
         let at = self
             .queue
             .iter()
@@ -229,10 +235,8 @@ pub trait Zk {
 /// waiter (a `next_event` and a `next_delivery` on one handle, say) looks
 /// again. Cancellation-safe: `take` is only called when its result is
 /// returned at once.
-pub(crate) async fn wait_for<T>(
-    notify: &tokio::sync::Notify,
-    mut take: impl FnMut() -> Option<T>,
-) -> T {
+#[doc(hidden)]
+pub async fn wait_for<T>(notify: &tokio::sync::Notify, mut take: impl FnMut() -> Option<T>) -> T {
     loop {
         let mut notified = std::pin::pin!(notify.notified());
         notified.as_mut().enable();

@@ -5,8 +5,7 @@
 //! only under `--cfg madsim`, runs servers and clients as madsim nodes and
 //! delivers those messages as datagrams.
 
-pub mod breakage;
-pub mod fault;
+pub use crate::{breakage, fault};
 pub mod msg;
 pub mod server;
 

@@ -1034,7 +1034,8 @@ fn field_err<T: serde::de::DeserializeOwned>(
 /// The last object key that ends before the 1-based `column` (bytes) of
 /// the JSON text `line`: the field whose value is there. Keys are told
 /// from string values by the `:` after them.
-pub(crate) fn key_before(line: &str, column: usize) -> Option<&str> {
+#[doc(hidden)]
+pub fn key_before(line: &str, column: usize) -> Option<&str> {
     let bytes = line.as_bytes();
     let end = column.min(bytes.len());
     let mut key = None;

@@ -73,7 +73,8 @@ impl Recorder {
     }
 
     /// How many records so far (see [`Recorder::insert_at`]).
-    pub(crate) fn len(&self) -> usize {
+    #[doc(hidden)]
+    pub fn len(&self) -> usize {
         lock(&self.rec).records.len()
     }
 
@@ -87,7 +88,8 @@ impl Recorder {
     }
 
     /// An invocation; the id its completion must carry.
-    pub(crate) fn invoke(
+    #[doc(hidden)]
+    pub fn invoke(
         &self,
         actor: Actor,
         session: Option<SessionId>,
@@ -114,7 +116,8 @@ impl Recorder {
 
     /// A completion. Panics if `id` is not open (completed twice, or never
     /// invoked), or if the handle's requests complete out of issue order.
-    pub(crate) fn complete(
+    #[doc(hidden)]
+    pub fn complete(
         &self,
         id: OpId,
         server: Option<ServerId>,
@@ -149,19 +152,15 @@ impl Recorder {
 
     /// An invocation that ends at once, without a request (refused
     /// locally, an empty multi, a close with nothing to send).
-    pub(crate) fn local(
-        &self,
-        actor: Actor,
-        session: Option<SessionId>,
-        op: HistOp,
-        outcome: Outcome,
-    ) {
+    #[doc(hidden)]
+    pub fn local(&self, actor: Actor, session: Option<SessionId>, op: HistOp, outcome: Outcome) {
         let id = self.invoke(actor, session, None, op);
         self.complete(id, None, None, outcome);
     }
 
     /// A watch event the client delivered.
-    pub(crate) fn watch(
+    #[doc(hidden)]
+    pub fn watch(
         &self,
         actor: Actor,
         session: Option<SessionId>,
@@ -177,7 +176,8 @@ impl Recorder {
     }
 
     /// A session state change the client reported.
-    pub(crate) fn session(
+    #[doc(hidden)]
+    pub fn session(
         &self,
         actor: Actor,
         session: Option<SessionId>,
@@ -193,12 +193,8 @@ impl Recorder {
     }
 
     /// A server process's role (at its start, and at every change).
-    pub(crate) fn role(
-        &self,
-        server: ServerId,
-        process: u64,
-        (role, serving, epoch): (Role, bool, u32),
-    ) {
+    #[doc(hidden)]
+    pub fn role(&self, server: ServerId, process: u64, (role, serving, epoch): (Role, bool, u32)) {
         self.push(Event::Role(RoleChange {
             server,
             process,
@@ -209,7 +205,8 @@ impl Recorder {
     }
 
     /// A fault record (see [`Recorder::insert_at`]).
-    pub(crate) fn fault_at(&self, at: usize, f: FaultRecord) {
+    #[doc(hidden)]
+    pub fn fault_at(&self, at: usize, f: FaultRecord) {
         self.insert_at(at, Event::Fault(f));
     }
 

@@ -367,8 +367,8 @@ impl Fault {
     ];
 
     /// The simulation's fault this one is, where it is the same thing.
-    pub const fn simulated(self) -> Option<crate::ensemble::fault::Fault> {
-        use crate::ensemble::fault::Fault as Sim;
+    pub const fn simulated(self) -> Option<crate::fault::Fault> {
+        use crate::fault::Fault as Sim;
         match self {
             Fault::BrokenConnection => Some(Sim::BrokenConnection),
             Fault::ForcedExpiry => Some(Sim::ForcedExpiry),

@@ -242,8 +242,8 @@ fn symmetry_loses_no_lock_behaviour() {
 #[test]
 fn a_model_fault_has_the_simulations_name_or_one_of_its_own() {
     use super::{Fault, RENAMED_FAULTS};
-    use crate::ensemble::breakage::Breakage;
-    use crate::ensemble::fault::Fault as Sim;
+    use crate::breakage::Breakage;
+    use crate::fault::Fault as Sim;
     for f in Fault::ALL {
         assert_eq!(f.property(), format!("fault-{}-taken", f.name()), "{f:?}");
         assert_eq!(Fault::from_name(f.name()), Some(f));

@@ -23,11 +23,11 @@ use super::verdict::{run_properties, Violation};
 use crate::check::contract::{self, ContractReport, ContractVerdict};
 use crate::check::lin::Budget;
 use crate::check::Liveness;
-use crate::ensemble::fault::Fault;
 use crate::ensemble::sim::nemesis::{
     self, ClientSlots, InjectedFault, NemesisConfig, PlannedFault,
 };
 use crate::ensemble::sim::{sim_recorder, Ensemble, EnsembleConfig, Recorder};
+use crate::fault::Fault;
 use crate::history::{History, Meta, FORMAT_VERSION};
 use futures::future::{select, Either};
 
@@ -849,7 +849,7 @@ fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ensemble::fault::Fault;
+    use crate::fault::Fault;
     use crate::history::FaultParams;
 
     fn partition() -> InjectedFault {

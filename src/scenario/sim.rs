@@ -23,10 +23,10 @@ use madsim::time::{sleep, timeout, Instant, TimeHandle};
 use super::workload::Workload;
 use crate::check::{Entry, Liveness};
 use crate::client::Zk;
-use crate::ensemble::fault::Fault;
 use crate::ensemble::msg::ServerId;
 use crate::ensemble::sim::nemesis::{ClientSlots, InjectedFault};
 use crate::ensemble::sim::{Ensemble, Flavour, SimZk};
+use crate::fault::Fault;
 use crate::tree::Node;
 
 use super::verdict::Verdict;

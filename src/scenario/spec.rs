@@ -48,8 +48,8 @@ use super::recipe::RecipeRef;
 use super::registry::Registry;
 use super::verdict::ENSEMBLE_COUNTERS;
 use super::workload::{KeyKind, Workload, WorkloadError, WorkloadValue};
-use crate::ensemble::breakage::{Breakage, Broken};
-use crate::ensemble::fault::Fault;
+use crate::breakage::{Breakage, Broken};
+use crate::fault::Fault;
 use crate::history::FaultParams;
 
 /// The scenario format this build reads.

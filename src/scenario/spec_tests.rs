@@ -811,7 +811,7 @@ fn shipped() -> Vec<Scenario> {
 
 #[test]
 fn a_breakage_is_read_by_name_and_written_back() {
-    use crate::ensemble::breakage::{Breakage, Broken};
+    use crate::breakage::{Breakage, Broken};
     for b in Breakage::ALL {
         let text = format!(
             "format = 1\nrecipe = \"lock\"\n[ensemble]\nbroken = {:?}\n",
@@ -841,7 +841,7 @@ fn a_breakage_is_read_by_name_and_written_back() {
 
 #[test]
 fn a_breakage_rate_is_read_checked_and_written_back() {
-    use crate::ensemble::breakage::{Breakage, Broken};
+    use crate::breakage::{Breakage, Broken};
     let file =
         |broken: &str| format!("format = 1\nrecipe = \"lock\"\n[ensemble]\nbroken = {broken}\n");
     let s = parse(

@@ -227,7 +227,8 @@ impl ReadRef<'_> {
 /// of znodes, and its states compare trees that are mostly the same nodes
 /// (shared map nodes are skipped by the comparison). Iterated in the same
 /// sorted order as a `BTreeMap`, so every run is the same as before.
-type Nodes = OrdMap<Arc<str>, Arc<Node>>;
+#[doc(hidden)]
+pub type Nodes = OrdMap<Arc<str>, Arc<Node>>;
 
 /// A znode's share of the tree's digest: a fixed 64-bit hash of its path
 /// and of every field but its children.
@@ -1029,8 +1030,8 @@ impl DataTree {
     /// The nodes, for tests that break the tree on purpose to see the
     /// checks catch it. Changed through this, the kept digest goes stale
     /// ([`Invariant::Digest`]) until [`DataTree::recompute_digest_for_test`].
-    #[cfg(test)]
-    pub(crate) fn nodes_mut_for_test(&mut self) -> &mut Nodes {
+    #[doc(hidden)]
+    pub fn nodes_mut_for_test(&mut self) -> &mut Nodes {
         &mut self.nodes
     }
 

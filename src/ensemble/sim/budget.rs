@@ -251,7 +251,8 @@ pub fn stop_on(flag: Option<&'static AtomicBool>) {
 }
 
 /// Arms the budget for `seed`, starting on this thread.
-pub(crate) fn arm(seed: u64) {
+#[doc(hidden)]
+pub fn arm(seed: u64) {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         if let Some(g) = &s.gauge {
@@ -270,7 +271,8 @@ pub(crate) fn arm(seed: u64) {
 }
 
 /// The seed on this thread ended: its gauge shows none.
-pub(crate) fn disarm() {
+#[doc(hidden)]
+pub fn disarm() {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         if let Some(g) = &s.gauge {
@@ -284,7 +286,8 @@ pub(crate) fn disarm() {
 /// One `event` of the seed on this thread: counted; past the budget, or
 /// once the thread's interrupt flag is set, the seed's [`stopped`] is
 /// woken (once).
-pub(crate) fn note(event: Event) {
+#[doc(hidden)]
+pub fn note(event: Event) {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         if !s.armed {
@@ -310,7 +313,8 @@ pub(crate) fn note(event: Event) {
 }
 
 /// The events counted so far by the seed on this thread, and its limit.
-pub(crate) fn counted() -> (Counts, u64) {
+#[doc(hidden)]
+pub fn counted() -> (Counts, u64) {
     STATE.with(|s| {
         let s = s.borrow();
         (s.counts, s.limit)
@@ -321,7 +325,8 @@ pub(crate) fn counted() -> (Counts, u64) {
 /// with which. Pending until then, and woken only then: awaiting it
 /// beside a phase schedules nothing, so a seed within its budget and not
 /// interrupted runs exactly as without it.
-pub(crate) fn stopped() -> impl Future<Output = Stop> {
+#[doc(hidden)]
+pub fn stopped() -> impl Future<Output = Stop> {
     Stopped
 }
 

@@ -77,9 +77,9 @@ pub struct EnsembleConfig {
     pub link_latency_ms: (u64, u64),
     /// A guarantee the servers break on purpose, and how often (default
     /// none): only to prove that a check of the guarantees can fail (see
-    /// [`Breakage`](crate::ensemble::breakage::Breakage); a bare
+    /// [`Breakage`](crate::breakage::Breakage); a bare
     /// `Breakage` converts to its gross default rate with `.into()`).
-    pub broken: Option<crate::ensemble::breakage::Broken>,
+    pub broken: Option<crate::breakage::Broken>,
 }
 
 impl Default for EnsembleConfig {

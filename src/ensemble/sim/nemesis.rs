@@ -14,7 +14,7 @@ use madsim::task::JoinHandle;
 use madsim::time::{sleep, Instant, TimeHandle};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-pub use crate::ensemble::fault::Fault;
+pub use crate::fault::Fault;
 
 use super::{server_addr, Ensemble, SimZk};
 use crate::client::Zk;

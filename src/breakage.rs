@@ -9,7 +9,7 @@
 //! its gross default rate, or with a table that sets how often it strikes
 //! ([`Broken`]): `broken = { kind = "stale-read", one_in = 1000,
 //! lag_txns = 1 }`. Each server counts the times its breakage took effect
-//! ([`ServerStats::breakage_hits`](super::server::ServerStats::breakage_hits),
+//! (`ServerStats::breakage_hits` in the simulated ensemble,
 //! the run's `breakage-hits` counter).
 //!
 //! A rate is a deterministic counter on each server, never a random draw:
