@@ -8,19 +8,14 @@
 //! crate with its own recipes ([`scenario::recipe`], [`prelude`]) runs as its
 //! own, and [`testing`] runs its scenario files under `cargo test`.
 
-pub mod breakage;
-pub mod check;
+pub use zoosim_core::{breakage, check, fault, history, path, proto, quote, tree};
+
 pub mod cli;
 pub mod client;
 pub mod ensemble;
-pub mod fault;
-pub mod history;
 pub mod memory;
 pub mod models;
-pub mod path;
 pub mod prelude;
-pub mod proto;
-pub mod quote;
 pub mod real_server;
 pub mod recipes;
 pub mod report;
@@ -28,4 +23,3 @@ pub mod scenario;
 #[cfg(madsim)]
 pub mod testing;
 pub mod trace;
-pub mod tree;

@@ -98,17 +98,26 @@ const LAYERS: &[(&str, u32)] = &[
 /// the code keeps its layers as of this test's writing.
 const KNOWN_VIOLATIONS: &[(&str, &str)] = &[];
 
+/// The workspace's crates: (library name, directory, the module path its
+/// root stands for in [`LAYERS`]). The facade `zoosim` re-exports each
+/// other crate under that module name, so a path is judged by the module
+/// it names, whichever crate spells it.
+const CRATES: &[(&str, &str, &[&str])] = &[
+    ("zoosim", ".", &[]),
+    ("zoosim_core", "crates/zoosim-core", &[]),
+];
+
 /// Files of the pure core: exact files, or directories (ending in `/`).
 const PURE_CORE: &[&str] = &[
-    "src/proto.rs",
-    "src/fault.rs",
-    "src/breakage.rs",
-    "src/quote.rs",
-    "src/path.rs",
-    "src/tree/",
+    "crates/zoosim-core/src/proto.rs",
+    "crates/zoosim-core/src/fault.rs",
+    "crates/zoosim-core/src/breakage.rs",
+    "crates/zoosim-core/src/quote.rs",
+    "crates/zoosim-core/src/path.rs",
+    "crates/zoosim-core/src/tree/",
     "src/recipes/",
-    "src/check/",
-    "src/history/",
+    "crates/zoosim-core/src/check/",
+    "crates/zoosim-core/src/history/",
     "src/report/",
     "src/models/",
 ];
@@ -139,11 +148,11 @@ fn the_pure_core_names_no_runtime_clock_file_socket_thread_or_process() {
         .filter(|rel| in_pure_core(rel))
         .collect();
     for must in [
-        "src/proto.rs",
-        "src/path.rs",
-        "src/tree/mod.rs",
+        "crates/zoosim-core/src/proto.rs",
+        "crates/zoosim-core/src/path.rs",
+        "crates/zoosim-core/src/tree/mod.rs",
         "src/recipes/lock.rs",
-        "src/check/lock.rs",
+        "crates/zoosim-core/src/check/lock.rs",
     ] {
         assert!(
             core.contains(&must),
@@ -252,7 +261,7 @@ fn every_module_is_found_and_has_a_layer() {
     );
     for (file, module) in [
         ("src/ensemble/server/leader.rs", "ensemble::server::leader"),
-        ("src/tree/txn.rs", "tree::txn"),
+        ("crates/zoosim-core/src/tree/txn.rs", "tree::txn"),
     ] {
         let found = files
             .iter()
@@ -285,7 +294,7 @@ fn f(d: Duration) -> char {
 use crate::scenario::spec::Scenario;
 use super::DataTree;
 ";
-    let file = SourceFile::made_up("src/tree/x.rs", text);
+    let file = SourceFile::made_up("crates/zoosim-core/src/tree/x.rs", text);
     let facts = analyze(&file);
     let lines: Vec<usize> = facts.forbidden_lines.clone();
     // Line 2 (tokio), 7 (Instant, inside a multi-line group), 11
@@ -294,7 +303,7 @@ use super::DataTree;
     // reported at its `use`.
     assert_eq!(lines, vec![2, 7, 11, 12], "{:#?}", facts.forbidden);
     assert!(
-        facts.forbidden[0].starts_with("src/tree/x.rs:2: "),
+        facts.forbidden[0].starts_with("crates/zoosim-core/src/tree/x.rs:2: "),
         "{}",
         facts.forbidden[0]
     );
@@ -312,7 +321,7 @@ use super::DataTree;
 #[test]
 fn the_checker_reports_an_import_from_a_higher_layer() {
     let tree = SourceFile::made_up(
-        "src/tree/x.rs",
+        "crates/zoosim-core/src/tree/x.rs",
         "use super::DataTree;\nuse crate::scenario::spec::Scenario;\nfn f() { crate::proto::Zxid::default(); }\n",
     );
     let scenario = SourceFile::made_up("src/scenario/y.rs", "use crate::tree::DataTree;\n");
@@ -321,7 +330,7 @@ fn the_checker_reports_an_import_from_a_higher_layer() {
     let problems = layer_problems(&graph, &[]);
     assert_eq!(problems.len(), 2, "{problems:#?}");
     assert!(
-        problems[0].contains("src/tree/x.rs:2")
+        problems[0].contains("crates/zoosim-core/src/tree/x.rs:2")
             && problems[0].contains("tree (layer 2) uses scenario (layer 7)")
             && problems[0].contains("use crate::scenario::spec::Scenario;"),
         "{}",
@@ -350,6 +359,9 @@ struct SourceFile {
     rel: String,
     /// Module path: `["tree", "txn"]`; `["main"]` for src/main.rs.
     module: Vec<String>,
+    /// The module path the file's crate root stands for (see [`CRATES`]):
+    /// what `crate::` means in it.
+    root: Vec<String>,
     text: String,
     /// Reached from src/lib.rs or src/main.rs through `mod` declarations
     /// (else its module path is guessed from its location).
@@ -361,23 +373,44 @@ impl SourceFile {
         SourceFile {
             rel: rel.to_string(),
             module: module_from_file_path(rel),
+            root: crate_of(rel).2.iter().map(|s| s.to_string()).collect(),
             text: text.to_string(),
             reached: false,
         }
     }
 }
 
-/// Every .rs file under src/: those reachable from src/lib.rs through `mod`
-/// declarations with their true module paths, src/main.rs as `main`, and
-/// any other file with the module path its location suggests.
+/// Every .rs file under each crate's src/: those reachable from its
+/// lib.rs through `mod` declarations with their true module paths,
+/// src/main.rs as `main`, and any other file with the module path its
+/// location suggests.
 fn crate_sources() -> Vec<SourceFile> {
+    let mut out = Vec::new();
+    for &(_, dir, prefix) in CRATES {
+        read_crate(dir, prefix, &mut out);
+    }
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out
+}
+
+/// `dir` joined to a path inside it, as the repository-relative path
+/// the tests name files by (`src/...` for the facade).
+fn under(dir: &str, rel: &str) -> String {
+    if dir == "." {
+        rel.to_string()
+    } else {
+        format!("{dir}/{rel}")
+    }
+}
+
+fn read_crate(dir: &str, prefix: &[&str], out: &mut Vec<SourceFile>) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let read = |rel: &str| {
         fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
     };
-    let mut out = Vec::new();
+    let crate_root: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
     let mut seen = BTreeSet::new();
-    let mut queue = vec![("src/lib.rs".to_string(), Vec::<String>::new())];
+    let mut queue = vec![(under(dir, "src/lib.rs"), crate_root.clone())];
     while let Some((rel, module)) = queue.pop() {
         if !seen.insert(rel.clone()) {
             continue;
@@ -418,33 +451,35 @@ fn crate_sources() -> Vec<SourceFile> {
         out.push(SourceFile {
             rel,
             module,
+            root: crate_root.clone(),
             text,
             reached: true,
         });
     }
-    if root.join("src/main.rs").exists() && seen.insert("src/main.rs".to_string()) {
+    let main = under(dir, "src/main.rs");
+    if root.join(&main).exists() && seen.insert(main.clone()) {
         out.push(SourceFile {
-            rel: "src/main.rs".to_string(),
+            text: read(&main),
+            rel: main,
             module: vec!["main".to_string()],
-            text: read("src/main.rs"),
+            root: crate_root.clone(),
             reached: true,
         });
     }
     let mut all = Vec::new();
-    collect_rs(&root, &root.join("src"), &mut all);
+    collect_rs(&root, &root.join(dir).join("src"), &mut all);
     for rel in all {
         if seen.insert(rel.clone()) {
             let text = read(&rel);
             out.push(SourceFile {
                 module: module_from_file_path(&rel),
+                root: crate_root.clone(),
                 rel,
                 text,
                 reached: false,
             });
         }
     }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    out
 }
 
 fn collect_rs(root: &Path, dir: &Path, out: &mut Vec<String>) {
@@ -462,15 +497,28 @@ fn collect_rs(root: &Path, dir: &Path, out: &mut Vec<String>) {
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
+            let rel = rel.strip_prefix("./").unwrap_or(&rel).to_string();
             out.push(rel);
         }
     }
 }
 
+/// The crate a repository-relative file belongs to (see [`CRATES`]).
+fn crate_of(rel: &str) -> (&'static str, &'static str, &'static [&'static str]) {
+    *CRATES
+        .iter()
+        .filter(|(_, dir, _)| *dir != ".")
+        .find(|(_, dir, _)| rel.starts_with(&format!("{dir}/")))
+        .unwrap_or(&CRATES[0])
+}
+
 /// `src/a/b.rs` and `src/a/b/mod.rs` are `a::b`; `src/lib.rs` the root;
-/// `src/main.rs` is `main`.
+/// `src/main.rs` is `main`. A file of another crate is under the module
+/// its crate root stands for: `crates/zoosim-core/src/tree/txn.rs` is
+/// `tree::txn`.
 fn module_from_file_path(rel: &str) -> Vec<String> {
-    let inner = rel.strip_prefix("src/").unwrap_or(rel);
+    let (_, dir, prefix) = crate_of(rel);
+    let inner = rel.strip_prefix(&under(dir, "src/")).unwrap_or(rel);
     let inner = inner.strip_suffix(".rs").unwrap_or(inner);
     let mut parts: Vec<String> = inner.split('/').map(str::to_string).collect();
     if parts.last().is_some_and(|p| p == "mod") {
@@ -479,7 +527,9 @@ fn module_from_file_path(rel: &str) -> Vec<String> {
     if parts == ["lib"] {
         parts.clear();
     }
-    parts
+    let mut module: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+    module.extend(parts);
+    module
 }
 
 fn layer_of(module: &str) -> Option<u32> {
@@ -914,18 +964,25 @@ fn use_tree(
     i
 }
 
-/// Resolves a written path: `crate::` (and `zoosim::`, as src/main.rs
-/// writes it), `super::`, `self::`, a child module of the current one, or
-/// a name a `use` of this file bound.
+/// Resolves a written path: `crate::` (the module its crate's root stands
+/// for, `root`), a crate's name (`zoosim::`, as src/main.rs writes it, or
+/// `zoosim_core::`), `super::`, `self::`, a child module of the current
+/// one, or a name a `use` of this file bound.
 fn resolve(
     segs: &[String],
+    root: &[String],
     ctx: &[String],
     aliases: &BTreeMap<String, Resolved>,
     children: &BTreeSet<Vec<String>>,
 ) -> Resolved {
     let first = segs.first().map(String::as_str).unwrap_or("");
     match first {
-        "crate" | "zoosim" => Resolved::Crate(segs[1..].to_vec()),
+        "crate" => Resolved::Crate([root, &segs[1..]].concat()),
+        name if CRATES.iter().any(|(lib, _, _)| *lib == name) => {
+            let (_, _, prefix) = CRATES.iter().find(|(lib, _, _)| *lib == name).unwrap();
+            let prefix: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+            Resolved::Crate([&prefix[..], &segs[1..]].concat())
+        }
         "super" | "self" => {
             let mut base = ctx.to_vec();
             let mut k = 0;
@@ -1023,7 +1080,7 @@ fn analyze(file: &SourceFile) -> Facts {
     for _ in 0..4 {
         for w in written.iter().filter(|w| w.is_use && !w.glob) {
             if let Some(a) = &w.alias {
-                let r = resolve(&w.segs, &w.ctx, &aliases, &children);
+                let r = resolve(&w.segs, &file.root, &w.ctx, &aliases, &children);
                 aliases.insert(a.clone(), r);
             }
         }
@@ -1038,7 +1095,7 @@ fn analyze(file: &SourceFile) -> Facts {
         forbidden_lines: Vec::new(),
     };
     for w in &written {
-        let r = resolve(&w.segs, &w.ctx, &aliases, &children);
+        let r = resolve(&w.segs, &file.root, &w.ctx, &aliases, &children);
         match &r {
             Resolved::Crate(p) => {
                 let in_tests = w.ctx.iter().any(|m| m == "tests");

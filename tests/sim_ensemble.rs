@@ -262,6 +262,8 @@ fn source_fingerprint() -> u64 {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = vec![root.join("Cargo.lock"), root.join(file!())];
     walk(&root.join("src"), &mut files);
+    // The workspace's other crates (crates/zoosim-*) are compiled in too.
+    walk(&root.join("crates"), &mut files);
     let mut h = DefaultHasher::new();
     for f in files {
         std::fs::read(&f).unwrap_or_default().hash(&mut h);

@@ -24,7 +24,7 @@ pub type Zxid = i64;
 /// ZooKeeper's error codes (KeeperException.Code), with their wire values.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub enum ZkError {
-    /// SystemError (-1): an unexpected failure. Also what [`crate::client::ZkExt`]
+    /// SystemError (-1): an unexpected failure. Also what `ZkExt` (zoosim-client)
     /// answers when a reply does not match its op (a broken implementation).
     SystemError,
     /// RuntimeInconsistency (-2): in a failed multi's results, the code of

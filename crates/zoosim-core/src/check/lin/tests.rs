@@ -9,7 +9,7 @@ use super::*;
 // The bundled histories, compiled in: the pure core reads no files.
 macro_rules! bundled {
     ($($path:literal),* $(,)?) => {
-        &[$(($path, include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/histories/", $path)) as &[u8])),*]
+        &[$(($path, include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/histories/", $path)) as &[u8])),*]
     };
 }
 

@@ -265,7 +265,7 @@ pub enum Exhausted {
     /// [`Budget::max_steps`] reached.
     Steps,
     /// [`Budget::max_memo_bytes`] reached, or the memory the process
-    /// holds past its bound ([`crate::memory`]).
+    /// holds past its bound (the binary's counting allocator, `zoosim::memory`).
     Memory,
     /// The time budget ran out ([`Budget::stop`]).
     Stopped,
