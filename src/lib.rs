@@ -11,14 +11,14 @@
 pub use zoosim_core::{breakage, check, fault, history, path, proto, quote, tree};
 
 pub mod cli;
-pub mod client;
+pub use zoosim_client as client;
 pub mod ensemble;
 pub mod memory;
 pub mod models;
 pub mod prelude;
 pub mod real_server;
-pub mod recipes;
-pub mod report;
+pub use zoosim_recipes as recipes;
+pub use zoosim_report as report;
 pub mod scenario;
 #[cfg(madsim)]
 pub mod testing;

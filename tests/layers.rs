@@ -105,6 +105,9 @@ const KNOWN_VIOLATIONS: &[(&str, &str)] = &[];
 const CRATES: &[(&str, &str, &[&str])] = &[
     ("zoosim", ".", &[]),
     ("zoosim_core", "crates/zoosim-core", &[]),
+    ("zoosim_client", "crates/zoosim-client", &["client"]),
+    ("zoosim_recipes", "crates/zoosim-recipes", &["recipes"]),
+    ("zoosim_report", "crates/zoosim-report", &["report"]),
 ];
 
 /// Files of the pure core: exact files, or directories (ending in `/`).
@@ -115,10 +118,10 @@ const PURE_CORE: &[&str] = &[
     "crates/zoosim-core/src/quote.rs",
     "crates/zoosim-core/src/path.rs",
     "crates/zoosim-core/src/tree/",
-    "src/recipes/",
+    "crates/zoosim-recipes/src/",
     "crates/zoosim-core/src/check/",
     "crates/zoosim-core/src/history/",
-    "src/report/",
+    "crates/zoosim-report/src/",
     "src/models/",
 ];
 
@@ -151,7 +154,7 @@ fn the_pure_core_names_no_runtime_clock_file_socket_thread_or_process() {
         "crates/zoosim-core/src/proto.rs",
         "crates/zoosim-core/src/path.rs",
         "crates/zoosim-core/src/tree/mod.rs",
-        "src/recipes/lock.rs",
+        "crates/zoosim-recipes/src/lock.rs",
         "crates/zoosim-core/src/check/lock.rs",
     ] {
         assert!(

@@ -20,8 +20,8 @@
 //!   "at most once" caveat made explicit instead of silent.
 //!
 //! ```
-//! # use zoosim::client::local::{LocalConfig, LocalServer};
-//! # use zoosim::recipes::queue::{Consumer, Producer, QueueClient};
+//! # use zoosim_client::local::{LocalConfig, LocalServer};
+//! # use zoosim_recipes::queue::{Consumer, Producer, QueueClient};
 //! # futures::executor::block_on(async {
 //! let server = LocalServer::new(LocalConfig::default());
 //! let zk = server.connect(4000);
@@ -36,8 +36,8 @@ use super::{
     assert_component, child_path, classify, sequence_of, Driver, Failure, Input, Io, Machine,
     Output, Pending,
 };
-use crate::client::Zk;
-use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
+use zoosim_client::Zk;
+use zoosim_core::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 
 /// The item names' common start.
 const PLAIN: &str = "qn-";
@@ -739,7 +739,7 @@ impl<'z, Z: Zk + Sync> QueueClient<'z, Z, Consumer> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{Stat, WatchEvent};
+    use zoosim_core::proto::{Stat, WatchEvent};
 
     /// Drains a machine: (requests sent, outcomes reported).
     fn drain<M: Machine>(m: &mut M) -> (Vec<(u64, Op)>, Vec<M::Outcome>) {

@@ -8,8 +8,8 @@
 //!
 //! The machine sees what the server sent on the connection in the order
 //! it sent it, as a Java application's callbacks and watcher do (exactly
-//! so over the simulator and [`crate::client::local::LocalZk`]; over
-//! [`crate::client::real::RealZk`] an event may come later than its
+//! so over the simulator and [`zoosim_client::local::LocalZk`]; over
+//! [`zoosim_client::real::RealZk`] an event may come later than its
 //! place, never earlier: see its docs). So an event may now come before
 //! the reply to a request that was in flight when the server sent it.
 //!
@@ -24,7 +24,7 @@
 //! is the opposite — an event handed over before a reply the server sent
 //! earlier, which the machine would take for news about a state it has not
 //! seen yet — and a handle that cannot see the wire errs the other way.
-//! The recipes' models ([`crate::models`]) explore the same thing: a FIFO
+//! The recipes' models (crate zoosim-models) explore the same thing: a FIFO
 //! of requests per client, and replies and events delivered as the server
 //! sends them.
 //!
@@ -44,8 +44,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{Input, Machine, OpId, Output};
-use crate::client::{Delivery, Ticket, Zk};
-use crate::proto::{ClientEvent, Op, SessionEvent};
+use zoosim_client::{Delivery, Ticket, Zk};
+use zoosim_core::proto::{ClientEvent, Op, SessionEvent};
 
 /// What a driver reports, in the order it happened: an outcome of its
 /// machine, or (only with [`Driver::noting_sessions`]) a session event it

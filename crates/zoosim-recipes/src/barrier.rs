@@ -22,8 +22,8 @@
 //! ZooKeeper's watches report state, not every transition.
 //!
 //! ```
-//! # use zoosim::client::local::{LocalConfig, LocalServer};
-//! # use zoosim::recipes::barrier::{Barrier, BarrierClient};
+//! # use zoosim_client::local::{LocalConfig, LocalServer};
+//! # use zoosim_recipes::barrier::{Barrier, BarrierClient};
 //! # futures::executor::block_on(async {
 //! let server = LocalServer::new(LocalConfig::default());
 //! let zk = server.connect(4000);
@@ -36,8 +36,8 @@
 //! ```
 
 use super::{classify, Driver, Failure, Input, Io, Machine, Output, Pending};
-use crate::client::Zk;
-use crate::proto::{CreateMode, MultiOp, Op, Reply, SessionEvent, ZkError};
+use zoosim_client::Zk;
+use zoosim_core::proto::{CreateMode, MultiOp, Op, Reply, SessionEvent, ZkError};
 
 /// Which barrier waiter to run: the correct one, or a known-buggy one to reproduce its bug.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]

@@ -1,8 +1,8 @@
 //! Scripted-event tests of the revoker machine.
 
 use super::*;
-use crate::proto::Stat;
-use crate::recipes::step;
+use crate::step;
+use zoosim_core::proto::Stat;
 
 fn revoke() -> Input<RevokerCommand> {
     Input::Command(RevokerCommand::Revoke {

@@ -1,8 +1,8 @@
 //! Scripted-event tests of the group membership machine.
 
 use super::*;
-use crate::proto::{Stat, WatchEvent};
-use crate::recipes::step;
+use crate::step;
+use zoosim_core::proto::{Stat, WatchEvent};
 
 fn children(names: &[&str]) -> Result<Reply, ZkError> {
     Ok(Reply::GetChildren {

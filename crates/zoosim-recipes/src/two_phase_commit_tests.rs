@@ -2,8 +2,8 @@
 //! aborting for a failed site, lost replies, the end of the session.
 
 use super::*;
-use crate::proto::{Stat, WatchEvent};
-use crate::recipes::step;
+use crate::step;
+use zoosim_core::proto::{Stat, WatchEvent};
 
 type Step = (Vec<(u64, Op)>, Vec<SiteOutcome>);
 

@@ -6,9 +6,9 @@
 //! The write is idempotent, so after ConnectionLoss it is simply sent again.
 //!
 //! ```
-//! # use zoosim::client::local::{LocalConfig, LocalServer};
-//! # use zoosim::recipes::lock::{Lock, LockClient, LockOutcome};
-//! # use zoosim::recipes::revocable::{Revoker, RevokerClient};
+//! # use zoosim_client::local::{LocalConfig, LocalServer};
+//! # use zoosim_recipes::lock::{Lock, LockClient, LockOutcome};
+//! # use zoosim_recipes::revocable::{Revoker, RevokerClient};
 //! # futures::executor::block_on(async {
 //! let server = LocalServer::new(LocalConfig::default());
 //! let (holder_zk, admin_zk) = (server.connect(4000), server.connect(4000));
@@ -26,8 +26,8 @@
 
 use super::lock::REVOKE;
 use super::{classify, Driver, Failure, Input, Io, Machine, Output, Pending};
-use crate::client::Zk;
-use crate::proto::{Op, Reply, SessionEvent, ZkError};
+use zoosim_client::Zk;
+use zoosim_core::proto::{Op, Reply, SessionEvent, ZkError};
 
 /// What the application asks of a [`Revoker`]; one revocation at a time.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]

@@ -3,8 +3,8 @@
 //! the session.
 
 use super::*;
-use crate::proto::{Stat, WatchEvent};
-use crate::recipes::step;
+use crate::step;
+use zoosim_core::proto::{Stat, WatchEvent};
 
 const ME: i64 = 7;
 

@@ -10,8 +10,8 @@
 //! node's sequence number: every new leader's is larger.
 //!
 //! ```
-//! # use zoosim::client::local::{LocalConfig, LocalServer};
-//! # use zoosim::recipes::election::{Election, ElectionClient};
+//! # use zoosim_client::local::{LocalConfig, LocalServer};
+//! # use zoosim_recipes::election::{Election, ElectionClient};
 //! # futures::executor::block_on(async {
 //! let server = LocalServer::new(LocalConfig::default());
 //! let zk = server.connect(4000);
@@ -26,8 +26,8 @@
 
 use super::lock::{Lock, LockCommand, LockOutcome};
 use super::{Driver, Input, Machine, Output};
-use crate::client::Zk;
-use crate::proto::ZkError;
+use zoosim_client::Zk;
+use zoosim_core::proto::ZkError;
 
 /// Which election to run: the correct one, or a known-buggy one to reproduce its bug.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -301,7 +301,7 @@ mod tests {
     //! algorithm's branches are tested on the lock (`lock_tests.rs`,
     //! `election_*`).
     use super::*;
-    use crate::proto::{CreateMode, Op, Reply, SessionEvent, Stat};
+    use zoosim_core::proto::{CreateMode, Op, Reply, SessionEvent, Stat};
 
     fn step(e: &mut Election, input: Input<ElectionCommand>) -> Vec<Output<ElectionOutcome>> {
         e.handle(input);

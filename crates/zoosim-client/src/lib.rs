@@ -1,8 +1,9 @@
+#![warn(missing_docs)]
 //! The client trait recipes are written against, and its implementations.
 //!
 //! # The contract every `Zk` implementation keeps
 //!
-//! * **Validation first.** Every path is checked by [`crate::path::validate_op`]
+//! * **Validation first.** Every path is checked by [`zoosim_core::path::validate_op`]
 //!   before anything is sent; a bad path is `Err(BadArguments)` and nothing
 //!   reaches a server.
 //! * **FIFO.** Requests issued on one handle go to the server in issue
@@ -63,7 +64,7 @@
 //! lost or taken twice; but code that takes events with `next_event`
 //! while requests it submitted are in flight sees those events before
 //! replies the server sent earlier. One consumer of the stream per handle
-//! (a [`crate::recipes::Driver`], say) is the intended use.
+//! (a recipe's `Driver` (zoosim-recipes), say) is the intended use.
 //! * **ConnectionLoss** means the outcome is unknown: the request may or may
 //!   not have been applied. No implementation retries a request by itself.
 //! * **SessionExpired**: once a handle has seen `SessionEvent::Expired` (or
@@ -121,7 +122,7 @@ pub mod real;
 use std::collections::VecDeque;
 use std::future::Future;
 
-use crate::proto::{
+use zoosim_core::proto::{
     ClientEvent, CreateMode, MultiOp, MultiResult, Op, Reply, SessionId, Stat, ZkError,
 };
 

@@ -15,10 +15,10 @@
 //!   it cannot be told apart, and the caller must read and decide).
 //!
 //! ```
-//! # use zoosim::client::local::{LocalConfig, LocalServer};
-//! # use zoosim::client::ZkExt;
-//! # use zoosim::proto::CreateMode;
-//! # use zoosim::recipes::config::{Config, ConfigClient};
+//! # use zoosim_client::local::{LocalConfig, LocalServer};
+//! # use zoosim_client::ZkExt;
+//! # use zoosim_core::proto::CreateMode;
+//! # use zoosim_recipes::config::{Config, ConfigClient};
 //! # futures::executor::block_on(async {
 //! let server = LocalServer::new(LocalConfig::default());
 //! let zk = server.connect(4000);
@@ -31,8 +31,8 @@
 //! ```
 
 use super::{classify, Driver, Failure, Input, Io, Machine, Output, Pending};
-use crate::client::Zk;
-use crate::proto::{EventType, Op, Reply, SessionEvent, ZkError};
+use zoosim_client::Zk;
+use zoosim_core::proto::{EventType, Op, Reply, SessionEvent, ZkError};
 
 /// What the application asks of a [`Config`].
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]

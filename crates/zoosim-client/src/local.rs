@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::{wait_for, Deliveries, Delivery, Ticket, Zk};
-use crate::path::validate_op;
-use crate::proto::{ClientEvent, Op, Reply, SessionEvent, SessionId, ZkError};
-use crate::tree::{DataTree, Outstanding, TreeConfig, TxnBody, WatchTable};
+use zoosim_core::path::validate_op;
+use zoosim_core::proto::{ClientEvent, Op, Reply, SessionEvent, SessionId, ZkError};
+use zoosim_core::tree::{DataTree, Outstanding, TreeConfig, TxnBody, WatchTable};
 
 /// Session timeout bounds, as the server negotiates them (2 and 20 ticks).
 #[derive(Clone, Copy, Debug)]
@@ -68,7 +68,7 @@ impl State {
         self.clock_ms
     }
 
-    fn deliver(&mut self, fired: Vec<(SessionId, crate::proto::WatchEvent)>) {
+    fn deliver(&mut self, fired: Vec<(SessionId, zoosim_core::proto::WatchEvent)>) {
         for (sid, event) in fired {
             if let Some(s) = self.sessions.get_mut(&sid) {
                 s.stream.event(ClientEvent::Watch(event));
@@ -160,7 +160,7 @@ impl LocalServer {
     }
 
     /// The txns up to `zxid` count as applied at the next write's prep.
-    pub fn applied_upto(&self, zxid: crate::proto::Zxid) {
+    pub fn applied_upto(&self, zxid: zoosim_core::proto::Zxid) {
         if let Some(held) = &mut self.lock().held {
             held.applied(zxid);
         }
@@ -172,7 +172,7 @@ impl LocalServer {
         &self,
         session: SessionId,
         op: &Op,
-        applied: crate::proto::Zxid,
+        applied: zoosim_core::proto::Zxid,
     ) -> TxnBody {
         let st = self.lock();
         let mut records = st.held.clone().unwrap_or_default();
@@ -363,8 +363,8 @@ impl Zk for LocalZk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::ZkExt;
-    use crate::proto::{CreateMode, EventType, WatchEvent};
+    use crate::ZkExt;
+    use zoosim_core::proto::{CreateMode, EventType, WatchEvent};
 
     fn block<F: std::future::Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The recipes of ZooKeeper's "Recipes and Solutions" page, each a pure
 //! state machine (sans-IO) with an async wrapper for application code.
 //!
@@ -7,7 +8,7 @@
 //! socket, a clock or a runtime, and it has no hidden inputs (anything
 //! random, such as a guid, is given to it), so the same code runs under the
 //! stateright models, the simulated ensemble and a real ZooKeeper. The
-//! [`Driver`] runs a machine over any [`crate::client::Zk`].
+//! [`Driver`] runs a machine over any [`zoosim_client::Zk`].
 //!
 //! What every machine does with ZooKeeper's outcomes:
 //!
@@ -24,7 +25,7 @@
 //! Waiting is done with watches only: no polling and no timers.
 //!
 //! The rest of this page is docs/RECIPES.md (its examples run as doctests).
-#![doc = include_str!("../../docs/RECIPES.md")]
+#![doc = include_str!("../../../docs/RECIPES.md")]
 
 pub mod barrier;
 pub mod config;
@@ -43,7 +44,7 @@ use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::hash::Hash;
 
-use crate::proto::{Op, Reply, SessionEvent, WatchEvent, ZkError};
+use zoosim_core::proto::{Op, Reply, SessionEvent, WatchEvent, ZkError};
 
 /// Names one request of one machine, so its reply finds its way back.
 pub type OpId = u64;
@@ -144,7 +145,7 @@ impl<O> Io<O> {
             self.send(Op::Create {
                 path: p,
                 data: vec![],
-                mode: crate::proto::CreateMode::Persistent,
+                mode: zoosim_core::proto::CreateMode::Persistent,
             });
         }
     }

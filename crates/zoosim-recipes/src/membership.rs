@@ -9,8 +9,8 @@
 //! linger until that session expires, has another guid.
 //!
 //! ```
-//! # use zoosim::client::local::{LocalConfig, LocalServer};
-//! # use zoosim::recipes::membership::{Membership, MembershipClient};
+//! # use zoosim_client::local::{LocalConfig, LocalServer};
+//! # use zoosim_recipes::membership::{Membership, MembershipClient};
 //! # futures::executor::block_on(async {
 //! let server = LocalServer::new(LocalConfig::default());
 //! let zk = server.connect(4000);
@@ -23,8 +23,8 @@
 use super::{
     assert_component, child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending,
 };
-use crate::client::Zk;
-use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
+use zoosim_client::Zk;
+use zoosim_core::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 
 /// What the application asks of a [`Membership`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -1,8 +1,8 @@
 //! Scripted-event tests of the configuration machine.
 
 use super::*;
-use crate::proto::{Stat, WatchEvent};
-use crate::recipes::step;
+use crate::step;
+use zoosim_core::proto::{Stat, WatchEvent};
 
 fn data(d: &[u8], version: i32) -> Result<Reply, ZkError> {
     Ok(Reply::GetData {

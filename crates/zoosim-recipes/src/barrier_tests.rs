@@ -1,8 +1,8 @@
 //! Scripted-event tests of the barrier machine.
 
 use super::*;
-use crate::proto::{EventType, MultiResult, Stat, WatchEvent};
-use crate::recipes::step;
+use crate::step;
+use zoosim_core::proto::{EventType, MultiResult, Stat, WatchEvent};
 
 fn exists(id: u64) -> (u64, Op) {
     (

@@ -12,9 +12,9 @@
 //! votes and decides the same. After a lost reply a vote is read back.
 //!
 //! ```
-//! # use zoosim::client::local::{LocalConfig, LocalServer};
-//! # use zoosim::recipes::two_phase_commit::{create_transaction, Site, SiteClient};
-//! # use zoosim::client::Zk;
+//! # use zoosim_client::local::{LocalConfig, LocalServer};
+//! # use zoosim_recipes::two_phase_commit::{create_transaction, Site, SiteClient};
+//! # use zoosim_client::Zk;
 //! # futures::executor::block_on(async {
 //! let server = LocalServer::new(LocalConfig::default());
 //! let zk = server.connect(4000);
@@ -30,8 +30,8 @@
 //! ```
 
 use super::{child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending};
-use crate::client::Zk;
-use crate::proto::{CreateMode, EventType, MultiOp, Op, Reply, SessionEvent, ZkError};
+use zoosim_client::Zk;
+use zoosim_core::proto::{CreateMode, EventType, MultiOp, Op, Reply, SessionEvent, ZkError};
 
 const COMMIT: &[u8] = b"commit";
 const ABORT: &[u8] = b"abort";

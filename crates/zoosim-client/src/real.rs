@@ -151,9 +151,9 @@ use futures::task::ArcWake;
 use zookeeper_client as zk;
 
 use super::{Deliveries, Delivery, Ticket, Zk};
-use crate::history::{Actor, HistOp, OpId, Outcome, Recorder, ServerNo};
-use crate::path::validate_op;
-use crate::proto::{
+use zoosim_core::history::{Actor, HistOp, OpId, Outcome, Recorder, ServerNo};
+use zoosim_core::path::validate_op;
+use zoosim_core::proto::{
     ClientEvent, CreateMode, EventType, MultiOp, MultiResult, Op, Reply, SessionEvent, SessionId,
     Stat, WatchEvent, ZkError,
 };

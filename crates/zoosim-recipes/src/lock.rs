@@ -17,8 +17,8 @@
 //! as `dir` itself is never deleted).
 //!
 //! ```
-//! # use zoosim::client::local::{LocalConfig, LocalServer};
-//! # use zoosim::recipes::lock::{Lock, LockClient};
+//! # use zoosim_client::local::{LocalConfig, LocalServer};
+//! # use zoosim_recipes::lock::{Lock, LockClient};
 //! # futures::executor::block_on(async {
 //! let server = LocalServer::new(LocalConfig::default());
 //! let zk = server.connect(4000);
@@ -35,8 +35,8 @@ use super::{
     assert_component, base_name, child_path, classify, sequence_of, Driver, Failure, Input, Io,
     Machine, Output, Pending,
 };
-use crate::client::Zk;
-use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
+use zoosim_client::Zk;
+use zoosim_core::proto::{CreateMode, EventType, Op, Reply, SessionEvent, ZkError};
 
 /// The lock, correct or with one of the bugs real libraries shipped (for
 /// testing the harness: each must be caught).

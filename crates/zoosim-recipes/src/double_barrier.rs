@@ -15,13 +15,13 @@
 //! guid-named version doing exactly that).
 //!
 //! ```
-//! # use zoosim::client::local::{LocalConfig, LocalServer};
-//! # use zoosim::recipes::double_barrier::{DoubleBarrier, DoubleBarrierClient};
+//! # use zoosim_client::local::{LocalConfig, LocalServer};
+//! # use zoosim_recipes::double_barrier::{DoubleBarrier, DoubleBarrierClient};
 //! # futures::executor::block_on(async {
 //! let server = LocalServer::new(LocalConfig::default());
 //! let zk = server.connect(4000);
 //! // A barrier of one: enters and leaves at once.
-//! # use zoosim::client::Zk;
+//! # use zoosim_client::Zk;
 //! let mut me = DoubleBarrierClient::new(&zk, DoubleBarrier::new("/db/round-1", "p1", zk.session_id(), 1));
 //! me.enter().await.expect("entered");
 //! me.leave().await.expect("left");
@@ -31,8 +31,8 @@
 use super::{
     assert_component, child_path, classify, Driver, Failure, Input, Io, Machine, Output, Pending,
 };
-use crate::client::Zk;
-use crate::proto::{CreateMode, EventType, Op, Reply, SessionEvent, SessionId, ZkError};
+use zoosim_client::Zk;
+use zoosim_core::proto::{CreateMode, EventType, Op, Reply, SessionEvent, SessionId, ZkError};
 
 const READY: &str = "ready";
 

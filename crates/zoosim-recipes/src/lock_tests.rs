@@ -3,8 +3,8 @@
 //! included where they matter) and the exact outcomes reported.
 
 use super::*;
-use crate::proto::{Stat, WatchEvent};
-use crate::recipes::OpId;
+use crate::OpId;
+use zoosim_core::proto::{Stat, WatchEvent};
 
 type Step = (Vec<(OpId, Op)>, Vec<LockOutcome>);
 
@@ -1655,7 +1655,7 @@ fn machines_that_differ_are_unequal() {
 #[test]
 fn a_revocable_holder_watches_its_own_node_and_hears_unlock() {
     let mut m = Lock::read("/rw", "g").revocable();
-    let run = crate::recipes::step::<Lock>;
+    let run = crate::step::<Lock>;
     let (sends, _) = run(&mut m, Input::Command(LockCommand::Acquire));
     let created = Ok(Reply::Create {
         path: "/rw/g-read-0000000004".into(),
