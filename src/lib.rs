@@ -12,14 +12,14 @@ pub use zoosim_core::{breakage, check, fault, history, path, proto, quote, tree}
 
 pub mod cli;
 pub use zoosim_client as client;
-pub mod ensemble;
+pub use zoosim_sim as ensemble;
 pub mod memory;
-pub mod models;
+pub use zoosim_models as models;
 pub mod prelude;
 pub mod real_server;
 pub use zoosim_recipes as recipes;
 pub use zoosim_report as report;
-pub mod scenario;
+pub use zoosim_scenario as scenario;
 #[cfg(madsim)]
 pub mod testing;
 pub mod trace;

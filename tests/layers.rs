@@ -108,6 +108,9 @@ const CRATES: &[(&str, &str, &[&str])] = &[
     ("zoosim_client", "crates/zoosim-client", &["client"]),
     ("zoosim_recipes", "crates/zoosim-recipes", &["recipes"]),
     ("zoosim_report", "crates/zoosim-report", &["report"]),
+    ("zoosim_sim", "crates/zoosim-sim", &["ensemble"]),
+    ("zoosim_models", "crates/zoosim-models", &["models"]),
+    ("zoosim_scenario", "crates/zoosim-scenario", &["scenario"]),
 ];
 
 /// Files of the pure core: exact files, or directories (ending in `/`).
@@ -122,7 +125,7 @@ const PURE_CORE: &[&str] = &[
     "crates/zoosim-core/src/check/",
     "crates/zoosim-core/src/history/",
     "crates/zoosim-report/src/",
-    "src/models/",
+    "crates/zoosim-models/src/",
 ];
 
 /// What the pure core must never name: a path is forbidden when it starts
@@ -138,8 +141,53 @@ const FORBIDDEN: &[&[&str]] = &[
     &["std", "process"],
 ];
 
+/// The crates by layer, bottom first: a crate may depend only on crates
+/// of a strictly lower layer. Cargo itself refuses a cycle; this keeps
+/// the order [`LAYERS`] gives the modules each crate holds.
+const CRATE_LAYERS: &[(&str, u32)] = &[
+    ("zoosim-core", 0),
+    ("zoosim-report", 0),
+    ("zoosim-client", 1),
+    ("zoosim-recipes", 2),
+    ("zoosim-sim", 2),
+    ("zoosim-models", 3),
+    ("zoosim-scenario", 4),
+    ("zoosim", 5),
+];
+
+/// Crates that must not even depend on a runtime, a socket or the
+/// simulator: the pure core, the recipes (they run over any `Zk`), the
+/// reports and the models. Cargo then refuses what the lexer would have.
+const PURE_CRATES: &[&str] = &[
+    "zoosim-core",
+    "zoosim-recipes",
+    "zoosim-report",
+    "zoosim-models",
+];
+const RUNTIME_CRATES: &[&str] = &["tokio", "madsim", "zookeeper-client", "libc", "futures"];
+
 // ---------------------------------------------------------------------------
 // The tests.
+
+#[test]
+fn crates_depend_only_on_lower_crates_and_pure_ones_on_no_runtime() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![root.clone()];
+    let mut members: Vec<PathBuf> = fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("Cargo.toml").exists())
+        .collect();
+    members.sort();
+    assert!(members.len() >= 7, "the workspace's crates: {members:?}");
+    dirs.extend(members);
+    let mut problems = Vec::new();
+    for dir in dirs {
+        let text = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        problems.extend(manifest_problems(&text));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
 
 #[test]
 fn the_pure_core_names_no_runtime_clock_file_socket_thread_or_process() {
@@ -212,7 +260,7 @@ fn top_level_modules_keep_their_layers() {
         .collect();
     assert!(
         mutual.is_empty(),
-        "src/scenario's submodules use each other:\n{}",
+        "zoosim-scenario's modules use each other:\n{}",
         mutual.join("\n")
     );
 
@@ -263,7 +311,10 @@ fn every_module_is_found_and_has_a_layer() {
         "files under src/ no `mod` declaration reaches: {unreached:?}"
     );
     for (file, module) in [
-        ("src/ensemble/server/leader.rs", "ensemble::server::leader"),
+        (
+            "crates/zoosim-sim/src/server/leader.rs",
+            "ensemble::server::leader",
+        ),
         ("crates/zoosim-core/src/tree/txn.rs", "tree::txn"),
     ] {
         let found = files
@@ -317,7 +368,7 @@ use super::DataTree;
     );
 
     // The same text in a file outside the pure core is not its business.
-    let shell = analyze(&SourceFile::made_up("src/ensemble/sim/x.rs", text));
+    let shell = analyze(&SourceFile::made_up("crates/zoosim-sim/src/sim/x.rs", text));
     assert!(shell.forbidden.is_empty(), "{:#?}", shell.forbidden);
 }
 
@@ -327,7 +378,10 @@ fn the_checker_reports_an_import_from_a_higher_layer() {
         "crates/zoosim-core/src/tree/x.rs",
         "use super::DataTree;\nuse crate::scenario::spec::Scenario;\nfn f() { crate::proto::Zxid::default(); }\n",
     );
-    let scenario = SourceFile::made_up("src/scenario/y.rs", "use crate::tree::DataTree;\n");
+    let scenario = SourceFile::made_up(
+        "crates/zoosim-scenario/src/y.rs",
+        "use zoosim_core::tree::DataTree;\n",
+    );
     let facts = analyze_all(&[tree, scenario]);
     let graph = Graph::of(&facts);
     let problems = layer_problems(&graph, &[]);
@@ -352,6 +406,66 @@ fn the_checker_reports_an_import_from_a_higher_layer() {
     // And an allow-listed edge is tolerated.
     let problems = layer_problems(&graph, &[("tree", "scenario")]);
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// What is wrong with one crate's manifest: a crate without a layer or
+/// outside [`CRATES`], a dependency on a crate not below it, a runtime
+/// under a pure crate.
+fn manifest_problems(text: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let doc: toml::Table = toml::from_str(text).unwrap();
+    let name = doc["package"]["name"].as_str().unwrap().to_string();
+    let Some(layer) = CRATE_LAYERS.iter().find(|(c, _)| *c == name).map(|c| c.1) else {
+        problems.push(format!("{name}: no layer in CRATE_LAYERS"));
+        return problems;
+    };
+    let lib = name.replace('-', "_");
+    if !CRATES.iter().any(|(l, _, _)| *l == lib) {
+        problems.push(format!("{name}: not in CRATES (its sources go unread)"));
+    }
+    // Normal dependencies, also those under [target.'cfg(..)'].
+    let mut deps: Vec<String> = Vec::new();
+    let mut take = |t: Option<&toml::Value>| {
+        if let Some(t) = t.and_then(|t| t.as_table()) {
+            deps.extend(t.keys().cloned());
+        }
+    };
+    take(doc.get("dependencies"));
+    if let Some(targets) = doc.get("target").and_then(|t| t.as_table()) {
+        for t in targets.values() {
+            take(t.get("dependencies"));
+        }
+    }
+    for dep in &deps {
+        if let Some(&(_, l)) = CRATE_LAYERS.iter().find(|(c, _)| c == dep) {
+            if l >= layer {
+                problems.push(format!(
+                    "{name} (layer {layer}) depends on {dep} (layer {l}), not below it"
+                ));
+            }
+        }
+        if PURE_CRATES.contains(&name.as_str()) && RUNTIME_CRATES.contains(&dep.as_str()) {
+            problems.push(format!("{name} is pure but depends on {dep}"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_manifest_check_reports_an_upward_and_a_runtime_dependency() {
+    let text = "[package]\nname = \"zoosim-recipes\"\n\n[dependencies]\n\
+                zoosim-core.workspace = true\nzoosim-scenario.workspace = true\n\n\
+                [target.'cfg(madsim)'.dependencies]\nmadsim.workspace = true\n";
+    let problems = manifest_problems(text);
+    assert_eq!(
+        problems,
+        [
+            "zoosim-recipes (layer 2) depends on zoosim-scenario (layer 4), not below it",
+            "zoosim-recipes is pure but depends on madsim",
+        ],
+    );
+    let unknown = manifest_problems("[package]\nname = \"zoosim-extra\"\n");
+    assert_eq!(unknown, ["zoosim-extra: no layer in CRATE_LAYERS"]);
 }
 
 // ---------------------------------------------------------------------------
