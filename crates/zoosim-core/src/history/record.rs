@@ -72,10 +72,16 @@ impl Recorder {
         lock(&self.rec).records.push(Record { at_ns, event });
     }
 
-    /// How many records so far (see [`Recorder::insert_at`]).
+    /// How many records so far (a position for `insert_at`).
     #[doc(hidden)]
     pub fn len(&self) -> usize {
         lock(&self.rec).records.len()
+    }
+
+    /// Whether nothing has been recorded yet.
+    #[doc(hidden)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// A record placed before the `at`th (made later, e.g. a fault whose
@@ -204,7 +210,7 @@ impl Recorder {
         }));
     }
 
-    /// A fault record (see [`Recorder::insert_at`]).
+    /// A fault record (a position for `insert_at`).
     #[doc(hidden)]
     pub fn fault_at(&self, at: usize, f: FaultRecord) {
         self.insert_at(at, Event::Fault(f));
