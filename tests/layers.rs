@@ -1,21 +1,31 @@
-//! The crate's architecture, checked on its source text.
+//! The workspace's architecture, checked on its manifests and source text.
 //!
-//! 1. **The pure core** — `src/proto.rs`, `src/path.rs`, `src/tree/`,
-//!    `src/recipes/`, `src/check/`, `src/report/`, `src/models/` — names no
-//!    runtime, clock, file, socket, thread or process: not `tokio`,
-//!    `madsim`, `std::fs`, `std::net`, `std::thread`, `std::time::Instant`,
-//!    `std::time::SystemTime` or `std::process`, in a `use` or in a path in
-//!    code (comments, doc comments and string literals do not count). So
-//!    the same recipe and tree code runs in the simulator, against a real
-//!    server and inside the model checker.
-//! 2. **The layers** ([`LAYERS`]): a top-level module (`src/<m>.rs` or
-//!    `src/<m>/**`) may use only modules of a lower layer, so no two
-//!    top-level modules use each other. Edges are every `crate::…`,
-//!    `super::…` and `self::…` path, in `use` items or in code, resolved to
-//!    the module it names (aliases from `use` followed).
+//! 0. **The crates** ([`CRATE_LAYERS`]): each crate depends only on crates
+//!    of a lower layer, and the pure crates (zoosim-core, zoosim-recipes,
+//!    zoosim-report, zoosim-models) on no runtime crate at all (tokio,
+//!    madsim, zookeeper-client, libc, futures). Read from each
+//!    `Cargo.toml`; Cargo itself then refuses a path to a crate not
+//!    depended on.
+//! 1. **The pure core** ([`PURE_CRATES`]: zoosim-core, zoosim-recipes,
+//!    zoosim-report, zoosim-models) names no runtime, clock, file, socket,
+//!    thread or process: not `tokio`, `madsim`, `std::fs`, `std::net`,
+//!    `std::thread`, `std::time::Instant`, `std::time::SystemTime` or
+//!    `std::process`, in a `use` or in a path in code (comments, doc
+//!    comments and string literals do not count). Cargo cannot forbid
+//!    `std`'s modules; this does. So the same recipe and tree code runs in
+//!    the simulator, against a real server and inside the model checker.
+//! 2. **The layers** ([`LAYERS`]): a top-level module may use only modules
+//!    of a lower layer, so no two top-level modules use each other. A
+//!    crate stands for the module the `zoosim` crate re-exports it as
+//!    ([`CRATES`]: zoosim-recipes is `recipes`, zoosim-core's modules are
+//!    `proto`, `tree`, ...), so the rule also orders the modules inside
+//!    one crate (zoosim-core's, the `zoosim` crate's). Edges are every
+//!    `crate::…`, `zoosim_*::…`, `super::…` and `self::…` path, in `use`
+//!    items or in code, resolved to the module it names (aliases from
+//!    `use` followed).
 //!
 //! `cargo test --test layers -- --nocapture` prints the dependency graph
-//! found, including the one between `src/scenario`'s submodules.
+//! found, including the one between zoosim-scenario's modules.
 //!
 //! The source is read with a small Rust lexer of our own (comments, strings,
 //! raw strings, char literals and lifetimes told apart); the last tests
@@ -113,21 +123,6 @@ const CRATES: &[(&str, &str, &[&str])] = &[
     ("zoosim_scenario", "crates/zoosim-scenario", &["scenario"]),
 ];
 
-/// Files of the pure core: exact files, or directories (ending in `/`).
-const PURE_CORE: &[&str] = &[
-    "crates/zoosim-core/src/proto.rs",
-    "crates/zoosim-core/src/fault.rs",
-    "crates/zoosim-core/src/breakage.rs",
-    "crates/zoosim-core/src/quote.rs",
-    "crates/zoosim-core/src/path.rs",
-    "crates/zoosim-core/src/tree/",
-    "crates/zoosim-recipes/src/",
-    "crates/zoosim-core/src/check/",
-    "crates/zoosim-core/src/history/",
-    "crates/zoosim-report/src/",
-    "crates/zoosim-models/src/",
-];
-
 /// What the pure core must never name: a path is forbidden when it starts
 /// with one of these (segment by segment).
 const FORBIDDEN: &[&[&str]] = &[
@@ -155,9 +150,10 @@ const CRATE_LAYERS: &[(&str, u32)] = &[
     ("zoosim", 5),
 ];
 
-/// Crates that must not even depend on a runtime, a socket or the
-/// simulator: the pure core, the recipes (they run over any `Zk`), the
-/// reports and the models. Cargo then refuses what the lexer would have.
+/// The pure core: crates that name no runtime, clock, file, socket,
+/// thread or process in their code ([`FORBIDDEN`]), and depend on no
+/// runtime crate ([`RUNTIME_CRATES`]): the core, the recipes (they run
+/// over any `Zk`), the reports and the models.
 const PURE_CRATES: &[&str] = &[
     "zoosim-core",
     "zoosim-recipes",
@@ -218,7 +214,7 @@ fn the_pure_core_names_no_runtime_clock_file_socket_thread_or_process() {
     assert!(
         hits.is_empty(),
         "the pure core ({}) must not name {}:\n{}",
-        PURE_CORE.join(", "),
+        PURE_CRATES.join(", "),
         FORBIDDEN
             .iter()
             .map(|p| p.join("::"))
@@ -1147,13 +1143,8 @@ fn forbidden_prefix(path: &[String], glob: bool) -> Option<String> {
 }
 
 fn in_pure_core(rel: &str) -> bool {
-    PURE_CORE.iter().any(|p| {
-        if p.ends_with('/') {
-            rel.starts_with(p)
-        } else {
-            rel == *p
-        }
-    })
+    let (_, dir, _) = crate_of(rel);
+    PURE_CRATES.iter().any(|c| dir == format!("crates/{c}"))
 }
 
 /// What one file names.

@@ -1,4 +1,4 @@
-//! The stateright models (src/models): the correct lock holds every
+//! The stateright models (crates/zoosim-models/src): the correct lock holds every
 //! property over every interleaving of 3 clients with all faults, and
 //! every "sometimes" is reached; each buggy variant, and a deliberately
 //! broken copy of the correct machine, is caught with a shortest

@@ -1,4 +1,4 @@
-//! The coordination recipes' stateright models (src/models): the double
+//! The coordination recipes' stateright models (crates/zoosim-models/src): the double
 //! barrier, two-phase commit and group membership hold every property over
 //! every interleaving of 2 clients with all faults, and every "sometimes"
 //! is reached; at 3 clients, two-phase commit (all voting commit, and one
@@ -88,7 +88,7 @@ fn reached(what: &str, checked: &Checked, names: &[&str]) {
 
 /// Each phase in `names` is reached in `world` (a model recording its
 /// phases): one breadth-first run per phase, which stops at its first
-/// witness (see src/models/observed.rs, "Phases cost states").
+/// witness (see crates/zoosim-models/src/observed.rs, "Phases cost states").
 fn phases_reached<R: RecipeModel>(what: &str, world: &World<R>, names: &[&'static str]) {
     let start = Instant::now();
     for name in names {

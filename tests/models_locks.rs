@@ -1,4 +1,4 @@
-//! The models of the lock family beyond the exclusive lock (src/models):
+//! The models of the lock family beyond the exclusive lock (crates/zoosim-models/src):
 //! the shared lock, the revocable shared lock and leader election. Each
 //! correct recipe holds every property over every interleaving of 3
 //! clients with all faults, and reaches every "sometimes"; each buggy

@@ -1,5 +1,5 @@
 //! The queue's, the priority queue's and the configuration's stateright
-//! models (src/models/queue.rs, src/models/config.rs): each correct recipe
+//! models (crates/zoosim-models/src/queue.rs, crates/zoosim-models/src/config.rs): each correct recipe
 //! holds every property over every interleaving of 3 clients with all
 //! faults, and every "sometimes" is reached; a deliberately broken copy of
 //! each machine is caught by its model with a shortest counterexample,

@@ -1,5 +1,5 @@
 //! Differential conformance: generated multi-session sequences run on a
-//! real ZooKeeper 3.8 and on `src/tree` + the watch table (through
+//! real ZooKeeper 3.8 and on `crates/zoosim-core/src/tree` + the watch table (through
 //! `LocalServer`); every reply, error, created name, Stat field and watch
 //! event must match (rules in harness.rs).
 //!

@@ -35,7 +35,7 @@ pub mod run_properties {
         "the clients log at least one operation over the run",
     );
     /// A seed stays within its budget of simulated events
-    /// (src/ensemble/sim/budget.rs): a scenario that describes hours of busy
+    /// (crates/zoosim-sim/src/sim/budget.rs): a scenario that describes hours of busy
     /// clients, 128 clients on one queue or a fault every millisecond is
     /// stopped and told which keys made it so, not left to run for
     /// minutes and grow past a gigabyte.

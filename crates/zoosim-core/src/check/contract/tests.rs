@@ -809,7 +809,7 @@ const READS: Rules = LADDER[1].1;
 const FIFO: Rules = LADDER[2].1;
 const SYNC: Rules = LADDER[3].1;
 
-/// The run's budget (src/scenario/run.rs): what a seed's check may spend.
+/// The run's budget (crates/zoosim-scenario/src/run.rs): what a seed's check may spend.
 fn in_run_budget() -> Budget<'static> {
     Budget {
         max_steps: 100_000,
