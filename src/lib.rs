@@ -1,4 +1,4 @@
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 //! zoosim: ZooKeeper's recipes, made correct under failure and proven so.
 //!
 //! The pure core — [`proto`], [`path`], [`tree`] — knows nothing of

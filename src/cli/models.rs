@@ -442,7 +442,7 @@ fn refuse(conn: &mut std::net::TcpStream, status: u16, reason: &str, why: &str) 
 /// `addr` as one loopback socket, bound (a free port chosen for port 0);
 /// anything else refused: the Explorer has no authentication, and runs
 /// the checker for whoever asks.
-pub fn loopback(addr: &str) -> Result<TcpListener, String> {
+pub(super) fn loopback(addr: &str) -> Result<TcpListener, String> {
     let addrs: Vec<SocketAddr> = addr
         .to_socket_addrs()
         .map_err(|e| format!("--serve {addr:?}: not an address (e.g. 127.0.0.1:3000): {e}"))?

@@ -1,4 +1,4 @@
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 //! The client trait recipes are written against, and its implementations.
 //!
 //! # The contract every `Zk` implementation keeps

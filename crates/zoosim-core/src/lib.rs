@@ -1,4 +1,4 @@
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 //! zoosim's pure core: what knows nothing of runtimes, sockets, files or
 //! clocks, and what everything else speaks.
 //!

@@ -1,4 +1,4 @@
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 //! stateright models: the recipes' own state machines ([`zoosim_recipes`])
 //! against an abstract ZooKeeper built on [`zoosim_core::tree`], every
 //! interleaving of a few clients, with faults as actions.

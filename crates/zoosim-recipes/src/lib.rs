@@ -1,4 +1,4 @@
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 //! The recipes of ZooKeeper's "Recipes and Solutions" page, each a pure
 //! state machine (sans-IO) with an async wrapper for application code.
 //!

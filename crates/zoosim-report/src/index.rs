@@ -23,7 +23,7 @@ pub(crate) struct Totals {
 }
 
 impl Totals {
-    pub fn of(r: &IndexReport) -> Totals {
+    pub(crate) fn of(r: &IndexReport) -> Totals {
         Totals {
             scenarios: r.scenarios.len(),
             seeds_run: r.scenarios.iter().map(|s| s.seeds_run).sum(),
@@ -42,7 +42,7 @@ impl Totals {
     /// The run's verdict, as its badge says it: "fail" when a scenario
     /// was not as expected or a goal missed; else "undecided" when some
     /// seed's contract was left undecided; else "pass".
-    pub fn verdict(&self) -> &'static str {
+    pub(crate) fn verdict(&self) -> &'static str {
         if self.not_as_expected > 0 || self.goals_missed > 0 {
             "fail"
         } else if self.undecided_seeds > 0 {

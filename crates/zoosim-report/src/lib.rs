@@ -1,4 +1,4 @@
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 //! Reports a person opens in a browser: one self-contained HTML page per
 //! seed ([`render_seed`]) and one for a whole run ([`render_index`]), each
 //! with a JSON summary beside it ([`seed_summary_json`],

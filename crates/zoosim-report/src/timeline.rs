@@ -73,7 +73,7 @@ const STEP: u64 = 1000;
 
 impl Scale {
     /// Linear, `[t0, t1]` fitted to the view.
-    pub fn fit(t0: u64, t1: u64) -> Scale {
+    pub(crate) fn fit(t0: u64, t1: u64) -> Scale {
         let t1 = t1.max(t0 + 1);
         Scale {
             t0,
@@ -88,7 +88,7 @@ impl Scale {
     /// Compressed over these event times, fitted to the view less
     /// `reserve_px` (room for labels after the last bars): half a step of
     /// margin at either end.
-    pub fn compressed(mut times: Vec<u64>, reserve_px: f64) -> Scale {
+    pub(crate) fn compressed(mut times: Vec<u64>, reserve_px: f64) -> Scale {
         times.sort_unstable();
         times.dedup();
         if times.is_empty() {
@@ -107,7 +107,7 @@ impl Scale {
     }
 
     /// Real time to virtual: µs since t0, or the step position.
-    pub fn v(&self, t: u64) -> u64 {
+    pub(crate) fn v(&self, t: u64) -> u64 {
         let Some(ts) = &self.steps else {
             return t.clamp(self.t0, self.t1) - self.t0;
         };
@@ -132,12 +132,12 @@ impl Scale {
     }
 
     /// The virtual end.
-    pub fn v1(&self) -> u64 {
+    pub(crate) fn v1(&self) -> u64 {
         self.v1
     }
 
     /// x (px, at the zoom it is laid out at) of a virtual position.
-    pub fn xv(&self, v: u64) -> f64 {
+    pub(crate) fn xv(&self, v: u64) -> f64 {
         PAD_X + v as f64 * self.k * self.zoom
     }
 
@@ -191,7 +191,7 @@ impl Timeline<'_> {
     /// A timeline that opens on its focus is laid out here at the zoom
     /// the script would pick for it, so that the page opens without the
     /// script moving every element once (seconds, on a large history).
-    pub fn render(mut self, out: &mut String) {
+    pub(crate) fn render(mut self, out: &mut String) {
         if self.start_on_focus {
             if let Some((a, b)) = self.focus {
                 self.scale.zoom = self.scale.zoom_on(self.scale.v(a), self.scale.v(b));

@@ -1,4 +1,4 @@
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 //! Scenarios as data: TOML files naming a recipe (or one of its buggy
 //! variants), the ensemble, the workload, the fault mix and the coverage
 //! goals ([`spec`]: pure); what a recipe is to them ([`recipe`]: the trait

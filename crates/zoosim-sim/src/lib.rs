@@ -1,4 +1,4 @@
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 //! The simulated ZooKeeper ensemble.
 //!
 //! [`server`] is one server as a pure state machine (no runtime, clock or

@@ -39,7 +39,7 @@ use super::budget;
 use super::{lock, Wire};
 
 /// A one-way link between two nodes, by address.
-pub type Link = (IpAddr, IpAddr);
+pub(super) type Link = (IpAddr, IpAddr);
 
 /// Counts of what the network faults did to traffic.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]

@@ -273,7 +273,7 @@ struct Pass<'a> {
 }
 
 /// A caller's stop, as [`Budget::stop`].
-pub type Stop<'a> = Option<&'a dyn Fn() -> Option<lin::Exhausted>>;
+pub(super) type Stop<'a> = Option<&'a dyn Fn() -> Option<lin::Exhausted>>;
 
 impl Pass<'_> {
     /// Places `i` if its window allows and the model accepts it.

@@ -8,7 +8,7 @@ use super::{Model, Operation, Step};
 /// exactly once, each with an unknown one at most once) that respects
 /// real time (a before b if a returned strictly before b was called)
 /// is accepted by the model.
-pub fn linearizable<M: Model>(model: &M, ops: &[Operation<M::Input, M::Output>]) -> bool
+pub(super) fn linearizable<M: Model>(model: &M, ops: &[Operation<M::Input, M::Output>]) -> bool
 where
     M::State: Clone,
 {

@@ -16,7 +16,7 @@ use zoosim_sim::sim::nemesis::ClientSlots;
 use zoosim_sim::sim::{Ensemble, SimZk};
 
 #[derive(Clone, Debug)]
-pub struct BarrierWorkload {
+pub(super) struct BarrierWorkload {
     pub dir: String,
     /// Client 0 coordinates; the others wait.
     pub clients: usize,
@@ -28,7 +28,7 @@ pub struct BarrierWorkload {
     pub rounds: u32,
 }
 
-pub type BarrierLog = OutcomeLog<BarrierEvent>;
+pub(super) type BarrierLog = OutcomeLog<BarrierEvent>;
 
 /// What the coordinator has done, shared with the waiters (the test's own
 /// bookkeeping, not the recipe: waiters learn which round to wait on).
@@ -46,7 +46,7 @@ fn path(w: &BarrierWorkload, round: u64) -> String {
     format!("{}/r{round}", w.dir)
 }
 
-pub fn spawn(ctx: &mut RunCtx, w: &BarrierWorkload) -> (BarrierLog, Finished) {
+pub(super) fn spawn(ctx: &mut RunCtx, w: &BarrierWorkload) -> (BarrierLog, Finished) {
     let (ensemble, slots, until) = (ctx.ensemble().clone(), ctx.slots().clone(), ctx.until());
     let log = BarrierLog::default();
     let finished = Finished::default();

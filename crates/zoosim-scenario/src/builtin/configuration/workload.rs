@@ -17,18 +17,18 @@ use zoosim_sim::sim::nemesis::ClientSlots;
 use zoosim_sim::sim::{Ensemble, SimZk};
 
 #[derive(Clone, Debug)]
-pub struct ConfigWorkload {
+pub(super) struct ConfigWorkload {
     pub path: String,
     pub clients: usize,
     pub think_ms_max: u64,
     pub session_timeout_ms: u64,
 }
 
-pub type ConfigLog = OutcomeLog<ConfigEvent>;
+pub(super) type ConfigLog = OutcomeLog<ConfigEvent>;
 
 /// Starts the clients (the node must exist with data "0"). Returns the log
 /// and, per client, whether its current session is live.
-pub fn spawn(ctx: &mut RunCtx, w: &ConfigWorkload) -> ConfigLog {
+pub(super) fn spawn(ctx: &mut RunCtx, w: &ConfigWorkload) -> ConfigLog {
     let (ensemble, slots) = (ctx.ensemble().clone(), ctx.slots().clone());
     let (update_until, until) = (ctx.fault_end(), ctx.until());
     let log = ConfigLog::default();

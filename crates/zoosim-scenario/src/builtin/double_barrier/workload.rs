@@ -19,7 +19,7 @@ use zoosim_sim::sim::nemesis::ClientSlots;
 use zoosim_sim::sim::{Ensemble, SimZk};
 
 #[derive(Clone, Debug)]
-pub struct DoubleBarrierWorkload {
+pub(super) struct DoubleBarrierWorkload {
     pub dir: String,
     pub clients: usize,
     pub threshold: usize,
@@ -29,9 +29,9 @@ pub struct DoubleBarrierWorkload {
     pub rounds: u32,
 }
 
-pub type DoubleBarrierLog = OutcomeLog<DoubleBarrierEvent>;
+pub(super) type DoubleBarrierLog = OutcomeLog<DoubleBarrierEvent>;
 
-pub fn spawn(ctx: &mut RunCtx, w: &DoubleBarrierWorkload) -> (DoubleBarrierLog, Finished) {
+pub(super) fn spawn(ctx: &mut RunCtx, w: &DoubleBarrierWorkload) -> (DoubleBarrierLog, Finished) {
     let (ensemble, slots, until) = (ctx.ensemble().clone(), ctx.slots().clone(), ctx.until());
     let log = DoubleBarrierLog::default();
     let finished = Finished::default();

@@ -24,7 +24,7 @@ use zoosim_sim::sim::nemesis::ClientSlots;
 use zoosim_sim::sim::{Ensemble, Flavour, SimZk};
 
 /// What the workload needs of a recipe machine holding an exclusive role.
-pub trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
+pub(super) trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
     fn acquire() -> Self::Command;
     fn release() -> Self::Command;
     fn is_holder(&self) -> bool;
@@ -49,7 +49,7 @@ pub trait Exclusive: Machine<Command: Send, Outcome: Send> + Send + 'static {
 
 /// What an outcome means for the client's loop.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Step {
+pub(super) enum Step {
     Acquired(u64),
     Released,
     /// Lost or failed: this session is done.
@@ -175,10 +175,10 @@ impl Exclusive for Election {
 }
 
 /// Makes client `c`'s machine for a new session from its guid.
-pub type Make<M> = Arc<dyn Fn(usize, &str) -> M + Send + Sync>;
+pub(super) type Make<M> = Arc<dyn Fn(usize, &str) -> M + Send + Sync>;
 
 #[derive(Clone, Debug)]
-pub struct ExclusiveWorkload {
+pub(super) struct ExclusiveWorkload {
     pub clients: usize,
     pub hold_ms: u64,
     /// Touches of the resource per holding: the first and the middle ones
@@ -201,11 +201,11 @@ pub struct ExclusiveWorkload {
 }
 
 /// What a client's machine was doing, in words, and its own node.
-pub type Doing = (String, Option<String>);
+pub(super) type Doing = (String, Option<String>);
 
 /// What a lock run records, shared by its clients.
 #[derive(Clone, Default)]
-pub struct ExclusiveRecord {
+pub(super) struct ExclusiveRecord {
     pub log: OutcomeLog<LockEvent>,
     pub resource: Arc<Mutex<FencedResource>>,
     /// Acquisitions released, per client.
@@ -234,7 +234,7 @@ impl ExclusiveRecord {
 
 /// Starts the clients (even ones Java-flavoured, odd ones Rust); they stop
 /// at `until`. Each client's handle is kept in its slot for the nemesis.
-pub fn spawn<M: Exclusive>(
+pub(super) fn spawn<M: Exclusive>(
     ctx: &mut RunCtx,
     workload: &ExclusiveWorkload,
     make: Make<M>,

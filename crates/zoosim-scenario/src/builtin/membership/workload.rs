@@ -17,7 +17,7 @@ use zoosim_sim::sim::nemesis::ClientSlots;
 use zoosim_sim::sim::{Ensemble, SimZk};
 
 #[derive(Clone, Debug)]
-pub struct MembershipWorkload {
+pub(super) struct MembershipWorkload {
     pub group: String,
     pub clients: usize,
     pub churn_ms_max: u64,
@@ -25,13 +25,13 @@ pub struct MembershipWorkload {
 }
 
 /// Client `c`'s member name.
-pub fn member_name(c: usize) -> String {
+pub(super) fn member_name(c: usize) -> String {
     format!("m{c}")
 }
 
-pub type MembershipLog = OutcomeLog<MembershipEvent>;
+pub(super) type MembershipLog = OutcomeLog<MembershipEvent>;
 
-pub fn spawn(ctx: &mut RunCtx, w: &MembershipWorkload) -> MembershipLog {
+pub(super) fn spawn(ctx: &mut RunCtx, w: &MembershipWorkload) -> MembershipLog {
     let (ensemble, slots) = (ctx.ensemble().clone(), ctx.slots().clone());
     let (churn_until, until) = (ctx.fault_end(), ctx.until());
     let log = MembershipLog::default();

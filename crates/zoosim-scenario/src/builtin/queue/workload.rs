@@ -21,7 +21,7 @@ use zoosim_sim::sim::nemesis::ClientSlots;
 use zoosim_sim::sim::{Ensemble, SimZk};
 
 #[derive(Clone, Debug)]
-pub struct QueueWorkload {
+pub(super) struct QueueWorkload {
     pub dir: String,
     pub producers: usize,
     pub consumers: usize,
@@ -31,11 +31,11 @@ pub struct QueueWorkload {
     pub session_timeout_ms: u64,
 }
 
-pub type QueueLog = OutcomeLog<QueueEvent>;
+pub(super) type QueueLog = OutcomeLog<QueueEvent>;
 
 impl QueueWorkload {
     /// The scenario's workload, for the queue or (`priority`) the priority queue.
-    pub fn of(ctx: &RunCtx, priority: bool) -> QueueWorkload {
+    pub(super) fn of(ctx: &RunCtx, priority: bool) -> QueueWorkload {
         QueueWorkload {
             dir: "/queues/q".into(),
             producers: ctx.value_u64("producers") as usize,
@@ -48,7 +48,7 @@ impl QueueWorkload {
 }
 
 /// What a queue's consumer machine must be.
-pub trait ConsumerMachine:
+pub(super) trait ConsumerMachine:
     Machine<Command = QueueCommand, Outcome = QueueOutcome> + Send + 'static
 {
 }
@@ -60,14 +60,14 @@ impl<M: Machine<Command = QueueCommand, Outcome = QueueOutcome> + Send + 'static
 
 /// Starts producers (clients `0..producers`) and consumers (the rest);
 /// producers stop enqueueing at `produce_until`, everyone stops at `until`.
-pub fn spawn(ctx: &mut RunCtx, w: &QueueWorkload) -> QueueLog {
+pub(super) fn spawn(ctx: &mut RunCtx, w: &QueueWorkload) -> QueueLog {
     let priority = w.priority;
     spawn_with(ctx, w, move |dir| Consumer::new(dir, priority))
 }
 
 /// [`spawn`] with consumers' machines from `consumer` (given the queue's
 /// directory), one per session.
-pub fn spawn_with<M: ConsumerMachine>(
+pub(super) fn spawn_with<M: ConsumerMachine>(
     ctx: &mut RunCtx,
     w: &QueueWorkload,
     consumer: impl Fn(&str) -> M + Clone + Send + Sync + 'static,

@@ -21,7 +21,7 @@ use zoosim_sim::sim::nemesis::ClientSlots;
 use zoosim_sim::sim::SimZk;
 
 #[derive(Clone, Debug)]
-pub struct TpcWorkload {
+pub(super) struct TpcWorkload {
     pub dir: String,
     /// Sites (clients 1..=sites); client 0 coordinates.
     pub sites: usize,
@@ -35,7 +35,7 @@ pub struct TpcWorkload {
     pub vote_ms_max: u64,
 }
 
-pub type TpcLog = OutcomeLog<TpcEvent>;
+pub(super) type TpcLog = OutcomeLog<TpcEvent>;
 
 fn tx_path(w: &TpcWorkload, tx: u64) -> String {
     format!("{}/t{tx}", w.dir)
@@ -43,7 +43,7 @@ fn tx_path(w: &TpcWorkload, tx: u64) -> String {
 
 /// Starts the coordinator and the sites; the coordinator opens new
 /// transactions until `open_until`.
-pub fn spawn(ctx: &mut RunCtx, w: &TpcWorkload) -> (TpcLog, Finished) {
+pub(super) fn spawn(ctx: &mut RunCtx, w: &TpcWorkload) -> (TpcLog, Finished) {
     let (ensemble, slots) = (ctx.ensemble().clone(), ctx.slots().clone());
     let (open_until, until) = (ctx.fault_end(), ctx.until());
     let log = TpcLog::default();
