@@ -1,12 +1,12 @@
 //! The workspace's architecture, checked on its manifests and source text.
 //!
-//! 0. **The crates** ([`CRATE_LAYERS`]): each crate depends only on crates
+//! 0. **The crates** ([`CRATES`]): each crate depends only on crates
 //!    of a lower layer, and the pure crates (zoosim-core, zoosim-recipes,
 //!    zoosim-report, zoosim-models) on no runtime crate at all (tokio,
 //!    madsim, zookeeper-client, libc, futures). Read from each
 //!    `Cargo.toml`; Cargo itself then refuses a path to a crate not
 //!    depended on.
-//! 1. **The pure core** ([`PURE_CRATES`]: zoosim-core, zoosim-recipes,
+//! 1. **The pure core** (the [`CRATES`] marked pure: zoosim-core, zoosim-recipes,
 //!    zoosim-report, zoosim-models) names no runtime, clock, file, socket,
 //!    thread or process: not `tokio`, `madsim`, `std::fs`, `std::net`,
 //!    `std::thread`, `std::time::Instant`, `std::time::SystemTime` or
@@ -108,20 +108,90 @@ const LAYERS: &[(&str, u32)] = &[
 /// the code keeps its layers as of this test's writing.
 const KNOWN_VIOLATIONS: &[(&str, &str)] = &[];
 
-/// The workspace's crates: (library name, directory, the module path its
-/// root stands for in [`LAYERS`]). The facade `zoosim` re-exports each
-/// other crate under that module name, so a path is judged by the module
-/// it names, whichever crate spells it.
-const CRATES: &[(&str, &str, &[&str])] = &[
-    ("zoosim", ".", &[]),
-    ("zoosim_core", "crates/zoosim-core", &[]),
-    ("zoosim_client", "crates/zoosim-client", &["client"]),
-    ("zoosim_recipes", "crates/zoosim-recipes", &["recipes"]),
-    ("zoosim_report", "crates/zoosim-report", &["report"]),
-    ("zoosim_sim", "crates/zoosim-sim", &["ensemble"]),
-    ("zoosim_models", "crates/zoosim-models", &["models"]),
-    ("zoosim_scenario", "crates/zoosim-scenario", &["scenario"]),
+/// One crate of the workspace.
+struct Crate {
+    /// The package name, as Cargo.toml and other manifests spell it; its
+    /// library is the same with `_` for `-`.
+    package: &'static str,
+    /// Its directory, from the repository root.
+    dir: &'static str,
+    /// The module path its root stands for in [`LAYERS`]: the facade
+    /// `zoosim` re-exports each other crate under that module name, so a
+    /// path is judged by the module it names, whichever crate spells it.
+    module: &'static [&'static str],
+    /// Its layer among the crates, bottom first: a crate may depend only
+    /// on crates of a strictly lower layer (Cargo itself refuses only a
+    /// cycle). The order [`LAYERS`] gives the modules each crate holds.
+    layer: u32,
+    /// The pure core: the crate names no runtime, clock, file, socket,
+    /// thread or process in its code ([`FORBIDDEN`]) and depends on no
+    /// runtime crate ([`RUNTIME_CRATES`]).
+    pure: bool,
+}
+
+/// The workspace's crates; the facade (the repository root) first.
+const CRATES: &[Crate] = &[
+    krate("zoosim", ".", &[], 5, false),
+    krate("zoosim-core", "crates/zoosim-core", &[], 0, true),
+    krate(
+        "zoosim-report",
+        "crates/zoosim-report",
+        &["report"],
+        0,
+        true,
+    ),
+    krate(
+        "zoosim-client",
+        "crates/zoosim-client",
+        &["client"],
+        1,
+        false,
+    ),
+    // The recipes run over any `Zk`.
+    krate(
+        "zoosim-recipes",
+        "crates/zoosim-recipes",
+        &["recipes"],
+        2,
+        true,
+    ),
+    krate("zoosim-sim", "crates/zoosim-sim", &["ensemble"], 2, false),
+    krate(
+        "zoosim-models",
+        "crates/zoosim-models",
+        &["models"],
+        3,
+        true,
+    ),
+    krate(
+        "zoosim-scenario",
+        "crates/zoosim-scenario",
+        &["scenario"],
+        4,
+        false,
+    ),
 ];
+
+const fn krate(
+    package: &'static str,
+    dir: &'static str,
+    module: &'static [&'static str],
+    layer: u32,
+    pure: bool,
+) -> Crate {
+    Crate {
+        package,
+        dir,
+        module,
+        layer,
+        pure,
+    }
+}
+
+/// The crate whose library is named `lib` (`zoosim_core`).
+fn crate_by_lib(lib: &str) -> Option<&'static Crate> {
+    CRATES.iter().find(|c| c.package.replace('-', "_") == lib)
+}
 
 /// What the pure core must never name: a path is forbidden when it starts
 /// with one of these (segment by segment).
@@ -136,30 +206,7 @@ const FORBIDDEN: &[&[&str]] = &[
     &["std", "process"],
 ];
 
-/// The crates by layer, bottom first: a crate may depend only on crates
-/// of a strictly lower layer. Cargo itself refuses a cycle; this keeps
-/// the order [`LAYERS`] gives the modules each crate holds.
-const CRATE_LAYERS: &[(&str, u32)] = &[
-    ("zoosim-core", 0),
-    ("zoosim-report", 0),
-    ("zoosim-client", 1),
-    ("zoosim-recipes", 2),
-    ("zoosim-sim", 2),
-    ("zoosim-models", 3),
-    ("zoosim-scenario", 4),
-    ("zoosim", 5),
-];
-
-/// The pure core: crates that name no runtime, clock, file, socket,
-/// thread or process in their code ([`FORBIDDEN`]), and depend on no
-/// runtime crate ([`RUNTIME_CRATES`]): the core, the recipes (they run
-/// over any `Zk`), the reports and the models.
-const PURE_CRATES: &[&str] = &[
-    "zoosim-core",
-    "zoosim-recipes",
-    "zoosim-report",
-    "zoosim-models",
-];
+/// What a pure crate must not depend on.
 const RUNTIME_CRATES: &[&str] = &["tokio", "madsim", "zookeeper-client", "libc", "futures"];
 
 // ---------------------------------------------------------------------------
@@ -214,7 +261,12 @@ fn the_pure_core_names_no_runtime_clock_file_socket_thread_or_process() {
     assert!(
         hits.is_empty(),
         "the pure core ({}) must not name {}:\n{}",
-        PURE_CRATES.join(", "),
+        CRATES
+            .iter()
+            .filter(|c| c.pure)
+            .map(|c| c.package)
+            .collect::<Vec<_>>()
+            .join(", "),
         FORBIDDEN
             .iter()
             .map(|p| p.join("::"))
@@ -404,21 +456,18 @@ fn the_checker_reports_an_import_from_a_higher_layer() {
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
-/// What is wrong with one crate's manifest: a crate without a layer or
-/// outside [`CRATES`], a dependency on a crate not below it, a runtime
-/// under a pure crate.
+/// What is wrong with one crate's manifest: a crate not in [`CRATES`]
+/// (its sources would go unread), a dependency on a crate not below it,
+/// a runtime under a pure crate.
 fn manifest_problems(text: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let doc: toml::Table = toml::from_str(text).unwrap();
     let name = doc["package"]["name"].as_str().unwrap().to_string();
-    let Some(layer) = CRATE_LAYERS.iter().find(|(c, _)| *c == name).map(|c| c.1) else {
-        problems.push(format!("{name}: no layer in CRATE_LAYERS"));
+    let Some(krate) = CRATES.iter().find(|c| c.package == name) else {
+        problems.push(format!("{name}: not in CRATES"));
         return problems;
     };
-    let lib = name.replace('-', "_");
-    if !CRATES.iter().any(|(l, _, _)| *l == lib) {
-        problems.push(format!("{name}: not in CRATES (its sources go unread)"));
-    }
+    let layer = krate.layer;
     // Normal dependencies, also those under [target.'cfg(..)'].
     let mut deps: Vec<String> = Vec::new();
     let mut take = |t: Option<&toml::Value>| {
@@ -433,14 +482,14 @@ fn manifest_problems(text: &str) -> Vec<String> {
         }
     }
     for dep in &deps {
-        if let Some(&(_, l)) = CRATE_LAYERS.iter().find(|(c, _)| c == dep) {
+        if let Some(l) = CRATES.iter().find(|c| c.package == dep).map(|c| c.layer) {
             if l >= layer {
                 problems.push(format!(
                     "{name} (layer {layer}) depends on {dep} (layer {l}), not below it"
                 ));
             }
         }
-        if PURE_CRATES.contains(&name.as_str()) && RUNTIME_CRATES.contains(&dep.as_str()) {
+        if krate.pure && RUNTIME_CRATES.contains(&dep.as_str()) {
             problems.push(format!("{name} is pure but depends on {dep}"));
         }
     }
@@ -461,7 +510,7 @@ fn the_manifest_check_reports_an_upward_and_a_runtime_dependency() {
         ],
     );
     let unknown = manifest_problems("[package]\nname = \"zoosim-extra\"\n");
-    assert_eq!(unknown, ["zoosim-extra: no layer in CRATE_LAYERS"]);
+    assert_eq!(unknown, ["zoosim-extra: not in CRATES"]);
 }
 
 // ---------------------------------------------------------------------------
@@ -486,7 +535,7 @@ impl SourceFile {
         SourceFile {
             rel: rel.to_string(),
             module: module_from_file_path(rel),
-            root: crate_of(rel).2.iter().map(|s| s.to_string()).collect(),
+            root: crate_of(rel).module.iter().map(|s| s.to_string()).collect(),
             text: text.to_string(),
             reached: false,
         }
@@ -499,8 +548,8 @@ impl SourceFile {
 /// location suggests.
 fn crate_sources() -> Vec<SourceFile> {
     let mut out = Vec::new();
-    for &(_, dir, prefix) in CRATES {
-        read_crate(dir, prefix, &mut out);
+    for c in CRATES {
+        read_crate(c.dir, c.module, &mut out);
     }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
     out
@@ -617,11 +666,11 @@ fn collect_rs(root: &Path, dir: &Path, out: &mut Vec<String>) {
 }
 
 /// The crate a repository-relative file belongs to (see [`CRATES`]).
-fn crate_of(rel: &str) -> (&'static str, &'static str, &'static [&'static str]) {
-    *CRATES
+fn crate_of(rel: &str) -> &'static Crate {
+    CRATES
         .iter()
-        .filter(|(_, dir, _)| *dir != ".")
-        .find(|(_, dir, _)| rel.starts_with(&format!("{dir}/")))
+        .filter(|c| c.dir != ".")
+        .find(|c| rel.starts_with(&format!("{}/", c.dir)))
         .unwrap_or(&CRATES[0])
 }
 
@@ -630,8 +679,8 @@ fn crate_of(rel: &str) -> (&'static str, &'static str, &'static [&'static str]) 
 /// its crate root stands for: `crates/zoosim-core/src/tree/txn.rs` is
 /// `tree::txn`.
 fn module_from_file_path(rel: &str) -> Vec<String> {
-    let (_, dir, prefix) = crate_of(rel);
-    let inner = rel.strip_prefix(&under(dir, "src/")).unwrap_or(rel);
+    let krate = crate_of(rel);
+    let inner = rel.strip_prefix(&under(krate.dir, "src/")).unwrap_or(rel);
     let inner = inner.strip_suffix(".rs").unwrap_or(inner);
     let mut parts: Vec<String> = inner.split('/').map(str::to_string).collect();
     if parts.last().is_some_and(|p| p == "mod") {
@@ -640,7 +689,7 @@ fn module_from_file_path(rel: &str) -> Vec<String> {
     if parts == ["lib"] {
         parts.clear();
     }
-    let mut module: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+    let mut module: Vec<String> = krate.module.iter().map(|s| s.to_string()).collect();
     module.extend(parts);
     module
 }
@@ -1089,13 +1138,13 @@ fn resolve(
     children: &BTreeSet<Vec<String>>,
 ) -> Resolved {
     let first = segs.first().map(String::as_str).unwrap_or("");
+    if let Some(krate) = crate_by_lib(first) {
+        let mut p: Vec<String> = krate.module.iter().map(|s| s.to_string()).collect();
+        p.extend_from_slice(&segs[1..]);
+        return Resolved::Crate(p);
+    }
     match first {
         "crate" => Resolved::Crate([root, &segs[1..]].concat()),
-        name if CRATES.iter().any(|(lib, _, _)| *lib == name) => {
-            let (_, _, prefix) = CRATES.iter().find(|(lib, _, _)| *lib == name).unwrap();
-            let prefix: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
-            Resolved::Crate([&prefix[..], &segs[1..]].concat())
-        }
         "super" | "self" => {
             let mut base = ctx.to_vec();
             let mut k = 0;
@@ -1143,8 +1192,7 @@ fn forbidden_prefix(path: &[String], glob: bool) -> Option<String> {
 }
 
 fn in_pure_core(rel: &str) -> bool {
-    let (_, dir, _) = crate_of(rel);
-    PURE_CRATES.iter().any(|c| dir == format!("crates/{c}"))
+    crate_of(rel).pure
 }
 
 /// What one file names.

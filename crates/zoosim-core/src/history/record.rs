@@ -72,16 +72,12 @@ impl Recorder {
         lock(&self.rec).records.push(Record { at_ns, event });
     }
 
-    /// How many records so far (a position for `insert_at`).
+    /// How many records so far (a position for `insert_at`). Plumbing
+    /// for the recording clients, not a collection's size: no `is_empty`.
     #[doc(hidden)]
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         lock(&self.rec).records.len()
-    }
-
-    /// Whether nothing has been recorded yet.
-    #[doc(hidden)]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// A record placed before the `at`th (made later, e.g. a fault whose
