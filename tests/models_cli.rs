@@ -205,10 +205,43 @@ fn a_check_stopped_at_its_bound_says_so_and_exits_3() {
         "{out}"
     );
     assert!(!out.contains("holds\n"), "{out}");
-    // The same check with room to finish is a proof.
+    assert!(
+        out.contains(
+            "checked: some interleavings (NOT exhaustive) of 3 clients against one server, with \
+             at most 1 fault a run (of: lost-reply=1,"
+        ),
+        "{out}"
+    );
+    // The same check with room to finish is a proof, and says of what.
     let (code, out, err) = zoosim(&["check", "lock", "--clients", "2"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(!out.contains("NOT EXHAUSTIVE"), "{out}");
+    assert!(
+        out.contains(
+            "checked: every interleaving of 2 clients against one server, with at most 1 fault \
+             a run (of: lost-reply=1,lost-request=1,broken-connection=1,forced-expiry=1,\
+             client-crash=1,lagging-read=1), no symmetry reduction\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("symmetry off"), "{out}");
+    let (code, out, err) = zoosim(&[
+        "check",
+        "lock",
+        "--clients",
+        "2",
+        "--faults",
+        "none",
+        "--symmetry",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "checked: every interleaving of 2 clients against one server, without faults, \
+             reduced by the clients' symmetry\n"
+        ),
+        "{out}"
+    );
     assert!(
         out.contains("mutual-exclusion                 holds\n"),
         "{out}"

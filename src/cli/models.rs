@@ -146,12 +146,14 @@ pub(crate) fn run(args: &CheckArgs, registry: &Registry) -> Result<ExitCode, Str
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "model {} ({}), {} clients, faults {} (at most {} a run), {} with {} thread(s)",
+        "model {} ({}), {} clients, faults {} (at most {} a run), symmetry {}, {} with {} \
+         thread(s)",
         report.model,
         report.variant,
         spec.clients,
         spec.faults,
         spec.max_faults,
+        if report.bounds.symmetry { "on" } else { "off" },
         if args.dfs {
             "depth-first"
         } else {
@@ -168,6 +170,8 @@ pub(crate) fn run(args: &CheckArgs, registry: &Registry) -> Result<ExitCode, Str
         seconds,
         checked.states as f64 / seconds.max(1e-9)
     );
+    // The claim the verdicts below make, and no more.
+    let _ = writeln!(out, "checked: {}", report.bounds);
     let why = watch.as_ref().and_then(|w| w.why());
     drop(watch);
     if !checked.conclusive {

@@ -68,11 +68,63 @@ pub struct Report {
     pub model: &'static str,
     /// The variant checked.
     pub variant: &'static str,
+    /// What the check covered: the claim its verdicts make.
+    pub bounds: Bounds,
     /// What the checker found.
     pub checked: Checked,
     /// Each failing property's shortest counterexample: its name, its
     /// length in steps, and the step list in words.
     pub counterexamples: Vec<(&'static str, usize, String)>,
+}
+
+/// What one check covered, in the terms a verdict must name (clients,
+/// fault kinds, faults per run, symmetry, and whether the search saw every
+/// reachable state): a "holds" means no more than this.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// How many clients.
+    pub clients: usize,
+    /// The fault kinds and how many of each a run may take.
+    pub faults: Faults,
+    /// How many faults one run may take in all.
+    pub max_faults: u8,
+    /// Clients were reduced by their symmetry.
+    pub symmetry: bool,
+    /// The search saw every reachable state ([`Checked::conclusive`]).
+    pub exhaustive: bool,
+}
+
+impl fmt::Display for Bounds {
+    /// One sentence: "every interleaving of 3 clients against one server,
+    /// with at most 2 faults a run (of: lost-reply=1, ...), no symmetry
+    /// reduction" (the server stands for the ensemble; what else an
+    /// ensemble does is a fault of its own).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let runs = if self.exhaustive {
+            "every interleaving"
+        } else {
+            "some interleavings (NOT exhaustive)"
+        };
+        let n = self.clients;
+        let clients = if n == 1 { "client" } else { "clients" };
+        let most = self.faults.total().min(u32::from(self.max_faults));
+        if most == 0 {
+            write!(f, "{runs} of {n} {clients} against one server, without faults")?;
+        } else {
+            let faults = if most == 1 { "fault" } else { "faults" };
+            write!(
+                f,
+                "{runs} of {n} {clients} against one server, with at most {most} {faults} a \
+                 run (of: {})",
+                self.faults
+            )?;
+        }
+        if self.symmetry {
+            f.write_str(", reduced by the clients' symmetry")
+        } else {
+            f.write_str(", no symmetry reduction")
+        }
+    }
 }
 
 impl fmt::Display for Report {
@@ -236,6 +288,13 @@ where
         Ok(Report {
             model: world.recipe.name(),
             variant,
+            bounds: Bounds {
+                clients: spec.clients,
+                faults: spec.faults,
+                max_faults: spec.max_faults,
+                symmetry: world.is_symmetric(),
+                exhaustive: checked.conclusive,
+            },
             checked,
             counterexamples,
         })

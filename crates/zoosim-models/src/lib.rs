@@ -196,7 +196,9 @@ pub mod two_phase_commit;
 #[cfg(test)]
 mod tests;
 
-pub use catalog::{catalog, model_entry, Listed, Make, Report, Spec, RENAMED as RENAMED_MODELS};
+pub use catalog::{
+    catalog, model_entry, Bounds, Listed, Make, Report, Spec, RENAMED as RENAMED_MODELS,
+};
 
 /// A property of a recipe's model, over its [`World`] (stateright's
 /// property; its name is a claim's, [`RecipeModel::CLAIMS`], or a reach
