@@ -95,6 +95,10 @@ fn the_priority_queue_holds_everything_at_three_clients_with_all_faults() {
     ] {
         assert!(checked.verdict(p).is_some_and(|v| v.holds), "{p}");
     }
+    // More than one consumer: clients 1 and 2 both take.
+    let model = QueueModel::priority();
+    assert_eq!(model.producers(), 1);
+    assert!(checked.verdict("take-missed").is_some_and(|v| v.holds));
     // The plain queue's order is not the priority queue's.
     assert!(checked.verdict(queue::FIFO_PER_CONSUMER.name).is_none());
     assert!(checked.unique > 2_000, "{} states only", checked.unique);

@@ -882,6 +882,10 @@ enum Sabotage {
     EveryZxidIsTop,
 }
 
+/// The reach goal of a world whose runs may take two faults or more:
+/// some run takes two (so the pairs were explored, not just allowed).
+pub const TWO_FAULTS: &str = "two-faults-in-one-run";
+
 /// How many faults one run takes in all unless told otherwise.
 pub const DEFAULT_MAX_FAULTS: u8 = 1;
 
@@ -973,6 +977,13 @@ impl<R: RecipeModel> World<R> {
                     Property::sometimes(f.property(), |_, s: &State<R>| s.used.lagging_read > 0)
                 }
             });
+        }
+        if self.faults.total() >= 2 && self.max_faults >= 2 {
+            // With room for two faults a run, some run must take two: else
+            // "at most 2 a run" would claim pairs that were never explored.
+            p.push(Property::sometimes(TWO_FAULTS, |_, s: &State<R>| {
+                s.used.total() >= 2
+            }));
         }
         p
     }

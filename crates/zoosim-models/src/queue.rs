@@ -9,11 +9,12 @@
 //! hands every input and output through unchanged and only notes, for the
 //! properties, what the consumer's latest list showed.
 //!
-//! Sizes: each producer enqueues one item. The plain queue has one
-//! producer and every other client a consumer (at 3 clients two consumers
-//! race for the item); the priority queue has two producers, with
-//! priorities 0 and 1 (`c % 3`, as the workload gives them), and every
-//! other client a consumer. Why one item per producer is enough: every
+//! Sizes: client 0 is the one producer and every other client a consumer
+//! (at 3 clients two consumers race for each item). The plain queue's
+//! producer enqueues one item; the priority queue's enqueues two, the
+//! second more urgent than the first (priorities 1, then 0), so that a
+//! consumer can list the first, see the second arrive, and must take it
+//! first. Why one item (per priority) is enough: every
 //! property is about one item (lost, taken twice) or one pair of item
 //! nodes (taken out of order), and each phase a fault can hit — a create,
 //! the search after a lost create, a list, a read, a delete and its retry,
@@ -21,7 +22,7 @@
 //! producer only repeats them later in a longer run (a consumer that takes
 //! two nodes, which FIFO order needs, is reached all the same: the two
 //! copies of an item re-created after a lost create, or, in the priority
-//! queue, the two producers' items). [`QueueModel::with_sizes`] makes
+//! queue, its two items). [`QueueModel::with_sizes`] makes
 //! bigger ones.
 //!
 //! Properties (each a named value below), mirroring the simulation's
@@ -123,7 +124,7 @@ pub const QUEUE_ABOUT: &str =
 
 /// What the priority queue's model is, in a line (`zoosim list`).
 pub const PRIORITY_ABOUT: &str =
-    "the priority queue: two producers enqueue one item each (priorities 0 and 1); the others consume";
+    "the priority queue: one producer enqueues two items, the second more urgent; the others consume";
 
 impl QueueModel<Consumer> {
     /// The plain queue: one producer of one item, the rest consumers.
@@ -131,8 +132,8 @@ impl QueueModel<Consumer> {
         QueueModel::with_consumer(false, Consumer::new)
     }
 
-    /// The priority queue: two producers (priorities 0 and 1) of one item
-    /// each, the rest consumers.
+    /// The priority queue: one producer of two items, the second more
+    /// urgent (priorities 1 then 0), the rest consumers.
     pub fn priority() -> QueueModel<Consumer> {
         QueueModel::with_consumer(true, Consumer::new)
     }
@@ -142,11 +143,10 @@ impl<C> QueueModel<C> {
     /// The queue's model (plain or `priority`) over another consumer
     /// machine, made by `make` (e.g. a deliberately broken copy).
     pub fn with_consumer(priority: bool, make: MakeConsumer<C>) -> QueueModel<C> {
-        let producers = if priority { 2 } else { 1 };
         QueueModel {
             priority,
-            producers,
-            items: 1,
+            producers: 1,
+            items: if priority { 2 } else { 1 },
             herd: false,
             make: Maker(make),
         }
@@ -182,10 +182,12 @@ impl<C> QueueModel<C> {
         self.items
     }
 
-    /// Producer `c`'s priority (as the workload gives it), if a priority
-    /// queue.
-    fn priority_of(&self, c: usize) -> Option<u8> {
-        self.priority.then_some((c % 3) as u8)
+    /// Item `k` of producer `p`'s priority, if a priority queue: each
+    /// item in (producer, number) order more urgent than the one before,
+    /// so that a later item must overtake the earlier ones.
+    fn priority_of(&self, p: usize, k: usize) -> Option<u8> {
+        let later = self.producers * self.items - 1 - usize::from(self.item(p, k));
+        self.priority.then_some(later.min(99) as u8)
     }
 
     /// The item `k` of producer `p` as a bit index.
@@ -211,6 +213,8 @@ pub enum Command {
         producer: u8,
         /// The item's number.
         k: u8,
+        /// The item's priority (a priority queue's).
+        priority: Option<u8>,
     },
     /// Take the head.
     Take,
@@ -258,10 +262,17 @@ where
 
     fn handle(&mut self, input: Input<Command>) {
         let input = match input {
-            Input::Command(Command::Enqueue { producer, k }) => {
+            Input::Command(Command::Enqueue {
+                producer,
+                k,
+                priority,
+            }) => {
                 if let QueueMachine::Producer(p) = self {
                     if p.is_idle() {
                         p.set_item(format!("p{producer}-{k}").into_bytes());
+                        if let Some(priority) = priority {
+                            p.set_priority(priority);
+                        }
                     }
                 }
                 Input::Command(QueueCommand::Enqueue)
@@ -431,7 +442,7 @@ where
 
     fn client(&self, i: usize) -> (QueueMachine<C>, App) {
         if self.is_producer(i) {
-            let p = Producer::new(DIR, &format!("g{i}"), self.priority_of(i));
+            let p = Producer::new(DIR, &format!("g{i}"), self.priority_of(i, 0));
             let app = App::Producer {
                 id: i as u8,
                 next: 0,
@@ -472,6 +483,7 @@ where
                 Command::Enqueue {
                     producer: *id,
                     k: *next,
+                    priority: self.priority_of(usize::from(*id), usize::from(*next)),
                 }
             }
             App::Consumer { phase, .. } => {

@@ -179,6 +179,19 @@ impl Producer {
         self.data = data;
     }
 
+    /// Sets the priority of the next item (0–99, lower first), between
+    /// items, for a producer made for a priority queue: one producer may
+    /// enqueue items of several priorities.
+    pub fn set_priority(&mut self, priority: u8) {
+        assert_eq!(self.phase, ProducerPhase::Idle, "one item at a time");
+        assert!(priority < 100, "priorities are two digits");
+        assert!(
+            self.priority.is_some(),
+            "a plain queue's producer has no priority"
+        );
+        self.priority = Some(priority);
+    }
+
     /// Whether no enqueue is in progress (and the machine has not stopped).
     pub fn is_idle(&self) -> bool {
         self.phase == ProducerPhase::Idle
