@@ -185,6 +185,31 @@ fn a_lock_whose_guid_search_is_blind_is_caught() {
     assert!(real.all_hold(), "{:#?}", real.verdicts);
 }
 
+/// The lock's guid search after a lost create reply syncs first. Without
+/// the sync, the search's list may come from a server that has not
+/// applied the create: it finds nothing, creates again, and waits behind
+/// its own first node for ever. That takes two faults in one run, a lost
+/// reply and a lagging read: with at most one (the command's default)
+/// every model passes it.
+#[test]
+fn a_guid_search_without_sync_takes_two_faults_and_is_caught() {
+    let variant = LockVariant::SearchWithoutSync;
+    let one = lock(variant, 3, Faults::ONE_EACH)
+        .with_symmetry()
+        .expect("the lock has a symmetry reduction");
+    let checked = check(&one, Options::default());
+    assert!(checked.all_hold(), "{:#?}", checked.verdicts);
+    let two = lock(variant, 2, Faults::ONE_EACH).with_max_faults(2);
+    caught(
+        &two,
+        EVERY_LIVE_CLIENT_ACQUIRES,
+        "lock-guid-search-without-sync",
+    );
+    // The correct lock, the same two faults a run: all well.
+    let real = lock(LockVariant::Correct, 2, Faults::ONE_EACH).with_max_faults(2);
+    assert!(check(&real, Options::default()).all_hold());
+}
+
 #[test]
 fn each_property_is_checked_alone_when_asked() {
     let mut world = lock(LockVariant::Correct, 2, Faults::NONE);

@@ -109,7 +109,10 @@ impl fmt::Display for Bounds {
         let clients = if n == 1 { "client" } else { "clients" };
         let most = self.faults.total().min(u32::from(self.max_faults));
         if most == 0 {
-            write!(f, "{runs} of {n} {clients} against one server, without faults")?;
+            write!(
+                f,
+                "{runs} of {n} {clients} against one server, without faults"
+            )?;
         } else {
             let faults = if most == 1 { "fault" } else { "faults" };
             write!(

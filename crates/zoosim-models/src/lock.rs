@@ -113,12 +113,13 @@ impl<M> LockModel<M> {
 
 /// The lock's buggy variants the model knows (the exclusive lock's; the
 /// shared lock's reader variant needs the shared lock's model).
-pub const VARIANTS: [LockVariant; 5] = [
+pub const VARIANTS: [LockVariant; 6] = [
     LockVariant::Correct,
     LockVariant::BlindRetry,
     LockVariant::Herd,
     LockVariant::SortByFullName,
     LockVariant::StallOnVanishedPredecessor,
+    LockVariant::SearchWithoutSync,
 ];
 
 /// Where one client's application is.

@@ -58,17 +58,25 @@ pub enum LockVariant {
     /// A shared lock's reader waits on the next lower node of either kind
     /// (kazoo #649): readers queue behind readers.
     ReaderWaitsOnAny,
+    /// After ConnectionLoss on its create, searches for its guid at once,
+    /// without the sync first: the list may come from a server that has
+    /// not applied the create yet (it was acknowledged to nobody), so the
+    /// search finds nothing and creates again, and the first node, now
+    /// an orphan of a live session, blocks the lock (the recipes page asks
+    /// for the search; the sync is what makes its "not found" true).
+    SearchWithoutSync,
 }
 
 impl LockVariant {
     /// Every variant, the correct one first.
-    pub const ALL: [LockVariant; 6] = [
+    pub const ALL: [LockVariant; 7] = [
         LockVariant::Correct,
         LockVariant::BlindRetry,
         LockVariant::Herd,
         LockVariant::SortByFullName,
         LockVariant::StallOnVanishedPredecessor,
         LockVariant::ReaderWaitsOnAny,
+        LockVariant::SearchWithoutSync,
     ];
 
     /// The variant's name in scenario files and reports (`lock`, `lock/herd`, ...).
@@ -80,6 +88,7 @@ impl LockVariant {
             LockVariant::SortByFullName => "lock/sort-by-full-name",
             LockVariant::StallOnVanishedPredecessor => "lock/stall-on-vanished-predecessor",
             LockVariant::ReaderWaitsOnAny => "shared-lock/reader-waits-on-any",
+            LockVariant::SearchWithoutSync => "lock/guid-search-without-sync",
         }
     }
 
@@ -607,6 +616,7 @@ impl Lock {
         match self.phase.clone() {
             Phase::Creating { cancel, .. } => match self.variant {
                 LockVariant::BlindRetry => self.create(false, cancel),
+                LockVariant::SearchWithoutSync => self.search(cancel),
                 _ => self.sync(cancel),
             },
             Phase::Syncing { cancel, .. } => self.sync(cancel),

@@ -63,6 +63,7 @@ pub const LOCK: Exclusive = Exclusive {
         LockVariant::Herd.name(),
         LockVariant::SortByFullName.name(),
         LockVariant::StallOnVanishedPredecessor.name(),
+        LockVariant::SearchWithoutSync.name(),
     ],
     keys: KEYS,
     dir: "/locks/l",
