@@ -9,6 +9,7 @@
 #[path = "support/models.rs"]
 mod support;
 
+use zoosim::models::cycle::{find_cycle, Bound, Cyclic};
 use zoosim::models::lock::{
     LockModel, EVERY_LIVE_CLIENT_ACQUIRES, MUTUAL_EXCLUSION, NO_HERD, NO_ORPHANS,
 };
@@ -208,6 +209,88 @@ fn a_guid_search_without_sync_takes_two_faults_and_is_caught() {
     // The correct lock, the same two faults a run: all well.
     let real = lock(LockVariant::Correct, 2, Faults::ONE_EACH).with_max_faults(2);
     assert!(check(&real, Options::default()).all_hold());
+}
+
+/// A broken copy of the lock whose waiter polls its predecessor with
+/// exists() (no watch) and, whatever the answer, polls again: once its
+/// predecessor is gone it goes round the same states for ever and never
+/// acquires. The checker judges `eventually` only where a run ends, so it
+/// reports `every-live-client-acquires` as holding; the cycle walk is
+/// what catches it.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Poller {
+    lock: Lock,
+    poll: Option<(OpId, Op)>,
+    again: bool,
+}
+
+fn poller(dir: &str, guid: &str, variant: LockVariant) -> Poller {
+    Poller {
+        lock: Lock::with_variant(dir, guid, variant),
+        poll: None,
+        again: false,
+    }
+}
+
+impl Machine for Poller {
+    type Command = LockCommand;
+    type Outcome = LockOutcome;
+
+    fn handle(&mut self, input: Input<LockCommand>) {
+        match &input {
+            Input::Reply(id, _) if self.poll.as_ref().is_some_and(|(p, _)| p == id) => {
+                self.again = true;
+            }
+            _ => self.lock.handle(input),
+        }
+    }
+
+    fn poll(&mut self) -> Option<Output<LockOutcome>> {
+        if self.again {
+            self.again = false;
+            let (id, op) = self.poll.clone().expect("polling");
+            return Some(Output::Send(id, op));
+        }
+        let out = self.lock.poll()?;
+        if let Output::Send(id, Op::Exists { path, watch: true }) = out {
+            let op = Op::Exists { path, watch: false };
+            self.poll = Some((id, op.clone()));
+            return Some(Output::Send(id, op));
+        }
+        Some(out)
+    }
+}
+
+#[test]
+fn a_livelocked_waiter_passes_the_checker_and_is_caught_by_the_cycle_walk() {
+    let broken = World::new(
+        LockModel::with_machine(LockVariant::Correct, poller),
+        2,
+        Faults::NONE,
+    )
+    .expect("a valid size");
+    let checked = check(&broken, Options::default());
+    assert!(
+        checked
+            .verdict(EVERY_LIVE_CLIENT_ACQUIRES.name)
+            .is_some_and(|v| v.holds),
+        "the checker alone does not see it: {:#?}",
+        checked.verdicts
+    );
+    let bound = Bound {
+        states: 100_000,
+        depth: 1_000,
+    };
+    let found = find_cycle(&broken, bound).expect_err("a cycle");
+    let text = found.to_string();
+    assert!(text.starts_with("a cycle: after "), "{text}");
+    let Cyclic::Cycle { cycle, .. } = found else {
+        panic!("{text}")
+    };
+    assert_eq!(cycle.len(), 1, "one serve of the poll: {text}");
+    // The lock's own machine, the same world: no cycle, every run ends.
+    let real = lock(LockVariant::Correct, 2, Faults::NONE);
+    assert!(find_cycle(&real, bound).is_ok());
 }
 
 #[test]

@@ -2,13 +2,15 @@
 //! every fault kind and up to two faults in one run (`zoosim check MODEL
 //! --clients 2 --max-faults 2`), holds every claim over every
 //! interleaving, reaches every goal, and does take two faults in some
-//! run. One fault a run (the command's default) misses every bug that
+//! run; and its state graph has no cycle, which its `eventually` verdicts
+//! rest on (`models::cycle`). One fault a run (the command's default) misses every bug that
 //! needs two, such as a lost create reply followed by a lagging read
 //! (tests/models.rs shows one); this tier is where pairs are explored
 //! for every model. Larger sizes are in `benches/models.rs`.
 
 use std::time::Instant;
 
+use zoosim::models::cycle::Bound;
 use zoosim::models::{catalog, Faults, Options, Spec, TWO_FAULTS};
 
 fn two_faults_hold(name: &str) {
@@ -35,8 +37,18 @@ fn two_faults_hold(name: &str) {
         checked.verdict(TWO_FAULTS).is_some_and(|v| v.holds),
         "{name}: no run took two faults"
     );
+    // The `eventually` verdicts mean something only if every run ends.
+    let bound = Bound {
+        states: 4 * checked.unique + 1000,
+        depth: 10 * checked.depth + 100,
+    };
+    let walked = model
+        .walk(&spec, bound)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .unwrap_or_else(|why| panic!("{name}: {why}"));
+    assert!(walked >= checked.unique, "{name}: walked {walked}");
     println!(
-        "{name}: {} ({} unique states, depth {}) in {:.1} s",
+        "{name}: {} ({} unique states, depth {}, acyclic) in {:.1} s",
         report.bounds,
         checked.unique,
         checked.depth,

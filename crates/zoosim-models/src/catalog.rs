@@ -6,6 +6,8 @@ use std::fmt;
 
 use zoosim_recipes::lock::LockVariant;
 
+use crate::cycle::{find_cycle, Bound};
+
 use super::{
     barrier, check, config, double_barrier, election, lock, membership, queue, render_path,
     revocable, shared_lock, two_phase_commit, Checked, Faults, ModelError, Options, RecipeModel,
@@ -171,6 +173,11 @@ pub trait Listed: Send + Sync {
     fn claims(&self) -> Vec<zoosim_core::check::Property>;
     /// Checks it as `spec` says.
     fn check(&self, spec: &Spec) -> Result<Report, ModelError>;
+    /// Walks `spec`'s model's whole state graph for a cycle
+    /// ([`crate::cycle`]): the number of distinct states if there is none,
+    /// else what was found, in words. (The search options and symmetry
+    /// of `spec` are not used: the walk is over the full model.)
+    fn walk(&self, spec: &Spec, bound: Bound) -> Result<Result<usize, String>, ModelError>;
     /// Hands `spec`'s model to stateright's Explorer, which serves it on
     /// `addr` until the process ends (the command checks the address:
     /// loopback only, free); `ready` is called once the model is made.
@@ -301,6 +308,15 @@ where
             checked,
             counterexamples,
         })
+    }
+
+    fn walk(&self, spec: &Spec, bound: Bound) -> Result<Result<usize, String>, ModelError> {
+        let spec = Spec {
+            symmetry: false,
+            ..spec.clone()
+        };
+        let (world, _) = self.world(&spec)?;
+        Ok(find_cycle(&world, bound).map_err(|c| c.to_string()))
     }
 
     fn serve(&self, spec: &Spec, addr: &str, ready: &mut dyn FnMut()) -> Result<(), ModelError> {

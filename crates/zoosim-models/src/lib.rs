@@ -182,6 +182,7 @@
 pub mod barrier;
 mod catalog;
 pub mod config;
+pub mod cycle;
 pub mod double_barrier;
 pub mod election;
 pub mod lock;
