@@ -1,16 +1,19 @@
 //! Every model in the catalog (`zoosim list`), its correct variant checked
-//! exhaustively with all faults (one of each kind per run, at most one
-//! fault in all per run: the default `--max-faults 1`), breadth-first on
-//! one thread. `cargo bench --bench models`.
+//! exhaustively with all faults (one of each kind per run, at most
+//! `--max-faults` in all per run), breadth-first. `cargo bench --bench
+//! models`.
 //!
-//! Each model and size prints states generated and unique, depth and
-//! seconds from one untimed run, and the lock again with `--symmetry`;
-//! criterion then times the lock at 3 clients, with and without it.
-//! Sizes: `ZOOSIM_BENCH_CLIENTS` (default `3,4`); larger sizes run only
-//! when asked: `ZOOSIM_BENCH_CLIENTS=3,4,5`. Every check stops at
-//! `zoosim check`'s default bound (ten million states generated, a few GB
-//! at most) and says so: a model too large for that is reported as not
-//! exhaustive rather than taking the machine's memory.
+//! Each model, size and fault count prints what was checked (the
+//! `checked:` sentence of `zoosim check`), states generated and unique,
+//! depth and seconds from one untimed run, and the lock again with
+//! `--symmetry`; criterion then times the lock at 3 clients, with and
+//! without it. Sizes: `ZOOSIM_BENCH_CLIENTS` (default `3`), faults per
+//! run: `ZOOSIM_BENCH_MAX_FAULTS` (default `1,2`), worker threads:
+//! `ZOOSIM_BENCH_THREADS` (default 1); e.g.
+//! `ZOOSIM_BENCH_CLIENTS=3,4,5 ZOOSIM_BENCH_MAX_FAULTS=2`. Every check
+//! stops at `zoosim check`'s default bound (ten million states generated,
+//! a few GB at most) and says so: a model too large for that is reported
+//! as not exhaustive rather than taking the machine's memory.
 
 use std::time::{Duration, Instant};
 
@@ -23,33 +26,36 @@ use zoosim::scenario::registry::Registry;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn spec(clients: usize, symmetry: bool) -> Spec {
+fn spec(clients: usize, max_faults: u8, symmetry: bool) -> Spec {
     Spec {
         variant: None,
         clients,
         faults: Faults::ONE_EACH,
-        max_faults: DEFAULT_MAX_FAULTS,
+        max_faults,
         options: Options {
             max_states: Some(DEFAULT_MAX_STATES),
+            threads: list("ZOOSIM_BENCH_THREADS", "1")[0],
             ..Options::default()
         },
         symmetry,
     }
 }
 
-fn sizes() -> Vec<usize> {
-    let list = std::env::var("ZOOSIM_BENCH_CLIENTS").unwrap_or_else(|_| "3,4".into());
+/// The environment variable `var`'s comma-separated numbers, or `default`'s.
+fn list<T: std::str::FromStr>(var: &str, default: &str) -> Vec<T> {
+    let list = std::env::var(var).unwrap_or_else(|_| default.into());
     list.split(',')
         .map(|n| {
             n.trim()
                 .parse()
-                .unwrap_or_else(|_| panic!("ZOOSIM_BENCH_CLIENTS: {list:?} is not a list of sizes"))
+                .unwrap_or_else(|_| panic!("{var}: {list:?} is not a list of numbers"))
         })
         .collect()
 }
 
 fn models(c: &mut Criterion) {
-    let sizes = sizes();
+    let sizes: Vec<usize> = list("ZOOSIM_BENCH_CLIENTS", "3");
+    let most: Vec<u8> = list("ZOOSIM_BENCH_MAX_FAULTS", "1,2");
     let registry = Registry::new();
     let lock = registry.model("lock").expect("the lock has a model");
     let runs = registry
@@ -57,9 +63,12 @@ fn models(c: &mut Criterion) {
         .map(|m| (m, false))
         .chain(std::iter::once((&*lock, true)));
     for (model, symmetry) in runs {
-        for &clients in &sizes {
+        for (&clients, &max_faults) in sizes
+            .iter()
+            .flat_map(|c| most.iter().map(move |m| (c, m)))
+        {
             let started = Instant::now();
-            let report = match model.check(&spec(clients, symmetry)) {
+            let report = match model.check(&spec(clients, max_faults, symmetry)) {
                 Ok(r) => r,
                 Err(e) => {
                     // A size the model cannot take (the revocable lock at
@@ -70,10 +79,9 @@ fn models(c: &mut Criterion) {
             };
             let checked = &report.checked;
             eprintln!(
-                "{}{}, {clients} clients, all faults: {} states generated, {} unique, depth {}, \
-                 {:.2} s, {}",
+                "{}: {}: {} states generated, {} unique, depth {}, {:.2} s, {}",
                 model.name(),
-                if symmetry { " --symmetry" } else { "" },
+                report.bounds,
                 checked.states,
                 checked.unique,
                 checked.depth,
@@ -92,10 +100,10 @@ fn models(c: &mut Criterion) {
     g.sample_size(10).measurement_time(Duration::from_secs(30));
     // At 3 clients: ten samples of a larger size would take hours.
     g.bench_function("lock-3-clients-all-faults", |b| {
-        b.iter(|| lock.check(&spec(3, false)).expect("a valid spec"))
+        b.iter(|| lock.check(&spec(3, DEFAULT_MAX_FAULTS, false)).expect("a valid spec"))
     });
     g.bench_function("lock-3-clients-all-faults-symmetry", |b| {
-        b.iter(|| lock.check(&spec(3, true)).expect("a valid spec"))
+        b.iter(|| lock.check(&spec(3, DEFAULT_MAX_FAULTS, true)).expect("a valid spec"))
     });
     g.finish();
 }
