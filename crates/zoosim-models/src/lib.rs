@@ -488,7 +488,8 @@ pub trait RecipeModel: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// Whether the application has a command to give now, given what the
     /// applications share (e.g. a barrier's waiter starts once the
     /// coordinator has told it the barrier is up): [`RecipeModel::wants`]
-    /// unless a recipe says otherwise; the world asks this one. (A break
+    /// unless a recipe says otherwise; [`RecipeModel::acts`], which the
+    /// world asks, asks this one unless a recipe says otherwise. (A break
     /// is noticed at once when the application does not want to act at
     /// that moment, see "Reductions": news that makes it want later only
     /// queues a request, which the library holds until it reconnects.)
