@@ -12,9 +12,11 @@ mod support;
 use zoosim::models::cycle::{find_cycle, Bound, Cyclic};
 use zoosim::models::lock::{
     LockModel, EVERY_LIVE_CLIENT_ACQUIRES, MUTUAL_EXCLUSION, NO_HERD, NO_ORPHANS,
+    SUSPEND_WHILE_DISCONNECTED, TOLD_IS_TOLD,
 };
 use zoosim::models::{check, shortest, Fault, Faults, Options, World};
 use zoosim::proto::{MultiResult, Op, Reply, ZkError};
+use zoosim::recipes::lock::broken::NoSuspend;
 use zoosim::recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use zoosim::recipes::{Input, Machine, OpId, Output};
 
@@ -291,6 +293,111 @@ fn a_livelocked_waiter_passes_the_checker_and_is_caught_by_the_cycle_walk() {
     // The lock's own machine, the same world: no cycle, every run ends.
     let real = lock(LockVariant::Correct, 2, Faults::NONE);
     assert!(find_cycle(&real, bound).is_ok());
+}
+
+/// The lock whose holder never suspends: the copy the simulation's
+/// oracle catches (zoosim-scenario's broken_tests), run by the model.
+fn no_suspend(dir: &str, guid: &str, variant: LockVariant) -> NoSuspend {
+    NoSuspend::new(Lock::with_variant(dir, guid, variant))
+}
+
+#[test]
+fn a_lock_whose_holder_never_suspends_is_caught() {
+    let broken = World::new(
+        LockModel::with_machine(LockVariant::Correct, no_suspend),
+        3,
+        Faults::ONE_EACH,
+    )
+    .expect("a valid size");
+    caught(&broken, SUSPEND_WHILE_DISCONNECTED, "lock-no-suspend");
+    // A break the holder notices is what it takes: with only the faults
+    // that break no connection, the broken copy passes everything.
+    let no_break = Faults::parse("client-crash,lagging-read").expect("a fault list");
+    let world = World::new(
+        LockModel::with_machine(LockVariant::Correct, no_suspend),
+        2,
+        no_break,
+    )
+    .expect("a valid size");
+    let checked = check(&world, Options::default());
+    assert!(checked.all_hold(), "{:#?}", checked.verdicts);
+}
+
+/// A broken copy of the correct lock that takes any news of its session
+/// for a resume: told that its session expired while it held (suspended),
+/// it reports `Resumed` instead of `Lost`, so its application acts on a
+/// lock that is gone (and its release, which the machine refuses, is
+/// reported done).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct ResumesOnExpiry {
+    lock: Lock,
+    held: bool,
+}
+
+fn resumes_on_expiry(dir: &str, guid: &str, variant: LockVariant) -> ResumesOnExpiry {
+    ResumesOnExpiry {
+        lock: Lock::with_variant(dir, guid, variant),
+        held: false,
+    }
+}
+
+impl Machine for ResumesOnExpiry {
+    type Command = LockCommand;
+    type Outcome = LockOutcome;
+
+    fn handle(&mut self, input: Input<LockCommand>) {
+        self.lock.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<LockOutcome>> {
+        let out = self.lock.poll()?;
+        Some(match out {
+            Output::Outcome(LockOutcome::Acquired { .. }) => {
+                self.held = true;
+                out
+            }
+            // The bug.
+            Output::Outcome(LockOutcome::Lost {
+                reason: ZkError::SessionExpired,
+            }) if self.held => Output::Outcome(LockOutcome::Resumed),
+            Output::Outcome(LockOutcome::Refused {
+                command: LockCommand::Release,
+            }) if self.held => {
+                self.held = false;
+                Output::Outcome(LockOutcome::Released)
+            }
+            Output::Outcome(LockOutcome::Released | LockOutcome::Lost { .. }) => {
+                self.held = false;
+                out
+            }
+            other => other,
+        })
+    }
+}
+
+#[test]
+fn a_lock_that_resumes_after_its_session_expired_is_caught() {
+    let broken = World::new(
+        LockModel::with_machine(LockVariant::Correct, resumes_on_expiry),
+        3,
+        Faults::ONE_EACH,
+    )
+    .expect("a valid size");
+    caught(&broken, TOLD_IS_TOLD, "lock-resumes-on-expiry");
+    // Expiry is what it takes.
+    let no_expiry = Faults {
+        forced_expiry: 0,
+        client_crash: 0,
+        ..Faults::ONE_EACH
+    };
+    let world = World::new(
+        LockModel::with_machine(LockVariant::Correct, resumes_on_expiry),
+        2,
+        no_expiry,
+    )
+    .expect("a valid size");
+    let checked = check(&world, Options::default());
+    assert!(checked.all_hold(), "{:#?}", checked.verdicts);
 }
 
 #[test]

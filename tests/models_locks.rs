@@ -17,6 +17,7 @@ use zoosim::models::shared_lock::{self, SharedLockModel};
 use zoosim::models::{check, Checked, Fault, Faults, Options, World};
 use zoosim::proto::{EventType, Reply};
 use zoosim::recipes::election::{Election, ElectionCommand, ElectionOutcome, ElectionVariant};
+use zoosim::recipes::lock::broken::NoSuspend;
 use zoosim::recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
 use zoosim::recipes::{Input, Machine, Output};
 
@@ -171,6 +172,25 @@ fn a_shared_lock_whose_readers_do_not_see_writers_is_caught() {
     assert!(real.all_hold(), "{:#?}", real.verdicts);
 }
 
+/// The lock whose holder never suspends (the copy the simulation's
+/// oracle catches), as a writer or a reader of the shared lock.
+#[test]
+fn a_shared_lock_whose_holders_never_suspend_is_caught() {
+    let broken = World::new(
+        SharedLockModel::with_machine(LockVariant::Correct, |d, g, m, v| {
+            NoSuspend::new(Lock::shared(d, g, m, v))
+        }),
+        2,
+        Faults::ONE_EACH,
+    )
+    .expect("a valid size");
+    caught(
+        &broken,
+        shared_lock::SUSPEND_WHILE_DISCONNECTED,
+        "shared-lock-no-suspend",
+    );
+}
+
 // ---- the revocable shared lock ----
 
 /// Three clients: a writer, a reader and the revoker (three holders and
@@ -242,6 +262,20 @@ fn a_revocable_lock_deaf_to_its_node_is_caught() {
     assert!(checked.all_hold(), "{:#?}", checked.verdicts);
 }
 
+/// The revocable lock's holder that never suspends: asked to let go, it
+/// makes its last access while its machine knows it is cut off.
+#[test]
+fn a_revocable_lock_whose_holders_never_suspend_is_caught() {
+    let broken = RevocableModel::with_machine(1, |d, g, m| NoSuspend::new(revocable_lock(d, g, m)))
+        .world(Faults::ONE_EACH)
+        .expect("a valid size");
+    caught(
+        &broken,
+        revocable::SUSPEND_WHILE_DISCONNECTED,
+        "revocable-lock-no-suspend",
+    );
+}
+
 // ---- leader election ----
 
 fn election(variant: ElectionVariant, clients: usize, faults: Faults) -> World<ElectionModel> {
@@ -276,6 +310,13 @@ fn a_leader_that_keeps_leading_after_expiry_is_caught() {
         &world,
         election::TOLD_ENDS_LEADERSHIP,
         "election-keep-leadership-after-expiry",
+    );
+    // Its application asks it before acting, as the simulation's does:
+    // the act after the end is caught as the oracle names it.
+    caught(
+        &world,
+        election::TOLD_IS_TOLD,
+        "election-keep-leadership-after-expiry-acts",
     );
     // Expiry is what it takes.
     let no_expiry = Faults {
@@ -353,6 +394,49 @@ fn an_election_whose_candidates_see_only_themselves_is_caught() {
         Options::default(),
     );
     assert!(real.all_hold(), "{:#?}", real.verdicts);
+}
+
+/// A broken copy of the correct election whose leader leads while
+/// suspended: it says it leads whenever it holds its node, connected or
+/// not.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct LeadsSuspended(Election);
+
+impl Machine for LeadsSuspended {
+    type Command = ElectionCommand;
+    type Outcome = ElectionOutcome;
+
+    fn handle(&mut self, input: Input<ElectionCommand>) {
+        self.0.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<ElectionOutcome>> {
+        self.0.poll()
+    }
+}
+
+impl Candidate for LeadsSuspended {
+    fn is_leader(&self) -> bool {
+        // The bug: a suspended leader still says it leads.
+        self.0.is_leader() || self.0.is_suspended()
+    }
+}
+
+#[test]
+fn an_election_whose_leader_leads_while_suspended_is_caught() {
+    let broken = World::new(
+        ElectionModel::with_machine(ElectionVariant::Correct, |d, g, v| {
+            LeadsSuspended(Election::with_variant(d, g, v))
+        }),
+        2,
+        Faults::ONE_EACH,
+    )
+    .expect("a valid size");
+    caught(
+        &broken,
+        election::SUSPEND_WHILE_DISCONNECTED,
+        "election-leads-suspended",
+    );
 }
 
 #[test]

@@ -13,7 +13,8 @@
 //! state allows, and its sequence number is the epoch that leader stamps
 //! its acts with (every later leader's is larger). A client *leads* when
 //! its machine says so ([`Candidate::is_leader`]: what the application
-//! checks before every act of leadership).
+//! checks before every act of leadership, as the simulation's workload
+//! does; so a machine that says it leads when it should not is acted on).
 //!
 //! Properties (each a named value below):
 //!
@@ -22,10 +23,15 @@
 //!   at most one live leader at a time, the one the epoch names. A leader
 //!   whose session has expired without it knowing yet is ZooKeeper's
 //!   window, which the epoch's fence is for;
+//! * always [`SUSPEND_WHILE_DISCONNECTED`] (the oracle's): no leader acts
+//!   while its machine knows it is disconnected (given Disconnected, not
+//!   Connected since);
+//! * always [`TOLD_IS_TOLD`] (the oracle's): no leader acts after it was
+//!   told its session ended;
 //! * always [`TOLD_ENDS_LEADERSHIP`]: a client that has been told its session
-//!   ended does not lead (the simulation's oracle judges an act after it;
-//!   the model, whose world lets no application act after that, judges
-//!   the belief the act would follow from);
+//!   ended does not lead. The belief [`TOLD_IS_TOLD`]'s act follows from,
+//!   judged on its own: it fails a step sooner, and also for a leader
+//!   whose application has no act left to make;
 //! * always [`LIVE_HOLDER_NEVER_FENCED`]: the fenced resource never refuses the
 //!   act of a leader whose session is alive;
 //! * always [`NO_HERD`]: one write's (or expiry's) watch events reach at
@@ -46,8 +52,9 @@ use stateright::Property;
 
 use zoosim_core::check::Property as Claim;
 
+use super::lock::Acts;
 use super::shared_lock::{no_herd, own_node};
-use super::{settled, Faults, Log, Maker, RecipeModel, State, World};
+use super::{settled, Conn, Faults, Log, Maker, RecipeModel, State, Told, World};
 use zoosim_recipes::election::{Election, ElectionCommand, ElectionOutcome, ElectionVariant};
 use zoosim_recipes::{base_name, sequence_of, Machine};
 
@@ -60,13 +67,14 @@ pub const ONE_LEADER_PER_EPOCH: Claim = Claim::new(
     "a leader whose session is alive owns the lowest node: one leader per epoch",
 );
 /// A client told its session ended no longer believes it leads. Not the
-/// oracle's `told-is-told` (nobody *acts* after being told), so not its
-/// name.
+/// oracle's `told-is-told` (nobody *acts* after being told, which the
+/// model judges too), so not its name.
 pub const TOLD_ENDS_LEADERSHIP: Claim = Claim::new(
     "told-ends-leadership",
     "a candidate told its session ended no longer believes it leads",
 );
 pub use super::lock::LIVE_HOLDER_NEVER_FENCED;
+pub use super::lock::{SUSPEND_WHILE_DISCONNECTED, TOLD_IS_TOLD};
 pub use super::NO_HERD;
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
@@ -143,12 +151,11 @@ pub enum At {
         /// The node (base name) whose deletion woke it last.
         woken: Option<String>,
     },
-    /// Elected with `epoch`; `suspended` while its connection is broken.
+    /// Elected with `epoch`: it acts once its machine says it leads
+    /// (not while suspended).
     Leading {
         /// The epoch (its node's sequence number).
         epoch: u64,
-        /// The connection broke; not acting.
-        suspended: bool,
     },
     /// Asked to resign.
     Resigning,
@@ -179,6 +186,8 @@ pub struct Shared {
     pub lost: bool,
     /// A leader resigned.
     pub resigned: bool,
+    /// What the leaders' acts were told.
+    pub acts: Acts,
 }
 
 impl<M: Candidate> RecipeModel for ElectionModel<M> {
@@ -187,6 +196,8 @@ impl<M: Candidate> RecipeModel for ElectionModel<M> {
     type Shared = Shared;
     const CLAIMS: &'static [Claim] = &[
         ONE_LEADER_PER_EPOCH,
+        SUSPEND_WHILE_DISCONNECTED,
+        TOLD_IS_TOLD,
         TOLD_ENDS_LEADERSHIP,
         LIVE_HOLDER_NEVER_FENCED,
         NO_HERD,
@@ -208,15 +219,38 @@ impl<M: Candidate> RecipeModel for ElectionModel<M> {
         ((self.make.0)(DIR, &guid, self.variant), At::Start)
     }
 
+    /// What the application means to do, its machine aside.
     fn wants(&self, app: &At) -> bool {
-        matches!(
-            app,
-            At::Start
-                | At::Leading {
-                    suspended: false,
-                    ..
-                }
-        )
+        matches!(app, At::Start | At::Leading { .. })
+    }
+
+    /// A leader acts when its machine says it leads, whatever the world
+    /// knows (the simulation's workload checks the same before every
+    /// act): a machine that leads while suspended, or after the session
+    /// ended, is acted on and judged for it.
+    fn acts(&self, machine: &M, app: &At, _: &Shared, _: Told) -> bool {
+        match app {
+            At::Start => true,
+            At::Leading { .. } => machine.is_leader(),
+            _ => false,
+        }
+    }
+
+    /// A leader's command follows its act: judged by what its machine had
+    /// been told.
+    fn command_in(
+        &self,
+        app: &mut At,
+        shared: &mut Shared,
+        conn: Conn,
+        log: &mut Log,
+    ) -> ElectionCommand {
+        let act = matches!(app, At::Leading { .. });
+        let cmd = self.command(app, shared, conn.live, log);
+        if act {
+            shared.acts.note(conn, log);
+        }
+        cmd
     }
 
     fn command(
@@ -256,20 +290,12 @@ impl<M: Candidate> RecipeModel for ElectionModel<M> {
 
     fn outcome(&self, app: &mut At, shared: &mut Shared, outcome: &ElectionOutcome) {
         match outcome {
-            ElectionOutcome::Elected { epoch } => {
-                *app = At::Leading {
-                    epoch: *epoch,
-                    suspended: false,
-                };
-            }
-            ElectionOutcome::Suspended => {
-                if let At::Leading { suspended, .. } = app {
-                    *suspended = true;
-                }
-            }
+            ElectionOutcome::Elected { epoch } => *app = At::Leading { epoch: *epoch },
+            // The application asks its machine before it acts: a
+            // suspension is news it need not keep.
+            ElectionOutcome::Suspended => {}
             ElectionOutcome::Resumed => {
-                if let At::Leading { suspended, .. } = app {
-                    *suspended = false;
+                if let At::Leading { .. } = app {
                     shared.resumed = true;
                 }
             }
@@ -304,6 +330,12 @@ impl<M: Candidate> RecipeModel for ElectionModel<M> {
                     let c = &s.clients[i];
                     !(c.session && c.machine.is_leader()) || own_node(s, DIR, i) == epoch
                 })
+            }),
+            Property::always(SUSPEND_WHILE_DISCONNECTED.name, |_, s: &State<Self>| {
+                !s.shared.acts.while_disconnected
+            }),
+            Property::always(TOLD_IS_TOLD.name, |_, s: &State<Self>| {
+                !s.shared.acts.after_told_ended
             }),
             Property::always(TOLD_ENDS_LEADERSHIP.name, |_, s: &State<Self>| {
                 s.clients

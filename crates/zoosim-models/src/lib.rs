@@ -104,7 +104,14 @@
 //!   that it is cut off, and may touch the protected resource meanwhile:
 //!   the window the fencing token is for). Otherwise noticing commutes
 //!   with every other action (nothing reaches a broken connection) and is
-//!   folded into the break.
+//!   folded into the break. Kept separate, the notice is followed by both
+//!   orders: the holder acts first (the fence's case), or its machine is
+//!   told Disconnected first and, if it still lets the application act
+//!   (it did not suspend), the application acts told so — what the lock
+//!   family's `suspend-while-disconnected` judges ([`Conn`]). A holder
+//!   that does not want to act at the break cannot come to want it while
+//!   cut off: it wants by what its machine told it, and nothing reaches
+//!   the machine until it reconnects.
 //! * **Applications start at once.** The commands an application gives in
 //!   the initial state (ask for the lock, ...) are given before the first
 //!   step: they only queue a request, and the server's serving it is the
@@ -484,7 +491,8 @@ pub trait RecipeModel: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// Whether the application has a command to give now, given what the
     /// applications share (e.g. a barrier's waiter starts once the
     /// coordinator has told it the barrier is up): [`RecipeModel::wants`]
-    /// unless a recipe says otherwise; the world asks this one. (A break
+    /// unless a recipe says otherwise; [`RecipeModel::acts`], which the
+    /// world asks, asks this one unless a recipe says otherwise. (A break
     /// is noticed at once when the application does not want to act at
     /// that moment, see "Reductions": news that makes it want later only
     /// queues a request, which the library holds until it reconnects.)
@@ -504,7 +512,25 @@ pub trait RecipeModel: Clone + Eq + Hash + Debug + Send + Sync + 'static {
              world cannot rename, or reads their order",
         )
     }
-    /// The application gives its command (only when [`RecipeModel::wants`]):
+    /// Whether the application gives a command now, given its machine and
+    /// what the machine has been told of its connection: when
+    /// [`RecipeModel::wants_now`], unless its client has been told that its
+    /// session ended (the world holds such an application back). A model
+    /// that judges what is done after that (`told-is-told`) lets it act
+    /// whenever it wants, so that a machine that hides the end is caught;
+    /// one whose application asks its machine before it acts (the
+    /// election's: is it the leader?) reads `machine`.
+    fn acts(
+        &self,
+        machine: &Self::Machine,
+        app: &Self::App,
+        shared: &Self::Shared,
+        told: Told,
+    ) -> bool {
+        let _ = machine;
+        told != Told::SessionEnded && self.wants_now(app, shared)
+    }
+    /// The application gives its command (only when [`RecipeModel::acts`]):
     /// what it does first (e.g. an access to a fenced resource) goes into
     /// `shared`; `live` says whether its session is alive on the server.
     fn command(
@@ -514,6 +540,20 @@ pub trait RecipeModel: Clone + Eq + Hash + Debug + Send + Sync + 'static {
         live: bool,
         log: &mut Log,
     ) -> <Self::Machine as Machine>::Command;
+    /// [`RecipeModel::command`], told more of its client's connection
+    /// ([`Conn`]: also what its machine has been told): what the world
+    /// calls. A model that judges what an application does while its
+    /// machine knows it is cut off, or after it was told its session
+    /// ended, gives its command here.
+    fn command_in(
+        &self,
+        app: &mut Self::App,
+        shared: &mut Self::Shared,
+        conn: Conn,
+        log: &mut Log,
+    ) -> <Self::Machine as Machine>::Command {
+        self.command(app, shared, conn.live, log)
+    }
     /// The application takes an outcome of its machine.
     fn outcome(
         &self,
@@ -589,6 +629,30 @@ pub enum Kept {
     Child,
 }
 
+/// What a client's machine has been told of its connection, as its
+/// application acts.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Told {
+    /// Nothing against it: connected, or cut off without having noticed
+    /// yet (the machine has not been given Disconnected).
+    Connected,
+    /// Given Disconnected, and not Connected since: the break noticed,
+    /// the session's fate not known yet.
+    Disconnected,
+    /// Told that its session ended.
+    SessionEnded,
+}
+
+/// What the world tells an application as it gives a command
+/// ([`RecipeModel::command_in`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Conn {
+    /// The session is alive on the server.
+    pub live: bool,
+    /// What the client's machine has been told of its connection.
+    pub told: Told,
+}
+
 /// One client: its machine, application and connection.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Client<R: RecipeModel> {
@@ -621,6 +685,22 @@ impl<R: RecipeModel> Client<R> {
     /// is over for it (it crashed, or learned that the session ended).
     fn finished(&self, recipe: &R) -> bool {
         self.crashed || self.told_ended || recipe.finished(&self.app)
+    }
+
+    /// What its machine has been told of its connection.
+    pub fn told(&self) -> Told {
+        if self.told_ended {
+            Told::SessionEnded
+        } else if !self.connected && self.unnoticed.is_none() {
+            Told::Disconnected
+        } else {
+            Told::Connected
+        }
+    }
+
+    /// Whether its application gives a command now ([`RecipeModel::acts`]).
+    fn acts(&self, recipe: &R, shared: &R::Shared) -> bool {
+        !self.crashed && recipe.acts(&self.machine, &self.app, shared, self.told())
     }
 }
 
@@ -1269,17 +1349,19 @@ impl<R: RecipeModel> World<R> {
             Action::Command(c) => {
                 let c = usize::from(c);
                 let client = &s.clients[c];
-                if client.crashed
-                    || client.told_ended
-                    || !self.recipe.wants_now(&client.app, &s.shared)
-                {
+                if !client.acts(&self.recipe, &s.shared) {
                     return None;
                 }
-                let live = client.session;
+                let conn = Conn {
+                    live: client.session,
+                    told: client.told(),
+                };
                 let State {
                     clients, shared, ..
                 } = s;
-                let cmd = self.recipe.command(&mut clients[c].app, shared, live, log);
+                let cmd = self
+                    .recipe
+                    .command_in(&mut clients[c].app, shared, conn, log);
                 log.note(|| format!("client {c}'s application: {cmd:?}"));
                 s.clients[c].machine.handle(Input::Command(cmd));
                 s.drain(&self.recipe, c, log);
@@ -1678,7 +1760,7 @@ impl<R: RecipeModel> State<R> {
         client.unnoticed = Some(lost);
         // Noticing is folded into the break unless the application could
         // act first (see the module's "Reductions").
-        if !recipe.wants_now(&self.clients[c].app, &self.shared) {
+        if !self.clients[c].acts(recipe, &self.shared) {
             self.notice(recipe, c, log);
         }
     }
@@ -1877,7 +1959,7 @@ impl<R: RecipeModel> Model for World<R> {
         let mut unreduced = self.clone();
         unreduced.symmetric = false;
         for c in 0..self.clients {
-            if self.recipe.wants_now(&s.clients[c].app, &s.shared) {
+            if s.clients[c].acts(&self.recipe, &s.shared) {
                 unreduced
                     .step(&mut s, Action::Command(c as u8), &mut Log::off())
                     .expect("a wanted command is enabled");
@@ -1902,7 +1984,7 @@ impl<R: RecipeModel> Model for World<R> {
             if c.connected && c.session && !c.outbox.is_empty() {
                 actions.push(Action::Serve(i8));
             }
-            if !c.told_ended && self.recipe.wants_now(&c.app, &s.shared) {
+            if c.acts(&self.recipe, &s.shared) {
                 actions.push(Action::Command(i8));
             }
             if c.unnoticed.is_some() {

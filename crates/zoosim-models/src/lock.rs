@@ -16,6 +16,15 @@
 //!   access of a holder whose session is alive (its token is below one
 //!   the resource has already accepted: the lock went to someone newer
 //!   while this holder's node still stood);
+//! * always [`SUSPEND_WHILE_DISCONNECTED`] (the oracle's): no holder
+//!   accesses the resource while its machine knows it is cut off — given
+//!   Disconnected (the break noticed) and not Connected since. A holder
+//!   that acts before it has noticed the break is the fence's case, not
+//!   this;
+//! * always [`TOLD_IS_TOLD`] (the oracle's): no holder accesses the
+//!   resource after its client was told its session ended (the world lets
+//!   an application that still wants to act do so, so that a machine
+//!   that hides the end is caught);
 //! * always [`NO_HERD`]: one write's watch events reach at most one
 //!   connection;
 //! * always [`NO_RECIPE_FAILURE`]: the machine never refuses a command nor
@@ -40,7 +49,9 @@ use stateright::Property;
 
 use zoosim_core::check::Property as Claim;
 
-use super::{settled, Faults, Log, Maker, RecipeModel, RenameMachine, State, Symmetry, World};
+use super::{
+    settled, Conn, Faults, Log, Maker, RecipeModel, RenameMachine, State, Symmetry, Told, World,
+};
 use zoosim_recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use zoosim_recipes::Machine;
 
@@ -67,6 +78,14 @@ pub const LIVE_HOLDER_NEVER_FENCED: Claim = Claim::new(
 pub use super::NO_HERD;
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
+/// No holder acts while its machine knows it is disconnected: the
+/// oracle's, judged on the world (the lock family's models and the
+/// election's share it).
+pub use zoosim_core::check::lock::SUSPEND_WHILE_DISCONNECTED;
+/// No holder acts after being told its session ended: the oracle's,
+/// judged on the world (the lock family's models and the election's
+/// share it).
+pub use zoosim_core::check::lock::TOLD_IS_TOLD;
 /// Every live client acquires and releases: the unbounded `eventually`
 /// the oracle's `liveness` bounds in time.
 pub const EVERY_LIVE_CLIENT_ACQUIRES: Claim = Claim::new(
@@ -145,6 +164,35 @@ pub enum App {
     Lost,
 }
 
+/// What a holder's acts were told, as sticky flags for
+/// [`SUSPEND_WHILE_DISCONNECTED`] and [`TOLD_IS_TOLD`] (the lock family's
+/// models and the election's keep one in what their clients share).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Acts {
+    /// A holder acted while its machine knew it was disconnected.
+    pub while_disconnected: bool,
+    /// A holder acted after it was told its session ended.
+    pub after_told_ended: bool,
+}
+
+impl Acts {
+    /// A holder acts, its connection as `conn` says: noted if it should
+    /// not have.
+    pub(crate) fn note(&mut self, conn: Conn, log: &mut Log) {
+        match conn.told {
+            Told::Connected => {}
+            Told::Disconnected => {
+                self.while_disconnected = true;
+                log.note(|| "  ... while its machine knows it is DISCONNECTED".into());
+            }
+            Told::SessionEnded => {
+                self.after_told_ended = true;
+                log.note(|| "  ... after it was TOLD ITS SESSION ENDED".into());
+            }
+        }
+    }
+}
+
 /// What the clients share: the fence's highest token, and sticky flags
 /// for the properties (no counts, no logs: see the module's reductions).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -167,6 +215,8 @@ pub struct Shared {
     pub lost: bool,
     /// A client released the lock.
     pub released: bool,
+    /// What the holders' accesses were told.
+    pub acts: Acts,
 }
 
 impl<M> RecipeModel for LockModel<M>
@@ -179,6 +229,8 @@ where
     const CLAIMS: &'static [Claim] = &[
         MUTUAL_EXCLUSION,
         LIVE_HOLDER_NEVER_FENCED,
+        SUSPEND_WHILE_DISCONNECTED,
+        TOLD_IS_TOLD,
         NO_HERD,
         NO_RECIPE_FAILURE,
         NO_ORPHANS,
@@ -230,6 +282,30 @@ where
                     ..
                 }
         )
+    }
+
+    /// The application acts on what its machine tells it, whatever the
+    /// world knows: a holder whose machine hides a suspension or the
+    /// session's end acts, and is judged for it.
+    fn acts(&self, _: &M, app: &App, _: &Shared, _: Told) -> bool {
+        self.wants(app)
+    }
+
+    /// A holder's command is its access: judged by what its machine had
+    /// been told.
+    fn command_in(
+        &self,
+        app: &mut App,
+        shared: &mut Shared,
+        conn: Conn,
+        log: &mut Log,
+    ) -> LockCommand {
+        let access = matches!(app, App::Holding { .. });
+        let cmd = self.command(app, shared, conn.live, log);
+        if access {
+            shared.acts.note(conn, log);
+        }
+        cmd
     }
 
     fn command(
@@ -311,6 +387,12 @@ where
             Property::always(MUTUAL_EXCLUSION.name, |_, s: &State<Self>| holders(s) <= 1),
             Property::always(LIVE_HOLDER_NEVER_FENCED.name, |_, s: &State<Self>| {
                 !s.shared.live_refused
+            }),
+            Property::always(SUSPEND_WHILE_DISCONNECTED.name, |_, s: &State<Self>| {
+                !s.shared.acts.while_disconnected
+            }),
+            Property::always(TOLD_IS_TOLD.name, |_, s: &State<Self>| {
+                !s.shared.acts.after_told_ended
             }),
             Property::always(NO_HERD.name, |_, s: &State<Self>| !s.herd),
             Property::always(NO_RECIPE_FAILURE.name, |_, s: &State<Self>| {

@@ -22,6 +22,10 @@
 //! * always [`RW_EXCLUSION`], [`LIVE_HOLDER_NEVER_FENCED`], [`NO_HERD`] (with the
 //!   readers' exception, each wake-up by the nearest blocker): as for the
 //!   shared lock ([`super::shared_lock`]), over the holders;
+//! * always [`SUSPEND_WHILE_DISCONNECTED`], [`TOLD_IS_TOLD`]: no holder
+//!   makes its last access while its machine knows it is disconnected,
+//!   nor after it was told its session ended (the oracle's, as for the
+//!   lock);
 //! * always [`NO_RECIPE_FAILURE`] (holders' and revoker's machines) and
 //!   [`NO_ORPHANS`];
 //! * eventually [`EVERY_REVOKED_HOLDER_LETS_GO`]: every holder whose process and
@@ -42,10 +46,11 @@ use stateright::Property;
 
 use zoosim_core::check::Property as Claim;
 
+use super::lock::Acts;
 use super::shared_lock::{
     access, blocks_shared, guid_of, mode_of, no_herd, readers_woken_together,
 };
-use super::{settled, Faults, Log, Maker, ModelError, RecipeModel, State, World};
+use super::{settled, Conn, Faults, Log, Maker, ModelError, RecipeModel, State, Told, World};
 use zoosim_core::proto::{EventType, Op, Reply, SessionEvent, ZkError};
 use zoosim_recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
 use zoosim_recipes::revocable::{Revoker, RevokerCommand, RevokerOutcome};
@@ -57,6 +62,7 @@ use zoosim_recipes::{
 pub const DIR: &str = "/revocable";
 
 pub use super::lock::LIVE_HOLDER_NEVER_FENCED;
+pub use super::lock::{SUSPEND_WHILE_DISCONNECTED, TOLD_IS_TOLD};
 pub use super::shared_lock::RW_EXCLUSION;
 pub use super::NO_HERD;
 pub use super::NO_ORPHANS;
@@ -465,6 +471,8 @@ pub struct Shared {
     pub asked: bool,
     /// The revoker found a node gone.
     pub not_held: bool,
+    /// What the holders' accesses were told.
+    pub acts: Acts,
 }
 
 impl<M> RecipeModel for RevocableModel<M>
@@ -477,6 +485,8 @@ where
     const CLAIMS: &'static [Claim] = &[
         RW_EXCLUSION,
         LIVE_HOLDER_NEVER_FENCED,
+        SUSPEND_WHILE_DISCONNECTED,
+        TOLD_IS_TOLD,
         NO_HERD,
         NO_RECIPE_FAILURE,
         NO_ORPHANS,
@@ -515,6 +525,34 @@ where
                 _ => false,
             },
         }
+    }
+
+    /// As the lock's: the application acts on what its machine tells it.
+    fn acts(&self, _: &Party<M>, app: &App, _: &Shared, _: Told) -> bool {
+        self.wants(app)
+    }
+
+    /// As the lock's: a holder's command is its access, judged by what its
+    /// machine had been told.
+    fn command_in(
+        &self,
+        app: &mut App,
+        shared: &mut Shared,
+        conn: Conn,
+        log: &mut Log,
+    ) -> PartyCommand {
+        let access = matches!(
+            app,
+            App::Holder {
+                at: At::Holding { .. },
+                ..
+            }
+        );
+        let cmd = self.command(app, shared, conn.live, log);
+        if access {
+            shared.acts.note(conn, log);
+        }
+        cmd
     }
 
     fn command(
@@ -640,6 +678,12 @@ where
             }),
             Property::always(LIVE_HOLDER_NEVER_FENCED.name, |_, s: &State<Self>| {
                 !s.shared.live_refused
+            }),
+            Property::always(SUSPEND_WHILE_DISCONNECTED.name, |_, s: &State<Self>| {
+                !s.shared.acts.while_disconnected
+            }),
+            Property::always(TOLD_IS_TOLD.name, |_, s: &State<Self>| {
+                !s.shared.acts.after_told_ended
             }),
             Property::always(NO_HERD.name, |_, s: &State<Self>| {
                 no_herd(s, DIR, |i| woken(s, i), blocks_shared)

@@ -18,6 +18,10 @@
 //! * always [`LIVE_HOLDER_NEVER_FENCED`]: the fenced resource never refuses the
 //!   access of a holder whose session is alive (the simulation's oracle:
 //!   writes come in token order, reads are no older than the last write);
+//! * always [`SUSPEND_WHILE_DISCONNECTED`], [`TOLD_IS_TOLD`]: no holder
+//!   accesses the resource while its machine knows it is disconnected,
+//!   nor after it was told its session ended (the oracle's, as for the
+//!   lock);
 //! * always [`NO_HERD`], with the readers' exception: the deletion of a
 //!   node wakes at most one client unless every client it wakes is a
 //!   reader; and a client is woken only by the deletion of its **nearest
@@ -48,7 +52,8 @@ use stateright::Property;
 
 use zoosim_core::check::Property as Claim;
 
-use super::{settled, Faults, Log, Maker, RecipeModel, State, World};
+use super::lock::Acts;
+use super::{settled, Conn, Faults, Log, Maker, RecipeModel, State, Told, World};
 use zoosim_recipes::lock::{Lock, LockCommand, LockMode, LockOutcome, LockVariant};
 use zoosim_recipes::{base_name, sequence_of, Machine};
 
@@ -62,6 +67,7 @@ pub const RW_EXCLUSION: Claim = Claim::new(
 );
 pub use super::lock::EVERY_LIVE_CLIENT_ACQUIRES;
 pub use super::lock::LIVE_HOLDER_NEVER_FENCED;
+pub use super::lock::{SUSPEND_WHILE_DISCONNECTED, TOLD_IS_TOLD};
 pub use super::NO_HERD;
 pub use super::NO_ORPHANS;
 pub use super::NO_RECIPE_FAILURE;
@@ -178,6 +184,8 @@ pub struct Shared {
     pub lost: bool,
     /// A client released the lock.
     pub released: bool,
+    /// What the holders' accesses were told.
+    pub acts: Acts,
 }
 
 /// A holder's access to the fenced resource with `token` (a write raises
@@ -291,6 +299,8 @@ where
     const CLAIMS: &'static [Claim] = &[
         RW_EXCLUSION,
         LIVE_HOLDER_NEVER_FENCED,
+        SUSPEND_WHILE_DISCONNECTED,
+        TOLD_IS_TOLD,
         NO_HERD,
         NO_RECIPE_FAILURE,
         NO_ORPHANS,
@@ -324,6 +334,28 @@ where
                     ..
                 }
         )
+    }
+
+    /// As the lock's: the application acts on what its machine tells it.
+    fn acts(&self, _: &M, app: &App, _: &Shared, _: Told) -> bool {
+        self.wants(app)
+    }
+
+    /// As the lock's: a holder's command is its access, judged by what its
+    /// machine had been told.
+    fn command_in(
+        &self,
+        app: &mut App,
+        shared: &mut Shared,
+        conn: Conn,
+        log: &mut Log,
+    ) -> LockCommand {
+        let access = matches!(app.at, At::Holding { .. });
+        let cmd = self.command(app, shared, conn.live, log);
+        if access {
+            shared.acts.note(conn, log);
+        }
+        cmd
     }
 
     fn command(
@@ -415,6 +447,12 @@ where
             }),
             Property::always(LIVE_HOLDER_NEVER_FENCED.name, |_, s: &State<Self>| {
                 !s.shared.live_refused
+            }),
+            Property::always(SUSPEND_WHILE_DISCONNECTED.name, |_, s: &State<Self>| {
+                !s.shared.acts.while_disconnected
+            }),
+            Property::always(TOLD_IS_TOLD.name, |_, s: &State<Self>| {
+                !s.shared.acts.after_told_ended
             }),
             Property::always(NO_HERD.name, |_, s: &State<Self>| {
                 no_herd(s, DIR, |i| woken(s, i), blocks_shared)

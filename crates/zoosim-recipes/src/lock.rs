@@ -1115,6 +1115,14 @@ impl<'z, Z: Zk + Sync> LockClient<'z, Z> {
     }
 }
 
+/// Copies of the lock broken on purpose, for the tests that show an
+/// oracle or a model catching what each breaks: the simulation's and the
+/// models' tests run the same copy. No variant of the recipe (`zoosim
+/// list` never shows them), so hidden from the docs.
+#[doc(hidden)]
+#[path = "lock_broken.rs"]
+pub mod broken;
+
 #[cfg(test)]
 #[path = "lock_tests.rs"]
 mod tests;

@@ -200,3 +200,40 @@ fn a_consumer_that_takes_the_oldest_first_is_caught() {
     assert!(out.violations.is_empty(), "{:?}", out.violations);
     assert!(out.counters["taken"] > 0);
 }
+
+/// The lock's own scenario, scenarios/lock.toml, as shipped but for its
+/// recipe: the lock whose holder never suspends is caught within the
+/// file's seeds (its fourth touch per holding is what lets it: see the
+/// file), and the shipped lock passes the seed that catches it.
+#[test]
+fn the_locks_own_scenario_catches_a_holder_that_never_suspends() {
+    let property = zoosim_core::check::lock::SUSPEND_WHILE_DISCONNECTED.name;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/lock.toml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let broken = text.replace("recipe = \"lock\"", "recipe = \"broken-lock-no-suspend\"");
+    assert_ne!(
+        broken, text,
+        "lock.toml names its recipe `recipe = \"lock\"`"
+    );
+    let registry = Registry::new().with(Broken(Flaw::NoSuspend));
+    let s = parse_in("lock.toml", &broken, &registry).unwrap_or_else(|e| panic!("{e}"));
+    // Which seed it is moves whenever the runs move: looked for, not
+    // pinned (the 9th of 200 when the fourth touch came in).
+    let (seed, why) = (s.seed_start..s.seed_start + s.seeds)
+        .find_map(|seed| {
+            let out = run_one(&s, seed).unwrap_or_else(|v| panic!("seed {seed}: {v}"));
+            out.violations
+                .iter()
+                .find(|v| v.property == property)
+                .map(|v| (seed, v.to_string()))
+        })
+        .unwrap_or_else(|| panic!("lock.toml: no {property} within its {} seeds", s.seeds));
+    assert!(
+        why.starts_with("suspend-while-disconnected: client "),
+        "{why}"
+    );
+    assert!(why.contains("told it was disconnected at"), "{why}");
+    let shipped = crate::files::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let out = run_one(&shipped, seed).unwrap_or_else(|v| panic!("seed {seed}: {v}"));
+    assert!(out.violations.is_empty(), "{:?}", out.violations);
+}

@@ -14,46 +14,12 @@ use crate::sim::{RunCtx, Running};
 use crate::verdict::Property;
 use crate::workload::WorkloadKey;
 use zoosim_core::check::lock::{LockEvent, PROPERTIES};
+use zoosim_recipes::lock::broken::NoSuspend;
 use zoosim_recipes::lock::{Lock, LockCommand, LockOutcome, LockVariant};
 use zoosim_recipes::{Input, Machine, Output};
 
-/// A lock whose holder never suspends: it is given Disconnected like any
-/// machine, but keeps acting as holder until it releases or loses the
-/// session (the naive lock every ZooKeeper FAQ warns about).
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-struct NoSuspend {
-    lock: Lock,
-    held: bool,
-}
-
-impl Machine for NoSuspend {
-    type Command = LockCommand;
-    type Outcome = LockOutcome;
-
-    fn handle(&mut self, input: Input<LockCommand>) {
-        self.lock.handle(input);
-    }
-
-    fn poll(&mut self) -> Option<Output<LockOutcome>> {
-        loop {
-            let out = self.lock.poll()?;
-            match &out {
-                // The bug: a suspension is not passed on.
-                Output::Outcome(LockOutcome::Suspended | LockOutcome::Resumed) => continue,
-                Output::Outcome(LockOutcome::Acquired { .. }) => self.held = true,
-                Output::Outcome(
-                    LockOutcome::Released
-                    | LockOutcome::Lost { .. }
-                    | LockOutcome::Failed(_)
-                    | LockOutcome::Refused { .. },
-                ) => self.held = false,
-                _ => {}
-            }
-            return Some(out);
-        }
-    }
-}
-
+/// The lock whose holder never suspends ([`NoSuspend`], the copy the
+/// lock family's models run too), as the workload drives it.
 impl Exclusive for NoSuspend {
     fn acquire() -> LockCommand {
         LockCommand::Acquire
@@ -62,7 +28,7 @@ impl Exclusive for NoSuspend {
         LockCommand::Release
     }
     fn is_holder(&self) -> bool {
-        self.held && !self.lock.session_ended()
+        NoSuspend::is_holder(self)
     }
     fn is_suspended(&self) -> bool {
         false // the bug
@@ -71,13 +37,13 @@ impl Exclusive for NoSuspend {
         false
     }
     fn describe(&self) -> String {
-        self.lock.describe()
+        self.lock().describe()
     }
     fn node(&self) -> Option<&str> {
-        self.lock.node()
+        self.lock().node()
     }
     fn session_ended(&self) -> bool {
-        self.lock.session_ended()
+        self.lock().session_ended()
     }
     fn judge(outcome: &LockOutcome) -> (LockEvent, Step) {
         <Lock as Exclusive>::judge(outcome)
@@ -136,7 +102,8 @@ impl Exclusive for IgnoresRevoke {
 /// Which broken copy a [`Broken`] recipe runs.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Flaw {
-    /// [`NoSuspend`].
+    /// [`NoSuspend`] (zoosim-recipes' `lock::broken`, shared with the
+    /// lock family's models).
     NoSuspend,
     /// [`IgnoresRevoke`].
     IgnoresRevoke,
@@ -177,10 +144,8 @@ impl Recipe for Broken {
         let w = workload_of(&recipe, ctx);
         let record = match self.0 {
             Flaw::NoSuspend => {
-                let make: Make<NoSuspend> = Arc::new(|_, guid| NoSuspend {
-                    lock: Lock::new(LOCK.dir, guid),
-                    held: false,
-                });
+                let make: Make<NoSuspend> =
+                    Arc::new(|_, guid| NoSuspend::new(Lock::new(LOCK.dir, guid)));
                 workload::spawn(ctx, &w, make)
             }
             Flaw::IgnoresRevoke => {
