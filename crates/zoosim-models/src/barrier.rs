@@ -98,7 +98,7 @@ impl<M> BarrierModel<M> {
 }
 
 /// The barrier's variants, the correct one first.
-pub const VARIANTS: [BarrierVariant; 2] = BarrierVariant::ALL;
+pub const VARIANTS: [BarrierVariant; 3] = BarrierVariant::ALL;
 
 /// Where one client's application is.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -82,7 +82,7 @@ pub const ABOUT: &str =
     "leader election: each client joins; once elected it acts once, stamped with its epoch, and resigns";
 
 /// The election's variants the model knows.
-pub const VARIANTS: [ElectionVariant; 2] = ElectionVariant::ALL;
+pub const VARIANTS: [ElectionVariant; 3] = ElectionVariant::ALL;
 
 /// A candidate's machine as the model drives it: the election's commands
 /// and outcomes, and whether it leads now.
