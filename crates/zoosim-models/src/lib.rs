@@ -10,7 +10,8 @@
 //! back in the order the server sent them. The actions are: the server
 //! serves a client's next request; an application gives its machine a
 //! command; a client notices that its connection broke, or reconnects; the
-//! server expires a crashed client's session; and the faults, each bounded
+//! server expires a crashed client's session; a stale server (see "Zombie
+//! reads and deposed leaders") closes its connection; and the faults, each bounded
 //! per run ([`Faults`], counted in the state so that the state graph stays
 //! acyclic, which the checker's `eventually` needs):
 //!
