@@ -475,10 +475,12 @@ mod barrier {
     fn the_no_sync_waiter_passes_a_raised_barrier_reading_a_lagging_server() {
         let world = barrier(BarrierVariant::NoSync, 3, Faults::ONE_EACH);
         caught(&world, BARRIER_SAFETY, "barrier-no-sync");
-        // The stale read is what it takes: without it the page's waiter
-        // is as safe as the correct one.
+        // A stale read is what it takes (a lagging follower's, or a
+        // deposed leader's): without them the page's waiter is as safe as
+        // the correct one.
         let no_stale = Faults {
             lagging_read: 0,
+            deposed_leader: 0,
             ..Faults::ONE_EACH
         };
         let checked = check(
@@ -486,6 +488,41 @@ mod barrier {
             Options::default(),
         );
         assert!(checked.all_hold(), "{:#?}", checked.verdicts);
+    }
+
+    #[test]
+    fn the_waiter_that_syncs_instead_of_checking_passes_a_barrier_on_a_deposed_leader() {
+        let world = barrier(BarrierVariant::SyncInsteadOfCheck, 3, Faults::ONE_EACH);
+        caught(&world, BARRIER_SAFETY, "barrier-sync-instead-of-check");
+        // A deposed leader is what it takes: with every fault of the
+        // one-server world (a sync there is never stale) the waiter that
+        // syncs is as safe as the correct one, and with the deposed
+        // leader alone it is caught.
+        let one_server = Faults {
+            zombie_read: 0,
+            deposed_leader: 0,
+            ..Faults::ONE_EACH
+        };
+        let checked = check(
+            &barrier(BarrierVariant::SyncInsteadOfCheck, 3, one_server),
+            Options::default(),
+        );
+        assert!(checked.all_hold(), "{:#?}", checked.verdicts);
+        let deposed = Faults {
+            deposed_leader: 1,
+            ..Faults::NONE
+        };
+        let checked = check(
+            &barrier(BarrierVariant::SyncInsteadOfCheck, 2, deposed),
+            Options::default(),
+        );
+        assert!(
+            checked
+                .verdict(BARRIER_SAFETY.name)
+                .is_some_and(|v| !v.holds),
+            "{:#?}",
+            checked.verdicts
+        );
     }
 
     /// A broken copy of the correct barrier: its waiter takes the leader

@@ -208,6 +208,8 @@ double_barrier_at_three_clients! {
     the_double_barrier_holds_everything_at_three_clients_with_a_forced_expiry: ForcedExpiry,
     the_double_barrier_holds_everything_at_three_clients_with_a_client_crash: ClientCrash,
     the_double_barrier_holds_everything_at_three_clients_with_a_lagging_read: LaggingRead,
+    the_double_barrier_holds_everything_at_three_clients_with_a_zombie_read: ZombieRead,
+    the_double_barrier_holds_everything_at_three_clients_with_a_deposed_leader: DeposedLeader,
 }
 
 #[test]

@@ -318,10 +318,12 @@ fn a_leader_that_keeps_leading_after_expiry_is_caught() {
         election::TOLD_IS_TOLD,
         "election-keep-leadership-after-expiry-acts",
     );
-    // Expiry is what it takes.
+    // Expiry is what it takes (forced, after a crash, or met by a zombie
+    // read).
     let no_expiry = Faults {
         forced_expiry: 0,
         client_crash: 0,
+        zombie_read: 0,
         ..Faults::ONE_EACH
     };
     let checked = check(
@@ -329,6 +331,114 @@ fn a_leader_that_keeps_leading_after_expiry_is_caught() {
         Options::default(),
     );
     assert!(checked.all_hold(), "{:#?}", checked.verdicts);
+}
+
+/// The faults the models had before the zombie read and the deposed
+/// leader: one server, which never serves an expired session again and
+/// whose syncs are never stale.
+const ONE_SERVER_FAULTS: Faults = Faults {
+    zombie_read: 0,
+    deposed_leader: 0,
+    ..Faults::ONE_EACH
+};
+
+#[test]
+fn an_election_that_acts_without_confirming_is_caught_by_a_zombie_read() {
+    let world = election(ElectionVariant::ActWithoutConfirming, 3, Faults::ONE_EACH);
+    caught(
+        &world,
+        election::ELECTED_ON_A_LIVE_SESSION,
+        "election-act-without-confirming",
+    );
+    // The zombie read alone is what it takes: with every fault of the
+    // one-server world the unconfirmed election holds everything, as the
+    // correct one does.
+    let checked = check(
+        &election(ElectionVariant::ActWithoutConfirming, 3, ONE_SERVER_FAULTS),
+        Options::default(),
+    );
+    assert!(checked.all_hold(), "{:#?}", checked.verdicts);
+    let zombie = Faults {
+        zombie_read: 1,
+        ..Faults::NONE
+    };
+    let checked = check(
+        &election(ElectionVariant::ActWithoutConfirming, 2, zombie),
+        Options::default(),
+    );
+    assert!(
+        checked
+            .verdict(election::ELECTED_ON_A_LIVE_SESSION.name)
+            .is_some_and(|v| !v.holds),
+        "{:#?}",
+        checked.verdicts
+    );
+}
+
+/// A broken copy of the correct election whose confirmation's sync never
+/// leaves the client (answered at once, as if synced): what is left of
+/// the confirmation is the exists(), which a server that has not applied
+/// the session's expiry answers as readily as the child list.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct SyncAnsweredLocally(Election);
+
+fn sync_answered_locally(dir: &str, guid: &str, variant: ElectionVariant) -> SyncAnsweredLocally {
+    SyncAnsweredLocally(Election::with_variant(dir, guid, variant))
+}
+
+impl Machine for SyncAnsweredLocally {
+    type Command = ElectionCommand;
+    type Outcome = ElectionOutcome;
+
+    fn handle(&mut self, input: Input<ElectionCommand>) {
+        self.0.handle(input);
+    }
+
+    fn poll(&mut self) -> Option<Output<ElectionOutcome>> {
+        loop {
+            match self.0.poll()? {
+                Output::Send(id, zoosim::proto::Op::Sync { .. }) => {
+                    self.0.handle(Input::Reply(id, Ok(Reply::Sync)));
+                }
+                out => return Some(out),
+            }
+        }
+    }
+}
+
+impl Candidate for SyncAnsweredLocally {
+    fn is_leader(&self) -> bool {
+        self.0.is_leader()
+    }
+}
+
+#[test]
+fn an_election_whose_confirmation_does_not_sync_is_caught_by_a_zombie_read() {
+    // The sync is what the confirmation rests on: without it the exists()
+    // after a zombie's child list is the zombie's too.
+    let zombie = Faults {
+        zombie_read: 1,
+        ..Faults::NONE
+    };
+    let broken = World::new(
+        ElectionModel::with_machine(ElectionVariant::Correct, sync_answered_locally),
+        2,
+        zombie,
+    )
+    .expect("a valid size");
+    let checked = check(&broken, Options::default());
+    assert!(
+        checked
+            .verdict(election::ELECTED_ON_A_LIVE_SESSION.name)
+            .is_some_and(|v| !v.holds),
+        "{:#?}",
+        checked.verdicts
+    );
+    let real = check(
+        &election(ElectionVariant::Correct, 2, zombie),
+        Options::default(),
+    );
+    assert!(real.all_hold(), "{:#?}", real.verdicts);
 }
 
 /// A broken copy of the correct election: a candidate that reads the

@@ -3,9 +3,10 @@
 //! — and every other client waits on the barrier once the coordinator has
 //! told it the barrier is up (out of band, as the workload's waiters
 //! learn which round is raised). The machine is
-//! [`zoosim_recipes::barrier::Barrier`], correct or
+//! [`zoosim_recipes::barrier::Barrier`], correct,
 //! [`BarrierVariant::NoSync`] (the recipes page's waiter, without the
-//! check through the leader) — or any machine with the barrier's commands
+//! check through the leader) or [`BarrierVariant::SyncInsteadOfCheck`]
+//! (a sync where the check should be) — or any machine with the barrier's commands
 //! and outcomes ([`BarrierModel::with_machine`], for a deliberately broken
 //! copy).
 //!
@@ -15,7 +16,9 @@
 //! * always [`BARRIER_SAFETY`]: no waiter passes before the coordinator
 //!   asked for the barrier's removal (it was told the barrier is up; a
 //!   waiter that reads a lagging server may not see it — the `lagging-read`
-//!   fault is what catches the no-sync waiter);
+//!   fault is what catches the no-sync waiter, and the `deposed-leader`
+//!   fault, whose sync is as stale as its reads, the waiter that syncs
+//!   instead of checking);
 //! * always [`NO_RECIPE_FAILURE`]: the machine never refuses a command nor
 //!   meets an answer it has no way forward from;
 //! * always [`NO_ORPHANS`]: once every client is settled, nothing is left
@@ -98,7 +101,7 @@ impl<M> BarrierModel<M> {
 }
 
 /// The barrier's variants, the correct one first.
-pub const VARIANTS: [BarrierVariant; 2] = BarrierVariant::ALL;
+pub const VARIANTS: [BarrierVariant; 3] = BarrierVariant::ALL;
 
 /// Where one client's application is.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

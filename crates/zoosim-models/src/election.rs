@@ -3,8 +3,10 @@
 //! one act of leadership on a resource fenced by its epoch, and resigns
 //! (recipes page, "Leader Election", with the lock's guid recovery and the
 //! confirmation of the own node before leading). The machine is
-//! [`zoosim_recipes::election::Election`], correct or
-//! [`ElectionVariant::KeepLeadershipAfterExpiry`] (CURATOR-696) — or any
+//! [`zoosim_recipes::election::Election`], correct,
+//! [`ElectionVariant::KeepLeadershipAfterExpiry`] (CURATOR-696) or
+//! [`ElectionVariant::ActWithoutConfirming`] (no sync + exists() before
+//! leading) — or any
 //! [`Candidate`] ([`ElectionModel::with_machine`], for a deliberately
 //! broken copy).
 //!
@@ -28,6 +30,17 @@
 //!   Connected since);
 //! * always [`TOLD_IS_TOLD`] (the oracle's): no leader acts after it was
 //!   told its session ended;
+//! * always [`ELECTED_ON_A_LIVE_SESSION`]: a candidate is elected only by
+//!   the answer to a request it made while its session was alive on the
+//!   server, so that its node was the lowest at a moment after it asked.
+//!   Its session may end after that, even before the answer comes (the
+//!   fence's window); but a candidate that asks on a session already gone
+//!   — its child list read from a server that has not applied the expiry
+//!   yet (the `zombie-read` fault) — would lead on a node that was not
+//!   the lowest at any moment since it asked. The confirmation before
+//!   leading (a sync, which such a server cannot answer before it applies
+//!   the expiry) is what rules it out, and what
+//!   `election/act-without-confirming` lacks;
 //! * always [`TOLD_ENDS_LEADERSHIP`]: a client that has been told its session
 //!   ended does not lead. The belief [`TOLD_IS_TOLD`]'s act follows from,
 //!   judged on its own: it fails a step sooner, and also for a leader
@@ -66,6 +79,14 @@ pub const ONE_LEADER_PER_EPOCH: Claim = Claim::new(
     "one-leader-per-epoch",
     "a leader whose session is alive owns the lowest node: one leader per epoch",
 );
+/// A candidate is elected only by the answer to a request made while its
+/// session lived on the server.
+pub const ELECTED_ON_A_LIVE_SESSION: Claim = Claim::new(
+    "elected-on-a-live-session",
+    "a candidate is elected only by the answer to a request it made while its session was \
+     alive on the server, so its node was the lowest at a moment after it asked (the session \
+     may end after that: the fence's window)",
+);
 /// A client told its session ended no longer believes it leads. Not the
 /// oracle's `told-is-told` (nobody *acts* after being told, which the
 /// model judges too), so not its name.
@@ -90,7 +111,7 @@ pub const ABOUT: &str =
     "leader election: each client joins; once elected it acts once, stamped with its epoch, and resigns";
 
 /// The election's variants the model knows.
-pub const VARIANTS: [ElectionVariant; 2] = ElectionVariant::ALL;
+pub const VARIANTS: [ElectionVariant; 3] = ElectionVariant::ALL;
 
 /// A candidate's machine as the model drives it: the election's commands
 /// and outcomes, and whether it leads now.
@@ -188,6 +209,9 @@ pub struct Shared {
     pub resigned: bool,
     /// What the leaders' acts were told.
     pub acts: Acts,
+    /// A candidate was elected by the answer to a request made on a
+    /// session already gone on the server.
+    pub elected_dead: bool,
 }
 
 impl<M: Candidate> RecipeModel for ElectionModel<M> {
@@ -198,6 +222,7 @@ impl<M: Candidate> RecipeModel for ElectionModel<M> {
         ONE_LEADER_PER_EPOCH,
         SUSPEND_WHILE_DISCONNECTED,
         TOLD_IS_TOLD,
+        ELECTED_ON_A_LIVE_SESSION,
         TOLD_ENDS_LEADERSHIP,
         LIVE_HOLDER_NEVER_FENCED,
         NO_HERD,
@@ -318,6 +343,19 @@ impl<M: Candidate> RecipeModel for ElectionModel<M> {
         }
     }
 
+    fn outcome_live(
+        &self,
+        app: &mut At,
+        shared: &mut Shared,
+        outcome: &ElectionOutcome,
+        live: bool,
+    ) {
+        if matches!(outcome, ElectionOutcome::Elected { .. }) && !live {
+            shared.elected_dead = true;
+        }
+        self.outcome(app, shared, outcome);
+    }
+
     fn finished(&self, app: &At) -> bool {
         matches!(app, At::Done | At::Lost)
     }
@@ -336,6 +374,9 @@ impl<M: Candidate> RecipeModel for ElectionModel<M> {
             }),
             Property::always(TOLD_IS_TOLD.name, |_, s: &State<Self>| {
                 !s.shared.acts.after_told_ended
+            }),
+            Property::always(ELECTED_ON_A_LIVE_SESSION.name, |_, s: &State<Self>| {
+                !s.shared.elected_dead
             }),
             Property::always(TOLD_ENDS_LEADERSHIP.name, |_, s: &State<Self>| {
                 s.clients

@@ -10,7 +10,8 @@
 //! back in the order the server sent them. The actions are: the server
 //! serves a client's next request; an application gives its machine a
 //! command; a client notices that its connection broke, or reconnects; the
-//! server expires a crashed client's session; and the faults, each bounded
+//! server expires a crashed client's session; a stale server (see "Zombie
+//! reads and deposed leaders") closes its connection; and the faults, each bounded
 //! per run ([`Faults`], counted in the state so that the state graph stays
 //! acyclic, which the checker's `eventually` needs):
 //!
@@ -33,7 +34,15 @@
 //!   not a budgeted fault, so that liveness can be stated);
 //! * `lagging-read`: a getData, exists or getChildren is answered from an
 //!   older tree state, as a follower that lags behind the leader would
-//!   (see "Stale reads").
+//!   (see "Stale reads");
+//! * `zombie-read`: the server expires a client's session while the
+//!   client's own server has not applied the expiry: its next read, and
+//!   every read after it on that connection, is answered from the tree
+//!   before the expiry (see "Zombie reads and deposed leaders");
+//! * `deposed-leader`: the client's server is a leader cut off from its
+//!   quorum that does not know it yet: its next read or sync, and every
+//!   one after it on that connection, is answered from that leader's
+//!   older tree (see the same section).
 //!
 //! Faults hit clients while they use the recipe (not once their
 //! application is finished).
@@ -51,9 +60,9 @@
 //! reconnect the session's zxid is still below it, as with a follower
 //! that has not applied it yet — ZooKeeper allows that, which is why the
 //! lock's guid search syncs first. A sync goes through the leader and is
-//! never stale (a deposed leader answering one is out of scope); its
-//! reply brings the session's zxid up to date, so reads after it see
-//! everything before it.
+//! not stale here (a deposed leader answering one is the `deposed-leader`
+//! fault, below); its reply brings the session's zxid up to date, so
+//! reads after it see everything before it.
 //!
 //! The reply's zxid is the old state's (the session's zxid becomes the
 //! larger of the two). A watch the read sets is set at that old point, as
@@ -74,6 +83,91 @@
 //! be answered from it any more. Once the budget is spent nothing is
 //! kept, so runs that differ only in a past no read can reach meet again
 //! (the module's "No history in the state").
+//!
+//! # Zombie reads and deposed leaders
+//!
+//! With one server for the ensemble, an expired session is never served
+//! again and a sync is never stale, so two defences of the recipes are
+//! indistinguishable from their absence: the election's confirmation of
+//! its own node (sync, then exists) before it leads, and the barrier's
+//! check through the leader (a multi with one `check`) before its first
+//! exists. Two faults put a client on a connection to a server that
+//! applies nothing more until it closes that connection, which it always
+//! eventually does ([`Action::FrozenCloses`], not a budgeted fault). The
+//! client cannot tell: its connection lives and its reads are answered.
+//! That server answers reads from its own tree (the client's `frozen`); a
+//! watch a read sets stays there and never fires (the library keeps it,
+//! and SetWatches restores it on the next connection); a request it cannot
+//! answer from its own tree makes it close the connection first:
+//! ConnectionLoss, then Disconnected. Other faults do not hit a client on
+//! such a connection, but for an expiry and a crash: a break or a lost
+//! message is that server's closing, and its reads are stale already.
+//!
+//! **Zombie reads.** A session expires at the leader as one txn (the
+//! close, which deletes its ephemerals), and each server that applies it
+//! closes the session's connection if it holds one. Until the client's own
+//! follower applies it, the session lives on there as a zombie: the
+//! follower answers its reads from its tree before the close, the
+//! session's ephemerals in it, and the client still believes its
+//! connection lives. The `zombie-read` fault is that expiry met by a read:
+//! the server expires the session of a client whose next request is a
+//! getData, exists or getChildren (the others' watches fire as for
+//! `forced-expiry`), and that read and every read after it on that
+//! connection are answered from the tree just before the close. The
+//! client cannot tell such answers from live ones until the connection
+//! closes. What the fault adds, and what it rules out:
+//!
+//! * a client may ask, on a session already gone, and be answered from a
+//!   world in which its session and ephemerals still exist, after the
+//!   others have seen them go: an election's candidate, woken on that
+//!   connection, lists the children and finds its node the lowest — which
+//!   it was at no moment since it asked;
+//! * never older than what the session has seen: the tree is the one
+//!   just before the close, which holds every txn whose reply the client
+//!   got (older still would be a `lagging-read` as well);
+//! * never anything after the close: a follower applies txns in order,
+//!   and the first one it applies is the close, which ends the
+//!   connection;
+//! * no write and no sync from the zombie succeeds: both reach the
+//!   leader, which knows the session is gone, and the follower answers
+//!   them only after applying the txns before them, the close first,
+//!   which closes the connection: ConnectionLoss, and SessionExpired on
+//!   the reconnect. (ZooKeeper may instead answer a write the leader
+//!   prepared while the session was closing with SessionExpired on the
+//!   still open connection; every machine takes that reply as the end of
+//!   its session, as it takes the Expired the reconnect brings, so the
+//!   model gives only the latter.) So a read made after a sync answered
+//!   on the same connection is answered from a state no older than the
+//!   sync's point, at which the session lived: the zombie may still answer
+//!   it, but only for an expiry that came after the sync — the client's
+//!   session then ended after it asked, which is the window any holder of
+//!   a session has (an election's confirmation rests on this);
+//! * no watch event reaches the zombie: its watches leave the server with
+//!   the expiry, and the follower fires the ones it holds only by applying
+//!   the close, which ends the connection.
+//!
+//! **Deposed leaders.** A leader cut off from its quorum serves its
+//! clients until it notices (within syncLimit): reads from its own tree,
+//! and syncs too — sync is not a quorum operation (ZOOKEEPER-1675) —
+//! while a new leader commits new txns. The `deposed-leader` fault puts a
+//! client whose next request is a read or a sync on such a server, frozen
+//! at one of the past states (as for `lagging-read`, never older than what
+//! the session has seen: a server refuses a session that has seen more
+//! than it has). It answers that request and every read and sync after it
+//! on that connection from that tree, and the session's zxid becomes that
+//! tree's: a sync there brings nothing newer. A write cannot be committed
+//! there: the leader steps down, closing the connection (ConnectionLoss,
+//! the write not applied). The client's watches leave the live server
+//! with the fault; SetWatches brings them back, with the session's stale
+//! zxid, when it reconnects, and so brings what it missed. It stands for
+//! the smallest case: one stale server, frozen at one point, for the rest
+//! of one connection (a follower of that deposed leader, in the same
+//! minority, answers alike). What it adds is a sync that is as stale as a
+//! read, and reads that stay stale after it: only a write-path request (the
+//! barrier's multi with one check) gets past such a server, by ending the
+//! connection. Events the client took before the fault came from the live
+//! server, which a server frozen earlier would not have sent: the model
+//! is generous there (more runs, never fewer).
 //!
 //! # Reductions, and why each is sound
 //!
@@ -127,16 +221,18 @@
 //!   comparing a node's zxids in two successive trees (where a node that
 //!   changed carries the later tree's last zxid, and one that did not is
 //!   the same). So the cuts are the zxids of the clients that may still
-//!   compare theirs (see below), and while past states are kept, their
-//!   last zxids and today's; after every step each zxid becomes the
+//!   compare theirs (see below), while past states are kept, their last
+//!   zxids and today's, and a deposed leader's tree's last zxid (the one
+//!   its reads give the client; that tree is relabelled as the past
+//!   states are, and so is a zombie's); after every step each zxid becomes the
 //!   number of cuts below it. Every comparison answers as before (`z >
 //!   cut` exactly when more cuts lie below `z` than below the cut; the
 //!   cuts keep their order), runs that differ only in how many txns came
 //!   between two cuts, or in which of several nodes changed last, meet,
 //!   and the next txn still gets a zxid above all. Whose zxid may still
 //!   be compared: a client that will reconnect with its session (it is
-//!   cut off now), or one not finished while a break or a stale read is
-//!   still in the budget; the others' is never read again (a finished
+//!   cut off now, or on a deposed leader's connection), or one not
+//!   finished while a break or a stale read is still in the budget; the others' is never read again (a finished
 //!   client is hit by no fault, a connected one's next reply sets it to
 //!   the server's) and is set to 0. And a connected client's zxid is
 //!   taken for the server's last one unless a stale read may still come:
@@ -170,8 +266,8 @@
 //! aside: its own nodes' names without its guid, its flags, application,
 //! requests in flight and watches) and renamed to their new places
 //! ([`RecipeModel::symmetry`] gives the names and renames a machine; the
-//! world renames the tree, sessions, watch table, requests and the
-//! library's watches). The search then visits one state per class, and
+//! world renames the tree, sessions, watch table, requests, the
+//! library's watches and a frozen server's tree). The search then visits one state per class, and
 //! the states it visits are the full model's (the test in `tests.rs`
 //! checks that both reach the same classes). It is sound for the lock
 //! (every variant but sort-by-full-name, which orders contenders by
@@ -245,6 +341,13 @@ pub struct Faults {
     /// A read answered from an older tree state, as a lagging follower
     /// would (never older than what the session has seen).
     pub lagging_read: u8,
+    /// A client's session expired by the server while the client's own
+    /// server has not applied the close: its reads are answered from the
+    /// tree before the expiry until that server catches up.
+    pub zombie_read: u8,
+    /// A client's server is a deposed leader: its reads and syncs are
+    /// answered from its stale state until it steps down.
+    pub deposed_leader: u8,
 }
 
 impl Faults {
@@ -256,6 +359,8 @@ impl Faults {
         forced_expiry: 0,
         client_crash: 0,
         lagging_read: 0,
+        zombie_read: 0,
+        deposed_leader: 0,
     };
 
     /// One of each.
@@ -266,6 +371,8 @@ impl Faults {
         forced_expiry: 1,
         client_crash: 1,
         lagging_read: 1,
+        zombie_read: 1,
+        deposed_leader: 1,
     };
 
     /// Parses `--faults`: `all`, `none`, or a comma-separated list of
@@ -308,6 +415,8 @@ impl Faults {
             Fault::ForcedExpiry => self.forced_expiry,
             Fault::ClientCrash => self.client_crash,
             Fault::LaggingRead => self.lagging_read,
+            Fault::ZombieRead => self.zombie_read,
+            Fault::DeposedLeader => self.deposed_leader,
         }
     }
 
@@ -324,6 +433,8 @@ impl Faults {
             Fault::ForcedExpiry => &mut self.forced_expiry,
             Fault::ClientCrash => &mut self.client_crash,
             Fault::LaggingRead => &mut self.lagging_read,
+            Fault::ZombieRead => &mut self.zombie_read,
+            Fault::DeposedLeader => &mut self.deposed_leader,
         }
     }
 }
@@ -349,7 +460,10 @@ impl fmt::Display for Faults {
 /// loses any request's reply (the simulation's `lost-write-reply` only a
 /// write's) and `lost-request` a request before the server; a
 /// `lagging-read` is a lagging follower's answer, which the simulation
-/// gets from its partitions and clogs rather than as a fault.
+/// gets from its partitions and clogs rather than as a fault, and so are
+/// a `zombie-read` (a follower that has not applied a session's expiry)
+/// and a `deposed-leader` (a leader cut off from its quorum, which the
+/// simulation's partitions and server pauses make).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Fault {
     /// See [`Faults::lost_reply`].
@@ -364,17 +478,23 @@ pub enum Fault {
     ClientCrash,
     /// See [`Faults::lagging_read`].
     LaggingRead,
+    /// See [`Faults::zombie_read`].
+    ZombieRead,
+    /// See [`Faults::deposed_leader`].
+    DeposedLeader,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 6] = [
+    pub const ALL: [Fault; 8] = [
         Fault::LostReply,
         Fault::LostRequest,
         Fault::BrokenConnection,
         Fault::ForcedExpiry,
         Fault::ClientCrash,
         Fault::LaggingRead,
+        Fault::ZombieRead,
+        Fault::DeposedLeader,
     ];
 
     /// The simulation's fault this one is, where it is the same thing.
@@ -384,7 +504,11 @@ impl Fault {
             Fault::BrokenConnection => Some(Sim::BrokenConnection),
             Fault::ForcedExpiry => Some(Sim::ForcedExpiry),
             Fault::ClientCrash => Some(Sim::ClientCrash),
-            Fault::LostReply | Fault::LostRequest | Fault::LaggingRead => None,
+            Fault::LostReply
+            | Fault::LostRequest
+            | Fault::LaggingRead
+            | Fault::ZombieRead
+            | Fault::DeposedLeader => None,
         }
     }
 
@@ -395,6 +519,8 @@ impl Fault {
             (_, Some(sim)) => sim.name(),
             (Fault::LostReply, None) => "lost-reply",
             (Fault::LostRequest, None) => "lost-request",
+            (Fault::ZombieRead, None) => "zombie-read",
+            (Fault::DeposedLeader, None) => "deposed-leader",
             (_, None) => "lagging-read",
         }
     }
@@ -409,6 +535,8 @@ impl Fault {
             Fault::ForcedExpiry => "fault-forced-expiry-taken",
             Fault::ClientCrash => "fault-client-crash-taken",
             Fault::LaggingRead => "fault-lagging-read-taken",
+            Fault::ZombieRead => "fault-zombie-read-taken",
+            Fault::DeposedLeader => "fault-deposed-leader-taken",
         }
     }
 
@@ -561,6 +689,23 @@ pub trait RecipeModel: Clone + Eq + Hash + Debug + Send + Sync + 'static {
         shared: &mut Self::Shared,
         outcome: &<Self::Machine as Machine>::Outcome,
     );
+    /// The application takes an outcome of its machine; `live` says
+    /// whether its session was alive on the server when the client made
+    /// the request whose answer led to it (for any other outcome: whether
+    /// it is alive now). What a property about when an outcome may come
+    /// needs: an election's candidate is elected only on an answer to a
+    /// request made on a live session. [`RecipeModel::outcome`] unless a
+    /// recipe says otherwise; the world calls this one.
+    fn outcome_live(
+        &self,
+        app: &mut Self::App,
+        shared: &mut Self::Shared,
+        outcome: &<Self::Machine as Machine>::Outcome,
+        live: bool,
+    ) {
+        let _ = live;
+        self.outcome(app, shared, outcome);
+    }
     /// The application has done all it set out to do.
     fn finished(&self, app: &Self::App) -> bool;
     /// What the model claims: every `always` and `eventually` property
@@ -678,6 +823,24 @@ pub struct Client<R: RecipeModel> {
     /// The watches the client library holds (set by a reply, used up by
     /// an event), by kind and path.
     kept: BTreeSet<(Kept, String)>,
+    /// The connection is to a server that applies nothing more until it
+    /// closes the connection (see "Zombie reads and deposed leaders"): a
+    /// follower that has not applied the session's expiry (`zombie-read`:
+    /// the session is gone on the server) or a deposed leader
+    /// (`deposed-leader`: the session lives).
+    frozen: Option<Frozen>,
+}
+
+/// A connection's server that applies nothing more (see "Zombie reads
+/// and deposed leaders").
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Frozen {
+    /// Its tree.
+    tree: Arc<DataTree>,
+    /// How many of the requests at the back of the client's outbox it
+    /// sent after its session had expired (a zombie's): an answer to one
+    /// of those answers a request made on a session already gone.
+    late: u8,
 }
 
 impl<R: RecipeModel> Client<R> {
@@ -808,6 +971,14 @@ pub enum Action {
     /// The `lagging-read` fault: client `c`'s next request, a read, is
     /// answered from the tree as it was at the zxid (a lagging server).
     LaggingRead(u8, Zxid),
+    /// The `deposed-leader` fault: client `c`'s server is a leader cut off
+    /// from its quorum whose tree is as it was at the zxid; it answers the
+    /// client's next request, a read or a sync, and what follows.
+    DeposedLeader(u8, Zxid),
+    /// Client `c`'s frozen server closes the connection (it always
+    /// eventually does: not a budgeted fault): a zombie's follower
+    /// applies the expiry, a deposed leader steps down.
+    FrozenCloses(u8),
 }
 
 /// A recipe with `clients` clients and a fault budget: the model.
@@ -1057,6 +1228,12 @@ impl<R: RecipeModel> World<R> {
                 Fault::LaggingRead => {
                     Property::sometimes(f.property(), |_, s: &State<R>| s.used.lagging_read > 0)
                 }
+                Fault::ZombieRead => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.zombie_read > 0)
+                }
+                Fault::DeposedLeader => {
+                    Property::sometimes(f.property(), |_, s: &State<R>| s.used.deposed_leader > 0)
+                }
             });
         }
         if self.faults.total() >= 2 && self.max_faults >= 2 {
@@ -1106,8 +1283,8 @@ impl<R: RecipeModel> World<R> {
     pub fn step(&self, s: &mut State<R>, action: Action, log: &mut Log) -> Option<()> {
         // A stale read still in the budget may be answered from the tree
         // as it is now: keep it if this step changes it (one txn at most).
-        let before = (self.may(s, Fault::LaggingRead) && self.writes(s, action))
-            .then(|| Arc::clone(&s.tree));
+        let before =
+            (self.stale_may_come(s) && self.writes(s, action)).then(|| Arc::clone(&s.tree));
         self.act(s, action, log)?;
         if let Some(t) = before {
             if t.last_zxid() != s.tree.last_zxid() {
@@ -1195,6 +1372,9 @@ impl<R: RecipeModel> World<R> {
                         .map(|(kind, p)| (kind, rename(&p).unwrap_or(p)))
                         .collect();
                 }
+                if let Some(f) = &mut c.frozen {
+                    Arc::make_mut(&mut f.tree).rename(sessions, base);
+                }
                 shared
             })
             .collect();
@@ -1211,15 +1391,23 @@ impl<R: RecipeModel> World<R> {
             return false;
         }
         !c.connected
+            || c.frozen.is_some()
             || (!c.finished(&self.recipe)
                 && [
                     Fault::LaggingRead,
                     Fault::LostReply,
                     Fault::LostRequest,
                     Fault::BrokenConnection,
+                    Fault::DeposedLeader,
                 ]
                 .into_iter()
                 .any(|f| self.may(s, f)))
+    }
+
+    /// Whether a read may still be answered from a past tree: a
+    /// `lagging-read` or a `deposed-leader` is still in the budget.
+    fn stale_may_come(&self, s: &State<R>) -> bool {
+        self.may(s, Fault::LaggingRead) || self.may(s, Fault::DeposedLeader)
     }
 
     /// Puts the state's zxids in canonical form (see "Reductions"): a
@@ -1233,7 +1421,7 @@ impl<R: RecipeModel> World<R> {
         if !self.canonical {
             return;
         }
-        let stale = self.may(s, Fault::LaggingRead);
+        let stale = self.stale_may_come(s);
         let top = s.tree.last_zxid();
         let observable: Vec<bool> = s
             .clients
@@ -1245,7 +1433,9 @@ impl<R: RecipeModel> World<R> {
             let c = &s.clients[i];
             let zxid = if !*seen {
                 0
-            } else if (c.connected && !stale) || self.sabotage == Sabotage::EveryZxidIsTop {
+            } else if (c.connected && c.frozen.is_none() && !stale)
+                || self.sabotage == Sabotage::EveryZxidIsTop
+            {
                 // Its watches are on the server: any change to what it
                 // keeps has fired and been taken, so only later txns are
                 // news to it.
@@ -1266,6 +1456,13 @@ impl<R: RecipeModel> World<R> {
             cuts.extend(s.past.iter().map(|t| t.last_zxid()));
             cuts.push(top);
         }
+        // A deposed leader's tree: the zxid its reads give the client.
+        cuts.extend(
+            s.clients
+                .iter()
+                .filter(|c| c.session)
+                .filter_map(|c| c.frozen.as_ref().map(|f| f.tree.last_zxid())),
+        );
         cuts.sort_unstable();
         cuts.dedup();
         // Every comparison is `z > cut`, or between cuts: it answers as
@@ -1285,6 +1482,17 @@ impl<R: RecipeModel> World<R> {
                 Arc::make_mut(t).relabel_zxids(place);
             }
         }
+        for i in 0..s.clients.len() {
+            if s.clients[i]
+                .frozen
+                .as_ref()
+                .is_some_and(|f| f.tree.zxids().any(|z| place(z) != z))
+            {
+                if let Some(f) = &mut s.clients[i].frozen {
+                    Arc::make_mut(&mut f.tree).relabel_zxids(place);
+                }
+            }
+        }
     }
 
     /// Whether `action` may apply a txn to the tree.
@@ -1294,9 +1502,8 @@ impl<R: RecipeModel> World<R> {
                 .outbox
                 .front()
                 .is_some_and(|(_, op)| !is_read(op)),
-            Action::ExpireCrashed(_) | Action::Fault(Fault::LostReply | Fault::ForcedExpiry, _) => {
-                true
-            }
+            Action::ExpireCrashed(_)
+            | Action::Fault(Fault::LostReply | Fault::ForcedExpiry | Fault::ZombieRead, _) => true,
             _ => false,
         }
     }
@@ -1308,7 +1515,7 @@ impl<R: RecipeModel> World<R> {
         if s.past.is_empty() {
             return;
         }
-        let floor = if self.may(s, Fault::LaggingRead) {
+        let floor = if self.stale_may_come(s) {
             s.clients
                 .iter()
                 .filter(|c| !c.finished(&self.recipe) && c.session)
@@ -1341,10 +1548,65 @@ impl<R: RecipeModel> World<R> {
             Action::Serve(c) => {
                 let c = usize::from(c);
                 let client = &s.clients[c];
+                if client.frozen.is_some() {
+                    // Its frozen server answers (see "Zombie reads and
+                    // deposed leaders").
+                    if !client.connected || client.outbox.is_empty() {
+                        return None;
+                    }
+                    s.serve_frozen(&self.recipe, c, log);
+                    return Some(());
+                }
                 if !(client.connected && client.session && !client.outbox.is_empty()) {
                     return None;
                 }
                 s.serve(&self.recipe, c, false, log);
+            }
+            Action::DeposedLeader(c, at) => {
+                let c = usize::from(c);
+                if !self.may(s, Fault::DeposedLeader)
+                    || !self.fault_enabled(s, Fault::DeposedLeader, c)
+                {
+                    return None;
+                }
+                let from = s
+                    .past
+                    .iter()
+                    .position(|t| t.last_zxid() == at && at >= s.clients[c].last_zxid)?;
+                s.used.deposed_leader += 1;
+                log.note(|| {
+                    format!(
+                        "FAULT deposed-leader on client {c}: its server, a leader cut off from \
+                         its quorum, is {} txn(s) behind and applies nothing more",
+                        s.past.len() - from
+                    )
+                });
+                // The client's watches now sit on a server that applies
+                // nothing: off the live server (the library keeps them
+                // for SetWatches).
+                remove_connection(&mut s.watches, c);
+                s.clients[c].frozen = Some(Frozen {
+                    tree: Arc::clone(&s.past[from]),
+                    late: 0,
+                });
+                s.serve_frozen(&self.recipe, c, log);
+            }
+            Action::FrozenCloses(c) => {
+                let c = usize::from(c);
+                if !(s.clients[c].connected && s.clients[c].frozen.is_some()) {
+                    return None;
+                }
+                log.note(|| {
+                    if s.clients[c].session {
+                        format!("client {c}'s deposed leader steps down and closes the connection")
+                    } else {
+                        format!(
+                            "client {c}'s server applies the expiry of its session and closes \
+                             the connection"
+                        )
+                    }
+                });
+                s.break_connection(&self.recipe, c, log);
             }
             Action::Command(c) => {
                 let c = usize::from(c);
@@ -1395,7 +1657,10 @@ impl<R: RecipeModel> World<R> {
                 let c = usize::from(c);
                 // A stale read is taken as Action::LaggingRead, which says
                 // from when.
-                if f == Fault::LaggingRead || !self.may(s, f) || !self.fault_enabled(s, f, c) {
+                if matches!(f, Fault::LaggingRead | Fault::DeposedLeader)
+                    || !self.may(s, f)
+                    || !self.fault_enabled(s, f, c)
+                {
                     return None;
                 }
                 *s.used.of_mut(f) += 1;
@@ -1435,7 +1700,24 @@ impl<R: RecipeModel> World<R> {
                         log.note(|| format!("FAULT client-crash: client {c}'s process dies"));
                         s.crash(&self.recipe, c);
                     }
-                    Fault::LaggingRead => unreachable!("refused above"),
+                    Fault::ZombieRead => {
+                        log.note(|| {
+                            format!(
+                                "FAULT zombie-read: the server expires client {c}'s session; \
+                                 client {c}'s own server has not applied the expiry"
+                            )
+                        });
+                        // The follower's tree: everything before the
+                        // expiry's txn, nothing after it.
+                        let before = Arc::clone(&s.tree);
+                        s.expire(&self.recipe, c, log);
+                        s.clients[c].frozen = Some(Frozen {
+                            tree: before,
+                            late: 0,
+                        });
+                        s.serve_frozen(&self.recipe, c, log);
+                    }
+                    Fault::LaggingRead | Fault::DeposedLeader => unreachable!("refused above"),
                 }
             }
         }
@@ -1446,6 +1728,16 @@ impl<R: RecipeModel> World<R> {
         let client = &s.clients[c];
         if client.finished(&self.recipe) {
             return false;
+        }
+        if client.frozen.is_some() {
+            // Its server answers nothing new until it closes the
+            // connection, which it always does: a break or a lost
+            // message on it is that close; a stale read it already is.
+            return match f {
+                Fault::ForcedExpiry => client.session,
+                Fault::ClientCrash => true,
+                _ => false,
+            };
         }
         let serving = client.connected && client.session && !client.outbox.is_empty();
         match f {
@@ -1463,13 +1755,18 @@ impl<R: RecipeModel> World<R> {
             Fault::ForcedExpiry => client.session,
             Fault::ClientCrash => true,
             // A getData, exists or getChildren (a sync goes through the
-            // leader: see "Stale reads").
-            Fault::LaggingRead => {
+            // leader: see "Stale reads"; a zombie's sync reaches the
+            // leader, which knows the session is gone).
+            Fault::LaggingRead | Fault::ZombieRead => {
                 serving
                     && client
                         .outbox
                         .front()
                         .is_some_and(|(_, op)| is_read(op) && !matches!(op, Op::Sync { .. }))
+            }
+            // A deposed leader answers a read or a sync alike.
+            Fault::DeposedLeader => {
+                serving && client.outbox.front().is_some_and(|(_, op)| is_read(op))
             }
         }
     }
@@ -1529,6 +1826,7 @@ fn client_key<R: RecipeModel>(s: &State<R>, i: usize, name: &str) -> (Option<u64
     for (k, _) in &c.kept {
         k.hash(&mut h);
     }
+    c.frozen.is_some().hash(&mut h);
     (seq, h.finish())
 }
 
@@ -1745,6 +2043,70 @@ impl<R: RecipeModel> State<R> {
         }
     }
 
+    /// Client `c`'s next request reaches its frozen server (see "Zombie
+    /// reads and deposed leaders"): a read (or a deposed leader's sync) is
+    /// answered from its tree, a watch it sets stays on that server (the
+    /// library keeps it, for SetWatches: it never fires there); anything
+    /// else cannot be answered and the server closes the connection (a
+    /// deposed leader cannot commit a write; a follower answers a sync or
+    /// a write only after the txns before it, the expiry first, which
+    /// closes the connection): ConnectionLoss.
+    fn serve_frozen(&mut self, recipe: &R, c: usize, log: &mut Log) {
+        let client = &self.clients[c];
+        let (Some(frozen), Some((_, op))) = (&client.frozen, client.outbox.front()) else {
+            return;
+        };
+        let tree = Arc::clone(&frozen.tree);
+        // Sent on a session already gone: among the last `late` requests.
+        let late = client.outbox.len() <= usize::from(frozen.late);
+        let zombie = !client.session;
+        if !is_read(op) || (zombie && matches!(op, Op::Sync { .. })) {
+            log.note(|| {
+                format!(
+                    "client {c}'s {} cannot be answered before its server closes the connection",
+                    op_text(op)
+                )
+            });
+            self.break_connection(recipe, c, log);
+            return;
+        }
+        let Some((id, op)) = self.clients[c].outbox.pop_front() else {
+            return;
+        };
+        let (reply, watch) = tree.read(&op);
+        log.note(|| {
+            format!(
+                "client {c}'s {} answers its {} → {}",
+                if zombie {
+                    "server, the expiry not applied yet,"
+                } else {
+                    "deposed server"
+                },
+                op_text(&op),
+                reply_text(&reply)
+            )
+        });
+        let client = &mut self.clients[c];
+        client.last_zxid = client.last_zxid.max(tree.last_zxid());
+        if let Some((kind, path)) = watch {
+            let kept = match (&op, kind) {
+                (Op::Exists { .. }, _) if matches!(reply, Ok(Reply::Exists(None))) => Kept::Exist,
+                (_, WatchKind::Data) => Kept::Data,
+                (_, WatchKind::Child) => Kept::Child,
+            };
+            client.kept.insert((kept, path));
+        }
+        if late {
+            if let Some(f) = &mut client.frozen {
+                f.late -= 1;
+            }
+        }
+        // What the answer leads to comes of a request made while the
+        // session lived, unless it was made on a zombie session.
+        client.machine.handle(Input::Reply(id, reply));
+        self.drain_as(recipe, c, Some(!late), log);
+    }
+
     /// Client `c`'s connection breaks: every request not yet answered will
     /// get ConnectionLoss. Its watches leave the server (they come back
     /// with SetWatches on reconnect).
@@ -1756,6 +2118,7 @@ impl<R: RecipeModel> State<R> {
         remove_connection(&mut self.watches, c);
         let client = &mut self.clients[c];
         client.connected = false;
+        client.frozen = None;
         lost.extend(client.outbox.drain(..).map(|(id, _)| id));
         client.unnoticed = Some(lost);
         // Noticing is folded into the break unless the application could
@@ -1863,11 +2226,19 @@ impl<R: RecipeModel> State<R> {
         client.unnoticed = None;
         client.kept.clear();
         client.last_zxid = 0;
+        client.frozen = None;
     }
 
     /// Drains client `c`'s machine: requests go out, outcomes to the
     /// application.
     fn drain(&mut self, recipe: &R, c: usize, log: &mut Log) {
+        self.drain_as(recipe, c, None, log);
+    }
+
+    /// [`State::drain`], the outcomes taken as coming of a request made
+    /// while the session lived or not (`live`; None: whether it lives
+    /// now, see [`RecipeModel::outcome_live`]).
+    fn drain_as(&mut self, recipe: &R, c: usize, live: Option<bool>, log: &mut Log) {
         while let Some(out) = self.clients[c].machine.poll() {
             match out {
                 Output::Send(id, op) => {
@@ -1884,6 +2255,12 @@ impl<R: RecipeModel> State<R> {
                         // queue).
                         log.note(|| format!("  client {c} sends {}", op_text(&op)));
                         client.outbox.push_back((id, op));
+                        if !client.session {
+                            // A zombie's request (see Frozen::late).
+                            if let Some(f) = &mut client.frozen {
+                                f.late += 1;
+                            }
+                        }
                     }
                 }
                 Output::Outcome(o) => {
@@ -1891,7 +2268,8 @@ impl<R: RecipeModel> State<R> {
                     let State {
                         clients, shared, ..
                     } = self;
-                    recipe.outcome(&mut clients[c].app, shared, &o);
+                    let live = live.unwrap_or(clients[c].session);
+                    recipe.outcome_live(&mut clients[c].app, shared, &o, live);
                 }
             }
         }
@@ -1939,6 +2317,7 @@ impl<R: RecipeModel> Model for World<R> {
                     unnoticed: None,
                     last_zxid: 0,
                     kept: BTreeSet::new(),
+                    frozen: None,
                 })
             })
             .collect();
@@ -1981,8 +2360,11 @@ impl<R: RecipeModel> Model for World<R> {
                 }
                 continue;
             }
-            if c.connected && c.session && !c.outbox.is_empty() {
+            if c.connected && (c.session || c.frozen.is_some()) && !c.outbox.is_empty() {
                 actions.push(Action::Serve(i8));
+            }
+            if c.connected && c.frozen.is_some() {
+                actions.push(Action::FrozenCloses(i8));
             }
             if c.acts(&self.recipe, &s.shared) {
                 actions.push(Action::Command(i8));
@@ -1993,12 +2375,16 @@ impl<R: RecipeModel> Model for World<R> {
                 actions.push(Action::Reconnect(i8));
             }
             for f in Fault::ALL {
-                if f == Fault::LaggingRead {
+                if f == Fault::LaggingRead || f == Fault::DeposedLeader {
                     if self.may(s, f) && self.fault_enabled(s, f, i) {
                         // One action per older state the read may be
                         // answered from (none older than the session saw).
                         for t in s.past.iter().filter(|t| t.last_zxid() >= c.last_zxid) {
-                            actions.push(Action::LaggingRead(i8, t.last_zxid()));
+                            actions.push(if f == Fault::LaggingRead {
+                                Action::LaggingRead(i8, t.last_zxid())
+                            } else {
+                                Action::DeposedLeader(i8, t.last_zxid())
+                            });
                         }
                     }
                 } else if self.may(s, f) && self.fault_enabled(s, f, i) {
@@ -2036,6 +2422,12 @@ impl<R: RecipeModel> Model for World<R> {
                 format!("FAULT lagging-read on client {c}: its read answered as of zxid {z}")
             }
             Action::ExpireCrashed(c) => format!("server expires crashed client {c}'s session"),
+            Action::DeposedLeader(c, z) => format!(
+                "FAULT deposed-leader on client {c}: its server, deposed, answers as of zxid {z}"
+            ),
+            Action::FrozenCloses(c) => {
+                format!("client {c}'s frozen server closes the connection")
+            }
         }
     }
 }

@@ -46,6 +46,9 @@ fn without_zxids<R: RecipeModel>(s: &State<R>) -> State<R> {
     }
     for i in 0..s.clients.len() {
         s.clients[i].last_zxid = 0;
+        if let Some(f) = &mut s.clients[i].frozen {
+            Arc::make_mut(&mut f.tree).relabel_zxids(|_| 0);
+        }
     }
     s
 }

@@ -13,7 +13,8 @@
 //! the simulation caught exactly that. `sync` first is not enough: a
 //! leader cut off from its quorum answers syncs from its own stale state
 //! until it notices (up to syncLimit), and the simulation caught that too.
-//! The page's literal waiter is kept as the variant `barrier/no-sync`.
+//! The page's literal waiter is kept as the variant `barrier/no-sync`, and
+//! the waiter that syncs instead of checking as `barrier/sync-instead-of-check`.
 //!
 //! Set and remove are idempotent, so after ConnectionLoss they are simply
 //! sent again: NodeExists then means set, NoNode means removed. A barrier
@@ -48,17 +49,27 @@ pub enum BarrierVariant {
     /// The page's waiter, without the check through the leader: it can
     /// pass a barrier it was told is up, reading a lagging server.
     NoSync,
+    /// The waiter syncs, then calls exists(), instead of the check through
+    /// the leader: a deposed leader that does not know it yet answers the
+    /// sync from its stale state, and the exists() after it too.
+    SyncInsteadOfCheck,
 }
 
 impl BarrierVariant {
     /// Every variant, the correct one first.
-    pub const ALL: [BarrierVariant; 2] = [BarrierVariant::Correct, BarrierVariant::NoSync];
+    pub const ALL: [BarrierVariant; 3] = [
+        BarrierVariant::Correct,
+        BarrierVariant::NoSync,
+        BarrierVariant::SyncInsteadOfCheck,
+    ];
 
-    /// The variant's name in scenario files and reports (`barrier`, `barrier/no-sync`).
+    /// The variant's name in scenario files and reports (`barrier`, `barrier/no-sync`,
+    /// `barrier/sync-instead-of-check`).
     pub const fn name(self) -> &'static str {
         match self {
             BarrierVariant::Correct => "barrier",
             BarrierVariant::NoSync => "barrier/no-sync",
+            BarrierVariant::SyncInsteadOfCheck => "barrier/sync-instead-of-check",
         }
     }
 
@@ -180,10 +191,19 @@ impl Barrier {
     /// A linearizable look at the barrier: `check(b, -1)` in a multi
     /// succeeds iff the node exists when the leader commits it.
     fn sync(&mut self) {
-        let req = self.io.send(Op::Multi(vec![MultiOp::Check {
-            path: self.path.clone(),
-            version: -1,
-        }]));
+        let op = if self.variant == BarrierVariant::SyncInsteadOfCheck {
+            // BUG (barrier/sync-instead-of-check): sync is not a quorum
+            // operation; a deposed leader answers it from its own state.
+            Op::Sync {
+                path: self.path.clone(),
+            }
+        } else {
+            Op::Multi(vec![MultiOp::Check {
+                path: self.path.clone(),
+                version: -1,
+            }])
+        };
+        let req = self.io.send(op);
         self.phase = Phase::Syncing(req);
     }
 
@@ -251,6 +271,8 @@ impl Barrier {
                     self.phase = Phase::Over;
                 }
             },
+            // The sync-instead-of-check waiter's sync: look with exists().
+            (Phase::Syncing(_), Ok(Reply::Sync)) => self.check(),
             (Phase::Checking(_), Ok(Reply::Exists(None))) => self.done(BarrierOutcome::Passed),
             (Phase::Checking(_), Ok(Reply::Exists(Some(_)))) => self.phase = Phase::Waiting,
             (phase, Ok(reply)) => unreachable!("barrier: {reply:?} in {phase:?}"),
@@ -279,7 +301,7 @@ impl Machine for Barrier {
             Input::Command(BarrierCommand::Set) => self.set(false),
             Input::Command(BarrierCommand::Remove) => self.remove(),
             Input::Command(BarrierCommand::Wait) => match self.variant {
-                BarrierVariant::Correct => self.sync(),
+                BarrierVariant::Correct | BarrierVariant::SyncInsteadOfCheck => self.sync(),
                 // BUG (barrier/no-sync): the page's literal waiter.
                 BarrierVariant::NoSync => self.check(),
             },

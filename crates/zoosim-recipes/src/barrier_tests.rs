@@ -143,6 +143,28 @@ fn the_literal_waiter_skips_the_check() {
 }
 
 #[test]
+fn the_sync_instead_of_check_waiter_syncs_then_looks() {
+    let mut m = Barrier::with_variant("/b/x", BarrierVariant::SyncInsteadOfCheck);
+    assert_eq!(
+        step(&mut m, Input::Command(BarrierCommand::Wait)).0,
+        vec![(
+            0,
+            Op::Sync {
+                path: "/b/x".into()
+            }
+        )]
+    );
+    assert_eq!(
+        step(&mut m, Input::Reply(0, Ok(Reply::Sync))).0,
+        vec![exists(1)]
+    );
+    assert_eq!(
+        step(&mut m, Input::Reply(1, Ok(Reply::Exists(None)))).1,
+        vec![BarrierOutcome::Passed]
+    );
+}
+
+#[test]
 fn losses_and_failures() {
     let mut m = Barrier::new("/b/x");
     step(&mut m, Input::Command(BarrierCommand::Wait));

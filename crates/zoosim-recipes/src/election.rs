@@ -38,21 +38,28 @@ pub enum ElectionVariant {
     /// After its session expired, goes on acting as leader on the old node
     /// (CURATOR-696).
     KeepLeadershipAfterExpiry,
+    /// Leads as soon as its child list shows it lowest, without the sync +
+    /// exists() confirmation: a list answered by a server that has not yet
+    /// applied its session's expiry makes it leader on a session already
+    /// gone.
+    ActWithoutConfirming,
 }
 
 impl ElectionVariant {
     /// Every variant, the correct one first.
-    pub const ALL: [ElectionVariant; 2] = [
+    pub const ALL: [ElectionVariant; 3] = [
         ElectionVariant::Correct,
         ElectionVariant::KeepLeadershipAfterExpiry,
+        ElectionVariant::ActWithoutConfirming,
     ];
 
     /// The variant's name in scenario files and reports (`election`,
-    /// `election/keep-leadership-after-expiry`).
+    /// `election/keep-leadership-after-expiry`, `election/act-without-confirming`).
     pub const fn name(self) -> &'static str {
         match self {
             ElectionVariant::Correct => "election",
             ElectionVariant::KeepLeadershipAfterExpiry => "election/keep-leadership-after-expiry",
+            ElectionVariant::ActWithoutConfirming => "election/act-without-confirming",
         }
     }
 
@@ -130,8 +137,10 @@ impl Election {
     /// session.
     pub fn with_variant(dir: &str, guid: &str, variant: ElectionVariant) -> Election {
         let keep = variant == ElectionVariant::KeepLeadershipAfterExpiry;
+        // BUG (election/act-without-confirming): no sync + exists() before leading.
+        let confirm = variant != ElectionVariant::ActWithoutConfirming;
         Election {
-            inner: Lock::for_election(dir, guid, keep),
+            inner: Lock::for_election(dir, guid, keep, confirm),
             variant,
         }
     }

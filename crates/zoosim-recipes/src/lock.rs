@@ -434,11 +434,17 @@ impl Lock {
     }
 
     /// The same algorithm for leader election: nodes `<guid>-n_<seq>`,
-    /// the lowest confirmed (sync + exists) before it holds.
-    pub(crate) fn for_election(dir: &str, guid: &str, keep_after_expiry: bool) -> Lock {
+    /// the lowest confirmed (sync + exists) before it holds unless
+    /// `confirm` is off (a buggy variant's).
+    pub(crate) fn for_election(
+        dir: &str,
+        guid: &str,
+        keep_after_expiry: bool,
+        confirm: bool,
+    ) -> Lock {
         Lock {
             marker: "-n_".into(),
-            confirm: true,
+            confirm,
             keep_after_expiry,
             ..Lock::new(dir, guid)
         }

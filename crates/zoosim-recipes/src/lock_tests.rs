@@ -1431,7 +1431,7 @@ fn a_readers_guid_search_looks_for_its_read_node() {
 // Leader election: the same machine, confirming its node before it holds.
 
 fn election_listing(keep_after_expiry: bool) -> (Lock, OpId) {
-    let mut e = Lock::for_election("/e", "g", keep_after_expiry);
+    let mut e = Lock::for_election("/e", "g", keep_after_expiry, true);
     let (id, op) = one_send(command(&mut e, LockCommand::Acquire));
     assert_eq!(op, create_node("/e/g-n_"));
     let (id, op) = one_send(reply(&mut e, id, created("/e/g-n_0000000003")));
@@ -1481,6 +1481,20 @@ fn election_confirms_its_node_before_leading() {
     assert!(gone.is_over());
     assert!(gone.node().is_none());
     assert!(!gone.session_ended());
+}
+
+#[test]
+fn the_election_that_acts_without_confirming_leads_on_its_child_list() {
+    // election/act-without-confirming: lowest in the list is enough.
+    let mut e = Lock::for_election("/e", "g", false, false);
+    let (id, _) = one_send(command(&mut e, LockCommand::Acquire));
+    let (id, op) = one_send(reply(&mut e, id, created("/e/g-n_0000000003")));
+    assert_eq!(op, list("/e"));
+    assert_eq!(
+        reply(&mut e, id, children(&["g-n_0000000003"])),
+        (vec![], vec![acquired("/e/g-n_0000000003", 3)])
+    );
+    assert!(e.is_holder());
 }
 
 #[test]

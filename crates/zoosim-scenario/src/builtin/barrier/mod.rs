@@ -59,7 +59,10 @@ impl Recipe for Barrier {
     }
 
     fn variants(&self) -> &[&str] {
-        const VARIANTS: &[&str] = &[BarrierVariant::NoSync.name()];
+        const VARIANTS: &[&str] = &[
+            BarrierVariant::NoSync.name(),
+            BarrierVariant::SyncInsteadOfCheck.name(),
+        ];
         VARIANTS
     }
 

@@ -93,7 +93,10 @@ pub const ELECTION: Exclusive = Exclusive {
     kind: Kind::Election,
     name: "election",
     description: "leader election: the lowest sequential node leads",
-    variants: &[ElectionVariant::KeepLeadershipAfterExpiry.name()],
+    variants: &[
+        ElectionVariant::KeepLeadershipAfterExpiry.name(),
+        ElectionVariant::ActWithoutConfirming.name(),
+    ],
     keys: KEYS,
     dir: "/app/election",
 };
