@@ -63,10 +63,7 @@ fn models(c: &mut Criterion) {
         .map(|m| (m, false))
         .chain(std::iter::once((&*lock, true)));
     for (model, symmetry) in runs {
-        for (&clients, &max_faults) in sizes
-            .iter()
-            .flat_map(|c| most.iter().map(move |m| (c, m)))
-        {
+        for (&clients, &max_faults) in sizes.iter().flat_map(|c| most.iter().map(move |m| (c, m))) {
             let started = Instant::now();
             let report = match model.check(&spec(clients, max_faults, symmetry)) {
                 Ok(r) => r,
@@ -100,10 +97,16 @@ fn models(c: &mut Criterion) {
     g.sample_size(10).measurement_time(Duration::from_secs(30));
     // At 3 clients: ten samples of a larger size would take hours.
     g.bench_function("lock-3-clients-all-faults", |b| {
-        b.iter(|| lock.check(&spec(3, DEFAULT_MAX_FAULTS, false)).expect("a valid spec"))
+        b.iter(|| {
+            lock.check(&spec(3, DEFAULT_MAX_FAULTS, false))
+                .expect("a valid spec")
+        })
     });
     g.bench_function("lock-3-clients-all-faults-symmetry", |b| {
-        b.iter(|| lock.check(&spec(3, DEFAULT_MAX_FAULTS, true)).expect("a valid spec"))
+        b.iter(|| {
+            lock.check(&spec(3, DEFAULT_MAX_FAULTS, true))
+                .expect("a valid spec")
+        })
     });
     g.finish();
 }

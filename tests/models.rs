@@ -384,10 +384,12 @@ fn a_lock_that_resumes_after_its_session_expired_is_caught() {
     )
     .expect("a valid size");
     caught(&broken, TOLD_IS_TOLD, "lock-resumes-on-expiry");
-    // Expiry is what it takes.
+    // Expiry is what it takes (forced, after a crash, or met by a zombie
+    // read).
     let no_expiry = Faults {
         forced_expiry: 0,
         client_crash: 0,
+        zombie_read: 0,
         ..Faults::ONE_EACH
     };
     let world = World::new(

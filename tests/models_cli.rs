@@ -31,6 +31,7 @@ fn list_shows_every_model_with_its_variants() {
         "    model (`zoosim check lock`): the exclusive lock",
         "    model (`zoosim check barrier`): the barrier",
         "variants: barrier, barrier/no-sync",
+        "variants: two-phase-commit, two-phase-commit/commit-before-all-votes",
         "claim barrier-safety (the oracle's property above)",
         "    model (`zoosim check revocable-lock`): the revocable shared lock",
         "claim every-revoked-holder-lets-go: ",
@@ -96,6 +97,44 @@ fn a_model_has_its_recipes_name_and_answers_to_its_old_one() {
         "{err}"
     );
     assert!(out.contains("configuration"), "{out}");
+}
+
+/// `zoosim check two-phase-commit` explores an abort vote (the last
+/// site's vote chosen) and a failed site, and its buggy variant is caught.
+#[test]
+fn the_two_phase_commit_variant_is_caught_from_the_command_line() {
+    let (code, out, err) = zoosim(&["check", "two-phase-commit", "--clients", "2"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for reached in [
+        "sometimes  commit-decided                   reached",
+        "sometimes  aborted-on-an-abort-vote         reached",
+        "sometimes  aborted-for-failed-site          reached",
+    ] {
+        assert!(out.contains(reached), "{reached} missing from:\n{out}");
+    }
+    let (code, out, err) = zoosim(&[
+        "check",
+        "two-phase-commit",
+        "--variant",
+        "two-phase-commit/commit-before-all-votes",
+        "--clients",
+        "2",
+        "--faults",
+        "none",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("validity                         FAILS"),
+        "{out}"
+    );
+    assert!(
+        out.contains("counterexample to validity (5 steps, shortest):"),
+        "{out}"
+    );
+    assert!(
+        out.contains("client 1's application, choice 1 of 2: Vote { commit: false }"),
+        "{out}"
+    );
 }
 
 #[test]

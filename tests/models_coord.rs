@@ -4,10 +4,12 @@
 //! is reached; at 3 clients, two-phase commit (all voting commit, and one
 //! voting abort), membership without churn and the double barrier with all
 //! faults, and the double barrier without faults (membership with churn at
-//! 3: the ignored test); a deliberately broken copy of
-//! each machine is caught with a shortest counterexample, kept as an insta
-//! snapshot (tests/snapshots/models_coord__*.snap). Each check prints its
-//! states and time (`-- --nocapture`).
+//! 3: the ignored test); two-phase commit also with every site's vote
+//! chosen by the run at 2 sites; a deliberately broken copy of each
+//! machine, and the buggy variant `two-phase-commit/commit-before-all-votes`,
+//! is caught with a shortest counterexample, kept as an insta snapshot
+//! (tests/snapshots/models_coord__*.snap). Each check prints its states
+//! and time (`-- --nocapture`).
 
 #[path = "support/models.rs"]
 mod support;
@@ -25,6 +27,7 @@ use zoosim::models::{
 use zoosim::proto::{CreateMode, Op, Reply, SessionId};
 use zoosim::recipes::double_barrier::{DoubleBarrier, DoubleBarrierCommand, DoubleBarrierOutcome};
 use zoosim::recipes::membership::{Membership, MembershipCommand, MembershipOutcome};
+use zoosim::recipes::two_phase_commit::TwoPhaseCommitVariant;
 use zoosim::recipes::two_phase_commit::{Site, SiteCommand, SiteOutcome};
 use zoosim::recipes::{Input, Machine, OpId, Output};
 
@@ -396,12 +399,16 @@ fn tpc_at(sites: usize, aborter: Option<usize>, faults: Faults) -> World<TwoPhas
 }
 
 /// Checks two-phase commit at `sites` sites with all faults: all commit,
-/// then one site voting abort.
+/// one site voting abort, and every site's vote chosen by the run.
 fn tpc_holds(sites: usize, phases: &[&'static str]) {
     // Every site votes commit: commit, or abort only for a failed site.
     let what = format!("2pc all commit, {sites} sites");
     let commit = holds(&what, &tpc_at(sites, None, Faults::ONE_EACH), 1_000);
-    reached(&what, &commit, &["commit-decided", "abort-decided"]);
+    reached(
+        &what,
+        &commit,
+        &["commit-decided", "abort-decided", "aborted-for-failed-site"],
+    );
     let phased = TwoPhaseCommitModel::new(sites, None)
         .with_phases()
         .world(Faults::ONE_EACH)
@@ -414,8 +421,30 @@ fn tpc_holds(sites: usize, phases: &[&'static str]) {
         &tpc_at(sites, Some(sites - 1), Faults::ONE_EACH),
         1_000,
     );
-    reached(&what, &abort, &["abort-decided"]);
+    reached(
+        &what,
+        &abort,
+        &["abort-decided", "aborted-on-an-abort-vote"],
+    );
     assert!(abort.verdict("commit-decided").is_none());
+    // Every site's vote chosen: commit or abort, both explored.
+    let what = format!("2pc every vote chosen, {sites} sites");
+    let every = (1u8 << sites) - 1;
+    let chosen = TwoPhaseCommitModel::new(sites, None)
+        .with_chosen_votes(every)
+        .world(Faults::ONE_EACH)
+        .expect("a valid size");
+    let chosen = holds(&what, &chosen, abort.unique + commit.unique);
+    reached(
+        &what,
+        &chosen,
+        &[
+            "commit-decided",
+            "abort-decided",
+            "aborted-on-an-abort-vote",
+            "aborted-for-failed-site",
+        ],
+    );
 }
 
 #[test]
@@ -423,7 +452,6 @@ fn two_phase_commit_holds_everything_at_two_sites_with_all_faults() {
     tpc_holds(
         2,
         &[
-            "aborted-for-failed-site",
             "own-vote-found-taken",
             "alive-node-found-after-lost-reply",
             "request-sent-again-after-reconnect",
@@ -434,27 +462,33 @@ fn two_phase_commit_holds_everything_at_two_sites_with_all_faults() {
 
 /// Three sites with all faults, every site voting commit (464,693 unique
 /// states, breadth-first, about 20 s here): commit, and abort for a site
-/// whose session ended.
+/// whose session ended. With the next test, the catalog's model at 3 sites
+/// (the last site's vote chosen: the union of both, see
+/// crates/zoosim-models/src/tests.rs).
 #[test]
 fn two_phase_commit_holds_everything_at_three_sites_with_all_faults() {
     let what = "2pc all commit, 3 sites, all faults";
     let commit = holds(what, &tpc_at(3, None, Faults::ONE_EACH), 100_000);
-    reached(what, &commit, &["commit-decided", "abort-decided"]);
+    reached(
+        what,
+        &commit,
+        &["commit-decided", "abort-decided", "aborted-for-failed-site"],
+    );
 }
 
-/// Three sites with all faults, one voting abort (378,396 unique states,
+/// Three sites with all faults, one voting abort (378,530 unique states,
 /// about 14 s here in the test build).
 #[test]
 fn two_phase_commit_with_an_abort_vote_holds_everything_at_three_sites_with_all_faults() {
     let what = "2pc one abort, 3 sites, all faults";
     let abort = holds(what, &tpc_at(3, Some(2), Faults::ONE_EACH), 100_000);
-    reached(what, &abort, &["abort-decided"]);
+    reached(what, &abort, &["abort-decided", "aborted-on-an-abort-vote"]);
 }
 
-/// The simulation has never written an abort for a failed site (its
-/// counter `aborts-for-failed-sites` stays 0); the model does, and its
-/// shortest way there shows the window it takes: a site's session ends
-/// after its `alive` node was seen and before its vote landed.
+/// An abort written for a failed site (the simulation's coverage goal
+/// `aborts-for-failed-sites` too): its shortest way there in the model
+/// shows the window it takes: a site's session ends after its `alive`
+/// node was seen and before its vote landed.
 #[test]
 fn an_abort_for_a_failed_site_is_reached_and_kept() {
     let world = TwoPhaseCommitModel::new(2, None)
@@ -476,6 +510,36 @@ fn two_phase_commit_sizes_are_checked() {
         .world(Faults::NONE)
         .unwrap_err();
     assert!(e.to_string().contains("not one of the 3 sites"), "{e}");
+    let e = TwoPhaseCommitModel::new(2, None)
+        .with_chosen_votes(0b100)
+        .world(Faults::NONE)
+        .unwrap_err();
+    assert!(e.to_string().contains("not all among the 2 sites"), "{e}");
+    let e = TwoPhaseCommitModel::new(2, Some(1))
+        .with_chosen_votes(0b10)
+        .world(Faults::NONE)
+        .unwrap_err();
+    assert!(e.to_string().contains("both vote abort and"), "{e}");
+}
+
+/// The buggy variant `two-phase-commit/commit-before-all-votes`, as
+/// `zoosim check` builds it (the last site's vote chosen): a site that
+/// has read every vote node, found no abort and took the empty ones as no
+/// objection decides commit; the last site then votes abort. Caught
+/// without faults, at 2 sites, breaking validity and agreement.
+#[test]
+fn a_site_that_commits_before_all_votes_are_in_is_caught() {
+    let broken = TwoPhaseCommitModel::of_variant(TwoPhaseCommitVariant::CommitBeforeAllVotes, 2)
+        .world(Faults::NONE)
+        .expect("a valid size");
+    let steps = caught(&broken, VALIDITY, "tpc-commit-before-all-votes");
+    assert!(steps <= 8, "{steps} steps");
+    caught(&broken, AGREEMENT, "tpc-commit-before-all-votes-agreement");
+    // The correct site, in the same model, holds both.
+    let correct = TwoPhaseCommitModel::of_variant(TwoPhaseCommitVariant::Correct, 2)
+        .world(Faults::NONE)
+        .expect("a valid size");
+    holds("2pc, the catalog's model, 2 sites, no faults", &correct, 10);
 }
 
 /// A broken copy of a site that takes a vote node still empty (its site

@@ -34,7 +34,7 @@ pub fn catalog() -> Vec<Box<dyn Listed>> {
         model_entry(queue::PRIORITY_ABOUT, &[()], |_| "priority-queue", |_, _| Ok(queue::QueueModel::priority())),
         model_entry(config::ABOUT, &[()], |_| "configuration", |_, _| Ok(config::ConfigModel::new())),
         model_entry(membership::ABOUT, &[()], |_| "group-membership", |_, _| Ok(membership::MembershipModel::new(true))),
-        model_entry(two_phase_commit::ABOUT, &[()], |_| "two-phase-commit", |_, n| Ok(two_phase_commit::TwoPhaseCommitModel::new(n, None))),
+        model_entry(two_phase_commit::ABOUT, &two_phase_commit::VARIANTS, |v| v.name(), |v, n| Ok(two_phase_commit::TwoPhaseCommitModel::of_variant(v, n))),
     ]
 }
 

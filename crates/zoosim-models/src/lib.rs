@@ -209,7 +209,12 @@
 //! * **Applications start at once.** The commands an application gives in
 //!   the initial state (ask for the lock, ...) are given before the first
 //!   step: they only queue a request, and the server's serving it is the
-//!   step that interleaves.
+//!   step that interleaves. A first command that is an application's
+//!   choice ([`RecipeModel::choices`]: a site's vote) is given the same
+//!   way, as the first steps of the run, one action per choice and
+//!   nothing else enabled until every choice is made: the same runs as
+//!   one initial state per combination of choices, while the model keeps
+//!   one initial state (a counterexample is replayed from it).
 //! * **Zxids are canonical.** The tree's zxids (each node's czxid, mzxid
 //!   and pzxid, the last applied), the past states' and the zxid each
 //!   client has seen are compared, never added to nor shown to a machine
@@ -682,6 +687,24 @@ pub trait RecipeModel: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     ) -> <Self::Machine as Machine>::Command {
         self.command(app, shared, conn.live, log)
     }
+    /// How many ways the application's next command may go: an
+    /// application's choice the model explores (a site's vote, commit or
+    /// abort). One unless a recipe says otherwise; with more, the command
+    /// is given by [`Action::Choose`], one action per choice, and
+    /// [`RecipeModel::choose`] is told which before
+    /// [`RecipeModel::command`] is asked. Only for the application's
+    /// first command: the world takes every choice before any other step
+    /// (see "Reductions", "Applications start at once"), which is sound
+    /// for a first command only.
+    fn choices(&self, app: &Self::App) -> u8 {
+        let _ = app;
+        1
+    }
+    /// The application takes choice `k` (below [`RecipeModel::choices`])
+    /// of its next command.
+    fn choose(&self, app: &mut Self::App, k: u8) {
+        let _ = (app, k);
+    }
     /// The application takes an outcome of its machine.
     fn outcome(
         &self,
@@ -957,6 +980,9 @@ pub enum Action {
     Serve(u8),
     /// Client `c`'s application gives its machine its next command.
     Command(u8),
+    /// Client `c`'s application gives its next command taking choice `k`
+    /// of those [`RecipeModel::choices`] offers.
+    Choose(u8, u8),
     /// Client `c` notices its broken connection (ConnectionLoss for what
     /// was in flight, then Disconnected).
     Notice(u8),
@@ -1608,12 +1634,18 @@ impl<R: RecipeModel> World<R> {
                 });
                 s.break_connection(&self.recipe, c, log);
             }
-            Action::Command(c) => {
+            Action::Command(c) | Action::Choose(c, _) => {
                 let c = usize::from(c);
                 let client = &s.clients[c];
                 if !client.acts(&self.recipe, &s.shared) {
                     return None;
                 }
+                let choices = self.recipe.choices(&client.app);
+                let choice = match action {
+                    Action::Choose(_, k) if choices > 1 && k < choices => Some(k),
+                    Action::Command(_) if choices <= 1 => None,
+                    _ => return None,
+                };
                 let conn = Conn {
                     live: client.session,
                     told: client.told(),
@@ -1621,10 +1653,18 @@ impl<R: RecipeModel> World<R> {
                 let State {
                     clients, shared, ..
                 } = s;
+                if let Some(k) = choice {
+                    self.recipe.choose(&mut clients[c].app, k);
+                }
                 let cmd = self
                     .recipe
                     .command_in(&mut clients[c].app, shared, conn, log);
-                log.note(|| format!("client {c}'s application: {cmd:?}"));
+                match choice {
+                    Some(k) => log.note(|| {
+                        format!("client {c}'s application, choice {k} of {choices}: {cmd:?}")
+                    }),
+                    None => log.note(|| format!("client {c}'s application: {cmd:?}")),
+                }
                 s.clients[c].machine.handle(Input::Command(cmd));
                 s.drain(&self.recipe, c, log);
             }
@@ -2338,7 +2378,8 @@ impl<R: RecipeModel> Model for World<R> {
         let mut unreduced = self.clone();
         unreduced.symmetric = false;
         for c in 0..self.clients {
-            if s.clients[c].acts(&self.recipe, &s.shared) {
+            let client = &s.clients[c];
+            if client.acts(&self.recipe, &s.shared) && self.recipe.choices(&client.app) <= 1 {
                 unreduced
                     .step(&mut s, Action::Command(c as u8), &mut Log::off())
                     .expect("a wanted command is enabled");
@@ -2352,6 +2393,21 @@ impl<R: RecipeModel> Model for World<R> {
     }
 
     fn actions(&self, s: &State<R>, actions: &mut Vec<Action>) {
+        // Choices first (see "Applications start at once"): the first
+        // client with one to make offers it, and nothing else is enabled
+        // until every choice is made.
+        let choosing = s.clients.iter().enumerate().find_map(|(i, c)| {
+            let n = if c.acts(&self.recipe, &s.shared) {
+                self.recipe.choices(&c.app)
+            } else {
+                1
+            };
+            (n > 1).then_some((i as u8, n))
+        });
+        if let Some((i, n)) = choosing {
+            actions.extend((0..n).map(|k| Action::Choose(i, k)));
+            return;
+        }
         for (i, c) in s.clients.iter().enumerate() {
             let i8 = i as u8;
             if c.crashed {
@@ -2415,6 +2471,7 @@ impl<R: RecipeModel> Model for World<R> {
         match action {
             Action::Serve(c) => format!("server serves client {c}'s next request"),
             Action::Command(c) => format!("client {c}'s application gives a command"),
+            Action::Choose(c, k) => format!("client {c}'s application gives a command, choice {k}"),
             Action::Notice(c) => format!("client {c} notices its connection broke"),
             Action::Reconnect(c) => format!("client {c} reconnects"),
             Action::Fault(f, c) => format!("FAULT {f} on client {c}"),

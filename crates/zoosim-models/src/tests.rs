@@ -268,3 +268,34 @@ fn a_model_fault_has_the_simulations_name_or_one_of_its_own() {
         assert_eq!(parsed.to_string(), format!("{new}=2"));
     }
 }
+
+/// A vote the run chooses ([`RecipeModel::choices`], taken before the
+/// first step) explores exactly the runs of both fixed votes: once chosen,
+/// the states reachable are those of the model where that site votes
+/// commit and of the one where it votes abort, none more, none fewer.
+/// (Against the all-commit model alone the sets differ: the comparison
+/// can fail.)
+#[test]
+fn a_chosen_vote_explores_exactly_both_fixed_votes() {
+    let faults = Faults::ONE_EACH;
+    let chosen = TwoPhaseCommitModel::new(2, None)
+        .with_chosen_votes(0b10)
+        .world(faults)
+        .unwrap();
+    let chosen: HashSet<_> = reachable(&chosen)
+        .into_iter()
+        .filter(|s| s.clients.iter().all(|c| c.app.vote.is_some()))
+        .collect();
+    let commit = reachable(&TwoPhaseCommitModel::new(2, None).world(faults).unwrap());
+    let abort = reachable(&TwoPhaseCommitModel::new(2, Some(1)).world(faults).unwrap());
+    let both: HashSet<_> = commit.union(&abort).cloned().collect();
+    assert_eq!(chosen.len(), both.len());
+    assert!(
+        chosen == both,
+        "the chosen vote's states are not both votes'"
+    );
+    assert!(
+        chosen != commit,
+        "the comparison cannot tell the votes apart"
+    );
+}

@@ -33,6 +33,46 @@ use super::{child_path, classify, Driver, Failure, Input, Io, Machine, Output, P
 use zoosim_client::Zk;
 use zoosim_core::proto::{CreateMode, EventType, MultiOp, Op, Reply, SessionEvent, ZkError};
 
+/// Which site to run: the correct one, or a known-buggy one to reproduce
+/// its bug.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub enum TwoPhaseCommitVariant {
+    /// Decides commit only once every vote node holds "commit".
+    #[default]
+    Correct,
+    /// Decides commit once it has read every vote node and none holds
+    /// "abort": a node still empty (its site has not voted yet) is taken
+    /// as no objection instead of being waited for. A site that votes
+    /// abort after that read is outvoted by a decision already made.
+    CommitBeforeAllVotes,
+}
+
+impl TwoPhaseCommitVariant {
+    /// Every variant, the correct one first.
+    pub const ALL: [TwoPhaseCommitVariant; 2] = [
+        TwoPhaseCommitVariant::Correct,
+        TwoPhaseCommitVariant::CommitBeforeAllVotes,
+    ];
+
+    /// The variant's name in scenario files and reports
+    /// (`two-phase-commit`, `two-phase-commit/commit-before-all-votes`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            TwoPhaseCommitVariant::Correct => "two-phase-commit",
+            TwoPhaseCommitVariant::CommitBeforeAllVotes => {
+                "two-phase-commit/commit-before-all-votes"
+            }
+        }
+    }
+
+    /// The variant named `name`, if any.
+    pub fn from_name(name: &str) -> Option<TwoPhaseCommitVariant> {
+        TwoPhaseCommitVariant::ALL
+            .into_iter()
+            .find(|v| v.name() == name)
+    }
+}
+
 const COMMIT: &[u8] = b"commit";
 const ABORT: &[u8] = b"abort";
 
@@ -110,6 +150,7 @@ pub struct Site {
     tx: String,
     me: usize,
     sites: usize,
+    variant: TwoPhaseCommitVariant,
     io: Io<SiteOutcome>,
     vote: Option<bool>,
     voted: bool,
@@ -128,11 +169,17 @@ pub struct Site {
 impl Site {
     /// Site number `me` of `sites` in the transaction whose node is `tx`.
     pub fn new(tx: &str, me: usize, sites: usize) -> Site {
+        Site::with_variant(tx, me, sites, TwoPhaseCommitVariant::Correct)
+    }
+
+    /// [`Site::new`], running `variant` (a buggy one reproduces its bug).
+    pub fn with_variant(tx: &str, me: usize, sites: usize, variant: TwoPhaseCommitVariant) -> Site {
         assert!(me < sites, "site {me} of {sites}");
         Site {
             tx: tx.to_owned(),
             me,
             sites,
+            variant,
             io: Io::new(),
             vote: None,
             voted: false,
@@ -148,6 +195,11 @@ impl Site {
     /// The decision once known: true to commit, false to abort.
     pub fn decision(&self) -> Option<bool> {
         self.decided
+    }
+
+    /// The variant this machine runs.
+    pub fn variant(&self) -> TwoPhaseCommitVariant {
+        self.variant
     }
 
     /// Whether the machine's session has ended.
@@ -218,6 +270,12 @@ impl Site {
         let commit = if votes.contains(&Some(false)) {
             false
         } else if votes.iter().all(|v| *v == Some(true)) {
+            true
+        } else if self.variant == TwoPhaseCommitVariant::CommitBeforeAllVotes
+            && self.votes.iter().all(Option::is_some)
+        {
+            // The bug: every node read once, no abort among them, and the
+            // empty ones not waited for.
             true
         } else {
             return;

@@ -77,7 +77,12 @@ fn write_vote(id: u64, site: usize, d: &[u8]) -> (u64, Op) {
 /// Site 0 of 2 after its commit vote is on its node: reads of s0 (op 2),
 /// s1 (op 3) and the alive list (op 4) in flight.
 fn voted() -> Site {
-    let mut m = Site::new("/tx", 0, 2);
+    voted_as(TwoPhaseCommitVariant::Correct)
+}
+
+/// [`voted`], running `variant`.
+fn voted_as(variant: TwoPhaseCommitVariant) -> Site {
+    let mut m = Site::with_variant("/tx", 0, 2, variant);
     assert_eq!(
         step(&mut m, vote(true)).0,
         vec![(
@@ -165,6 +170,32 @@ fn one_abort_decides_abort_before_the_other_votes_are_read() {
     // Our own commit read afterwards does not change it.
     assert_eq!(reply(&mut m, 2, data(b"commit")), (vec![], vec![]));
     assert_eq!(m.decision(), Some(false));
+}
+
+/// The buggy variant decides commit on an empty node read (its site has
+/// not voted), where the correct site waits (above).
+#[test]
+fn commit_before_all_votes_takes_an_empty_vote_node_as_no_objection() {
+    let mut m = voted_as(TwoPhaseCommitVariant::CommitBeforeAllVotes);
+    assert_eq!(m.variant(), TwoPhaseCommitVariant::CommitBeforeAllVotes);
+    assert_eq!(reply(&mut m, 2, data(b"commit")), (vec![], vec![]));
+    assert_eq!(
+        reply(&mut m, 3, data(b"")).1,
+        vec![SiteOutcome::Decided { commit: true }]
+    );
+    // An abort it has read still decides abort.
+    let mut m = voted_as(TwoPhaseCommitVariant::CommitBeforeAllVotes);
+    assert_eq!(
+        reply(&mut m, 3, data(b"abort")).1,
+        vec![SiteOutcome::Decided { commit: false }]
+    );
+    for v in TwoPhaseCommitVariant::ALL {
+        assert_eq!(TwoPhaseCommitVariant::from_name(v.name()), Some(v));
+    }
+    assert_eq!(
+        TwoPhaseCommitVariant::from_name("two-phase-commit/none"),
+        None
+    );
 }
 
 #[test]

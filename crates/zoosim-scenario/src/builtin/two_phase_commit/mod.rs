@@ -11,6 +11,7 @@ use crate::recipe::Recipe;
 use crate::verdict::{counter_names, Counter, Property};
 use crate::workload::{Workload, WorkloadError, WorkloadKey};
 use zoosim_core::check::two_phase_commit::PROPERTIES;
+use zoosim_recipes::two_phase_commit::TwoPhaseCommitVariant;
 
 /// The `two-phase-commit` recipe.
 #[derive(Clone, Copy, Debug)]
@@ -61,6 +62,11 @@ impl Recipe for TwoPhaseCommit {
         "a coordinator's transactions, voted on and decided by every site"
     }
 
+    fn variants(&self) -> &[&str] {
+        const VARIANTS: &[&str] = &[TwoPhaseCommitVariant::CommitBeforeAllVotes.name()];
+        VARIANTS
+    }
+
     fn workload_keys(&self) -> &[WorkloadKey] {
         KEYS
     }
@@ -99,6 +105,7 @@ mod sim {
     use crate::sim::{Ending, Finished, JudgeCtx, RunCtx, Running};
     use crate::verdict::Verdict;
     use zoosim_core::check::two_phase_commit::{check_tpc, TpcEvent};
+    use zoosim_recipes::two_phase_commit::TwoPhaseCommitVariant;
 
     pub(super) fn start(ctx: &mut RunCtx) -> Box<dyn Running> {
         let w = TpcWorkload {
@@ -108,6 +115,10 @@ mod sim {
             session_timeout_ms: ctx.session_timeout_ms(),
             transactions: ctx.value_u64("operations") as u32,
             vote_ms_max: ctx.value_u64("vote_ms_max"),
+            variant: ctx
+                .variant()
+                .and_then(TwoPhaseCommitVariant::from_name)
+                .unwrap_or_default(),
         };
         let (log, finished) = workload::spawn(ctx, &w);
         Box::new(Run {

@@ -15,7 +15,9 @@ use crate::sim::{client_sessions, finish, flavour_of, replace, Finished, Outcome
 use zoosim_client::Zk;
 use zoosim_core::check::two_phase_commit::TpcEvent;
 use zoosim_core::proto::{Reply, ZkError};
-use zoosim_recipes::two_phase_commit::{create_transaction, Site, SiteCommand, SiteOutcome};
+use zoosim_recipes::two_phase_commit::{
+    create_transaction, Site, SiteCommand, SiteOutcome, TwoPhaseCommitVariant,
+};
 use zoosim_recipes::Driver;
 use zoosim_sim::sim::nemesis::ClientSlots;
 use zoosim_sim::sim::SimZk;
@@ -33,6 +35,8 @@ pub(super) struct TpcWorkload {
     /// A site's longest time between joining a transaction (its alive
     /// node) and voting (drawn per vote, from 0).
     pub vote_ms_max: u64,
+    /// The sites' recipe variant (a buggy one reproduces its bug).
+    pub variant: TwoPhaseCommitVariant,
 }
 
 pub(super) type TpcLog = OutcomeLog<TpcEvent>;
@@ -153,7 +157,8 @@ async fn site(
             .1
             .get_or_insert_with(|| !thread_rng().gen_bool(w.abort_probability));
         log.record(c, TpcEvent::VoteCalled { tx, commit });
-        let mut driver = Driver::new(&*zk, Site::new(&tx_path(&w, tx), c - 1, w.sites));
+        let site = Site::with_variant(&tx_path(&w, tx), c - 1, w.sites, w.variant);
+        let mut driver = Driver::new(&*zk, site);
         driver.command(SiteCommand::Vote { commit });
         // The site joins (its first request: the alive node), then takes
         // its time to vote. A site that fails in between is the one the
