@@ -259,7 +259,8 @@ fn a_check_stopped_at_its_bound_says_so_and_exits_3() {
         out.contains(
             "checked: every interleaving of 2 clients against one server, with at most 1 fault \
              a run (of: lost-reply=1,lost-request=1,broken-connection=1,forced-expiry=1,\
-             client-crash=1,lagging-read=1), no symmetry reduction\n"
+             client-crash=1,lagging-read=1,zombie-read=1,deposed-leader=1), no symmetry \
+             reduction\n"
         ),
         "{out}"
     );
