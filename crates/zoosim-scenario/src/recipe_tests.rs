@@ -404,6 +404,13 @@ impl zoosim_models::Listed for FakeModel {
     fn check(&self, _: &Spec) -> Result<zoosim_models::Report, ModelError> {
         Err(ModelError::Size("a fake".into()))
     }
+    fn walk(
+        &self,
+        _: &Spec,
+        _: zoosim_models::cycle::Bound,
+    ) -> Result<Result<usize, String>, ModelError> {
+        Err(ModelError::Size("a fake".into()))
+    }
     fn serve(&self, _: &Spec, _: &str, _: &mut dyn FnMut()) -> Result<(), ModelError> {
         Err(ModelError::Size("a fake".into()))
     }
