@@ -43,8 +43,8 @@ pub(crate) struct CheckArgs {
     /// still re-found breadth-first, so they are shortest).
     #[arg(long)]
     dfs: bool,
-    /// Reduce by the clients' symmetry, where it is sound (the lock; for
-    /// the other models the error says why not).
+    /// Reduce by the clients' symmetry, where it is sound (the lock and the
+    /// election; for the other models the error says why not).
     #[arg(long)]
     symmetry: bool,
     /// Worker threads for the exhaustive search.

@@ -67,7 +67,9 @@ use zoosim_core::check::Property as Claim;
 
 use super::lock::Acts;
 use super::shared_lock::{no_herd, own_node};
-use super::{settled, Conn, Faults, Log, Maker, RecipeModel, State, Told, World};
+use super::{
+    settled, Conn, Faults, Log, Maker, RecipeModel, RenameMachine, State, Symmetry, Told, World,
+};
 use zoosim_recipes::election::{Election, ElectionCommand, ElectionOutcome, ElectionVariant};
 use zoosim_recipes::{base_name, sequence_of, Machine};
 
@@ -138,6 +140,9 @@ pub struct ElectionModel<M = Election> {
     /// The machine's variant.
     pub variant: ElectionVariant,
     make: Maker<MakeMachine<M>>,
+    /// How the machine is renamed (`--symmetry`): the election's own has
+    /// [`Election::rename`]; another machine has none.
+    rename: Option<Maker<RenameMachine<M>>>,
 }
 
 impl ElectionModel<Election> {
@@ -146,6 +151,7 @@ impl ElectionModel<Election> {
         ElectionModel {
             variant,
             make: Maker(Election::with_variant),
+            rename: Some(Maker(Election::rename)),
         }
     }
 }
@@ -157,6 +163,7 @@ impl<M> ElectionModel<M> {
         ElectionModel {
             variant,
             make: Maker(make),
+            rename: None,
         }
     }
 }
@@ -242,6 +249,28 @@ impl<M: Candidate> RecipeModel for ElectionModel<M> {
     fn client(&self, i: usize) -> (M, At) {
         let guid = super::shared_lock::guid_of(i);
         ((self.make.0)(DIR, &guid, self.variant), At::Start)
+    }
+
+    /// Candidates are interchangeable: the election, the lock's algorithm,
+    /// compares guids for equality only (contenders are ordered by
+    /// sequence number), and the application keeps one name, the node
+    /// whose deletion woke it, renamed with the rest.
+    fn symmetry(&self) -> Result<Symmetry<Self>, &'static str> {
+        let Some(Maker(rename)) = self.rename else {
+            return Err("this machine has no renaming (only the election's own machine has)");
+        };
+        Ok(Symmetry {
+            name: |_, i| super::shared_lock::guid_of(i),
+            machine: rename,
+        })
+    }
+
+    fn rename_app(&self, app: &mut At, rename: &dyn Fn(&str) -> Option<String>) {
+        if let At::Candidate { woken: Some(node) } = app {
+            if let Some(new) = rename(node) {
+                *node = new;
+            }
+        }
     }
 
     /// What the application means to do, its machine aside.

@@ -276,7 +276,9 @@
 //! the states it visits are the full model's (the test in `tests.rs`
 //! checks that both reach the same classes). It is sound for the lock
 //! (every variant but sort-by-full-name, which orders contenders by
-//! guid); the other models refuse it with their reason. Counterexamples
+//! guid) and the election (whose application keeps one node name, renamed
+//! by [`RecipeModel::rename_app`]); the other models refuse it with their
+//! reason. Counterexamples
 //! are found again without it, so that clients keep their numbers from
 //! step to step.
 //!
@@ -663,6 +665,13 @@ pub trait RecipeModel: Clone + Eq + Hash + Debug + Send + Sync + 'static {
         let _ = machine;
         told != Told::SessionEnded && self.wants_now(app, shared)
     }
+    /// Renames the node names the application keeps (for the symmetry
+    /// reduction, see "Symmetry"): `rename` maps a path or a bare base
+    /// name to its new name (None: unchanged). Nothing unless a recipe
+    /// says otherwise: most applications keep no name.
+    fn rename_app(&self, app: &mut Self::App, rename: &dyn Fn(&str) -> Option<String>) {
+        let _ = (app, rename);
+    }
     /// The application gives its command (only when [`RecipeModel::acts`]):
     /// what it does first (e.g. an access to a fenced resource) goes into
     /// `shared`; `live` says whether its session is alive on the server.
@@ -770,7 +779,8 @@ impl<F> Debug for Maker<F> {
 }
 
 /// How a recipe's clients are renamed (see "Symmetry"): the recipe's
-/// applications and shared record must name no client.
+/// shared record must name no client, and the names its applications keep
+/// are renamed by [`RecipeModel::rename_app`].
 pub struct Symmetry<R: RecipeModel> {
     /// The name client `i` gives its nodes (its guid): it is a node's
     /// base name's prefix, followed by `-`.
@@ -1389,6 +1399,7 @@ impl<R: RecipeModel> World<R> {
                 let mut shared = old[i].take().expect("a permutation takes each client once");
                 let c = Arc::make_mut(&mut shared);
                 (sym.machine)(&mut c.machine, &names[k], &rename);
+                self.recipe.rename_app(&mut c.app, &rename);
                 for (_, op) in c.outbox.iter_mut() {
                     *op = op.map_paths(|p| rename(p).unwrap_or_else(|| p.to_owned()));
                 }

@@ -243,6 +243,17 @@ fn symmetry_loses_no_lock_behaviour() {
 }
 
 #[test]
+fn symmetry_loses_no_election_behaviour() {
+    let w = World::new(
+        ElectionModel::new(ElectionVariant::Correct),
+        3,
+        Faults::ONE_EACH,
+    )
+    .unwrap();
+    symmetry_loses_nothing(w);
+}
+
+#[test]
 fn a_model_fault_has_the_simulations_name_or_one_of_its_own() {
     use super::{Fault, RENAMED_FAULTS};
     use zoosim_core::breakage::Breakage;

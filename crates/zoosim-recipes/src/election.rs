@@ -145,6 +145,13 @@ impl Election {
         }
     }
 
+    /// Renames the candidate (for a model's symmetry reduction), as
+    /// [`Lock::rename`]: its guid becomes `guid`, and every node name it
+    /// keeps is mapped by `path` (None: unchanged).
+    pub fn rename(&mut self, guid: &str, path: &dyn Fn(&str) -> Option<String>) {
+        self.inner.rename(guid, path);
+    }
+
     /// True while leading and connected: the only time to act as leader.
     pub fn is_leader(&self) -> bool {
         self.inner.is_holder()
