@@ -11,12 +11,14 @@
 //! end, which would otherwise keep the checker busy for ever).
 //!
 //! States are told apart by a 64-bit hash, as the checker itself does.
+//! Pure and deterministic: fixed-key hashing throughout (no random hash
+//! seeds), so the same model walks the same way every time.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
+use rustc_hash::FxHashMap;
 use stateright::Model;
 
 /// What [`find_cycle`] found that makes the graph unfit for `eventually`.
@@ -102,7 +104,7 @@ where
     M::State: Hash,
     M::Action: Clone,
 {
-    let mut colour: HashMap<u64, Colour> = HashMap::new();
+    let mut colour: FxHashMap<u64, Colour> = FxHashMap::default();
     let mut depth = 0;
     for init in model.init_states() {
         if !model.within_boundary(&init) {
